@@ -1,0 +1,176 @@
+/* kiln engine: the runtime half of the public API.
+ *
+ * Device discovery, the per-process context (one device, one stream), device
+ * buffers with an allocation ledger and cap, tensors, copies, per-kernel event
+ * timing and seeded random inputs. Kernel entry points live in kiln/kernels.h.
+ * The same API is built three times: on the ROCm HIP runtime, on CUDA, and on
+ * kiln's host emulation; ke_backend_name() says which one is linked in.
+ */
+#ifndef KILN_ENGINE_H
+#define KILN_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Backend and devices ------------------------------------------------ */
+
+/* "host", "hip" or "cuda". */
+const char *ke_backend_name(void);
+
+typedef struct ke_device_info {
+  int index;
+  char name[256];
+  char arch[64];          /* "gfx90a", "sm_90", "host-wave64", ... */
+  int warp_size;
+  int multiprocessors;
+  size_t total_bytes;
+  size_t free_bytes;
+} ke_device_info;
+
+/* Number of usable devices. Returns KE_ENODEV (and *count = 0) when the
+ * runtime finds none or cannot start; never crashes for lack of a GPU. */
+int ke_device_count(int *count);
+int ke_device_query(int device, ke_device_info *out);
+
+/* ---- Context ------------------------------------------------------------ */
+
+/* One context per process: a device and a stream on it. All work the engine
+ * does goes to that stream, and every synchronisation is stream-scoped. */
+typedef struct ke_context ke_context;
+
+typedef struct ke_context_options {
+  int device;              /* default 0 */
+  double cap_fraction;     /* allocation cap, fraction of free memory at open;
+                              default 0.7; 0 < f <= 1 */
+  int poison;              /* fill new allocations with 0xFF bytes (NaN in
+                              f32, f16 and bf16) so unwritten reads show */
+} ke_context_options;
+
+void ke_context_options_init(ke_context_options *opts);
+/* Fails with KE_EBUSY when this process already has an open context. */
+int ke_context_open(const ke_context_options *opts, ke_context **out);
+/* Synchronises the stream, releases the stream and events. Outstanding
+ * allocations stay in the ledger's report and are freed. */
+int ke_context_close(ke_context *ctx);
+/* Waits for the context's stream (never the whole device). */
+int ke_context_sync(ke_context *ctx);
+const ke_device_info *ke_context_device(const ke_context *ctx);
+/* Free and total device memory now, as the runtime reports them. */
+int ke_mem_info(ke_context *ctx, size_t *free_bytes, size_t *total_bytes);
+
+/* ---- Device memory and the allocation ledger ---------------------------- */
+
+typedef struct ke_allocation {
+  uint64_t serial;         /* order of allocation within the context */
+  void *ptr;
+  size_t bytes;
+  const char *file;        /* call site */
+  int line;
+} ke_allocation;
+
+/* Allocates device memory and records it with its call site. Refused with
+ * KE_ECAP when the context's live bytes would exceed the cap; the message in
+ * ke_last_error() names requested, in use, cap, free and total bytes. */
+int ke_malloc_at(ke_context *ctx, void **ptr, size_t bytes, const char *file,
+                 int line);
+#define ke_malloc(ctx, ptr, bytes) \
+  ke_malloc_at((ctx), (ptr), (bytes), __FILE__, __LINE__)
+/* Frees a pointer from ke_malloc; KE_EINVAL for one the ledger never saw. */
+int ke_free(ke_context *ctx, void *ptr);
+
+/* Copies up to max outstanding allocations (oldest first) into out and
+ * returns how many are outstanding in all. */
+size_t ke_ledger_outstanding(const ke_context *ctx, ke_allocation *out,
+                             size_t max);
+size_t ke_ledger_outstanding_bytes(const ke_context *ctx);
+/* Cap in bytes, and the free/total memory it was computed from. */
+void ke_ledger_cap(const ke_context *ctx, size_t *cap, size_t *free_at_open,
+                   size_t *total);
+
+/* ---- Tensors ------------------------------------------------------------ */
+
+typedef enum { KE_F32 = 0, KE_F16 = 1, KE_BF16 = 2 } ke_dtype;
+
+#define KE_MAX_RANK 6
+
+/* A view of device memory: dtype, shape and strides in elements. A tensor
+ * does not own its memory; ke_tensor_alloc makes one that does via the
+ * ledger, and ke_tensor_free releases it. */
+typedef struct ke_tensor {
+  ke_dtype dtype;
+  int rank;
+  int64_t shape[KE_MAX_RANK];
+  int64_t stride[KE_MAX_RANK];
+  void *data;
+} ke_tensor;
+
+size_t ke_dtype_size(ke_dtype dtype);
+const char *ke_dtype_name(ke_dtype dtype);
+int64_t ke_tensor_numel(const ke_tensor *t);
+/* 1 when strides are the packed row-major ones for the shape. */
+int ke_tensor_is_contiguous(const ke_tensor *t);
+/* Fills shape and packed strides; data left NULL. */
+int ke_tensor_init(ke_tensor *t, ke_dtype dtype, int rank,
+                   const int64_t *shape);
+int ke_tensor_alloc_at(ke_context *ctx, ke_tensor *t, ke_dtype dtype,
+                       int rank, const int64_t *shape, const char *file,
+                       int line);
+#define ke_tensor_alloc(ctx, t, dtype, rank, shape) \
+  ke_tensor_alloc_at((ctx), (t), (dtype), (rank), (shape), __FILE__, __LINE__)
+int ke_tensor_free(ke_context *ctx, ke_tensor *t);
+
+/* Host <-> device copies on the context stream; they return once the copy
+ * is complete (stream-synchronised). */
+int ke_copy_to_device(ke_context *ctx, void *dst, const void *src,
+                      size_t bytes);
+int ke_copy_to_host(ke_context *ctx, void *dst, const void *src,
+                    size_t bytes);
+int ke_copy_device(ke_context *ctx, void *dst, const void *src, size_t bytes);
+/* Packed tensor <-> host arrays of doubles, converting dtype on the host. */
+int ke_tensor_from_doubles(ke_context *ctx, ke_tensor *t, const double *src);
+int ke_tensor_to_doubles(ke_context *ctx, const ke_tensor *t, double *dst);
+
+/* Scalar conversions used by references and tests (round to nearest even). */
+float ke_f16_to_f32(uint16_t h);
+uint16_t ke_f32_to_f16(float f);
+float ke_bf16_to_f32(uint16_t b);
+uint16_t ke_f32_to_bf16(float f);
+
+/* ---- Kernel timing ------------------------------------------------------ */
+
+/* Every kernel launch the engine makes is bracketed by events on the
+ * context stream. Stats are per kernel name. */
+typedef struct ke_kernel_stats {
+  char name[64];
+  uint64_t launches;
+  double total_ms;
+  double min_ms;
+  double median_ms;
+  double max_ms;
+} ke_kernel_stats;
+
+/* Resolves pending events (synchronising the stream) and copies up to max
+ * entries; returns the number of distinct kernels. */
+int ke_timing_collect(ke_context *ctx, ke_kernel_stats *out, size_t max,
+                      size_t *count);
+void ke_timing_reset(ke_context *ctx);
+
+/* ---- Random inputs ------------------------------------------------------ */
+
+/* Philox4x32-10 through hiprand (cuRAND on CUDA, kiln's own on host). The
+ * tensor must be contiguous; f16 and bf16 are rounded from f32 draws. */
+int ke_rand_uniform(ke_context *ctx, ke_tensor *t, uint64_t seed, float lo,
+                    float hi);
+int ke_rand_normal(ke_context *ctx, ke_tensor *t, uint64_t seed, float mean,
+                   float stddev);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

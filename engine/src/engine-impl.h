@@ -1,0 +1,90 @@
+/* Engine internals: the context, its ledger and its timing table. Only the
+ * engine's own sources include this.
+ */
+#ifndef KILN_ENGINE_IMPL_H
+#define KILN_ENGINE_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln/engine.h"
+#include "runtime.h"
+
+/* Every live device allocation, oldest first. Frees are rare next to
+ * kernel launches and tests hold few buffers, so a sorted array is enough. */
+typedef struct ke__ledger {
+  ke_allocation *items;
+  size_t count;
+  size_t capacity;
+  size_t live_bytes;
+  uint64_t next_serial;
+} ke__ledger;
+
+/* One launch bracketed by two events, not yet read back. */
+typedef struct ke__pending_launch {
+  const char *name;
+  hipEvent_t start;
+  hipEvent_t stop;
+} ke__pending_launch;
+
+typedef struct ke__kernel_times {
+  const char *name;
+  float *ms;
+  size_t count;
+  size_t capacity;
+} ke__kernel_times;
+
+typedef struct ke__timing {
+  ke__pending_launch *pending;
+  size_t npending;
+  size_t pending_capacity;
+  hipEvent_t *free_events;   /* recycled events */
+  size_t nfree;
+  size_t free_capacity;
+  ke__kernel_times *kernels;
+  size_t nkernels;
+  size_t kernels_capacity;
+} ke__timing;
+
+struct ke_context {
+  ke_device_info device;
+  hipStream_t stream;
+  int poison;
+  double cap_fraction;
+  size_t cap_bytes;
+  size_t free_at_open;
+  ke__ledger ledger;
+  ke__timing timing;
+  hiprandGenerator_t rng;
+  int rng_ready;
+};
+
+/* Formats this thread's last error (printf-style) and returns status. */
+int ke__fail(int status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Timing around one launch: begin records the start event, end records the
+ * stop event and queues the pair under name (a string literal). */
+int ke__launch_begin(ke_context *ctx, ke__pending_launch *slot);
+int ke__launch_end(ke_context *ctx, ke__pending_launch *slot,
+                   const char *name, hipError_t launch_err, const char *expr,
+                   const char *file, int line);
+void ke__timing_destroy(ke_context *ctx);
+
+/* Runs LAUNCH (an int expression returning a hip error code) under timing,
+ * checking both the launch and the runtime's last error. */
+#define KE__TIMED_LAUNCH(ctx, name, launch)                                   \
+  do {                                                                        \
+    ke__pending_launch ke__slot;                                              \
+    KE__TRY(ke__launch_begin((ctx), &ke__slot));                              \
+    hipError_t ke__lerr = (hipError_t)(launch);                               \
+    KE__TRY(ke__launch_end((ctx), &ke__slot, (name), ke__lerr, #launch,       \
+                           __FILE__, __LINE__));                              \
+  } while (0)
+
+int ke__device_info_fill(int device, ke_device_info *out);
+
+#endif

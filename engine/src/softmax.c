@@ -1,0 +1,127 @@
+/* Softmax: the C entry point (shape checks, launch) and the double-precision
+ * reference, side by side. The kernel is in kernels/softmax.hip.
+ */
+#include <math.h>
+
+#include "engine-impl.h"
+#include "kiln/kernels.h"
+#include "launch.h"
+
+void ke_softmax_params_init(ke_softmax_params *p) {
+  p->scale = 1.0f;
+  p->causal = 0;
+  p->causal_offset = -1;
+}
+
+/* Leading dimensions must collapse into rows of one stride. */
+static int ke__row_layout(const ke_tensor *t, const char *what,
+                          int64_t *rows, int64_t *row_stride) {
+  int last = t->rank - 1;
+  if (t->stride[last] != 1 && t->shape[last] != 1)
+    return ke__fail(KE_ESHAPE, "softmax: %s last dimension has stride %lld; "
+                               "it must be contiguous (stride 1)",
+                    what, (long long)t->stride[last]);
+  int64_t n = 1;
+  int64_t stride = t->shape[last];
+  if (last >= 1) stride = t->stride[last - 1];
+  for (int d = last - 1; d >= 0; d--) {
+    int64_t expect = d == last - 1 ? stride : t->stride[d + 1] * t->shape[d + 1];
+    if (t->shape[d] != 1 && t->stride[d] != expect)
+      return ke__fail(KE_ESHAPE, "softmax: %s dimension %d (stride %lld) "
+                                 "does not collapse into rows of stride %lld",
+                      what, d, (long long)t->stride[d], (long long)expect);
+    n *= t->shape[d];
+  }
+  if (last >= 1 && t->shape[last - 1] > 1 && stride < t->shape[last])
+    return ke__fail(KE_ESHAPE, "softmax: %s rows overlap (row stride %lld < "
+                               "row length %lld)",
+                    what, (long long)stride, (long long)t->shape[last]);
+  *rows = n;
+  *row_stride = stride;
+  return KE_OK;
+}
+
+int ke_softmax(ke_context *ctx, const ke_tensor *x, ke_tensor *y,
+               const ke_softmax_params *params) {
+  ke_softmax_params defaults;
+  if (!ctx || !x || !y || !x->data || !y->data)
+    return ke__fail(KE_EINVAL, "softmax: NULL context, tensor or data");
+  if (!params) {
+    ke_softmax_params_init(&defaults);
+    params = &defaults;
+  }
+  if (ke_dtype_size(x->dtype) == 0 || ke_dtype_size(y->dtype) == 0)
+    return ke__fail(KE_EDTYPE, "softmax: dtypes must be f32, f16 or bf16");
+  if (x->rank != y->rank)
+    return ke__fail(KE_ESHAPE, "softmax: x has rank %d, y rank %d", x->rank,
+                    y->rank);
+  for (int d = 0; d < x->rank; d++)
+    if (x->shape[d] != y->shape[d])
+      return ke__fail(KE_ESHAPE, "softmax: shape mismatch in dimension %d: "
+                                 "x %lld, y %lld",
+                      d, (long long)x->shape[d], (long long)y->shape[d]);
+  int64_t cols = x->shape[x->rank - 1];
+  if (cols < 1 || cols > KE__SOFTMAX_MAX_COLS)
+    return ke__fail(KE_ESHAPE, "softmax: row length %lld outside 1..%lld",
+                    (long long)cols, (long long)KE__SOFTMAX_MAX_COLS);
+  int64_t rows, x_stride, y_rows, y_stride;
+  KE__TRY(ke__row_layout(x, "x", &rows, &x_stride));
+  KE__TRY(ke__row_layout(y, "y", &y_rows, &y_stride));
+  if (!isfinite(params->scale))
+    return ke__fail(KE_EINVAL, "softmax: scale %g is not finite",
+                    (double)params->scale);
+  int64_t sq = x->rank >= 2 ? x->shape[x->rank - 2] : 1;
+  int64_t offset = params->causal_offset;
+  if (params->causal && offset < 0) offset = cols - sq;
+  if (params->causal && x->rank < 2)
+    return ke__fail(KE_ESHAPE, "softmax: causal mask needs rank >= 2 "
+                               "([.., Sq, Sk]), got rank %d", x->rank);
+  KE__TIMED_LAUNCH(ctx, "softmax",
+                   ke__softmax_launch(ctx->stream, x->dtype, x->data,
+                                      x_stride, y->dtype, y->data, y_stride,
+                                      rows, cols, params->scale,
+                                      params->causal, sq, offset));
+  return KE_OK;
+}
+
+void ke_softmax_ref(const double *x, double *y, int64_t rows, int64_t cols,
+                    const ke_softmax_params *params, int64_t sq) {
+  ke_softmax_params defaults;
+  if (!params) {
+    ke_softmax_params_init(&defaults);
+    params = &defaults;
+  }
+  int64_t offset = params->causal_offset;
+  if (params->causal && offset < 0) offset = cols - sq;
+  for (int64_t r = 0; r < rows; r++) {
+    const double *xr = x + r * cols;
+    double *yr = y + r * cols;
+    int64_t limit = cols; /* columns >= limit are masked */
+    if (params->causal) {
+      int64_t i = r % sq;
+      limit = i + offset + 1;
+      if (limit < 0) limit = 0;
+      if (limit > cols) limit = cols;
+    }
+    double m = -INFINITY;
+    int poisoned = 0;
+    for (int64_t c = 0; c < limit; c++) {
+      double v = (double)params->scale * xr[c];
+      if (isnan(v) || v == INFINITY) poisoned = 1;
+      else if (v > m) m = v;
+    }
+    if (poisoned) {
+      for (int64_t c = 0; c < cols; c++) yr[c] = NAN;
+      continue;
+    }
+    if (m == -INFINITY) {
+      for (int64_t c = 0; c < cols; c++) yr[c] = 0.0;
+      continue;
+    }
+    double sum = 0.0;
+    for (int64_t c = 0; c < limit; c++)
+      sum += exp((double)params->scale * xr[c] - m);
+    for (int64_t c = 0; c < cols; c++)
+      yr[c] = c < limit ? exp((double)params->scale * xr[c] - m) / sum : 0.0;
+  }
+}

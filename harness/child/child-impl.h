@@ -1,0 +1,51 @@
+/* Child side of the harness: state shared by the runner's main loop and the
+ * test API while one test runs. Internal to harness/child.
+ */
+#ifndef KILN_CHILD_IMPL_H
+#define KILN_CHILD_IMPL_H
+
+#include <stdint.h>
+
+#include "kiln/engine.h"
+#include "kiln/test.h"
+#include "protocol.h"
+
+typedef struct kt__tol_override {
+  char pattern[256];        /* glob over suite/test/check */
+  double atol;
+  double rtol;
+} kt__tol_override;
+
+typedef struct kt__child {
+  int result_fd;            /* -1: standalone, print to stdout */
+  int verbose;              /* standalone: print check lines */
+  int poison;
+  double cap_fraction;
+  uint64_t run_seed;
+  uint64_t seed_counter;
+  kt__tol_override tol[64];
+  int ntol;
+  /* The test being run. */
+  const kt_suite *suite;
+  const kt_test *test;
+  char test_id[256];
+  ke_context *ctx;
+  int keep_context;         /* several tests in one process share it */
+  uint64_t ledger_mark;     /* allocations with serial >= mark are this test's */
+  int skipped;
+  char skip_reason[512];
+  int setup_failed;
+  char setup_error[1024];
+  char last_summary[1024];
+  double runtime_init_ms;
+} kt__child;
+
+extern kt__child kt__state;
+
+/* Sends a record to the parent (or prints it in standalone mode). */
+void kt__emit(kp_record_out *r);
+double kt__now_ms(void);
+void kt__fixture_setup(void);
+void kt__fixture_teardown(void);
+
+#endif

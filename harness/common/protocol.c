@@ -1,0 +1,217 @@
+/* Runner protocol encoding and decoding; see protocol.h. */
+#include "protocol.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Bytes that travel unescaped in a value. */
+static int kp__plain(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-' ||
+         c == '/' || c == ':' || c == '@' || c == '+' || c == ',' ||
+         c == '*' || c == '(' || c == ')' || c == '[' || c == ']';
+}
+
+static void kp__append(kp_record_out *r, const char *s, size_t n) {
+  if (r->overflow || r->len + n + 1 >= sizeof r->buf) {
+    r->overflow = 1;
+    return;
+  }
+  memcpy(r->buf + r->len, s, n);
+  r->len += n;
+}
+
+void kp_begin(kp_record_out *r, const char *tag) {
+  r->len = 0;
+  r->overflow = 0;
+  kp__append(r, tag, strlen(tag));
+}
+
+void kp_add_str(kp_record_out *r, const char *key, const char *value) {
+  static const char hex[] = "0123456789ABCDEF";
+  kp__append(r, " ", 1);
+  kp__append(r, key, strlen(key));
+  kp__append(r, "=", 1);
+  for (const unsigned char *p = (const unsigned char *)(value ? value : "");
+       *p; p++) {
+    if (kp__plain(*p)) {
+      kp__append(r, (const char *)p, 1);
+    } else {
+      char esc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+      kp__append(r, esc, 3);
+    }
+  }
+}
+
+void kp_add_int(kp_record_out *r, const char *key, long long value) {
+  char num[32];
+  snprintf(num, sizeof num, "%lld", value);
+  kp_add_str(r, key, num);
+}
+
+void kp_add_uint(kp_record_out *r, const char *key,
+                 unsigned long long value) {
+  char num[32];
+  snprintf(num, sizeof num, "%llu", value);
+  kp_add_str(r, key, num);
+}
+
+void kp_add_double(kp_record_out *r, const char *key, double value) {
+  char num[40];
+  if (isnan(value)) snprintf(num, sizeof num, "nan");
+  else if (isinf(value)) snprintf(num, sizeof num, value > 0 ? "inf" : "-inf");
+  else snprintf(num, sizeof num, "%.17g", value);
+  kp_add_str(r, key, num);
+}
+
+int kp_send(kp_record_out *r, int fd) {
+  if (r->overflow) {
+    /* Never send a cut record: send a marker the parent can report. */
+    kp_begin(r, "truncated");
+  }
+  r->buf[r->len++] = '\n';
+  size_t off = 0;
+  while (off < r->len) {
+    ssize_t n = write(fd, r->buf + off, r->len - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      r->len--;
+      return -1;
+    }
+    off += (size_t)n;
+  }
+  r->len--;
+  return 0;
+}
+
+static int kp__hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+static int kp__tag_ok(const char *s) {
+  if (!*s) return 0;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || *s == '_')) return 0;
+  return 1;
+}
+
+int kp_parse(char *line, kp_record *rec, const char **why) {
+  const char *dummy;
+  if (!why) why = &dummy;
+  memset(rec, 0, sizeof *rec);
+  char *save = NULL;
+  char *tok = strtok_r(line, " ", &save);
+  if (!tok) return *why = "empty line", -1;
+  if (!kp__tag_ok(tok)) return *why = "record tag is not [a-z_]+", -1;
+  rec->tag = tok;
+  while ((tok = strtok_r(NULL, " ", &save)) != NULL) {
+    char *eq = strchr(tok, '=');
+    if (!eq || eq == tok) return *why = "field without key=value", -1;
+    if (rec->nfields == KP_MAX_FIELDS) return *why = "too many fields", -1;
+    *eq = '\0';
+    char *src = eq + 1, *dst = eq + 1;
+    while (*src) {
+      if (*src == '%') {
+        int hi = kp__hexval(src[1]);
+        int lo = hi < 0 ? -1 : kp__hexval(src[2]);
+        if (hi < 0 || lo < 0) return *why = "bad %-escape in value", -1;
+        *dst++ = (char)(hi * 16 + lo);
+        src += 3;
+      } else if ((unsigned char)*src < 0x20 || *src == 0x7f) {
+        return *why = "control byte in value", -1;
+      } else {
+        *dst++ = *src++;
+      }
+    }
+    *dst = '\0';
+    rec->fields[rec->nfields].key = tok;
+    rec->fields[rec->nfields].value = eq + 1;
+    rec->nfields++;
+  }
+  return 0;
+}
+
+const char *kp_get(const kp_record *rec, const char *key) {
+  for (int i = 0; i < rec->nfields; i++)
+    if (strcmp(rec->fields[i].key, key) == 0) return rec->fields[i].value;
+  return NULL;
+}
+
+int kp_get_int(const kp_record *rec, const char *key, long long *out) {
+  const char *v = kp_get(rec, key);
+  if (!v || !*v) return -1;
+  char *end;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  if (errno || *end) return -1;
+  *out = x;
+  return 0;
+}
+
+int kp_get_double(const kp_record *rec, const char *key, double *out) {
+  const char *v = kp_get(rec, key);
+  if (!v || !*v) return -1;
+  char *end;
+  errno = 0;
+  double x = strtod(v, &end);
+  if (*end || (errno && errno != ERANGE)) return -1;
+  *out = x;
+  return 0;
+}
+
+void kp_reader_init(kp_reader *rd) {
+  rd->len = 0;
+  rd->discarding = 0;
+}
+
+size_t kp_reader_feed(kp_reader *rd, const char *data, size_t n) {
+  size_t room = sizeof rd->buf - rd->len;
+  if (n > room) n = room;
+  memcpy(rd->buf + rd->len, data, n);
+  rd->len += n;
+  return n;
+}
+
+int kp_reader_next(kp_reader *rd, char *out) {
+  char *nl = memchr(rd->buf, '\n', rd->len);
+  if (!nl) {
+    if (rd->len == sizeof rd->buf) {
+      /* A line that cannot fit: drop what we have and skip to its end. */
+      rd->len = 0;
+      rd->discarding = 1;
+      return -1;
+    }
+    return 0;
+  }
+  size_t n = (size_t)(nl - rd->buf);
+  int was_discarding = rd->discarding;
+  if (!was_discarding) {
+    memcpy(out, rd->buf, n);
+    out[n] = '\0';
+    /* An embedded NUL would hide the rest of the line: treat as garbage. */
+    if (memchr(rd->buf, '\0', n)) out[0] = '\x01', out[1] = '\0';
+  }
+  memmove(rd->buf, nl + 1, rd->len - n - 1);
+  rd->len -= n + 1;
+  rd->discarding = 0;
+  return was_discarding ? -1 : 1;
+}
+
+size_t kp_reader_tail(kp_reader *rd, char *out) {
+  if (rd->discarding || rd->len == 0) {
+    rd->len = 0;
+    return 0;
+  }
+  size_t n = rd->len < KP_MAX_LINE - 1 ? rd->len : KP_MAX_LINE - 1;
+  memcpy(out, rd->buf, n);
+  out[n] = '\0';
+  rd->len = 0;
+  return n;
+}

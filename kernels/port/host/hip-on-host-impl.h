@@ -1,0 +1,105 @@
+/* HIP-on-CPU internals shared by the emulation's own sources (fiber.cc,
+ * launch.cc, runtime.cc, hiprand.cc) and its test. Kernels and the engine
+ * never include this: they see hip-on-host.h and hip-on-host-api.h.
+ */
+#ifndef KILN_HIP_ON_HOST_IMPL_H
+#define KILN_HIP_ON_HOST_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+#include "hip-on-host-api.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define KEMU__ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KEMU__ASAN 1
+#endif
+#endif
+#ifndef KEMU__ASAN
+#define KEMU__ASAN 0
+#endif
+
+/* For frames that never return (a finished fiber's last frames): without
+ * instrumentation they leave no poisoned redzones behind on a stack that the
+ * next block reuses. */
+#if KEMU__ASAN
+#define KEMU__NO_ASAN __attribute__((no_sanitize_address))
+#else
+#define KEMU__NO_ASAN
+#endif
+
+/* ==== Fibers (fiber.cc) ================================================== */
+
+/* A saved execution context plus the stack it runs on. The stack bounds are
+ * what AddressSanitizer needs to follow a switch; for the OS thread's own
+ * context they are learnt on the first switch away from it. */
+struct kemu__ctx {
+#if defined(__x86_64__)
+  void *sp;
+#else
+  ucontext_t uc;
+#endif
+  const void *stack_lo;
+  size_t stack_size;
+  void *asan_fake_stack;
+};
+
+/* Prepares `c` to start `entry` on the given stack at its first switch-in.
+ * `entry` must never return: a finished fiber leaves via kemu__ctx_exit. */
+void kemu__ctx_make(kemu__ctx *c, void *stack_lo, size_t stack_size,
+                    void (*entry)(void));
+/* Saves the running context into `from` and resumes `to`; returns when
+ * something switches back to `from`. */
+void kemu__ctx_switch(kemu__ctx *from, kemu__ctx *to);
+/* Leaves the running fiber for good (its stack may be reused at once). */
+[[noreturn]] void kemu__ctx_exit(kemu__ctx *from, kemu__ctx *to);
+/* Must be the first call in a fiber's entry function. */
+void kemu__ctx_entered(void);
+/* Copies the calling thread's MXCSR and x87 control word into the initial
+ * frames made from now on, so kernels inherit the launcher's FP settings. */
+void kemu__ctx_capture_fpenv(void);
+
+/* Fiber stacks of one OS thread, reused across blocks and launches: a
+ * reserved region of 1024 slots, each a guard page below a stack that is
+ * made accessible the first time a block needs that many threads. */
+struct kemu__stack_pool {
+  char *region;
+  size_t stack_bytes;   /* usable bytes per stack */
+  size_t stride;        /* guard page + stack */
+  unsigned ready;       /* slots made accessible so far */
+};
+/* Makes the first `count` stacks usable; false (errno set) if the system
+ * refuses the memory. */
+bool kemu__stack_pool_reserve(kemu__stack_pool *pool, unsigned count);
+void kemu__stack_pool_release(kemu__stack_pool *pool);
+static inline void *kemu__stack_lo(const kemu__stack_pool *pool, unsigned i) {
+  return pool->region + (size_t)i * pool->stride + (pool->stride -
+                                                    pool->stack_bytes);
+}
+
+/* ==== Runtime (runtime.cc) =============================================== */
+
+/* Reads the environment once; hipSuccess, hipErrorNotInitialized (a bad
+ * setting, already reported on stderr) or hipErrorNoDevice. */
+hipError_t kemu__runtime_ready(void);
+/* Records `error` as this thread's last error unless it is hipSuccess. */
+hipError_t kemu__record_error(hipError_t error);
+bool kemu__stream_valid(hipStream_t stream);
+/* True when [ptr, ptr + bytes) lies inside one live hipMalloc block. */
+bool kemu__device_range(const void *ptr, size_t bytes);
+/* Usable bytes per fiber stack (KILN_EMU_STACK_KB). */
+size_t kemu__stack_bytes(void);
+
+/* ==== Random numbers (hiprand.cc) ======================================== */
+
+/* One Philox4x32-10 block: encrypts the 128-bit counter under the 64-bit
+ * key in place. Exposed for the known-answer test. */
+void kemu__philox4x32_10(uint32_t ctr[4], const uint32_t key[2]);
+
+#endif

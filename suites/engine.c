@@ -1,0 +1,230 @@
+/* Engine runtime suite: the ledger, the cap, poison, timing, random inputs,
+ * dtype conversions and the one-context rule, through the public API.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/kernels.h"
+#include "kiln/test.h"
+
+/* An allocation that is not freed shows in the ledger with its call site. */
+START_TEST(ledger_reports_call_site) {
+  ke_context *ctx = kt_ctx();
+  size_t before = ke_ledger_outstanding(ctx, NULL, 0);
+  void *p = NULL;
+  const int line = __LINE__ + 1;
+  kt_assert_ok(ke_malloc(ctx, &p, 12345));
+  ke_allocation live[64];
+  size_t n = ke_ledger_outstanding(ctx, live, 64);
+  ck_assert_uint_eq(n, before + 1);
+  const ke_allocation *a = &live[n - 1];
+  ck_assert_ptr_eq(a->ptr, p);
+  ck_assert_uint_eq(a->bytes, 12345);
+  ck_assert_int_eq(a->line, line);
+  ck_assert_msg(strstr(a->file, "engine.c") != NULL, "file is %s", a->file);
+  ck_assert_uint_ge(ke_ledger_outstanding_bytes(ctx), 12345);
+  kt_assert_ok(ke_free(ctx, p));
+  ck_assert_uint_eq(ke_ledger_outstanding(ctx, NULL, 0), before);
+  kt_assert_status(ke_free(ctx, p), KE_EINVAL);  /* double free is refused */
+}
+END_TEST
+
+/* Above the cap: refused, and the message names every number. */
+START_TEST(cap_refuses_with_numbers) {
+  ke_context *ctx = kt_ctx();
+  size_t cap = 0, free_at_open = 0, total = 0;
+  ke_ledger_cap(ctx, &cap, &free_at_open, &total);
+  ck_assert_uint_gt(cap, 0);
+  ck_assert_uint_le(cap, free_at_open);
+  void *p = NULL;
+  size_t want = cap + 4096;
+  kt_assert_status(ke_malloc(ctx, &p, want), KE_ECAP);
+  ck_assert_ptr_null(p);
+  const char *msg = ke_last_error();
+  char num[64];
+  snprintf(num, sizeof num, "%zu", want);
+  ck_assert_msg(strstr(msg, num), "requested bytes missing: %s", msg);
+  snprintf(num, sizeof num, "%zu", cap);
+  ck_assert_msg(strstr(msg, num), "cap missing: %s", msg);
+  snprintf(num, sizeof num, "%zu", free_at_open);
+  ck_assert_msg(strstr(msg, num), "free bytes missing: %s", msg);
+  snprintf(num, sizeof num, "%zu", total);
+  ck_assert_msg(strstr(msg, num), "total bytes missing: %s", msg);
+  ck_assert_msg(strstr(msg, "engine.c"), "call site missing: %s", msg);
+}
+END_TEST
+
+/* The cap counts what is already live, not just the one request. */
+START_TEST(cap_counts_live_bytes) {
+  ke_context *ctx = kt_ctx();
+  size_t cap = 0;
+  ke_ledger_cap(ctx, &cap, NULL, NULL);
+  void *a = NULL, *b = NULL;
+  size_t first = cap / 2 + 1;
+  kt_assert_ok(ke_malloc(ctx, &a, first));
+  kt_assert_status(ke_malloc(ctx, &b, first), KE_ECAP);
+  kt_assert_ok(ke_free(ctx, a));
+}
+END_TEST
+
+/* Uniform draws land in (lo, hi], whatever the seed. */
+START_TEST(uniform_range) {
+  ke_context *ctx = kt_ctx();
+  int64_t shape[1] = {1000};
+  ke_tensor t;
+  kt_assert_ok(ke_tensor_alloc(ctx, &t, KE_F32, 1, shape));
+  kt_assert_ok(ke_rand_uniform(ctx, &t, kt_seed(), -1.0f, 1.0f));
+  double *v = kt_to_doubles(&t);
+  double lo = 1, hi = -1;
+  for (int i = 0; i < 1000; i++) {
+    ck_assert_msg(isfinite(v[i]) && v[i] >= -1.0 && v[i] <= 1.0,
+                  "uniform draw %d = %g outside (-1, 1]", i, v[i]);
+    lo = v[i] < lo ? v[i] : lo;
+    hi = v[i] > hi ? v[i] : hi;
+  }
+  ck_assert_msg(lo < -0.9 && hi > 0.9, "draws span only [%g, %g]", lo, hi);
+  free(v);
+  kt_assert_ok(ke_tensor_free(ctx, &t));
+}
+END_TEST
+
+START_TEST(one_context_per_process) {
+  ke_context *second = NULL;
+  kt_assert_status(ke_context_open(NULL, &second), KE_EBUSY);
+  ck_assert_ptr_null(second);
+  ke_context_options o;
+  ke_context_options_init(&o);
+  o.cap_fraction = 1.5;
+  ke_context *c = NULL;
+  ck_assert_int_ne(ke_context_open(&o, &c), KE_OK);
+}
+END_TEST
+
+START_TEST(device_query) {
+  int n = 0;
+  kt_assert_ok(ke_device_count(&n));
+  ck_assert_int_ge(n, 1);
+  const ke_device_info *d = ke_context_device(kt_ctx());
+  ck_assert_int_gt((int)strlen(d->name), 0);
+  ck_assert_int_gt((int)strlen(d->arch), 0);
+  ck_assert_msg(d->warp_size == 32 || d->warp_size == 64, "warp size %d",
+                d->warp_size);
+  ck_assert_uint_gt(d->total_bytes, 0);
+  ck_assert_uint_le(d->free_bytes, d->total_bytes);
+  ke_device_info out;
+  kt_assert_status(ke_device_query(n, &out), KE_EINVAL);
+  size_t f = 0, t = 0;
+  kt_assert_ok(ke_mem_info(kt_ctx(), &f, &t));
+  ck_assert_uint_eq(t, d->total_bytes);
+}
+END_TEST
+
+/* Every launch is timed: per kernel name, launches, total, min, median. */
+START_TEST(timing_per_kernel) {
+  ke_context *ctx = kt_ctx();
+  int64_t shape[2] = {64, 1000};
+  ke_tensor x, y;
+  kt_alloc(&x, KE_F32, 2, shape);
+  kt_alloc(&y, KE_F32, 2, shape);
+  kt_fill_normal(&x, 0.0f, 1.0f);
+  ke_timing_reset(ctx);
+  for (int i = 0; i < 5; i++) kt_assert_ok(ke_softmax(ctx, &x, &y, NULL));
+  ke_kernel_stats s[8];
+  size_t n = 0;
+  kt_assert_ok(ke_timing_collect(ctx, s, 8, &n));
+  ck_assert_uint_eq(n, 1);
+  ck_assert_str_eq(s[0].name, "softmax");
+  ck_assert_uint_eq(s[0].launches, 5);
+  ck_assert(s[0].min_ms >= 0.0);
+  ck_assert(s[0].min_ms <= s[0].median_ms);
+  ck_assert(s[0].median_ms <= s[0].max_ms);
+  ck_assert(s[0].total_ms >= 5 * s[0].min_ms - 1e-9);
+  kt_free(&x);
+  kt_free(&y);
+}
+END_TEST
+
+/* Same seed, same draws; other seed, other draws; sane moments. */
+START_TEST(random_inputs) {
+  ke_context *ctx = kt_ctx();
+  int64_t shape[1] = {100001};   /* odd: normal draws need padding */
+  ke_tensor a, b;
+  kt_alloc(&a, KE_F32, 1, shape);
+  kt_alloc(&b, KE_F32, 1, shape);
+  kt_assert_ok(ke_rand_normal(ctx, &a, 42, 1.0f, 2.0f));
+  kt_assert_ok(ke_rand_normal(ctx, &b, 42, 1.0f, 2.0f));
+  double *va = kt_to_doubles(&a), *vb = kt_to_doubles(&b);
+  double sum = 0, sum2 = 0;
+  for (int64_t i = 0; i < shape[0]; i++) {
+    ck_assert_msg(va[i] == vb[i], "same seed differs at %lld", (long long)i);
+    sum += va[i];
+    sum2 += va[i] * va[i];
+  }
+  double mean = sum / (double)shape[0];
+  double var = sum2 / (double)shape[0] - mean * mean;
+  ck_assert_msg(fabs(mean - 1.0) < 0.05, "normal mean %g", mean);
+  ck_assert_msg(fabs(var - 4.0) < 0.2, "normal variance %g", var);
+  kt_assert_ok(ke_rand_normal(ctx, &b, 43, 1.0f, 2.0f));
+  free(vb);
+  vb = kt_to_doubles(&b);
+  int64_t same = 0;
+  for (int64_t i = 0; i < shape[0]; i++) same += va[i] == vb[i];
+  ck_assert_msg(same < 10, "%lld equal draws for different seeds",
+                (long long)same);
+  kt_assert_status(ke_rand_uniform(ctx, &a, 1, 2.0f, 1.0f), KE_EINVAL);
+  free(va);
+  free(vb);
+  kt_free(&a);
+  kt_free(&b);
+}
+END_TEST
+
+/* f16/bf16 rounding matches the definition (nearest, ties to even). */
+START_TEST(dtype_conversions) {
+  ck_assert_uint_eq(ke_f32_to_f16(1.0f), 0x3C00);
+  ck_assert_uint_eq(ke_f32_to_f16(65504.0f), 0x7BFF);
+  ck_assert_uint_eq(ke_f32_to_f16(65520.0f), 0x7C00);   /* rounds to inf */
+  ck_assert_uint_eq(ke_f32_to_f16(5.9604644775390625e-08f), 0x0001);
+  ck_assert_uint_eq(ke_f32_to_f16(2.98023223876953125e-08f), 0x0000); /* tie */
+  ck_assert_uint_eq(ke_f32_to_f16(-0.0f), 0x8000);
+  ck_assert_uint_eq(ke_f32_to_f16(1.0f + 1.0f / 2048), 0x3C00);  /* tie even */
+  ck_assert_uint_eq(ke_f32_to_f16(1.0f + 3.0f / 2048), 0x3C02);
+  ck_assert_uint_eq(ke_f32_to_bf16(1.0f), 0x3F80);
+  ck_assert_uint_eq(ke_f32_to_bf16(1.0f + 1.0f / 256), 0x3F80);  /* tie even */
+  ck_assert_uint_eq(ke_f32_to_bf16(1.0f + 3.0f / 256), 0x3F82);
+  /* Every f16 pattern survives f16 -> f32 -> f16. */
+  for (uint32_t h = 0; h < 0x10000; h++) {
+    float f = ke_f16_to_f32((uint16_t)h);
+    if (isnan(f)) continue;
+    ck_assert_msg(ke_f32_to_f16(f) == h, "f16 0x%04x round trip", h);
+  }
+  ck_assert(isnan(ke_f16_to_f32(ke_f32_to_f16(NAN))));
+  ck_assert(isnan(ke_bf16_to_f32(ke_f32_to_bf16(NAN))));
+}
+END_TEST
+
+START_TEST(status_table) {
+  ck_assert_str_eq(ke_status_name(KE_OK), "KE_OK");
+  ck_assert_str_eq(ke_status_name(KE_ECAP), "KE_ECAP");
+  ck_assert_str_eq(ke_status_name(12345), "KE_UNKNOWN");
+  ck_assert_str_eq(ke_strerror(KE_ENODEV), "no GPU device available");
+  ck_assert_int_lt(KE_ESHAPE, 0);
+}
+END_TEST
+
+static const kt_test engine_tests[] = {
+    KT_TEST(ledger_reports_call_site),
+    KT_TEST(cap_refuses_with_numbers),
+    KT_TEST(cap_counts_live_bytes),
+    KT_TEST(uniform_range),
+    KT_TEST(one_context_per_process),
+    KT_TEST(device_query),
+    KT_TEST(timing_per_kernel),
+    KT_TEST(random_inputs),
+    KT_TEST(dtype_conversions, .host_only = 1),
+    KT_TEST(status_table, .host_only = 1),
+};
+
+KT_SUITE(kt_suite_engine, "engine", "gpu,engine", engine_tests);

@@ -1,0 +1,12 @@
+/* The suites linked into every runner. Add a suite here and to
+ * suites/meson.build; order is the order `kiln list` shows. */
+#include "kiln/test.h"
+
+extern const kt_suite kt_suite_softmax;
+extern const kt_suite kt_suite_engine;
+
+const kt_suite *const kt_suites[] = {
+    &kt_suite_engine,
+    &kt_suite_softmax,
+    NULL,
+};
