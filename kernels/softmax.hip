@@ -20,7 +20,9 @@
 __device__ __forceinline__ void ke_softmax_accumulate(float v, float &m,
                                                       float &s) {
   if (v > m) {
-    s = (m == -INFINITY ? 0.0f : s * expf(m - v)) + 1.0f;
+    /* While m is -inf, s is 0 or NaN and exp(-inf) = 0 keeps it so: a NaN
+     * seen before the first finite value must survive. */
+    s = s * expf(m - v) + 1.0f;
     m = v;
     if (v == INFINITY) s = NAN; /* the row's result is NaN, as in PyTorch */
   } else if (v != -INFINITY) {

@@ -27,6 +27,8 @@ hiprandStatus_t hiprandSetStream(hiprandGenerator_t generator,
                                  hipStream_t stream);
 hiprandStatus_t hiprandSetPseudoRandomGeneratorSeed(
     hiprandGenerator_t generator, unsigned long long seed);
+hiprandStatus_t hiprandSetGeneratorOffset(hiprandGenerator_t generator,
+                                          unsigned long long offset);
 hiprandStatus_t hiprandGenerateUniform(hiprandGenerator_t generator,
                                        float *output_data, size_t n);
 hiprandStatus_t hiprandGenerateNormal(hiprandGenerator_t generator,

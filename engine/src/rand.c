@@ -14,6 +14,9 @@ static int ke__rng(ke_context *ctx, uint64_t seed) {
     KE__CHECK_RAND(hiprandSetStream(ctx->rng, ctx->stream));
   }
   KE__CHECK_RAND(hiprandSetPseudoRandomGeneratorSeed(ctx->rng, seed));
+  /* A generator continues its sequence across calls; restart it so that a
+   * seed always names the same draws. */
+  KE__CHECK_RAND(hiprandSetGeneratorOffset(ctx->rng, 0));
   return KE_OK;
 }
 

@@ -30,7 +30,8 @@ static void kr_usage(FILE *f, const char *argv0) {
     "one process per test; run by hand it runs the matching tests in this\n"
     "one process (sharing one engine context) and prints what it finds.\n"
     "\n"
-    "PATTERN   suite, suite/test, or a glob over suite/test (default: all)\n"
+    "PATTERN   suite, suite/test, a glob over suite/test, or @tag (default:\n"
+    "          all); -PATTERN or -@tag excludes (after `--`)\n"
     "\n"
     "  --list              print the registry, one `test` record per line\n"
     "  --devices           print one `device` record per visible device\n"
@@ -111,10 +112,25 @@ static int kr_devices(void) {
   return KR_EXIT_OK;
 }
 
+/* 1 when the comma-separated tag list holds tag. */
+static int kr_has_tag(const char *tags, const char *tag) {
+  size_t n = strlen(tag);
+  for (const char *p = tags ? tags : ""; *p;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    if (len == n && strncmp(p, tag, n) == 0) return 1;
+    p += len + (comma ? 1 : 0);
+  }
+  return 0;
+}
+
+/* suite, glob over suite/test, or @tag. */
 static int kr_matches(const char *pattern, const kt_suite *s,
                       const kt_test *t) {
   char id[256];
   snprintf(id, sizeof id, "%s/%s", s->name, t->name);
+  if (pattern[0] == '@')
+    return kr_has_tag(s->tags, pattern + 1) || kr_has_tag(t->tags, pattern + 1);
   return strcmp(pattern, s->name) == 0 || fnmatch(pattern, id, 0) == 0;
 }
 
@@ -131,7 +147,8 @@ static const char *kr_status_of(TestResult *tr) {
   }
 }
 
-/* Runs one registered test through Check, in this process. */
+/* Runs one registered test through Check, in this process. Returns 0 for a
+ * pass, 2 for a skip, 1 otherwise. */
 static int kr_run_one(const kt_suite *suite, const kt_test *test) {
   kt__state.suite = suite;
   kt__state.test = test;
@@ -193,9 +210,11 @@ static int kr_run_one(const kt_suite *suite, const kt_test *test) {
     printf("\n");
     fflush(stdout);
   }
-  int failed = strcmp(status, "pass") != 0 && strcmp(status, "skip") != 0;
+  int outcome = strcmp(status, "pass") == 0 ? 0
+                : strcmp(status, "skip") == 0 ? 2
+                                               : 1;
   srunner_free(sr);
-  return failed;
+  return outcome;
 }
 
 static int kr_parse_tolerance(const char *arg) {
@@ -295,7 +314,10 @@ int main(int argc, char **argv) {
   const kt_suite *suites[4096];
   const kt_test *tests[4096];
   size_t ntests = 0;
+  int nselect = 0;
   for (int i = optind; i < argc; i++) {
+    if (argv[i][0] == '-') continue;   /* exclusions, applied below */
+    nselect++;
     const kt_suite *s;
     const kt_test *t = kr_find(argv[i], &s);
     if (t && ntests < 4096) {
@@ -316,22 +338,38 @@ int main(int argc, char **argv) {
       return KR_EXIT_USAGE;
     }
   }
-  if (optind == argc)
+  if (nselect == 0)
     for (const kt_suite *const *ps = kt_suites; *ps; ps++)
       for (size_t j = 0; j < (*ps)->ntests && ntests < 4096; j++) {
         suites[ntests] = *ps;
         tests[ntests++] = &(*ps)->tests[j];
       }
+  /* -PATTERN and -@tag drop tests from the selection. */
+  for (int i = optind; i < argc; i++) {
+    if (argv[i][0] != '-') continue;
+    size_t kept = 0;
+    for (size_t j = 0; j < ntests; j++)
+      if (!kr_matches(argv[i] + 1, suites[j], tests[j])) {
+        suites[kept] = suites[j];
+        tests[kept++] = tests[j];
+      }
+    ntests = kept;
+  }
 
   /* Several tests in one process share one context: the old way, kept to
    * reproduce state pollution (kiln run --isolation none). */
   kt__state.keep_context = ntests > 1;
-  int failed = 0;
-  for (size_t i = 0; i < ntests; i++) failed += kr_run_one(suites[i], tests[i]);
+  int failed = 0, skipped = 0;
+  for (size_t i = 0; i < ntests; i++) {
+    int outcome = kr_run_one(suites[i], tests[i]);
+    failed += outcome == 1;
+    skipped += outcome == 2;
+  }
   if (kt__state.ctx) (void)ke_context_close(kt__state.ctx);
 
   if (kt__state.result_fd < 0) {
-    printf("%zu passed, %d failed\n", ntests - (size_t)failed, failed);
+    printf("%zu passed, %d failed, %d skipped\n",
+           ntests - (size_t)failed - (size_t)skipped, failed, skipped);
     printf("(seed %" PRIu64 "; replay with --seed %" PRIu64 ")\n",
            kt__state.run_seed, kt__state.run_seed);
   }

@@ -67,6 +67,7 @@ typedef curandStatus_t hiprandStatus_t;
 #define hiprandDestroyGenerator curandDestroyGenerator
 #define hiprandSetStream curandSetStream
 #define hiprandSetPseudoRandomGeneratorSeed curandSetPseudoRandomGeneratorSeed
+#define hiprandSetGeneratorOffset curandSetGeneratorOffset
 #define hiprandGenerateUniform curandGenerateUniform
 #define hiprandGenerateNormal curandGenerateNormal
 

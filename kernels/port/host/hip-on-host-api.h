@@ -104,6 +104,9 @@ typedef enum hiprandStatus_t {
   HIPRAND_STATUS_ALLOCATION_FAILED = 102,
   HIPRAND_STATUS_TYPE_ERROR = 103,
   HIPRAND_STATUS_LENGTH_NOT_MULTIPLE = 105,
+  /* kiln: the output range is not inside one hipMalloc block (a GPU would
+   * fault); hiprand's code for a failed kernel launch. */
+  HIPRAND_STATUS_LAUNCH_FAILURE = 201,
   HIPRAND_STATUS_INTERNAL_ERROR = 999
 } hiprandStatus_t;
 typedef enum hiprandRngType_t {
@@ -116,6 +119,9 @@ hiprandStatus_t hiprandDestroyGenerator(hiprandGenerator_t gen);
 hiprandStatus_t hiprandSetStream(hiprandGenerator_t gen, hipStream_t stream);
 hiprandStatus_t hiprandSetPseudoRandomGeneratorSeed(hiprandGenerator_t gen,
                                                     unsigned long long seed);
+/* Restarts the sequence at the given offset (in draws). */
+hiprandStatus_t hiprandSetGeneratorOffset(hiprandGenerator_t gen,
+                                          unsigned long long offset);
 /* Uniform in (0, 1]. */
 hiprandStatus_t hiprandGenerateUniform(hiprandGenerator_t gen, float *out,
                                        size_t n);

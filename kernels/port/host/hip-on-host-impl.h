@@ -8,7 +8,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if !defined(__x86_64__)
+/* The hand-written switch is x86-64 only; elsewhere (or when forced, to
+ * test the fallback) fibers use ucontext. */
+#if defined(__x86_64__) && !defined(KEMU_USE_UCONTEXT)
+#define KEMU__X86_SWITCH 1
+#else
+#define KEMU__X86_SWITCH 0
 #include <ucontext.h>
 #endif
 
@@ -40,7 +45,7 @@
  * what AddressSanitizer needs to follow a switch; for the OS thread's own
  * context they are learnt on the first switch away from it. */
 struct kemu__ctx {
-#if defined(__x86_64__)
+#if KEMU__X86_SWITCH
   void *sp;
 #else
   ucontext_t uc;
@@ -60,7 +65,7 @@ void kemu__ctx_switch(kemu__ctx *from, kemu__ctx *to);
 /* Leaves the running fiber for good (its stack may be reused at once). */
 [[noreturn]] void kemu__ctx_exit(kemu__ctx *from, kemu__ctx *to);
 /* Must be the first call in a fiber's entry function. */
-void kemu__ctx_entered(void);
+void kemu__ctx_entered(kemu__ctx *self);
 /* Copies the calling thread's MXCSR and x87 control word into the initial
  * frames made from now on, so kernels inherit the launcher's FP settings. */
 void kemu__ctx_capture_fpenv(void);
@@ -95,6 +100,9 @@ bool kemu__stream_valid(hipStream_t stream);
 bool kemu__device_range(const void *ptr, size_t bytes);
 /* Usable bytes per fiber stack (KILN_EMU_STACK_KB). */
 size_t kemu__stack_bytes(void);
+/* The registry of live hiprand generators (add or remove one). */
+bool kemu__generator_register(const void *gen, bool add);
+bool kemu__generator_live(const void *gen);
 
 /* ==== Random numbers (hiprand.cc) ======================================== */
 

@@ -342,6 +342,8 @@ inline int __clzll(long long v) {
   inline T max(T a, T b) { return a < b ? b : a; }
 KEMU__MINMAX(int)
 KEMU__MINMAX(unsigned int)
+KEMU__MINMAX(long)
+KEMU__MINMAX(unsigned long)
 KEMU__MINMAX(long long)
 KEMU__MINMAX(unsigned long long)
 KEMU__MINMAX(float)
@@ -349,7 +351,7 @@ KEMU__MINMAX(double)
 #undef KEMU__MINMAX
 
 /* Aborts the process with a message naming the kernel, block and thread. */
-inline void __trap() { kemu__trap(); }
+[[noreturn]] inline void __trap() { kemu__trap(); }
 
 /* ==== Vector types (plain aggregates, aligned as in HIP; no operators) === */
 

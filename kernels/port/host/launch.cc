@@ -1,0 +1,418 @@
+/* HIP-on-CPU launches: runs a grid block after block on the calling OS
+ * thread, each block's threads as cooperative fibers (fiber.cc).
+ *
+ * Scheduling is a FIFO run queue: a thread runs until it finishes or waits
+ * at a barrier, then the next ready thread runs. A barrier releases when
+ * every live thread of its scope (block or warp) has arrived; a thread that
+ * returned counts as arrived, as on hardware. Warp operations exchange
+ * values through per-warp slots around a warp barrier. If a thread must
+ * wait while no thread is ready, no barrier can ever release: that is a
+ * deadlock, reported and aborted.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <new>
+
+#include "hip-on-host.h"
+#include "hip-on-host-impl.h"
+
+/* The built-in variables of hip-on-host.h, rewritten at every switch. */
+__thread uint3 threadIdx;
+__thread uint3 blockIdx;
+__thread dim3 blockDim;
+__thread dim3 gridDim;
+__thread unsigned int kemu__lane;
+
+namespace {
+
+enum { MAX_THREADS = 1024, MAX_WARPS = MAX_THREADS / 32, MAX_LANES = 64 };
+
+enum fiber_state : uint8_t { READY, RUNNING, AT_BLOCK, AT_WARP, DONE };
+
+struct fiber {
+  kemu__ctx ctx;
+  uint3 tid;
+  unsigned int lane;
+  unsigned int warp;
+  fiber_state state;
+};
+
+/* A warp's barrier and exchange slots. The slots are double-buffered by the
+ * barrier generation's parity: operation g writes and reads slot[g & 1],
+ * and no lane can write slot[g & 1] again (operation g + 2) before every
+ * lane has passed barrier g + 1, i.e. finished reading operation g. So one
+ * barrier per operation suffices. participants[g & 1] is the set of lanes
+ * that were live when operation g released; a lane that returns right after
+ * it does not make its value unreadable to the others. */
+struct warp_state {
+  unsigned int first, lanes, live, arrived, gen;
+  uint64_t live_mask;
+  uint64_t participants[2];
+  uint64_t slot[2][MAX_LANES];
+};
+
+/* Everything one OS thread needs to run blocks; created on its first launch
+ * and kept, with its fiber stacks, until the thread exits. */
+struct sched {
+  kemu__ctx main_ctx;                 /* the launching thread's context */
+  fiber *cur;                         /* running emulated thread, or null */
+  const kemu__launch_desc *desc;
+  void *dyn_shared;
+  size_t dyn_bytes;
+  unsigned int warp_size, nthreads, nwarps;
+  unsigned int live, arrived;         /* block barrier */
+  unsigned int rq_head, rq_tail;      /* run queue ring, counters mod 2^32 */
+  fiber *runq[MAX_THREADS];
+  fiber fibers[MAX_THREADS];
+  warp_state warps[MAX_WARPS];
+  kemu__stack_pool stacks;
+};
+
+struct sched_owner {
+  sched *s = nullptr;
+  ~sched_owner() {
+    if (s) {
+      kemu__stack_pool_release(&s->stacks);
+      delete s;
+    }
+  }
+};
+
+thread_local sched_owner t_owner;
+/* A plain copy of t_owner.s for the hot paths (no TLS wrapper call). */
+__thread sched *t_sched;
+
+const uint64_t POISON = ~(uint64_t)0; /* NaN as float or double, -1 as int */
+
+sched *get_sched() {
+  if (!t_sched) {
+    sched *s = new (std::nothrow) sched();
+    if (!s) return nullptr;
+    t_owner.s = s;
+    t_sched = s;
+  }
+  return t_sched;
+}
+
+[[noreturn]] __attribute__((format(printf, 1, 2))) void die(const char *fmt,
+                                                            ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fflush(stdout);
+  fprintf(stderr, "kiln host emulation: ");
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  abort();
+}
+
+/* The scheduler of the running kernel; aborts outside a kernel, where a
+ * barrier or warp operation has no meaning. */
+inline sched *running(const char *what) {
+  sched *s = t_sched;
+  if (__builtin_expect(!s || !s->cur, 0))
+    die("%s called outside a kernel launch", what);
+  return s;
+}
+
+inline void rq_push(sched *s, fiber *f) {
+  f->state = READY;
+  s->runq[s->rq_tail++ % MAX_THREADS] = f;
+}
+
+inline fiber *rq_pop(sched *s) {
+  if (s->rq_head == s->rq_tail) return nullptr;
+  return s->runq[s->rq_head++ % MAX_THREADS];
+}
+
+/* Makes `f` the running thread as seen by kernel code. */
+inline void enter(sched *s, fiber *f) {
+  s->cur = f;
+  f->state = RUNNING;
+  threadIdx = f->tid;
+  kemu__lane = f->lane;
+}
+
+void release_block(sched *s) {
+  s->arrived = 0;
+  for (unsigned int i = 0; i < s->nthreads; i++)
+    if (s->fibers[i].state == AT_BLOCK) rq_push(s, &s->fibers[i]);
+}
+
+void release_warp(sched *s, warp_state *w) {
+  w->participants[w->gen & 1] = w->live_mask;
+  w->gen++;
+  w->arrived = 0;
+  for (unsigned int l = 0; l < w->lanes; l++) {
+    fiber *f = &s->fibers[w->first + l];
+    if (f->state == AT_WARP) rq_push(s, f);
+  }
+}
+
+[[noreturn]] void deadlock(sched *s) {
+  unsigned int at_block = 0, at_warp = 0, done = 0;
+  for (unsigned int i = 0; i < s->nthreads; i++) {
+    at_block += s->fibers[i].state == AT_BLOCK;
+    at_warp += s->fibers[i].state == AT_WARP;
+    done += s->fibers[i].state == DONE;
+  }
+  /* Name the first warp whose lanes wait at different barriers: usually
+   * the divergent branch to look at. */
+  char detail[128] = "";
+  for (unsigned int w = 0; w < s->nwarps; w++) {
+    const warp_state *ws = &s->warps[w];
+    unsigned int b = 0, x = 0;
+    for (unsigned int l = 0; l < ws->lanes; l++) {
+      b += s->fibers[ws->first + l].state == AT_BLOCK;
+      x += s->fibers[ws->first + l].state == AT_WARP;
+    }
+    if (b && x) {
+      snprintf(detail, sizeof detail,
+               "; warp %u is split: %u lanes at __syncthreads, %u at a warp "
+               "operation",
+               w, b, x);
+      break;
+    }
+  }
+  fflush(stdout);
+  fprintf(stderr,
+          "kiln host emulation: deadlock in kernel %s block (%u,%u,%u): %u "
+          "threads at __syncthreads, %u at warp barrier, %u returned (of "
+          "%u)%s\n",
+          s->desc->kernel, blockIdx.x, blockIdx.y, blockIdx.z, at_block,
+          at_warp, done, s->nthreads, detail);
+  abort();
+}
+
+/* Parks the running thread `me` and runs the next ready one; returns when
+ * `me` has been released and scheduled again. */
+void wait(sched *s, fiber *me, fiber_state why) {
+  me->state = why;
+  fiber *next = rq_pop(s);
+  if (!next) deadlock(s);
+  enter(s, next);
+  kemu__ctx_switch(&me->ctx, &next->ctx);
+}
+
+inline void warp_arrive(sched *s, fiber *me, warp_state *w) {
+  if (++w->arrived == w->live)
+    release_warp(s, w);
+  else
+    wait(s, me, AT_WARP);
+}
+
+/* A thread's function returned: it counts as arrived at every barrier from
+ * now on, which may release one. Never returns; the last thread of the
+ * block goes back to the launching context. */
+[[noreturn]] KEMU__NO_ASAN void finish(sched *s) {
+  fiber *me = s->cur;
+  me->state = DONE;
+  s->live--;
+  warp_state *w = &s->warps[me->warp];
+  w->live--;
+  w->live_mask &= ~((uint64_t)1 << me->lane);
+  if (s->arrived && s->arrived == s->live) release_block(s);
+  if (w->arrived && w->arrived == w->live) release_warp(s, w);
+  fiber *next = rq_pop(s);
+  if (next) {
+    enter(s, next);
+    kemu__ctx_exit(&me->ctx, &next->ctx);
+  }
+  if (s->live) deadlock(s);
+  s->cur = nullptr;
+  kemu__ctx_exit(&me->ctx, &s->main_ctx);
+}
+
+KEMU__NO_ASAN void fiber_main(void) {
+  sched *s = t_sched;
+  kemu__ctx_entered(&s->cur->ctx);
+  s->desc->body(s->desc->ctx);
+  finish(s);
+}
+
+void run_block(sched *s, unsigned int bx, unsigned int by, unsigned int bz) {
+  blockIdx = {bx, by, bz};
+  if (s->dyn_bytes) memset(s->dyn_shared, 0xFF, s->dyn_bytes);
+
+  const unsigned int n = s->nthreads, ws = s->warp_size;
+  s->live = n;
+  s->arrived = 0;
+  s->rq_head = s->rq_tail = 0;
+  for (unsigned int w = 0; w < s->nwarps; w++) {
+    warp_state *st = &s->warps[w];
+    st->first = w * ws;
+    st->lanes = n - st->first < ws ? n - st->first : ws;
+    st->live = st->lanes;
+    st->live_mask = st->lanes == 64 ? POISON : ((uint64_t)1 << st->lanes) - 1;
+    st->participants[0] = st->participants[1] = 0;
+    st->arrived = 0;
+    st->gen = 0;
+  }
+
+  const dim3 b = s->desc->block;
+  unsigned int i = 0;
+  for (unsigned int z = 0; z < b.z; z++)
+    for (unsigned int y = 0; y < b.y; y++)
+      for (unsigned int x = 0; x < b.x; x++, i++) {
+        fiber *f = &s->fibers[i];
+        f->tid = {x, y, z};
+        f->lane = i % ws;
+        f->warp = i / ws;
+        /* Stacks sit a fixed stride apart, so their tops would all map to
+         * the same L1 cache set; shifting each top by a few cache lines
+         * spreads the fibers' hot frames over 64 sets. */
+        const size_t color = (i % 64) * 64;
+        kemu__ctx_make(&f->ctx, kemu__stack_lo(&s->stacks, i),
+                       s->stacks.stack_bytes - color, fiber_main);
+        rq_push(s, f);
+      }
+
+  fiber *first = rq_pop(s);
+  enter(s, first);
+  kemu__ctx_switch(&s->main_ctx, &first->ctx);
+  /* Back here once every thread of the block has returned. */
+}
+
+bool config_ok(const kemu__launch_desc *d) {
+  const dim3 g = d->grid, b = d->block;
+  if (b.x < 1 || b.y < 1 || b.z < 1) return false;
+  if (b.x > 1024 || b.y > 1024 || b.z > 64) return false;
+  if ((uint64_t)b.x * b.y * b.z > MAX_THREADS) return false;
+  if (g.x < 1 || g.y < 1 || g.z < 1) return false;
+  if (g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535) return false;
+  return d->shared_bytes <= 65536;
+}
+
+} // namespace
+
+/* ==== Entry points used by hip-on-host.h ================================= */
+
+void kemu__launch(const kemu__launch_desc *d) {
+  if (t_sched && t_sched->cur)
+    die("kernel %s launched from inside a kernel (dynamic parallelism) "
+        "is not supported",
+        d->kernel);
+  hipError_t e = kemu__runtime_ready();
+  if (e != hipSuccess) {
+    kemu__record_error(e);
+    return;
+  }
+  if (!kemu__stream_valid(d->stream)) {
+    kemu__record_error(hipErrorInvalidResourceHandle);
+    return;
+  }
+  if (!config_ok(d)) {
+    kemu__record_error(hipErrorInvalidConfiguration);
+    return;
+  }
+  const unsigned int n = d->block.x * d->block.y * d->block.z;
+  sched *s = get_sched();
+  void *dyn = nullptr;
+  if (!s || !kemu__stack_pool_reserve(&s->stacks, n) ||
+      posix_memalign(&dyn, 16, d->shared_bytes) != 0) {
+    kemu__record_error(hipErrorOutOfMemory);
+    return;
+  }
+
+  kemu__ctx_capture_fpenv();
+  s->desc = d;
+  s->dyn_shared = dyn;
+  s->dyn_bytes = d->shared_bytes;
+  s->warp_size = (unsigned int)kemu__warp_size_value;
+  s->nthreads = n;
+  s->nwarps = (n + s->warp_size - 1) / s->warp_size;
+  blockDim = d->block;
+  gridDim = d->grid;
+  for (unsigned int z = 0; z < d->grid.z; z++)
+    for (unsigned int y = 0; y < d->grid.y; y++)
+      for (unsigned int x = 0; x < d->grid.x; x++) run_block(s, x, y, z);
+  free(dyn);
+  s->desc = nullptr;
+  s->dyn_shared = nullptr;
+  s->dyn_bytes = 0;
+}
+
+void kemu__syncthreads() {
+  sched *s = running("__syncthreads");
+  if (++s->arrived == s->live)
+    release_block(s);
+  else
+    wait(s, s->cur, AT_BLOCK);
+}
+
+void kemu__syncwarp() {
+  sched *s = running("__syncwarp");
+  fiber *me = s->cur;
+  warp_arrive(s, me, &s->warps[me->warp]);
+}
+
+uint64_t kemu__warp_exchange(uint64_t bits, unsigned int src) {
+  sched *s = running("a warp shuffle");
+  fiber *me = s->cur;
+  warp_state *w = &s->warps[me->warp];
+  const unsigned int p = w->gen & 1;
+  w->slot[p][me->lane] = bits;
+  warp_arrive(s, me, w);
+  if (src < MAX_LANES && (w->participants[p] >> src & 1)) return w->slot[p][src];
+  return POISON;
+}
+
+uint64_t kemu__warp_ballot(int pred, uint64_t *participants) {
+  sched *s = running("a warp vote");
+  fiber *me = s->cur;
+  warp_state *w = &s->warps[me->warp];
+  const unsigned int p = w->gen & 1;
+  w->slot[p][me->lane] = pred != 0;
+  warp_arrive(s, me, w);
+  const uint64_t part = w->participants[p];
+  uint64_t mask = 0;
+  for (unsigned int l = 0; l < w->lanes; l++)
+    if ((part >> l & 1) && w->slot[p][l]) mask |= (uint64_t)1 << l;
+  if (participants) *participants = part;
+  return mask;
+}
+
+void *kemu__dynamic_shared() { return running("HIP_DYNAMIC_SHARED")->dyn_shared; }
+
+void kemu__trap() {
+  sched *s = t_sched;
+  fflush(stdout);
+  if (s && s->cur)
+    fprintf(stderr,
+            "kiln host emulation: __trap() in kernel %s block (%u,%u,%u) "
+            "thread (%u,%u,%u)\n",
+            s->desc->kernel, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
+            threadIdx.y, threadIdx.z);
+  else
+    fprintf(stderr, "kiln host emulation: __trap() outside a kernel\n");
+  abort();
+}
+
+#if KEMU__ASAN
+/* AddressSanitizer calls this hook when it starts an error report. Its
+ * stack trace names the kernel but not which GPU thread was running, so add
+ * that. Weak, so that a program with its own hook keeps it. */
+extern "C" __attribute__((weak)) void __asan_on_error(void) {
+  sched *s = t_sched;
+  if (s && s->cur)
+    fprintf(stderr,
+            "kiln host emulation: running kernel %s block (%u,%u,%u) thread "
+            "(%u,%u,%u) when AddressSanitizer stopped it\n",
+            s->desc->kernel, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
+            threadIdx.y, threadIdx.z);
+}
+#endif
+
+void kemu__bad_width(const char *op, int width) {
+  sched *s = t_sched;
+  fflush(stdout);
+  fprintf(stderr,
+          "kiln host emulation: %s with width %d in kernel %s: the width "
+          "must be a power of two no larger than warpSize (%d)\n",
+          op, width, s && s->cur ? s->desc->kernel : "(none)",
+          kemu__warp_size_value);
+  abort();
+}

@@ -1,0 +1,484 @@
+/* HIP-on-CPU runtime: the functions of hip-on-host-api.h.
+ *
+ * "Device" memory is C-heap memory (so AddressSanitizer sees kernels'
+ * out-of-bounds accesses), charged against a simulated device size so that
+ * memory info, leak checks and allocation caps behave as on a GPU. Streams
+ * run their work at once and in order; events read CLOCK_MONOTONIC. The
+ * environment is read once, at the first call; a bad setting is reported on
+ * stderr and makes every call that needs a device fail with
+ * hipErrorNotInitialized, as a broken HIP install would.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <map>
+#include <mutex>
+#include <new>
+#include <unordered_set>
+#include <vector>
+
+#include "hip-on-host-impl.h"
+
+/* The value behind warpSize in hip-on-host.h. */
+extern "C" {
+int kemu__warp_size_value = 32;
+}
+
+namespace {
+
+/* ==== Settings =========================================================== */
+
+struct config {
+  hipError_t status;        /* hipSuccess or hipErrorNotInitialized */
+  int devices;
+  size_t memory_bytes;      /* per device */
+  size_t stack_bytes;
+};
+
+/* Reads a decimal setting in [lo, hi]; false (after one line on stderr) if
+ * it is set to anything else. */
+bool env_number(const char *name, unsigned long long lo, unsigned long long hi,
+                unsigned long long fallback, unsigned long long *out) {
+  const char *text = getenv(name);
+  *out = fallback;
+  if (!text || !*text) return true;
+  char *end = nullptr;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (errno == 0 && *end == '\0' && text[0] != '-' && v >= lo && v <= hi) {
+    *out = v;
+    return true;
+  }
+  fprintf(stderr,
+          "kiln host emulation: %s=\"%s\" is not valid (expected %llu..%llu); "
+          "HIP calls will fail with hipErrorNotInitialized\n",
+          name, text, lo, hi);
+  return false;
+}
+
+config read_config() {
+  config c = {hipSuccess, 1, 0, 0};
+  unsigned long long warp, mb, devices, stack_kb;
+  bool ok = env_number("KILN_WARP_SIZE", 32, 64, 32, &warp);
+  if (ok && warp != 32 && warp != 64) {
+    fprintf(stderr,
+            "kiln host emulation: KILN_WARP_SIZE=%llu is not supported (32 "
+            "or 64); HIP calls will fail with hipErrorNotInitialized\n",
+            warp);
+    ok = false;
+  }
+  ok &= env_number("KILN_EMU_MEMORY_MB", 1, 1ull << 24, 8192, &mb);
+  ok &= env_number("KILN_EMU_DEVICES", 0, 64, 1, &devices);
+  ok &= env_number("KILN_EMU_STACK_KB", 16, 1 << 20, 256, &stack_kb);
+  if (!ok) {
+    c.status = hipErrorNotInitialized;
+    return c;
+  }
+  kemu__warp_size_value = (int)warp;
+  c.devices = (int)devices;
+  c.memory_bytes = (size_t)mb << 20;
+  c.stack_bytes = (size_t)stack_kb << 10;
+  return c;
+}
+
+const config &cfg() {
+  static const config c = read_config(); /* thread-safe, once */
+  return c;
+}
+
+/* ==== Shared state ======================================================= */
+
+struct allocation {
+  size_t bytes;
+  int device;
+};
+
+struct kemu_state {
+  std::mutex mu;
+  std::map<uintptr_t, allocation> allocs; /* ordered: range lookups */
+  std::vector<size_t> used;               /* live bytes per device */
+  std::unordered_set<const void *> streams, events, generators;
+};
+
+/* Never destroyed, so that calls made during process exit still work. */
+kemu_state &state() {
+  static kemu_state *s = new kemu_state();
+  return *s;
+}
+
+__thread hipError_t t_last_error = hipSuccess;
+__thread int t_device = 0;
+
+hipError_t ret(hipError_t e) { return kemu__record_error(e); }
+
+double now_ms() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+int cpu_count() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+/* Looks `ptr` up among live allocations; the caller holds the lock. */
+const allocation *find_block(kemu_state &st, const void *ptr, size_t bytes) {
+  auto it = st.allocs.upper_bound((uintptr_t)ptr);
+  if (it == st.allocs.begin()) return nullptr;
+  --it;
+  size_t off = (uintptr_t)ptr - it->first;
+  if (off >= it->second.bytes || bytes > it->second.bytes - off)
+    return nullptr;
+  return &it->second;
+}
+
+bool handle_live(const std::unordered_set<const void *> &set, const void *h) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  return set.count(h) != 0;
+}
+
+} // namespace
+
+/* ==== Internal interface (hip-on-host-impl.h) ============================ */
+
+hipError_t kemu__runtime_ready(void) {
+  const config &c = cfg();
+  if (c.status != hipSuccess) return c.status;
+  return c.devices > 0 ? hipSuccess : hipErrorNoDevice;
+}
+
+hipError_t kemu__record_error(hipError_t error) {
+  if (error != hipSuccess) t_last_error = error;
+  return error;
+}
+
+bool kemu__stream_valid(hipStream_t stream) {
+  return !stream || handle_live(state().streams, stream);
+}
+
+bool kemu__device_range(const void *ptr, size_t bytes) {
+  kemu_state &st = state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  return find_block(st, ptr, bytes) != nullptr;
+}
+
+size_t kemu__stack_bytes(void) {
+  size_t b = cfg().stack_bytes;
+  return b ? b : (size_t)256 << 10;
+}
+
+/* ==== Errors ============================================================= */
+
+#define KEMU__ERRORS(X)                                                     \
+  X(hipSuccess, "no error")                                                 \
+  X(hipErrorInvalidValue, "invalid argument")                               \
+  X(hipErrorOutOfMemory, "out of memory")                                   \
+  X(hipErrorNotInitialized, "initialization error")                         \
+  X(hipErrorInvalidDevice, "invalid device ordinal")                        \
+  X(hipErrorNoDevice, "no device (KILN_EMU_DEVICES=0)")                     \
+  X(hipErrorInvalidResourceHandle, "invalid resource handle")               \
+  X(hipErrorNotReady, "device not ready")                                   \
+  X(hipErrorLaunchFailure, "unspecified launch failure")                    \
+  X(hipErrorInvalidConfiguration, "invalid configuration argument")         \
+  X(hipErrorNotSupported, "operation not supported")                        \
+  X(hipErrorUnknown, "unknown error")
+
+const char *hipGetErrorName(hipError_t error) {
+  switch (error) {
+#define X(code, text) \
+  case code:          \
+    return #code;
+    KEMU__ERRORS(X)
+#undef X
+  }
+  return "hipErrorUnknown";
+}
+
+const char *hipGetErrorString(hipError_t error) {
+  switch (error) {
+#define X(code, text) \
+  case code:          \
+    return text;
+    KEMU__ERRORS(X)
+#undef X
+  }
+  return "unknown error";
+}
+
+hipError_t hipGetLastError(void) {
+  hipError_t e = t_last_error;
+  t_last_error = hipSuccess;
+  return e;
+}
+
+hipError_t hipPeekAtLastError(void) { return t_last_error; }
+
+/* ==== Devices ============================================================ */
+
+hipError_t hipGetDeviceCount(int *count) {
+  if (!count) return ret(hipErrorInvalidValue);
+  const config &c = cfg();
+  *count = c.status == hipSuccess ? c.devices : 0;
+  if (c.status != hipSuccess) return ret(c.status);
+  return ret(c.devices > 0 ? hipSuccess : hipErrorNoDevice);
+}
+
+hipError_t hipGetDeviceProperties(hipDeviceProp_t *prop, int device) {
+  if (!prop) return ret(hipErrorInvalidValue);
+  hipError_t e = kemu__runtime_ready();
+  if (e != hipSuccess) return ret(e);
+  if (device < 0 || device >= cfg().devices) return ret(hipErrorInvalidDevice);
+  memset(prop, 0, sizeof *prop);
+  snprintf(prop->name, sizeof prop->name, "kiln host emulation");
+  prop->totalGlobalMem = cfg().memory_bytes;
+  prop->sharedMemPerBlock = 65536;
+  prop->warpSize = kemu__warp_size_value;
+  prop->maxThreadsPerBlock = 1024;
+  prop->maxThreadsDim[0] = 1024;
+  prop->maxThreadsDim[1] = 1024;
+  prop->maxThreadsDim[2] = 64;
+  prop->maxGridSize[0] = 0x7fffffff;
+  prop->maxGridSize[1] = 65535;
+  prop->maxGridSize[2] = 65535;
+  prop->multiProcessorCount = cpu_count();
+  snprintf(prop->gcnArchName, sizeof prop->gcnArchName, "host-wave%d",
+           kemu__warp_size_value);
+  return hipSuccess;
+}
+
+hipError_t hipSetDevice(int device) {
+  hipError_t e = kemu__runtime_ready();
+  if (e != hipSuccess) return ret(e);
+  if (device < 0 || device >= cfg().devices) return ret(hipErrorInvalidDevice);
+  t_device = device;
+  return hipSuccess;
+}
+
+hipError_t hipGetDevice(int *device) {
+  if (!device) return ret(hipErrorInvalidValue);
+  hipError_t e = kemu__runtime_ready();
+  if (e != hipSuccess) return ret(e);
+  *device = t_device;
+  return hipSuccess;
+}
+
+hipError_t hipMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
+  if (!free_bytes || !total_bytes) return ret(hipErrorInvalidValue);
+  hipError_t e = kemu__runtime_ready();
+  if (e != hipSuccess) return ret(e);
+  kemu_state &st = state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  st.used.resize((size_t)cfg().devices, 0);
+  *total_bytes = cfg().memory_bytes;
+  *free_bytes = cfg().memory_bytes - st.used[(size_t)t_device];
+  return hipSuccess;
+}
+
+/* The emulation's own version, in HIP's major * 10^7 + minor * 10^5 form. */
+hipError_t hipDriverGetVersion(int *version) {
+  if (!version) return ret(hipErrorInvalidValue);
+  *version = 10000000;
+  return hipSuccess;
+}
+
+hipError_t hipRuntimeGetVersion(int *version) {
+  return hipDriverGetVersion(version);
+}
+
+/* ==== Memory ============================================================= */
+
+hipError_t hipMalloc(void **ptr, size_t bytes) {
+  if (!ptr) return ret(hipErrorInvalidValue);
+  *ptr = nullptr;
+  hipError_t e = kemu__runtime_ready();
+  if (e != hipSuccess) return ret(e);
+  if (bytes == 0) return hipSuccess; /* as HIP: success, null pointer */
+
+  kemu_state &st = state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  st.used.resize((size_t)cfg().devices, 0);
+  size_t &used = st.used[(size_t)t_device];
+  if (bytes > cfg().memory_bytes - used) return ret(hipErrorOutOfMemory);
+  void *p = nullptr;
+  if (posix_memalign(&p, 256, bytes) != 0) return ret(hipErrorOutOfMemory);
+  /* Fresh device memory holds garbage on a GPU; 0xFF bytes (NaN, -1) make a
+   * kernel that reads what nobody wrote fail every time, not by luck. */
+  memset(p, 0xFF, bytes);
+  try {
+    st.allocs.emplace((uintptr_t)p, allocation{bytes, t_device});
+  } catch (const std::bad_alloc &) {
+    free(p);
+    return ret(hipErrorOutOfMemory);
+  }
+  used += bytes;
+  *ptr = p;
+  return hipSuccess;
+}
+
+hipError_t hipFree(void *ptr) {
+  if (!ptr) return hipSuccess;
+  kemu_state &st = state();
+  std::lock_guard<std::mutex> lock(st.mu);
+  auto it = st.allocs.find((uintptr_t)ptr);
+  if (it == st.allocs.end()) return ret(hipErrorInvalidValue);
+  st.used[(size_t)it->second.device] -= it->second.bytes;
+  st.allocs.erase(it);
+  free(ptr);
+  return hipSuccess;
+}
+
+hipError_t hipMemcpyAsync(void *dst, const void *src, size_t bytes,
+                          hipMemcpyKind kind, hipStream_t stream) {
+  hipError_t e = kemu__runtime_ready();
+  if (e != hipSuccess) return ret(e);
+  if (!kemu__stream_valid(stream)) return ret(hipErrorInvalidResourceHandle);
+  if ((unsigned)kind > hipMemcpyDefault) return ret(hipErrorInvalidValue);
+  if (bytes == 0) return hipSuccess;
+  if (!dst || !src) return ret(hipErrorInvalidValue);
+  /* The device side of a copy must lie inside one allocation: a GPU would
+   * fault or refuse, and the host backend should not be more forgiving. */
+  bool dst_dev = kind == hipMemcpyHostToDevice || kind == hipMemcpyDeviceToDevice;
+  bool src_dev = kind == hipMemcpyDeviceToHost || kind == hipMemcpyDeviceToDevice;
+  if ((dst_dev && !kemu__device_range(dst, bytes)) ||
+      (src_dev && !kemu__device_range(src, bytes)))
+    return ret(hipErrorInvalidValue);
+  memcpy(dst, src, bytes);
+  return hipSuccess;
+}
+
+hipError_t hipMemsetAsync(void *dst, int value, size_t bytes,
+                          hipStream_t stream) {
+  hipError_t e = kemu__runtime_ready();
+  if (e != hipSuccess) return ret(e);
+  if (!kemu__stream_valid(stream)) return ret(hipErrorInvalidResourceHandle);
+  if (bytes == 0) return hipSuccess;
+  if (!kemu__device_range(dst, bytes)) return ret(hipErrorInvalidValue);
+  memset(dst, value, bytes);
+  return hipSuccess;
+}
+
+/* ==== Streams and events ================================================= */
+
+struct kemu_stream {
+  unsigned flags;
+};
+
+struct kemu_event {
+  bool recorded;
+  double ms;
+};
+
+hipError_t hipStreamCreateWithFlags(hipStream_t *stream, unsigned flags) {
+  if (!stream || (flags & ~(unsigned)hipStreamNonBlocking))
+    return ret(hipErrorInvalidValue);
+  hipError_t e = kemu__runtime_ready();
+  if (e != hipSuccess) return ret(e);
+  kemu_stream *s = new (std::nothrow) kemu_stream{flags};
+  if (!s) return ret(hipErrorOutOfMemory);
+  std::lock_guard<std::mutex> lock(state().mu);
+  state().streams.insert(s);
+  *stream = s;
+  return hipSuccess;
+}
+
+hipError_t hipStreamDestroy(hipStream_t stream) {
+  if (!stream) return ret(hipErrorInvalidResourceHandle);
+  {
+    std::lock_guard<std::mutex> lock(state().mu);
+    if (state().streams.erase(stream) == 0)
+      return ret(hipErrorInvalidResourceHandle);
+  }
+  delete stream;
+  return hipSuccess;
+}
+
+hipError_t hipStreamSynchronize(hipStream_t stream) {
+  hipError_t e = kemu__runtime_ready();
+  if (e != hipSuccess) return ret(e);
+  /* Work ran when it was issued: nothing to wait for. */
+  return kemu__stream_valid(stream) ? hipSuccess
+                                    : ret(hipErrorInvalidResourceHandle);
+}
+
+hipError_t hipEventCreate(hipEvent_t *event) {
+  if (!event) return ret(hipErrorInvalidValue);
+  hipError_t e = kemu__runtime_ready();
+  if (e != hipSuccess) return ret(e);
+  kemu_event *ev = new (std::nothrow) kemu_event{false, 0.0};
+  if (!ev) return ret(hipErrorOutOfMemory);
+  std::lock_guard<std::mutex> lock(state().mu);
+  state().events.insert(ev);
+  *event = ev;
+  return hipSuccess;
+}
+
+hipError_t hipEventDestroy(hipEvent_t event) {
+  {
+    std::lock_guard<std::mutex> lock(state().mu);
+    if (!event || state().events.erase(event) == 0)
+      return ret(hipErrorInvalidResourceHandle);
+  }
+  delete event;
+  return hipSuccess;
+}
+
+hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream) {
+  if (!event || !handle_live(state().events, event))
+    return ret(hipErrorInvalidResourceHandle);
+  if (!kemu__stream_valid(stream)) return ret(hipErrorInvalidResourceHandle);
+  event->ms = now_ms();
+  event->recorded = true;
+  return hipSuccess;
+}
+
+hipError_t hipEventSynchronize(hipEvent_t event) {
+  if (!event || !handle_live(state().events, event))
+    return ret(hipErrorInvalidResourceHandle);
+  return hipSuccess;
+}
+
+hipError_t hipEventElapsedTime(float *ms, hipEvent_t start, hipEvent_t stop) {
+  if (!ms) return ret(hipErrorInvalidValue);
+  if (!start || !stop || !handle_live(state().events, start) ||
+      !handle_live(state().events, stop))
+    return ret(hipErrorInvalidResourceHandle);
+  /* As in HIP and CUDA, both events must have been recorded. */
+  if (!start->recorded || !stop->recorded)
+    return ret(hipErrorInvalidResourceHandle);
+  *ms = (float)(stop->ms - start->ms);
+  return hipSuccess;
+}
+
+/* ==== Emulation control ================================================== */
+
+hipError_t kemu_set_warp_size(int warp_size) {
+  /* Read the environment first, so that it cannot override this later. */
+  (void)cfg();
+  if (warp_size != 32 && warp_size != 64) return ret(hipErrorInvalidValue);
+  kemu__warp_size_value = warp_size;
+  return hipSuccess;
+}
+
+int kemu_warp_size(void) {
+  (void)cfg();
+  return kemu__warp_size_value;
+}
+
+/* hiprand.cc keeps its generator handles in the same registry. */
+bool kemu__generator_register(const void *gen, bool add) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  if (add) return state().generators.insert(gen).second;
+  return state().generators.erase(gen) != 0;
+}
+
+bool kemu__generator_live(const void *gen) {
+  return handle_live(state().generators, gen);
+}

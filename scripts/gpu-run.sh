@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Runs kiln's suites on a lent NVIDIA GPU machine, which has nvcc but no
+# Debian packages (no libcheck, no libyaml). Two halves:
+#
+#   scripts/gpu-run.sh stage            (here) build the cuda backend with
+#                                       Check and libyaml linked statically,
+#                                       copy kiln + runner into .device/
+#   scripts/gpu-run.sh remote [ARGS]    (on the GPU machine, repo root, with
+#                                       .device carried) run the suites, write
+#                                       logs and reports under $OUT
+#
+# ARGS go to `kiln run` (default: the whole suite). See docs/gpu-runs.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+stage=.device
+
+find_curand() {
+  # The runner links cuRAND dynamically; find the toolkit's or PyTorch's copy.
+  local d
+  for d in /usr/local/cuda/lib64 /usr/local/cuda-*/lib64 /usr/lib/x86_64-linux-gnu \
+           $(python3 -c 'import nvidia.curand, os; print(os.path.dirname(nvidia.curand.__file__) + "/lib")' 2>/dev/null); do
+    if ls "$d"/libcurand.so.10* >/dev/null 2>&1; then echo "$d"; return 0; fi
+  done
+  return 1
+}
+
+case "${1:-}" in
+stage)
+  rm -rf build-gpu "$stage"
+  meson setup build-gpu -Dhost=disabled -Dhip=disabled -Dcuda=enabled \
+    -Dstatic_deps=true -Dbuildtype=release "${@:2}"
+  ninja -C build-gpu
+  mkdir -p "$stage"
+  cp build-gpu/suites/kiln-runner-cuda "$stage/"
+  if [ -x build-gpu/harness/parent/kiln ]; then cp build-gpu/harness/parent/kiln "$stage/"; fi
+  git rev-parse HEAD > "$stage/REVISION" 2>/dev/null || true
+  du -sh "$stage"
+  ;;
+remote)
+  shift
+  out=${OUT:-$PWD/gpu-out}
+  mkdir -p "$out"
+  log="$out/gpu-run.log"
+  if lib=$(find_curand); then export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; fi
+  export KILN_GIT_REV=$(cat "$stage/REVISION" 2>/dev/null || echo unknown)
+  {
+    echo "== machine"; nvidia-smi -L || true; nproc
+    echo "== runner devices"; "$stage/kiln-runner-cuda" --devices
+    if [ -x "$stage/kiln" ]; then
+      echo "== kiln run $*"
+      "$stage/kiln" run --backend cuda --runner-dir "$stage" --out "$out/run" "$@" || echo "kiln run exit $?"
+    else
+      echo "== runner (standalone, in-process) $*"
+      "$stage/kiln-runner-cuda" "$@" || echo "runner exit $?"
+    fi
+  } 2>&1 | tee "$log"
+  ;;
+*)
+  sed -n '2,14p' "$0"; exit 2 ;;
+esac

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what kiln needs to build and test on Debian 12, from Debian's
+# archive: meson, ninja, Check, libyaml, and the ROCm 5.2 HIP toolchain for
+# compile-and-link checks of the AMD backend. Safe to run again.
+set -euo pipefail
+pkgs=(build-essential pkg-config meson ninja-build check libsubunit-dev
+      libyaml-dev hipcc libamdhip64-dev libhiprand-dev librocrand-dev
+      rocm-device-libs valgrind)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
