@@ -377,12 +377,21 @@ static void kh__y_str(kh__y *y, const char *text) {
 static void kh__y_auto(kh__y *y, const char *v) {
   static const char *const special[][2] = {
       {"nan", ".nan"}, {"inf", ".inf"}, {"-inf", "-.inf"}};
+  if (strcmp(v, "true") == 0 || strcmp(v, "false") == 0) {
+    kh__y_raw(y, v, YAML_PLAIN_SCALAR_STYLE);
+    return;
+  }
   for (size_t i = 0; i < 3; i++)
-    if (strcmp(v, special[i][0]) == 0) return kh__y_raw(y, special[i][1], YAML_PLAIN_SCALAR_STYLE);
+    if (strcmp(v, special[i][0]) == 0) {
+      kh__y_raw(y, special[i][1], YAML_PLAIN_SCALAR_STYLE);
+      return;
+    }
   char *end;
   if (*v && !isspace((unsigned char)*v) && (strtod(v, &end), *end == '\0') &&
-      !strchr(v, 'x') && !strchr(v, 'X') && strcasecmp(v, "infinity") != 0)
-    return kh__y_raw(y, v, YAML_PLAIN_SCALAR_STYLE);
+      !strchr(v, 'x') && !strchr(v, 'X') && strcasecmp(v, "infinity") != 0) {
+    kh__y_raw(y, v, YAML_PLAIN_SCALAR_STYLE);
+    return;
+  }
   kh__y_str(y, v);
 }
 

@@ -730,8 +730,9 @@ static int kh__start_one(kh__run *R) {
   int dev = -1;
   if (bi->ndevices == 0 && t->needs_gpu) {
     R->qhead++;
-    char *msg = kh__asprintf("no %s device: %s", kh_backend_names[bi->backend],
-                             *bi->error ? bi->error : "the runner found none");
+    char *msg = *bi->error ? kh__strdup(bi->error)
+                : kh__asprintf("no %s device: the runner found none",
+                               kh_backend_names[bi->backend]);
     kh__immediate(R, &it, KH_SKIP, msg);
     free(msg);
     return 1;
@@ -869,7 +870,7 @@ int kh_parent_gpu_clean(char *why, size_t n) {
   DIR *d = opendir("/proc/self/fd");
   struct dirent *e;
   while (d && (e = readdir(d)) != NULL) {
-    char link[64], target[PATH_MAX];
+    char link[300], target[PATH_MAX];
     snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
     ssize_t len = readlink(link, target, sizeof target - 1);
     if (len <= 0) continue;

@@ -1,5 +1,5 @@
 /* Run settings (prefix kh_): what a run does, from built-in defaults, a YAML
- * config (configs/*.yaml) and command-line flags, in that order of
+ * config (a file in configs/) and command-line flags, in that order of
  * precedence. One table describes every scalar setting, so the config reader
  * and the flag parser check values the same way and name the same limits.
  * Also the CTest resource-spec reader (a device list with slots).

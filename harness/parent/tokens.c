@@ -149,7 +149,7 @@ void kh_tokens_holders(const kh_tokens *t, int dev,
   while ((e = readdir(d)) != NULL) {
     long long pid;
     if (kh__parse_ll(e->d_name, 1, 1 << 30, &pid) != 0) continue;
-    char path[PATH_MAX + 64];
+    char path[PATH_MAX + 320];
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
       unlink(path);         /* its slots went back with it */

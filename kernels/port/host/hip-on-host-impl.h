@@ -73,11 +73,13 @@ void kemu__ctx_capture_fpenv(void);
 /* Fiber stacks of one OS thread, reused across blocks and launches: a
  * reserved region of 1024 slots, each a guard page below a stack that is
  * made accessible the first time a block needs that many threads. */
+enum { KEMU__MAX_FIBERS = 1024 };
 struct kemu__stack_pool {
   char *region;
   size_t stack_bytes;   /* usable bytes per stack */
   size_t stride;        /* guard page + stack */
   unsigned ready;       /* slots made accessible so far */
+  unsigned valgrind_id[KEMU__MAX_FIBERS]; /* stack ids when under Valgrind */
 };
 /* Makes the first `count` stacks usable; false (errno set) if the system
  * refuses the memory. */

@@ -226,7 +226,7 @@ inline void warp_arrive(sched *s, fiber *me, warp_state *w) {
   kemu__ctx_exit(&me->ctx, &s->main_ctx);
 }
 
-KEMU__NO_ASAN void fiber_main(void) {
+KEMU__NO_ASAN void fiber_main(void) noexcept {
   sched *s = t_sched;
   kemu__ctx_entered(&s->cur->ctx);
   s->desc->body(s->desc->ctx);
@@ -399,8 +399,8 @@ extern "C" __attribute__((weak)) void __asan_on_error(void) {
   sched *s = t_sched;
   if (s && s->cur)
     fprintf(stderr,
-            "kiln host emulation: running kernel %s block (%u,%u,%u) thread "
-            "(%u,%u,%u) when AddressSanitizer stopped it\n",
+            "kiln host emulation: the AddressSanitizer report below is from "
+            "kernel %s block (%u,%u,%u) thread (%u,%u,%u)\n",
             s->desc->kernel, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
             threadIdx.y, threadIdx.z);
 }

@@ -29,6 +29,7 @@
 /* ==== Checks ============================================================= */
 
 static std::atomic<int> g_failures;
+static const char *g_argv0 = "";
 
 #define CHECK(cond, ...)                                                   \
   do {                                                                     \
@@ -797,7 +798,11 @@ static void expect_probe(const char *var, const char *value,
   int status = in_child(
       [&] {
         setenv(var, value, 1);
-        execl("/proc/self/exe", "test-emulation", "--probe", (char *)nullptr);
+        /* argv[0] rather than /proc/self/exe, which is Valgrind's own
+         * binary when the test runs under it. */
+        const char *self =
+            strchr(g_argv0, '/') ? g_argv0 : "/proc/self/exe";
+        execl(self, "test-emulation", "--probe", (char *)nullptr);
         _exit(127);
       },
       &err);
@@ -878,6 +883,7 @@ static double bench(bool verbose) {
 }
 
 int main(int argc, char **argv) {
+  g_argv0 = argv[0];
   if (argc > 1 && strcmp(argv[1], "--probe") == 0) return probe();
   if (argc > 1 && strcmp(argv[1], "--bench") == 0) {
     bench(true);
