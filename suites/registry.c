@@ -4,9 +4,11 @@
 
 extern const kt_suite kt_suite_softmax;
 extern const kt_suite kt_suite_engine;
+extern const kt_suite kt_suite_faults;
 
 const kt_suite *const kt_suites[] = {
     &kt_suite_engine,
     &kt_suite_softmax,
+    &kt_suite_faults,
     NULL,
 };

@@ -115,6 +115,7 @@ void kh_journal_result(int fd, const kh_result *x) {
   kp_record_out *r = kh__xmalloc(sizeof *r);
   kp_begin(r, "run");
   kp_add_str(r, "id", x->id);
+  kp_add_int(r, "seq", x->seq);
   kp_add_str(r, "suite", x->suite);
   kp_add_str(r, "tags", x->tags);
   kp_add_int(r, "repeat", x->repeat);
@@ -215,6 +216,7 @@ static kh_result *kh__read_run(const kp_record *r) {
        *tags = kh__get(r, "tags");
   kh_result *x = kh_result_new(id, suite, tags);
   free(id), free(suite), free(tags);
+  x->seq = kh__geti(r, "seq", 0);
   x->repeat = kh__geti(r, "repeat", 1);
   x->attempt = kh__geti(r, "attempt", 1);
   x->device = kh__geti(r, "device", -1);
@@ -276,6 +278,13 @@ static void kh__read_line(kh_report *rep, kh_result **cur, char *line) {
   }
 }
 
+/* The journal holds runs in the order they finished; the report lists them
+ * in the order they were scheduled, as a live run's report does. */
+static int kh__by_seq(const void *a, const void *b) {
+  const kh_result *x = *(kh_result *const *)a, *y = *(kh_result *const *)b;
+  return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
 int kh_journal_read(const char *path, kh_report *rep, kh_err *err) {
   FILE *f = fopen(path, "re");
   if (!f) return kh__errf(err, "%s: %s", path, strerror(errno));
@@ -284,25 +293,24 @@ int kh_journal_read(const char *path, kh_report *rep, kh_err *err) {
   size_t cap = 0;
   ssize_t n;
   kh_result *cur = NULL;
-  int lines = 0;
   while ((n = getline(&line, &cap, f)) > 0) {
     if (line[n - 1] != '\n') break;  /* torn by a kill mid-write */
     line[n - 1] = '\0';
     kh__read_line(rep, &cur, line);
-    lines++;
   }
   kh_result_free(cur);   /* a run whose `done` never came */
   free(line);
   fclose(f);
   if (!rep->kiln_version)
     return kh__errf(err, "%s: not a kiln journal (no header record)", path);
+  if (rep->nresults > 1)
+    qsort(rep->results, (size_t)rep->nresults, sizeof *rep->results, kh__by_seq);
   if (!rep->finished) {
     rep->interrupted = 1;
     rep->end_s = rep->start_s;
     for (int i = 0; i < rep->nresults; i++)
       if (rep->results[i]->end_s > rep->end_s) rep->end_s = rep->results[i]->end_s;
   }
-  (void)lines;
   return 0;
 }
 

@@ -228,10 +228,14 @@ static void kh__decide_ended(kh_result *r, const kh_exit_info *x,
   const char *f = kh_result_find(r, "leak", 0, "file", buf);
   if (f) snprintf(file, sizeof file, "%s", f);
   const char *line = kh_result_find(r, "leak", 0, "line", buf);
-  if (r->outcome == KH_PASS && nleaks > 0 && leaks_fail)
+  if (r->outcome == KH_PASS && nleaks > 0 && leaks_fail) {
     kh__say(r, KH_LEAK, "%lld bytes in %d device allocation%s not freed "
                         "(first allocated at %s:%s)",
             bytes, nleaks, nleaks == 1 ? "" : "s", file, line ? line : "?");
+    /* Point at the allocation, not at Check's last line. */
+    kh_result_set(&r->file, file);
+    r->line = line ? atoi(line) : 0;
+  }
   if (r->outcome == KH_PASS && x->signaled) {
     char sig[32];
     kh_signal_name(x->sig, sig, sizeof sig);

@@ -44,6 +44,7 @@ int kh_outcome_retryable(int outcome);
 
 typedef struct kh_result {
   char *id, *suite, *tags;
+  int seq;                  /* order in the report: order of scheduling */
   int repeat, attempt;      /* from 1 */
   int device;               /* physical device, -1 for none */
   int slots;

@@ -396,6 +396,7 @@ static kh_result *kh__new_result(kh__run *R, const kh__item *it) {
   kh_result *r = kh_result_new(t->id, t->suite, t->tags);
   r->repeat = it->repeat;
   r->attempt = it->attempt;
+  r->seq = R->rep.nresults;
   kh_report_add(&R->rep, r);
   return r;
 }
@@ -459,7 +460,7 @@ static void kh__retry_or_flaky(kh__run *R, kh_result *r) {
 
 static kh_exit_info kh__exit_info(kh__run *R, const kh__job *j, int i) {
   kh_exit_info x = {0};
-  x.runner = R->o->bi->runner;
+  x.runner = R->nwrap ? R->wrap[0] : R->o->bi->runner;
   x.exec_stage = j->exec_stage;
   x.exec_errno = j->exec_errno;
   x.grace_s = R->s->grace_s;
@@ -561,8 +562,11 @@ static void kh__job_line(kh__run *R, kh__job *j, const char *line) {
   kh_result *r = j->recs[j->cur >= 0 ? j->cur : 0];
   int was_ended = r->ended;
   kh_result_line(r, line);
-  if (!shared && j->deadline == 0 && strncmp(line, "phase name=token_wait", 21) == 0)
+  if (!shared && j->deadline == 0 && strncmp(line, "phase name=token_wait", 21) == 0) {
+    /* The test starts, and its clock runs, once it holds its slots. */
     j->deadline = kh__now_ms() + kh__timeout_ms(R, j->tests[0]);
+    r->start_s = kh__wall_s();
+  }
   if (shared && !was_ended && r->ended) {
     r->end_s = kh__wall_s();
     r->wall_ms = kh__now_ms() - j->test_ms;

@@ -9,7 +9,6 @@
  * switch is announced with __sanitizer_{start,finish}_switch_fiber so that
  * ASan knows which stack is live and reports no false positives.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -199,9 +198,12 @@ bool kemu__stack_pool_reserve(kemu__stack_pool *pool, unsigned count) {
   size_t page = kemu__page_size();
   if (!pool->region) {
     /* Address space for every slot at once, inaccessible until needed: the
-     * inaccessible page under each stack is its guard page. */
+     * inaccessible part under each stack is its guard. 64 KiB of guard, so
+     * that a kernel frame with a large local array cannot step over it into
+     * the next fiber's stack; it costs address space only. */
     size_t bytes = (kemu__stack_bytes() + page - 1) & ~(page - 1);
-    size_t stride = bytes + page;
+    size_t guard = ((size_t)64 << 10) > page ? (size_t)64 << 10 : page;
+    size_t stride = bytes + guard;
     void *region = mmap(nullptr, stride * KEMU__MAX_FIBERS, PROT_NONE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (region == MAP_FAILED) return false;

@@ -11,6 +11,10 @@
  *   KILN_WARP_SIZE      32 or 64 (default 32): warpSize seen by kernels
  *   KILN_EMU_MEMORY_MB  simulated device memory in MiB (default 8192)
  *   KILN_EMU_DEVICES    number of emulated devices (default 1; 0 = none)
+ *   KILN_EMU_STACK_KB   stack per emulated GPU thread in KiB (default 256)
+ * They are read once, at the first call. An invalid value is reported on
+ * stderr and every call that needs a device then returns
+ * hipErrorNotInitialized. Implementation: this folder, see README.md.
  */
 #ifndef KILN_HIP_ON_HOST_API_H
 #define KILN_HIP_ON_HOST_API_H

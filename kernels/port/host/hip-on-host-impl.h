@@ -71,13 +71,13 @@ void kemu__ctx_entered(kemu__ctx *self);
 void kemu__ctx_capture_fpenv(void);
 
 /* Fiber stacks of one OS thread, reused across blocks and launches: a
- * reserved region of 1024 slots, each a guard page below a stack that is
+ * reserved region of 1024 slots, each a 64 KiB guard below a stack that is
  * made accessible the first time a block needs that many threads. */
 enum { KEMU__MAX_FIBERS = 1024 };
 struct kemu__stack_pool {
   char *region;
   size_t stack_bytes;   /* usable bytes per stack */
-  size_t stride;        /* guard page + stack */
+  size_t stride;        /* guard + stack */
   unsigned ready;       /* slots made accessible so far */
   unsigned valgrind_id[KEMU__MAX_FIBERS]; /* stack ids when under Valgrind */
 };
@@ -85,9 +85,10 @@ struct kemu__stack_pool {
  * refuses the memory. */
 bool kemu__stack_pool_reserve(kemu__stack_pool *pool, unsigned count);
 void kemu__stack_pool_release(kemu__stack_pool *pool);
+/* The lowest usable address of stack i (its guard is just below). */
 static inline void *kemu__stack_lo(const kemu__stack_pool *pool, unsigned i) {
-  return pool->region + (size_t)i * pool->stride + (pool->stride -
-                                                    pool->stack_bytes);
+  char *slot = pool->region + (size_t)i * pool->stride;
+  return slot + (pool->stride - pool->stack_bytes);
 }
 
 /* ==== Runtime (runtime.cc) =============================================== */

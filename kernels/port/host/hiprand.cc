@@ -87,8 +87,10 @@ hiprandStatus_t check_output(const kemu_rand_generator *g, const float *out,
 hiprandStatus_t hiprandCreateGenerator(hiprandGenerator_t *gen,
                                        hiprandRngType_t type) {
   if (!gen) return HIPRAND_STATUS_NOT_INITIALIZED;
-  if (type != HIPRAND_RNG_PSEUDO_PHILOX4_32_10) return HIPRAND_STATUS_TYPE_ERROR;
-  kemu_rand_generator *g = new (std::nothrow) kemu_rand_generator{0, 0, nullptr};
+  if (type != HIPRAND_RNG_PSEUDO_PHILOX4_32_10)
+    return HIPRAND_STATUS_TYPE_ERROR;
+  kemu_rand_generator *g =
+      new (std::nothrow) kemu_rand_generator{0, 0, nullptr};
   if (!g || !kemu__generator_register(g, true)) {
     delete g;
     return HIPRAND_STATUS_ALLOCATION_FAILED;

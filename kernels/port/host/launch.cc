@@ -9,15 +9,23 @@
  * wait while no thread is ready, no barrier can ever release: that is a
  * deadlock, reported and aborted.
  */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <mutex>
 #include <new>
 
 #include "hip-on-host.h"
 #include "hip-on-host-impl.h"
+
+#if KEMU__ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 /* The built-in variables of hip-on-host.h, rewritten at every switch. */
 __thread uint3 threadIdx;
@@ -28,7 +36,11 @@ __thread unsigned int kemu__lane;
 
 namespace {
 
-enum { MAX_THREADS = 1024, MAX_WARPS = MAX_THREADS / 32, MAX_LANES = 64 };
+enum {
+  MAX_THREADS = KEMU__MAX_FIBERS,
+  MAX_WARPS = MAX_THREADS / 32,
+  MAX_LANES = 64
+};
 
 enum fiber_state : uint8_t { READY, RUNNING, AT_BLOCK, AT_WARP, DONE };
 
@@ -69,15 +81,23 @@ struct sched {
   fiber fibers[MAX_THREADS];
   warp_state warps[MAX_WARPS];
   kemu__stack_pool stacks;
+  void *alt_stack; /* signal stack this thread got from us, or null */
 };
+
+enum { ALT_STACK_BYTES = 64 << 10 };
 
 struct sched_owner {
   sched *s = nullptr;
   ~sched_owner() {
-    if (s) {
-      kemu__stack_pool_release(&s->stacks);
-      delete s;
+    if (!s) return;
+    if (s->alt_stack) {
+      stack_t off = {};
+      off.ss_flags = SS_DISABLE;
+      sigaltstack(&off, nullptr);
+      munmap(s->alt_stack, ALT_STACK_BYTES);
     }
+    kemu__stack_pool_release(&s->stacks);
+    delete s;
   }
 };
 
@@ -87,12 +107,82 @@ __thread sched *t_sched;
 
 const uint64_t POISON = ~(uint64_t)0; /* NaN as float or double, -1 as int */
 
+/* ==== Fault report ====================================================== */
+
+/* A kernel that faults (a wild pointer, or a stack overflow into a fiber's
+ * guard page) would otherwise die with a bare SIGSEGV. Where nobody else
+ * handles SIGSEGV and SIGBUS, a one-shot handler first names the kernel,
+ * block and thread, then lets the default action kill the process as
+ * before. It runs on an alternate signal stack, as the faulting stack may
+ * be full. Under ASan, ASan reports faults and kemu__report_position adds
+ * the position. */
+#if !KEMU__ASAN
+void on_fault(int sig, siginfo_t *info, void *) {
+  const sched *s = t_sched;
+  if (s && s->cur) {
+    const kemu__stack_pool *p = &s->stacks;
+    const uintptr_t a = (uintptr_t)info->si_addr, base = (uintptr_t)p->region;
+    const bool guard = p->region && a >= base &&
+                       a - base < p->stride * KEMU__MAX_FIBERS &&
+                       (a - base) % p->stride < p->stride - p->stack_bytes;
+    char msg[384];
+    int n = snprintf(msg, sizeof msg,
+                     "kiln host emulation: %s in kernel %s block (%u,%u,%u) "
+                     "thread (%u,%u,%u)%s\n",
+                     sig == SIGBUS ? "SIGBUS" : "SIGSEGV", s->desc->kernel,
+                     blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
+                     threadIdx.y, threadIdx.z,
+                     guard ? ": stack overflow, raise KILN_EMU_STACK_KB" : "");
+    if (n > 0)
+      (void)!write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+  }
+  /* SA_RESETHAND has restored the default action: returning re-runs the
+   * faulting instruction, which now ends the process with this signal. */
+}
+#endif
+
+void watch_faults(sched *s) {
+#if !KEMU__ASAN
+  stack_t cur;
+  if (sigaltstack(nullptr, &cur) == 0 && (cur.ss_flags & SS_DISABLE)) {
+    void *mem = mmap(nullptr, ALT_STACK_BYTES, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem != MAP_FAILED) {
+      stack_t alt = {};
+      alt.ss_sp = mem;
+      alt.ss_size = ALT_STACK_BYTES;
+      if (sigaltstack(&alt, nullptr) == 0)
+        s->alt_stack = mem;
+      else
+        munmap(mem, ALT_STACK_BYTES);
+    }
+  }
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int sig : {SIGSEGV, SIGBUS}) {
+      struct sigaction old;
+      if (sigaction(sig, nullptr, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
+          old.sa_handler != SIG_DFL)
+        continue; /* someone else's handler: leave it alone */
+      struct sigaction sa = {};
+      sa.sa_sigaction = on_fault;
+      sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
+      sigemptyset(&sa.sa_mask);
+      sigaction(sig, &sa, nullptr);
+    }
+  });
+#else
+  (void)s;
+#endif
+}
+
 sched *get_sched() {
   if (!t_sched) {
     sched *s = new (std::nothrow) sched();
     if (!s) return nullptr;
     t_owner.s = s;
     t_sched = s;
+    watch_faults(s);
   }
   return t_sched;
 }
@@ -189,7 +279,7 @@ void release_warp(sched *s, warp_state *w) {
 
 /* Parks the running thread `me` and runs the next ready one; returns when
  * `me` has been released and scheduled again. */
-void wait(sched *s, fiber *me, fiber_state why) {
+void park(sched *s, fiber *me, fiber_state why) {
   me->state = why;
   fiber *next = rq_pop(s);
   if (!next) deadlock(s);
@@ -201,7 +291,7 @@ inline void warp_arrive(sched *s, fiber *me, warp_state *w) {
   if (++w->arrived == w->live)
     release_warp(s, w);
   else
-    wait(s, me, AT_WARP);
+    park(s, me, AT_WARP);
 }
 
 /* A thread's function returned: it counts as arrived at every barrier from
@@ -246,7 +336,8 @@ void run_block(sched *s, unsigned int bx, unsigned int by, unsigned int bz) {
     st->first = w * ws;
     st->lanes = n - st->first < ws ? n - st->first : ws;
     st->live = st->lanes;
-    st->live_mask = st->lanes == 64 ? POISON : ((uint64_t)1 << st->lanes) - 1;
+    st->live_mask =
+        st->lanes == 64 ? ~(uint64_t)0 : ((uint64_t)1 << st->lanes) - 1;
     st->participants[0] = st->participants[1] = 0;
     st->arrived = 0;
     st->gen = 0;
@@ -340,7 +431,7 @@ void kemu__syncthreads() {
   if (++s->arrived == s->live)
     release_block(s);
   else
-    wait(s, s->cur, AT_BLOCK);
+    park(s, s->cur, AT_BLOCK);
 }
 
 void kemu__syncwarp() {
@@ -356,7 +447,8 @@ uint64_t kemu__warp_exchange(uint64_t bits, unsigned int src) {
   const unsigned int p = w->gen & 1;
   w->slot[p][me->lane] = bits;
   warp_arrive(s, me, w);
-  if (src < MAX_LANES && (w->participants[p] >> src & 1)) return w->slot[p][src];
+  if (src < MAX_LANES && (w->participants[p] >> src & 1))
+    return w->slot[p][src];
   return POISON;
 }
 
@@ -375,7 +467,9 @@ uint64_t kemu__warp_ballot(int pred, uint64_t *participants) {
   return mask;
 }
 
-void *kemu__dynamic_shared() { return running("HIP_DYNAMIC_SHARED")->dyn_shared; }
+void *kemu__dynamic_shared() {
+  return running("HIP_DYNAMIC_SHARED")->dyn_shared;
+}
 
 void kemu__trap() {
   sched *s = t_sched;
@@ -392,17 +486,22 @@ void kemu__trap() {
 }
 
 #if KEMU__ASAN
-/* AddressSanitizer calls this hook when it starts an error report. Its
- * stack trace names the kernel but not which GPU thread was running, so add
- * that. Weak, so that a program with its own hook keeps it. */
-extern "C" __attribute__((weak)) void __asan_on_error(void) {
+/* A sanitizer's report names the kernel function in its stack trace but not
+ * which GPU thread was running; say so once the report is out. Installed at
+ * program load, so that a program which sets its own death callback later
+ * keeps it (there is only one). */
+static void kemu__report_position(void) {
   sched *s = t_sched;
   if (s && s->cur)
     fprintf(stderr,
-            "kiln host emulation: the AddressSanitizer report below is from "
-            "kernel %s block (%u,%u,%u) thread (%u,%u,%u)\n",
+            "kiln host emulation: the sanitizer report above is from kernel "
+            "%s block (%u,%u,%u) thread (%u,%u,%u)\n",
             s->desc->kernel, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
             threadIdx.y, threadIdx.z);
+}
+
+__attribute__((constructor)) static void kemu__install_report(void) {
+  __sanitizer_set_death_callback(kemu__report_position);
 }
 #endif
 

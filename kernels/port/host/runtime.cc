@@ -91,6 +91,11 @@ const config &cfg() {
   return c;
 }
 
+/* Read the settings when the program loads, so that host code which reads
+ * warpSize before its first HIP call (to size a launch, say) already sees
+ * KILN_WARP_SIZE. */
+__attribute__((constructor)) void load_settings() { (void)cfg(); }
+
 /* ==== Shared state ======================================================= */
 
 struct allocation {
@@ -345,8 +350,10 @@ hipError_t hipMemcpyAsync(void *dst, const void *src, size_t bytes,
   if (!dst || !src) return ret(hipErrorInvalidValue);
   /* The device side of a copy must lie inside one allocation: a GPU would
    * fault or refuse, and the host backend should not be more forgiving. */
-  bool dst_dev = kind == hipMemcpyHostToDevice || kind == hipMemcpyDeviceToDevice;
-  bool src_dev = kind == hipMemcpyDeviceToHost || kind == hipMemcpyDeviceToDevice;
+  bool dst_dev =
+      kind == hipMemcpyHostToDevice || kind == hipMemcpyDeviceToDevice;
+  bool src_dev =
+      kind == hipMemcpyDeviceToHost || kind == hipMemcpyDeviceToDevice;
   if ((dst_dev && !kemu__device_range(dst, bytes)) ||
       (src_dev && !kemu__device_range(src, bytes)))
     return ret(hipErrorInvalidValue);

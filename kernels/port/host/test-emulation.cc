@@ -117,16 +117,17 @@ static void test_barriers() {
   for (unsigned n : sizes) run_block_sum(n, 3, n * 7919u, &bad);
 }
 
-/* A third of the threads return at once; the barrier must still release
- * (returned threads count as arrived) and the others see each other's
- * writes. */
+/* A third of the threads return at once, and the last two return after
+ * everyone else has arrived: the barrier must still release (returned
+ * threads count as arrived) and the others must see each other's writes. */
 __global__ void early_exit(int *out) {
   __shared__ int s[1024];
   const unsigned t = threadIdx.x;
   if (t % 3 == 1) return;
+  if (t >= blockDim.x - 2) return;
   s[t] = (int)t * 10;
   __syncthreads();
-  out[t] = s[(t + 3) % blockDim.x];
+  out[t] = s[((t / 3 + 1) % 32) * 3]; /* written by a later thread */
   __syncthreads();
 }
 
@@ -137,7 +138,8 @@ static void test_early_exit() {
   hipLaunchKernelGGL(early_exit, 2, n, 0, 0, out);
   HIP_OK(hipGetLastError());
   for (unsigned t = 0; t < n; t++) {
-    int want = t % 3 == 1 ? 0 : (int)((t + 3) % n) * 10;
+    const bool gone = t % 3 == 1 || t >= n - 2;
+    const int want = gone ? 0 : (int)((t / 3 + 1) % 32) * 30;
     CHECK(out[t] == want, "early_exit t=%u: got %d want %d", t, out[t], want);
   }
   dev_free(out);
@@ -212,12 +214,14 @@ __global__ void warp_reductions(float *xor_sum, float *down_sum) {
 
 /* Partial warps and returned lanes: a read from a lane that does not exist
  * or has returned yields the poison pattern (NaN, -1), never stale data. */
-__global__ void absent_lanes(int *out) {
+__global__ void absent_lanes(int *out, unsigned long long *ballot) {
   const unsigned t = threadIdx.x;
+  (void)__ballot(1); /* every lane's vote slot now holds a 1 */
   if (t % 2 == 1 && t < 64) return; /* odd lanes of the first warps leave */
   out[t * 3 + 0] = __shfl_xor((int)t, 2);  /* partner alive (same parity) */
   out[t * 3 + 1] = __shfl_xor((int)t, 1);  /* partner gone */
   out[t * 3 + 2] = __shfl((int)t, 31);     /* lane 31 of this warp */
+  ballot[t] = __ballot(1);                 /* only the lanes still here */
 }
 
 __global__ void votes(unsigned long long *ballot, int *flags) {
@@ -260,7 +264,8 @@ static void test_warps(unsigned ws) {
   /* 100 threads: the last warp is partial (4 lanes for 32, 36 for 64). */
   const unsigned m = 100;
   int *ab = dev_alloc<int>(m * 3);
-  hipLaunchKernelGGL(absent_lanes, 1, m, 0, 0, ab);
+  unsigned long long *alive_votes = dev_alloc<unsigned long long>(m);
+  hipLaunchKernelGGL(absent_lanes, 1, m, 0, 0, ab, alive_votes);
   HIP_OK(hipGetLastError());
   for (unsigned t = 0; t < m; t++) {
     if (t % 2 == 1 && t < 64) continue;
@@ -277,8 +282,15 @@ static void test_warps(unsigned ws) {
     CHECK(ab[t * 3] == w0 && ab[t * 3 + 1] == w1 && ab[t * 3 + 2] == w2,
           "absent lanes warp %u t=%u: got %d %d %d want %d %d %d", ws, t,
           ab[t * 3], ab[t * 3 + 1], ab[t * 3 + 2], w0, w1, w2);
+    unsigned long long votes_want = 0;
+    for (unsigned l = 0; l < ws; l++)
+      if (alive(l)) votes_want |= 1ull << l;
+    CHECK(alive_votes[t] == votes_want,
+          "ballot after lanes left, warp %u t=%u: %llx want %llx", ws, t,
+          alive_votes[t], votes_want);
   }
   dev_free(ab);
+  dev_free(alive_votes);
 
   unsigned long long *bal = dev_alloc<unsigned long long>(m);
   int *fl = dev_alloc<int>(m * 5);
@@ -457,6 +469,11 @@ __global__ void big_frame(int *out) {
 
 __global__ void set_flag(int *flag) { *flag = 1; }
 
+template <class T, int N>
+__global__ void add_to(T *p) {
+  atomicAdd(p, (T)N);
+}
+
 static void expect_config_error(const char *what, dim3 grid, dim3 block,
                                 size_t shmem) {
   int *flag = dev_alloc<int>(1);
@@ -523,6 +540,12 @@ static void test_launch_config() {
   CHECK(hipEventDestroy(a) == hipErrorInvalidResourceHandle,
         "double event destroy");
   (void)hipGetLastError();
+
+  /* A template kernel whose name holds a comma. */
+  *flag = 0;
+  hipLaunchKernelGGL(HIP_KERNEL_NAME(add_to<int, 3>), 2, 4, 0, 0, flag);
+  CHECK(hipGetLastError() == hipSuccess && *flag == 24,
+        "template kernel: %d", *flag);
   dev_free(flag);
 
   CHECK(strcmp(hipGetErrorName(hipErrorInvalidConfiguration),
@@ -759,6 +782,20 @@ __global__ void deadlock_kernel(int *out) {
   out[threadIdx.x] = v;
 }
 
+/* Deep enough recursion that the fiber's stack overflows into its guard. */
+__device__ int dig(volatile int *sink, int depth, int limit) {
+  if (depth >= limit) return 0;
+  volatile char frame[1024];
+  frame[0] = (char)depth;
+  int below = dig(sink, depth + 1, limit); /* used below: no tail call */
+  *sink = frame[0] + below;
+  return below + 1;
+}
+
+__global__ void overflow_kernel(int *out, int limit) {
+  if (threadIdx.x == 3) out[0] = dig(out, 0, limit);
+}
+
 __global__ void trap_kernel(int *out) {
   if (threadIdx.x == 5) __trap();
   out[threadIdx.x] = 1;
@@ -782,6 +819,23 @@ static void test_fatal() {
   expect_abort("__trap",
                [&] { hipLaunchKernelGGL(trap_kernel, 2, 64, 0, 0, out); },
                "__trap() in kernel trap_kernel block (0,0,0) thread (5,0,0)");
+  {
+    /* SIGSEGV with our line, or under ASan its stack-overflow report
+     * preceded by our line: either way the thread is named. */
+    std::string err;
+    int status = in_child(
+        [&] {
+          hipLaunchKernelGGL(overflow_kernel, 1, 32, 0, 0, out, 1 << 30);
+        },
+        &err);
+    CHECK(!(WIFEXITED(status) && WEXITSTATUS(status) == 0),
+          "stack overflow: the child survived");
+    CHECK(err.find("kernel overflow_kernel block (0,0,0) thread (3,0,0)") !=
+                  std::string::npos &&
+              (err.find("stack overflow") != std::string::npos ||
+               err.find("stack-overflow") != std::string::npos),
+          "stack overflow report: %s", err.c_str());
+  }
   expect_abort("shuffle width",
                [&] {
                  hipLaunchKernelGGL(shuffles<int>, 1, 64, 0, 0, out, 3);
@@ -860,23 +914,39 @@ __global__ void bench_kernel(const float *in, float *out) {
   if (__lane_id() == 0) out[blockIdx.x * (n / warpSize) + t / warpSize] = v;
 }
 
-static double bench(bool verbose) {
-  const unsigned blocks = 1024, threads = 256;
+static double bench(int reps) {
+  const unsigned blocks = 1024, threads = 256, ws = (unsigned)warpSize;
   float *in = dev_alloc<float>(blocks * threads);
-  float *out = dev_alloc<float>(blocks * threads / 32);
+  float *out = dev_alloc<float>(blocks * threads / ws);
   for (unsigned i = 0; i < blocks * threads; i++) in[i] = (float)(i % 17);
   double best = 1e9;
-  for (int rep = 0; rep < 5; rep++) {
+  for (int rep = 0; rep < reps; rep++) {
     double t0 = now_s();
     hipLaunchKernelGGL(bench_kernel, blocks, threads, 0, 0, in, out);
     best = std::min(best, now_s() - t0);
     HIP_OK(hipGetLastError());
   }
-  if (verbose)
-    printf("bench: %u blocks x %u threads (warp %d), 4 __syncthreads + warp "
-           "shuffle reduction: %.1f ms per launch (%.0f ns per thread)\n",
-           blocks, threads, warpSize, best * 1e3,
-           best * 1e9 / (blocks * threads));
+  /* The result, so that the stress test checks something. */
+  for (unsigned b = 0; b < blocks; b++)
+    for (unsigned w = 0; w < threads / ws; w++) {
+      const float *a = in + b * threads;
+      float want = 0;
+      for (unsigned t = w * ws; t < (w + 1) * ws; t++) {
+        float v = a[t] + a[(t + 1) % threads];
+        float u = a[threads - 1 - t] + a[(threads - t) % threads];
+        want += v + u;
+      }
+      float got = out[b * (threads / ws) + w];
+      if (got != want) {
+        CHECK(got == want, "bench block %u warp %u: %g want %g", b, w, got,
+              want);
+        b = blocks;
+        break;
+      }
+    }
+  printf("bench: %u blocks x %u threads (warp %u), 4 __syncthreads + warp "
+         "shuffle reduction: %.1f ms per launch (%.0f ns per thread)\n",
+         blocks, threads, ws, best * 1e3, best * 1e9 / (blocks * threads));
   dev_free(in);
   dev_free(out);
   return best;
@@ -886,7 +956,7 @@ int main(int argc, char **argv) {
   g_argv0 = argv[0];
   if (argc > 1 && strcmp(argv[1], "--probe") == 0) return probe();
   if (argc > 1 && strcmp(argv[1], "--bench") == 0) {
-    bench(true);
+    bench(5);
     return g_failures ? 1 : 0;
   }
   HIP_OK(kemu_set_warp_size(32));
@@ -902,7 +972,7 @@ int main(int argc, char **argv) {
   HIP_OK(kemu_set_warp_size(64));
   test_geometry(dim3(2, 2, 1), dim3(5, 7, 3));
   HIP_OK(kemu_set_warp_size(32));
-  {
+  if (kemu__stack_bytes() >= (128u << 10)) { /* KILN_EMU_STACK_KB >= 128 */
     int *out = dev_alloc<int>(64);
     hipLaunchKernelGGL(big_frame, 2, 64, 0, 0, out);
     HIP_OK(hipGetLastError());
@@ -915,7 +985,7 @@ int main(int argc, char **argv) {
   test_threads();
   test_fatal();
   test_settings();
-  bench(true);
+  bench(1); /* also a stress test: 262144 threads, 2.6 million switches */
   if (g_failures) {
     fprintf(stderr, "test-emulation: %d check(s) failed\n", g_failures.load());
     return 1;

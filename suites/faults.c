@@ -1,0 +1,233 @@
+/* The fault suite: tests that go wrong on purpose, one way each, so that
+ * kiln's own tests (tests/harness) can assert how the parent classifies
+ * them. Tagged `fault`: kiln runs them only when they are named (@fault,
+ * `faults`, or an id), never as part of the user's GPU suite.
+ *
+ * Environment the tests read (set by tests/harness):
+ *   KILN_FAULT_STATE_DIR  where faults/flaky_once keeps its attempt marker
+ *   KILN_FAULT_FLOOD_MB   megabytes faults/flood writes (default 300)
+ *   KILN_FAULT_SLEEP_MS   how long faults/sleeper sleeps (default 300)
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "child-impl.h"
+#include "kiln/test.h"
+
+/* A test that passes: allocates, copies, frees. */
+START_TEST(pass) {
+  void *p = NULL;
+  kt_assert_ok(ke_malloc(kt_ctx(), &p, 1024));
+  char host[1024] = {1};
+  kt_assert_ok(ke_copy_to_device(kt_ctx(), p, host, sizeof host));
+  kt_assert_ok(ke_free(kt_ctx(), p));
+}
+END_TEST
+
+START_TEST(fail_assert) {
+  int answer = 41;
+  ck_assert_int_eq(answer, 42);
+}
+END_TEST
+
+START_TEST(segfault) {
+  volatile int *nowhere = NULL;
+  *nowhere = 1;
+}
+END_TEST
+
+START_TEST(abort_call) { abort(); }
+END_TEST
+
+/* Ends the process before any result record: a crash, not a pass. */
+START_TEST(exit_early) { exit(0); }
+END_TEST
+
+/* Hangs; SIGTERM ends it. */
+START_TEST(hang) {
+  for (;;) pause();
+}
+END_TEST
+
+/* Hangs and ignores SIGTERM: only the SIGKILL after the grace ends it. */
+START_TEST(hang_ignores_term) {
+  signal(SIGTERM, SIG_IGN);
+  for (;;) pause();
+}
+END_TEST
+
+/* A device allocation never freed: the ledger names bytes and this line. */
+START_TEST(leak) {
+  void *p = NULL;
+  kt_assert_ok(ke_malloc(kt_ctx(), &p, 4096));
+}
+END_TEST
+
+START_TEST(skip) { KT_SKIP("skipped on purpose by the fault suite"); }
+END_TEST
+
+/* Fails on its first attempt and passes on the next: a marker file in
+ * KILN_FAULT_STATE_DIR (TEST_TMPDIR is private to each attempt). */
+START_TEST(flaky_once) {
+  const char *dir = getenv("KILN_FAULT_STATE_DIR");
+  if (!dir) KT_SKIP("KILN_FAULT_STATE_DIR is not set");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/flaky_once.marker", dir);
+  FILE *f = fopen(path, "r");
+  if (f) {
+    fclose(f);
+    return;
+  }
+  f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fclose(f);
+  ck_abort_msg("first attempt fails on purpose");
+}
+END_TEST
+
+/* Writes a line that is not a record to the result pipe, then passes. */
+START_TEST(garbage) {
+  static const char junk[] = "this is not a record = %zz\n";
+  if (kt__state.result_fd >= 0)
+    (void)!write(kt__state.result_fd, junk, sizeof junk - 1);
+}
+END_TEST
+
+/* Writes half a record and leaves without a newline or an end record. */
+START_TEST(truncated) {
+  static const char half[] = "check name=half n=10 max_abs=";
+  if (kt__state.result_fd >= 0)
+    (void)!write(kt__state.result_fd, half, sizeof half - 1);
+  fflush(stdout);
+  _exit(0);
+}
+END_TEST
+
+/* Leaves a grandchild that holds stdout, stderr and the result pipe and
+ * never exits; the test itself passes. */
+START_TEST(grandchild) {
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    printf("grandchild %ld sleeping with the pipes open\n", (long)getpid());
+    fflush(stdout);
+    for (;;) pause();
+  }
+  printf("grandchild pid %ld\n", (long)pid);
+}
+END_TEST
+
+/* Floods stdout: KILN_FAULT_FLOOD_MB megabytes (default 300). */
+START_TEST(flood) {
+  const char *mb_env = getenv("KILN_FAULT_FLOOD_MB");
+  long mb = mb_env ? atol(mb_env) : 300;
+  static char chunk[1 << 20];
+  for (size_t i = 0; i < sizeof chunk; i++)
+    chunk[i] = (i % 64 == 63) ? '\n' : (char)('a' + i % 26);
+  for (long i = 0; i < mb; i++) {
+    size_t off = 0;
+    while (off < sizeof chunk) {
+      ssize_t n = write(STDOUT_FILENO, chunk + off, sizeof chunk - off);
+      ck_assert_int_gt(n, 0);
+      off += (size_t)n;
+    }
+  }
+  printf("\nflood done: %ld MB\n", mb);
+}
+END_TEST
+
+/* Sleeps KILN_FAULT_SLEEP_MS (default 300): for token-sharing tests. */
+START_TEST(sleeper) {
+  const char *env = getenv("KILN_FAULT_SLEEP_MS");
+  long ms = env ? atol(env) : 300;
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+END_TEST
+
+/* ---- State pollution ----------------------------------------------------- */
+
+/* The original engine's bug in miniature: a process-wide workspace cache
+ * that hands a buffer from one test to the next without clearing it. A
+ * fresh workspace is zeroed when it is made, so a test that writes part of
+ * it and assumes the rest is zero passes alone and fails after a test that
+ * filled it. (Freed device memory cannot carry the state here: the host
+ * emulation fills every new allocation with 0xFF bytes.) */
+#define KT__WS_FLOATS 16384            /* 64 KiB */
+
+static void *kt__workspace;
+
+/* Returns the cached workspace, making (and zeroing) one if there is none;
+ * *made says whether this call made it. */
+static void *kt__workspace_get(int *made) {
+  *made = kt__workspace == NULL;
+  if (*made) {
+    static const float zeros[KT__WS_FLOATS];
+    kt_assert_ok(ke_malloc(kt_ctx(), &kt__workspace, sizeof zeros));
+    kt_assert_ok(ke_copy_to_device(kt_ctx(), kt__workspace, zeros, sizeof zeros));
+  }
+  return kt__workspace;
+}
+
+/* Fills the workspace with 7.25 and leaves it in the cache: the polluter.
+ * (The ledger reports the workspace as this test's leak.) */
+START_TEST(pollution_writer) {
+  int made;
+  void *ws = kt__workspace_get(&made);
+  static float pattern[KT__WS_FLOATS];
+  for (int i = 0; i < KT__WS_FLOATS; i++) pattern[i] = 7.25f;
+  kt_assert_ok(ke_copy_to_device(kt_ctx(), ws, pattern, sizeof pattern));
+}
+END_TEST
+
+/* Takes the workspace first thing, writes its first half, and checks all
+ * of it against a reference that has zeros in the second half. */
+START_TEST(pollution_reader) {
+  int made;
+  void *ws = kt__workspace_get(&made);
+  static float half[KT__WS_FLOATS / 2];
+  static double expected[KT__WS_FLOATS];
+  for (int i = 0; i < KT__WS_FLOATS / 2; i++) half[i] = (float)i * 0.5f;
+  for (int i = 0; i < KT__WS_FLOATS; i++)
+    expected[i] = i < KT__WS_FLOATS / 2 ? (double)i * 0.5 : 0.0;
+  kt_assert_ok(ke_copy_to_device(kt_ctx(), ws, half, sizeof half));
+  ke_tensor view;
+  int64_t shape[1] = {KT__WS_FLOATS};
+  kt_assert_ok(ke_tensor_init(&view, KE_F32, 1, shape));
+  view.data = ws;
+  int ok = kt_check("workspace", &view, expected, kt_tol_default(KE_F32), NULL);
+  if (made) {
+    kt_assert_ok(ke_free(kt_ctx(), ws));
+    kt__workspace = NULL;
+  }
+  ck_assert_msg(ok, "%s", kt_last_check_summary());
+}
+END_TEST
+
+static const kt_test fault_tests[] = {
+    KT_TEST(pass),
+    KT_TEST(fail_assert),
+    KT_TEST(segfault, .host_only = 1),
+    KT_TEST(abort_call, .host_only = 1),
+    KT_TEST(exit_early, .host_only = 1),
+    KT_TEST(hang, .host_only = 1, .timeout_s = 1),
+    KT_TEST(hang_ignores_term, .host_only = 1, .timeout_s = 1),
+    KT_TEST(leak),
+    KT_TEST(skip, .host_only = 1),
+    KT_TEST(flaky_once, .host_only = 1),
+    KT_TEST(garbage, .host_only = 1),
+    KT_TEST(truncated, .host_only = 1),
+    KT_TEST(grandchild, .host_only = 1),
+    KT_TEST(flood, .host_only = 1, .tags = "slow"),
+    KT_TEST(sleeper, .host_only = 1, .tags = "sleep"),
+    KT_TEST(pollution_writer, .tags = "pollution"),
+    KT_TEST(pollution_reader, .tags = "pollution"),
+};
+
+KT_SUITE(kt_suite_faults, "faults", "fault", fault_tests);

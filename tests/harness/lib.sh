@@ -1,0 +1,92 @@
+# Shared helpers for kiln's harness tests (sourced). Each test gets a private
+# folder and a private device-token key, so meson may run them in parallel.
+# Environment from meson: KILN (the kiln binary), KH_PROBE, KILN_RUNNER_DIR,
+# KILN_SOURCE (the source tree).
+set -u
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/kiln-harness-test.XXXXXX")
+KEY=$T/tokens
+export KILN_TOKEN_KEY=$KEY
+export KILN_FAULT_STATE_DIR=$T/state
+export NO_COLOR=1
+mkdir -p "$KILN_FAULT_STATE_DIR"
+cd "$T"
+
+cleanup() {
+  # This test's private token set goes with it.
+  [ -e "$KEY" ] && "$KH_PROBE" semrm "$KEY" 2>/dev/null
+  rm -rf "$T"
+}
+trap cleanup EXIT
+
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+finish() {
+  if [ "$fails" -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
+  echo "all checks passed"
+}
+
+# kiln with its output kept in $T/out.txt; sets $rc.
+k() {
+  "$KILN" "$@" >"$T/out.txt" 2>&1
+  rc=$?
+  return 0
+}
+
+expect_rc() {  # expect_rc WANT WHAT
+  if [ "$rc" -eq "$1" ]; then ok "$2: exit $rc"
+  else fail "$2: exit $rc, expected $1"; sed 's/^/    | /' "$T/out.txt" | tail -30; fi
+}
+
+expect_out() {  # expect_out REGEX WHAT (in kiln's output)
+  if grep -Eq -- "$1" "$T/out.txt"; then ok "$2"
+  else fail "$2: output lacks /$1/"; sed 's/^/    | /' "$T/out.txt" | tail -30; fi
+}
+
+# flat REPORT: the report as path=value lines in $T/flat.txt.
+flat() { "$KH_PROBE" flat "$1" >"$T/flat.txt" || fail "report $1 does not parse"; }
+
+# field PATH: a value from the flattened report.
+field() { grep -m1 "^$1=" "$T/flat.txt" | cut -d= -f2-; }
+
+# test_index ID [N]: index of the N-th (from 0) record of a test id.
+test_index() {
+  grep -E "^tests\.[0-9]+\.id=$1\$" "$T/flat.txt" | sed -n "$((${2:-0} + 1))p" |
+    sed -E 's/^tests\.([0-9]+)\..*/\1/'
+}
+
+# tfield ID KEY [N]: a field of a test's record.
+tfield() {
+  local i
+  i=$(test_index "$1" "${3:-0}")
+  [ -n "$i" ] && field "tests.$i.$2"
+}
+
+expect_eq() {  # expect_eq GOT WANT WHAT
+  if [ "$1" = "$2" ]; then ok "$3 = $2"; else fail "$3: got '$1', expected '$2'"; fi
+}
+
+expect_match() {  # expect_match GOT REGEX WHAT
+  if echo "$1" | grep -Eq -- "$2"; then ok "$3"; else fail "$3: '$1' !~ /$2/"; fi
+}
+
+# The device-token semaphore of this test's key is back at full value.
+expect_tokens_full() {
+  local v free cap
+  v=$("$KH_PROBE" semval "$KEY" 0) || { fail "no token set at $KEY"; return; }
+  free=${v% *} cap=${v#* }
+  if [ "$free" = "$cap" ] && [ "$cap" -gt 0 ]; then ok "tokens back at full ($free/$cap) $1"
+  else fail "tokens $free free of $cap $1"; fi
+}
+
+# No process started for this test (runner or grandchild) is left.
+expect_no_runners() {
+  sleep 0.3
+  local left="" p
+  for p in $(pgrep -f kiln-runner-host); do
+    grep -qs "$T" "/proc/$p/environ" && left="$left $p"
+  done
+  if [ -n "$left" ]; then fail "processes left $1:$left"; ps -o pid,args -p ${left// /,} 2>/dev/null
+  else ok "no runner process left $1"; fi
+}

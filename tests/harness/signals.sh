@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# kiln stopped from outside: SIGINT mid-run (exit 130, report marked
+# interrupted, no child left, slots back); SIGKILL of kiln itself (children
+# die with it, slots come back through SEM_UNDO, and the journal rebuilds a
+# report).
+. "$(dirname "$0")/lib.sh"
+
+export KILN_FAULT_SLEEP_MS=20000
+
+# ---- SIGINT ----
+"$KILN" run --backend host -j 1 --grace 0.5 -o "$T/int" faults/pass faults/sleeper --repeat 2 >"$T/out.txt" 2>&1 &
+kiln_pid=$!
+for i in $(seq 50); do grep -q 'PASS' "$T/out.txt" 2>/dev/null && break; sleep 0.1; done
+sleep 0.3
+kill -INT $kiln_pid
+wait $kiln_pid; rc=$?
+expect_rc 130 "SIGINT"
+flat "$T/int/report.yaml"
+expect_eq "$(field run.interrupted)" true "report marked interrupted"
+expect_match "$(field summary.not_run)" '^[1-9]' "tests not started are counted"
+expect_match "$(tfield faults/sleeper message)" "interrupted" "a running test is recorded as interrupted"
+expect_tokens_full "after SIGINT"
+expect_no_runners "after SIGINT"
+
+# ---- SIGKILL of kiln ----
+"$KILN" run --backend host -j 2 -o "$T/kill" faults/pass faults/sleeper >"$T/out.txt" 2>&1 &
+kiln_pid=$!
+for i in $(seq 50); do grep -q '^run ' "$T/kill/journal" 2>/dev/null && break; sleep 0.1; done
+sleep 0.3
+v=$("$KH_PROBE" semval "$KEY" 0)
+expect_match "$v" '^[0-9]+ [0-9]+$' "token set exists"
+[ "${v% *}" -lt "${v#* }" ] && ok "the sleeper holds a slot ($v)" || fail "no slot held while the sleeper runs ($v)"
+kill -KILL $kiln_pid
+wait $kiln_pid 2>/dev/null
+sleep 0.5
+expect_tokens_full "after SIGKILL of kiln"
+expect_no_runners "after SIGKILL of kiln"
+[ -f "$T/kill/report.yaml" ] && fail "a killed kiln wrote a report?" || ok "no report from the killed kiln"
+k report rebuild "$T/kill";    expect_rc 0 "report rebuild after SIGKILL"
+flat "$T/kill/report.yaml"
+expect_eq "$(field run.interrupted)" true "rebuilt report is marked interrupted"
+expect_eq "$(field run.rebuilt_from_journal)" true "rebuilt report says so"
+expect_eq "$(tfield faults/pass outcome)" pass "the finished test survives in the rebuilt report"
+k report show "$T/kill";       expect_rc 0 "report show of the rebuilt report"; expect_out INTERRUPTED "show marks it"
+finish

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Device tokens shared by two kiln runs on one host: with one slot, their
+# tests never overlap (asserted from both reports' timestamps), and the
+# waiting shows as token_wait. `kiln devices` shows slots and holders.
+. "$(dirname "$0")/lib.sh"
+
+export KILN_FAULT_SLEEP_MS=300
+"$KILN" run --backend host --slots 1 -j 2 --repeat 3 -o "$T/a" faults/sleeper >"$T/a.txt" 2>&1 &
+a=$!
+"$KILN" run --backend host --slots 1 -j 2 --repeat 3 -o "$T/b" faults/sleeper >"$T/b.txt" 2>&1 &
+b=$!
+sleep 0.5
+k devices --backend host --slots 1
+expect_out 'slots 1 total, 0 free' "kiln devices: the slot is taken"
+expect_out 'held by pid [0-9]+: faults/sleeper slots=1' "kiln devices: who holds it"
+wait $a; ra=$?; wait $b; rb=$?
+expect_eq "$ra/$rb" 0/0 "both runs pass"
+expect_eq "$("$KH_PROBE" overlap 30 "$T/a/report.yaml" "$T/b/report.yaml")" 1 "at most one test held the slot at any time"
+waits=$(cat "$T/a/report.yaml" "$T/b/report.yaml" | grep -E '^ +token_wait_ms:' | awk '$2 > 100' | wc -l)
+[ "$waits" -ge 3 ] && ok "$waits tests waited >100 ms for the token" || fail "only $waits tests waited for the token"
+expect_tokens_full "after two concurrent runs"
+k devices --backend host --slots 1
+expect_out 'slots 1 total, 1 free' "kiln devices: free again"
+
+# With two slots, the same two runs do overlap: the slots are the limit.
+"$KILN" run --backend host --slots 2 -j 2 --repeat 2 -o "$T/c" faults/sleeper >/dev/null 2>&1 &
+c=$!
+"$KILN" run --backend host --slots 2 -j 2 --repeat 2 -o "$T/d" faults/sleeper >/dev/null 2>&1
+wait $c
+n=$("$KH_PROBE" overlap 30 "$T/c/report.yaml" "$T/d/report.yaml")
+[ "$n" -ge 2 ] && [ "$n" -le 2 ] && ok "two slots: up to 2 tests at once ($n)" || fail "two slots: $n at once"
+finish
