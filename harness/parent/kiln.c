@@ -91,10 +91,14 @@ static void kh__usage(FILE *f) {
   for (size_t i = 0; i < KH__NOPTS; i++) {
     const kh__opt *o = &kh__opts[i];
     char left[64];
-    snprintf(left, sizeof left, "%s%c%s--%s%s%s", o->short_name ? "-" : "",
-             o->short_name ? o->short_name : ' ', o->short_name ? ", " : "  ",
-             o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-    fprintf(f, "  %-26s %s\n", o->short_name ? left : left + 2, o->help);
+    /* Long-only options line up under the long names of the others. */
+    if (o->short_name)
+      snprintf(left, sizeof left, "-%c, --%s%s%s", o->short_name, o->name,
+               o->arg ? " " : "", o->arg ? o->arg : "");
+    else
+      snprintf(left, sizeof left, "    --%s%s%s", o->name, o->arg ? " " : "",
+               o->arg ? o->arg : "");
+    fprintf(f, "  %-26s %s\n", left, o->help);
   }
   fprintf(f,
     "\nExit status: 0 all passed (skips and flaky allowed), 1 a test did not\n"
