@@ -2,13 +2,13 @@
  *
  * Kernel sources (kernels/<family>.hip) are compiled by the system g++ as
  * plain C++ with -DKILN_BACKEND_HOST and this header included (through
- * kernels/kd.h).
- * Every GPU thread of a block becomes a cooperative fiber on the launching OS
- * thread; barriers and warp operations switch between fibers (launch.cc,
- * fiber.cc). This header maps the HIP device vocabulary onto that engine and
- * provides only what kiln's kernels use: anything else fails to compile, or
- * aborts with a message naming the feature, rather than half-working.
- * See README.md beside this file for the model and its limits.
+ * kernels/kd.h). Every GPU thread of a block becomes a cooperative fiber on
+ * the launching OS thread; barriers and warp operations switch between
+ * fibers (launch.cc, fiber.cc). This header maps the HIP device vocabulary
+ * onto that engine and provides only what kiln's kernels use: anything else
+ * fails to compile, or aborts with a message naming the feature, rather
+ * than half-working. See README.md beside this file for the model and its
+ * limits.
  */
 #ifndef KILN_HIP_ON_HOST_H
 #define KILN_HIP_ON_HOST_H
@@ -133,8 +133,10 @@ inline void kemu__check_width(const char *op, int width) {
     kemu__bad_width(op, width);
 }
 
-/* The source-lane rules below are HIP's (amd_warp_functions.h): an up/down
- * or xor partner outside the caller's segment reads the caller's own value. */
+/* The source-lane rules below are HIP's and CUDA's: __shfl takes the source
+ * lane modulo width within the caller's segment; an up/down/xor partner past
+ * the segment reads the caller's own value (an xor partner in an earlier
+ * segment is read, as in HIP). */
 inline unsigned int kemu__src_idx(int src_lane, int width) {
   kemu__check_width("__shfl", width);
   int self = (int)kemu__lane;

@@ -314,9 +314,10 @@ hipError_t hipMalloc(void **ptr, size_t bytes) {
   if (bytes > cfg().memory_bytes - used) return ret(hipErrorOutOfMemory);
   void *p = nullptr;
   if (posix_memalign(&p, 256, bytes) != 0) return ret(hipErrorOutOfMemory);
-  /* Fresh device memory holds garbage on a GPU; 0xFF bytes (NaN, -1) make a
-   * kernel that reads what nobody wrote fail every time, not by luck. */
-  memset(p, 0xFF, bytes);
+  /* Left as the C heap returns it, like a GPU allocator handing back memory
+   * a previous allocation used: reuse without initialisation reproduces
+   * here as it does on a device. The engine's poison mode (--poison) is
+   * what fills new allocations with NaN bytes. */
   try {
     st.allocs.emplace((uintptr_t)p, allocation{bytes, t_device});
   } catch (const std::bad_alloc &) {
