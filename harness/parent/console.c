@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -106,7 +107,17 @@ void kh_console_progress(kh_console *c, char *const *running, int nrunning) {
                    el, eta, nrunning);
   for (int i = 0; i < nrunning && n < 200; i++)
     n += snprintf(line + n, sizeof line - (size_t)n, " %s", running[i]);
-  fprintf(c->out, "\r\033[K%.*s", 200, line);
+  /* One terminal line: longer text would wrap and break the redraw. */
+  struct winsize ws;
+  int width = ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 10
+                  ? ws.ws_col - 1
+                  : 79;
+  if (n > width) n = width;
+  line[n] = '\0';
+  /* The loop calls this on every event; repaint only what changed. */
+  if (c->progress_shown && strcmp(line, c->last_progress) == 0) return;
+  snprintf(c->last_progress, sizeof c->last_progress, "%s", line);
+  fprintf(c->out, "\r\033[K%s", line);
   c->progress_shown = 1;
   fflush(c->out);
 }

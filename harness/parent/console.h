@@ -18,6 +18,7 @@ typedef struct kh_console {
   int counts[KH_NOUTCOMES];
   double start_ms;
   int progress_shown;
+  char last_progress[512];  /* what the progress line shows now */
 } kh_console;
 
 void kh_console_init(kh_console *c, int verbose, int total);
