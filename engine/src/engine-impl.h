@@ -87,4 +87,11 @@ void ke__timing_destroy(ke_context *ctx);
 
 int ke__device_info_fill(int device, ke_device_info *out);
 
+/* For row kernels: the tensor as rows of its last dimension. The last
+ * dimension must be contiguous and the leading ones must collapse into one
+ * row stride no shorter than a row (a slice of a wider matrix is fine);
+ * otherwise KE_ESHAPE, with a message naming op and what ("x", "y"). */
+int ke__tensor_rows(const ke_tensor *t, const char *op, const char *what,
+                    int64_t *rows, int64_t *row_stride);
+
 #endif
