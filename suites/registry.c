@@ -4,9 +4,15 @@
 
 extern const kt_suite kt_suite_softmax;
 extern const kt_suite kt_suite_engine;
+extern const kt_suite kt_suite_rope;
+extern const kt_suite kt_suite_rmsnorm;
+extern const kt_suite kt_suite_swiglu;
 
 const kt_suite *const kt_suites[] = {
     &kt_suite_engine,
     &kt_suite_softmax,
+    &kt_suite_rope,
+    &kt_suite_rmsnorm,
+    &kt_suite_swiglu,
     NULL,
 };
