@@ -93,5 +93,8 @@ int ke__device_info_fill(int device, ke_device_info *out);
  * otherwise KE_ESHAPE, with a message naming op and what ("x", "y"). */
 int ke__tensor_rows(const ke_tensor *t, const char *op, const char *what,
                     int64_t *rows, int64_t *row_stride);
+/* KE_ESHAPE (naming op, an and bn) unless a and b have one rank and shape. */
+int ke__same_shape(const ke_tensor *a, const ke_tensor *b, const char *op,
+                   const char *an, const char *bn);
 
 #endif

@@ -9,19 +9,6 @@
 
 void ke_rmsnorm_params_init(ke_rmsnorm_params *p) { p->eps = 1e-6f; }
 
-static int ke__same_shape(const ke_tensor *a, const ke_tensor *b,
-                          const char *an, const char *bn) {
-  if (a->rank != b->rank)
-    return ke__fail(KE_ESHAPE, "rmsnorm: %s has rank %d, %s rank %d", an,
-                    a->rank, bn, b->rank);
-  for (int d = 0; d < a->rank; d++)
-    if (a->shape[d] != b->shape[d])
-      return ke__fail(KE_ESHAPE, "rmsnorm: shape mismatch in dimension %d: "
-                                 "%s %lld, %s %lld", d, an,
-                      (long long)a->shape[d], bn, (long long)b->shape[d]);
-  return KE_OK;
-}
-
 int ke_rmsnorm(ke_context *ctx, ke_tensor *x, const ke_tensor *residual,
                const ke_tensor *weight, ke_tensor *y,
                const ke_rmsnorm_params *params) {
@@ -43,8 +30,8 @@ int ke_rmsnorm(ke_context *ctx, ke_tensor *x, const ke_tensor *residual,
                     ke_dtype_name(residual->dtype), ke_dtype_name(x->dtype));
   if (x->rank < 1 || x->rank > KE_MAX_RANK)
     return ke__fail(KE_ESHAPE, "%s: x has rank %d", op, x->rank);
-  KE__TRY(ke__same_shape(x, y, "x", "y"));
-  if (residual) KE__TRY(ke__same_shape(x, residual, "x", "residual"));
+  KE__TRY(ke__same_shape(x, y, op, "x", "y"));
+  if (residual) KE__TRY(ke__same_shape(x, residual, op, "x", "residual"));
   const int64_t cols = x->shape[x->rank - 1];
   if (weight && (weight->rank != 1 || weight->shape[0] != cols ||
                  (weight->stride[0] != 1 && cols != 1)))

@@ -224,18 +224,11 @@ int ke_rope(ke_context *ctx, const ke_tensor *x, ke_tensor *y,
   if (x->rank != 3 && x->rank != 4)
     return ke__fail(KE_ESHAPE, "%s: x has rank %d; it must be [S, H, D] or "
                                "[B, H, S, D]", op, x->rank);
-  if (y->rank != x->rank)
-    return ke__fail(KE_ESHAPE, "%s: x has rank %d, y rank %d", op, x->rank,
-                    y->rank);
-  for (int d = 0; d < x->rank; d++) {
-    if (x->shape[d] != y->shape[d])
-      return ke__fail(KE_ESHAPE, "%s: shape mismatch in dimension %d: x "
-                                 "%lld, y %lld", op, d,
-                      (long long)x->shape[d], (long long)y->shape[d]);
+  KE__TRY(ke__same_shape(x, y, op, "x", "y"));
+  for (int d = 0; d < x->rank; d++)
     if (x->shape[d] < 1)
       return ke__fail(KE_ESHAPE, "%s: dimension %d is %lld", op, d,
                       (long long)x->shape[d]);
-  }
   const int last = x->rank - 1;
   const int64_t batch = x->rank == 4 ? x->shape[0] : 1;
   const int64_t seq = x->shape[x->rank == 4 ? 2 : 0];

@@ -24,14 +24,7 @@ int ke_softmax(ke_context *ctx, const ke_tensor *x, ke_tensor *y,
   }
   if (ke_dtype_size(x->dtype) == 0 || ke_dtype_size(y->dtype) == 0)
     return ke__fail(KE_EDTYPE, "softmax: dtypes must be f32, f16 or bf16");
-  if (x->rank != y->rank)
-    return ke__fail(KE_ESHAPE, "softmax: x has rank %d, y rank %d", x->rank,
-                    y->rank);
-  for (int d = 0; d < x->rank; d++)
-    if (x->shape[d] != y->shape[d])
-      return ke__fail(KE_ESHAPE, "softmax: shape mismatch in dimension %d: "
-                                 "x %lld, y %lld",
-                      d, (long long)x->shape[d], (long long)y->shape[d]);
+  KE__TRY(ke__same_shape(x, y, "softmax", "x", "y"));
   int64_t cols = x->shape[x->rank - 1];
   if (cols < 1 || cols > KE__SOFTMAX_MAX_COLS)
     return ke__fail(KE_ESHAPE, "softmax: row length %lld outside 1..%lld",

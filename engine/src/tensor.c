@@ -168,3 +168,16 @@ int ke__tensor_rows(const ke_tensor *t, const char *op, const char *what,
   *row_stride = stride;
   return KE_OK;
 }
+
+int ke__same_shape(const ke_tensor *a, const ke_tensor *b, const char *op,
+                   const char *an, const char *bn) {
+  if (a->rank != b->rank)
+    return ke__fail(KE_ESHAPE, "%s: %s has rank %d, %s rank %d", op, an,
+                    a->rank, bn, b->rank);
+  for (int d = 0; d < a->rank; d++)
+    if (a->shape[d] != b->shape[d])
+      return ke__fail(KE_ESHAPE, "%s: shape mismatch in dimension %d: "
+                                 "%s %lld, %s %lld", op, d, an,
+                      (long long)a->shape[d], bn, (long long)b->shape[d]);
+  return KE_OK;
+}
