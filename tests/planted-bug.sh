@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# The emulation runs the real kernel logic: the softmax kernel with a planted
-# bug (its reduction drops the row's last partial warp) must fail the softmax
-# checks numerically, while the correct kernel passes the same tests.
+# The emulation runs the real kernel logic: kernels built with planted bugs
+# must fail their suites numerically, while the correct kernels pass the same
+# tests. The bugs: softmax's reduction drops the row's last partial warp;
+# RoPE forms its angle in f32; RMSNorm adds eps after the square root;
+# SwiGLU puts the swish on up (the original engine's form).
 # Usage: planted-bug.sh GOOD_RUNNER MUTANT_RUNNER
 set -u
 good=$1 mutant=$2
-tests=(softmax/sizes_f32 softmax/causal softmax/mixed_dtypes)
+tests=(softmax/sizes_f32 softmax/causal softmax/mixed_dtypes
+       rope/large_positions rope/glm_2d rmsnorm/extreme_values
+       swiglu/sizes_f32 swiglu/fused_f32)
 
 out=$("$good" --seed 7 "${tests[@]}" 2>&1); rc=$?
 if [ $rc -ne 0 ]; then

@@ -87,4 +87,14 @@ void ke__timing_destroy(ke_context *ctx);
 
 int ke__device_info_fill(int device, ke_device_info *out);
 
+/* For row kernels: the tensor as rows of its last dimension. The last
+ * dimension must be contiguous and the leading ones must collapse into one
+ * row stride no shorter than a row (a slice of a wider matrix is fine);
+ * otherwise KE_ESHAPE, with a message naming op and what ("x", "y"). */
+int ke__tensor_rows(const ke_tensor *t, const char *op, const char *what,
+                    int64_t *rows, int64_t *row_stride);
+/* KE_ESHAPE (naming op, an and bn) unless a and b have one rank and shape. */
+int ke__same_shape(const ke_tensor *a, const ke_tensor *b, const char *op,
+                   const char *an, const char *bn);
+
 #endif

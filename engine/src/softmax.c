@@ -13,34 +13,6 @@ void ke_softmax_params_init(ke_softmax_params *p) {
   p->causal_offset = -1;
 }
 
-/* Leading dimensions must collapse into rows of one stride. */
-static int ke__row_layout(const ke_tensor *t, const char *what,
-                          int64_t *rows, int64_t *row_stride) {
-  int last = t->rank - 1;
-  if (t->stride[last] != 1 && t->shape[last] != 1)
-    return ke__fail(KE_ESHAPE, "softmax: %s last dimension has stride %lld; "
-                               "it must be contiguous (stride 1)",
-                    what, (long long)t->stride[last]);
-  int64_t n = 1;
-  int64_t stride = t->shape[last];
-  if (last >= 1) stride = t->stride[last - 1];
-  for (int d = last - 1; d >= 0; d--) {
-    int64_t expect = d == last - 1 ? stride : t->stride[d + 1] * t->shape[d + 1];
-    if (t->shape[d] != 1 && t->stride[d] != expect)
-      return ke__fail(KE_ESHAPE, "softmax: %s dimension %d (stride %lld) "
-                                 "does not collapse into rows of stride %lld",
-                      what, d, (long long)t->stride[d], (long long)expect);
-    n *= t->shape[d];
-  }
-  if (last >= 1 && t->shape[last - 1] > 1 && stride < t->shape[last])
-    return ke__fail(KE_ESHAPE, "softmax: %s rows overlap (row stride %lld < "
-                               "row length %lld)",
-                    what, (long long)stride, (long long)t->shape[last]);
-  *rows = n;
-  *row_stride = stride;
-  return KE_OK;
-}
-
 int ke_softmax(ke_context *ctx, const ke_tensor *x, ke_tensor *y,
                const ke_softmax_params *params) {
   ke_softmax_params defaults;
@@ -52,21 +24,14 @@ int ke_softmax(ke_context *ctx, const ke_tensor *x, ke_tensor *y,
   }
   if (ke_dtype_size(x->dtype) == 0 || ke_dtype_size(y->dtype) == 0)
     return ke__fail(KE_EDTYPE, "softmax: dtypes must be f32, f16 or bf16");
-  if (x->rank != y->rank)
-    return ke__fail(KE_ESHAPE, "softmax: x has rank %d, y rank %d", x->rank,
-                    y->rank);
-  for (int d = 0; d < x->rank; d++)
-    if (x->shape[d] != y->shape[d])
-      return ke__fail(KE_ESHAPE, "softmax: shape mismatch in dimension %d: "
-                                 "x %lld, y %lld",
-                      d, (long long)x->shape[d], (long long)y->shape[d]);
+  KE__TRY(ke__same_shape(x, y, "softmax", "x", "y"));
   int64_t cols = x->shape[x->rank - 1];
   if (cols < 1 || cols > KE__SOFTMAX_MAX_COLS)
     return ke__fail(KE_ESHAPE, "softmax: row length %lld outside 1..%lld",
                     (long long)cols, (long long)KE__SOFTMAX_MAX_COLS);
   int64_t rows, x_stride, y_rows, y_stride;
-  KE__TRY(ke__row_layout(x, "x", &rows, &x_stride));
-  KE__TRY(ke__row_layout(y, "y", &y_rows, &y_stride));
+  KE__TRY(ke__tensor_rows(x, "softmax", "x", &rows, &x_stride));
+  KE__TRY(ke__tensor_rows(y, "softmax", "y", &y_rows, &y_stride));
   if (!isfinite(params->scale))
     return ke__fail(KE_EINVAL, "softmax: scale %g is not finite",
                     (double)params->scale);

@@ -135,3 +135,49 @@ int ke_tensor_to_doubles(ke_context *ctx, const ke_tensor *t, double *dst) {
   free(host);
   return st;
 }
+
+/* Leading dimensions must collapse into rows of one stride. */
+int ke__tensor_rows(const ke_tensor *t, const char *op, const char *what,
+                    int64_t *rows, int64_t *row_stride) {
+  int last = t->rank - 1;
+  for (int d = 0; d <= last; d++)
+    if (t->shape[d] < 1)
+      return ke__fail(KE_ESHAPE, "%s: %s dimension %d is %lld; dimensions "
+                                 "must be >= 1", op, what, d,
+                      (long long)t->shape[d]);
+  if (t->stride[last] != 1 && t->shape[last] != 1)
+    return ke__fail(KE_ESHAPE, "%s: %s last dimension has stride %lld; "
+                               "it must be contiguous (stride 1)",
+                    op, what, (long long)t->stride[last]);
+  int64_t n = 1;
+  int64_t stride = t->shape[last];
+  if (last >= 1) stride = t->stride[last - 1];
+  for (int d = last - 1; d >= 0; d--) {
+    int64_t expect = d == last - 1 ? stride : t->stride[d + 1] * t->shape[d + 1];
+    if (t->shape[d] != 1 && t->stride[d] != expect)
+      return ke__fail(KE_ESHAPE, "%s: %s dimension %d (stride %lld) "
+                                 "does not collapse into rows of stride %lld",
+                      op, what, d, (long long)t->stride[d], (long long)expect);
+    n *= t->shape[d];
+  }
+  if (last >= 1 && t->shape[last - 1] > 1 && stride < t->shape[last])
+    return ke__fail(KE_ESHAPE, "%s: %s rows overlap (row stride %lld < "
+                               "row length %lld)",
+                    op, what, (long long)stride, (long long)t->shape[last]);
+  *rows = n;
+  *row_stride = stride;
+  return KE_OK;
+}
+
+int ke__same_shape(const ke_tensor *a, const ke_tensor *b, const char *op,
+                   const char *an, const char *bn) {
+  if (a->rank != b->rank)
+    return ke__fail(KE_ESHAPE, "%s: %s has rank %d, %s rank %d", op, an,
+                    a->rank, bn, b->rank);
+  for (int d = 0; d < a->rank; d++)
+    if (a->shape[d] != b->shape[d])
+      return ke__fail(KE_ESHAPE, "%s: shape mismatch in dimension %d: "
+                                 "%s %lld, %s %lld", op, d, an,
+                      (long long)a->shape[d], bn, (long long)b->shape[d]);
+  return KE_OK;
+}

@@ -10,6 +10,9 @@
 #define KILN_KERNELS_H
 
 #include "kiln/engine.h"
+#include "kiln/rmsnorm.h"
+#include "kiln/rope.h"
 #include "kiln/softmax.h"
+#include "kiln/swiglu.h"
 
 #endif
