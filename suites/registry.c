@@ -4,23 +4,17 @@
 
 extern const kt_suite kt_suite_softmax;
 extern const kt_suite kt_suite_engine;
-<<<<<<< HEAD
 extern const kt_suite kt_suite_faults;
-=======
 extern const kt_suite kt_suite_rope;
 extern const kt_suite kt_suite_rmsnorm;
 extern const kt_suite kt_suite_swiglu;
->>>>>>> kernels-rope-norm
 
 const kt_suite *const kt_suites[] = {
     &kt_suite_engine,
     &kt_suite_softmax,
-<<<<<<< HEAD
     &kt_suite_faults,
-=======
     &kt_suite_rope,
     &kt_suite_rmsnorm,
     &kt_suite_swiglu,
->>>>>>> kernels-rope-norm
     NULL,
 };
