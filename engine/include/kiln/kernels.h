@@ -10,6 +10,8 @@
 #define KILN_KERNELS_H
 
 #include "kiln/engine.h"
+#include "kiln/gemm.h"
+#include "kiln/mxfp.h"
 #include "kiln/softmax.h"
 
 #endif
