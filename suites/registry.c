@@ -8,6 +8,8 @@ extern const kt_suite kt_suite_faults;
 extern const kt_suite kt_suite_rope;
 extern const kt_suite kt_suite_rmsnorm;
 extern const kt_suite kt_suite_swiglu;
+extern const kt_suite kt_suite_gemm;
+extern const kt_suite kt_suite_mxfp;
 
 const kt_suite *const kt_suites[] = {
     &kt_suite_engine,
@@ -16,5 +18,7 @@ const kt_suite *const kt_suites[] = {
     &kt_suite_rope,
     &kt_suite_rmsnorm,
     &kt_suite_swiglu,
+    &kt_suite_gemm,
+    &kt_suite_mxfp,
     NULL,
 };

@@ -93,9 +93,44 @@ int ke__swiglu_launch(void *stream, ke_dtype in_dtype, const void *gate,
                       int64_t gate_stride, const void *up, int64_t up_stride,
                       ke_dtype out_dtype, void *out, int64_t out_stride,
                       int64_t rows, int64_t cols);
+/* One GEMM input as the tile kernel sees it: a [rows, K] matrix per batch
+ * (rows = M for A, N for B), element (b, r, k) at
+ * data[b * batch_stride + r * ld + k] when k_contiguous, else at
+ * data[b * batch_stride + k * ld + r]. */
+typedef struct ke__gemm_operand {
+  ke_dtype dtype;
+  const void *data;
+  int64_t ld;
+  int64_t batch_stride;    /* 0: shared by every batch */
+  int k_contiguous;
+} ke__gemm_operand;
+
+/* c[b][m * ldc + n] = alpha * sum_k a(b, m, k) * b(b, n, k)
+ *                    + beta * c[b][m * ldc + n]   (c not read when beta = 0;
+ * the sum is skipped when alpha = 0), c[b] at b * c_batch_stride. */
+int ke__gemm_launch(void *stream, const ke__gemm_operand *a,
+                    const ke__gemm_operand *b, ke_dtype c_dtype, void *c,
+                    int64_t ldc, int64_t c_batch_stride, int64_t m, int64_t n,
+                    int64_t k, int64_t batch, float alpha, float beta);
+
+/* out[r * out_ld + c] = decode(element (r, c)) for the MX matrix of the
+ * given format (kiln/mxfp.h layout); cols is a multiple of 32. */
+int ke__mxfp_dequant_launch(void *stream, int format, const void *data,
+                            const void *scales, int64_t rows, int64_t cols,
+                            ke_dtype out_dtype, void *out, int64_t out_ld);
+
+/* y[b][m * ldy + n] = sum_k x(b, m, k) * decode(w[n, k]); w has n rows of k
+ * elements (k a multiple of 32), shared by every batch; y is not read. */
+int ke__mxfp_gemm_launch(void *stream, const ke__gemm_operand *x, int format,
+                         const void *w_data, const void *w_scales,
+                         ke_dtype y_dtype, void *y, int64_t ldy,
+                         int64_t y_batch_stride, int64_t m, int64_t n,
+                         int64_t k, int64_t batch);
 
 /* Largest row length the softmax kernel accepts (documented limit). */
 #define KE__SOFTMAX_MAX_COLS ((int64_t)1 << 31)
+/* Largest M, N or K the GEMM kernels accept (documented limit). */
+#define KE__GEMM_MAX_DIM ((int64_t)0x7fffffff)
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,8 @@
 #include "kiln/engine.h"
 #include "kiln/rmsnorm.h"
 #include "kiln/rope.h"
+#include "kiln/gemm.h"
+#include "kiln/mxfp.h"
 #include "kiln/softmax.h"
 #include "kiln/swiglu.h"
 

@@ -1,0 +1,174 @@
+/* OCP Microscaling (MX v1.0) weights: MXFP4 (E2M1) and MXFP6 (E2M3, E3M2)
+ * elements in blocks of 32 sharing an E8M0 scale; layout in kiln/mxfp.h.
+ *
+ * Decoding is integer work, exact: the element's significand and the
+ * combined exponent (element exponent + scale - 127) are assembled into an
+ * f32 bit pattern, normal, subnormal (down to 2^-131, exact in f32 on any
+ * device whatever its denormal mode), or Inf when above 2^127; scale 0xFF
+ * gives NaN. A 6-bit element is read from the one or two bytes that hold
+ * it, inside its 3-byte group, so no read ever leaves its block (the
+ * original engine's 6-bit kernel read one byte past its block).
+ *
+ * Two kernels: dequantisation (one thread per element, grid-stride, any
+ * rows, cols a multiple of 32) and the fused GEMM Y = X * dequant(W)^T,
+ * which is kd-gemm.h's tile kernel with a B loader that decodes W's
+ * elements into shared memory as f32 while staging each 16-deep slab: no
+ * dequantised copy of W exists, and the result equals dequantising to f32
+ * then ke_gemm bit for bit.
+ */
+#include "kd-gemm.h"
+#include "kiln/mxfp.h"
+
+/* Element format constants, by ke_mxfp_format. */
+template <int F> struct kd_mx_traits;
+template <> struct kd_mx_traits<KE_MXFP4_E2M1> {
+  enum { bits = 4, ebits = 2, mbits = 1, bias = 1 };
+};
+template <> struct kd_mx_traits<KE_MXFP6_E2M3> {
+  enum { bits = 6, ebits = 2, mbits = 3, bias = 1 };
+};
+template <> struct kd_mx_traits<KE_MXFP6_E3M2> {
+  enum { bits = 6, ebits = 3, mbits = 2, bias = 3 };
+};
+
+/* Code of element i of a packed row. 4-bit: nibble i & 1 of byte i / 2.
+ * 6-bit: element 4g + j is bits 6j .. 6j + 5 of the little-endian 24-bit
+ * word in bytes 3g .. 3g + 2; only the bytes holding those bits are read. */
+template <int Bits>
+__device__ __forceinline__ unsigned kd_mx_code(const uint8_t *row, int64_t i) {
+  if constexpr (Bits == 4) {
+    const unsigned byte = row[i >> 1];
+    return (i & 1) ? byte >> 4 : byte & 0xFu;
+  } else {
+    const uint8_t *group = row + 3 * (i >> 2);
+    const int bit = 6 * (int)(i & 3);
+    const int lo = bit >> 3, hi = (bit + 5) >> 3; /* both in 0 .. 2 */
+    unsigned w = group[lo];
+    if (hi != lo) w |= (unsigned)group[hi] << 8;
+    return (w >> (bit & 7)) & 0x3Fu;
+  }
+}
+
+/* Exact value of code under E8M0 scale as f32 (Inf above the f32 range). */
+template <int F>
+__device__ __forceinline__ float kd_mx_decode(unsigned code, unsigned scale) {
+  typedef kd_mx_traits<F> T;
+  if (scale == KE_MX_SCALE_NAN) return kd_bits_f32(0x7fc00000u);
+  const uint32_t sign = (code >> (T::ebits + T::mbits)) & 1u;
+  const unsigned e = (code >> T::mbits) & ((1u << T::ebits) - 1u);
+  const unsigned man = code & ((1u << T::mbits) - 1u);
+  const uint32_t sig = e ? man | (1u << T::mbits) : man;
+  uint32_t bits = 0;
+  if (sig != 0) {
+    /* value = sig * 2^exp2; top = exponent of its leading bit. */
+    const int exp2 = (e ? (int)e : 1) - T::bias - T::mbits + (int)scale - 127;
+    int lead = 0;
+    while ((sig >> (lead + 1)) != 0u) lead++;
+    const int top = exp2 + lead;
+    if (top > 127)
+      bits = 0x7f800000u;
+    else if (top >= -126)
+      bits = ((uint32_t)(top + 127) << 23) | ((sig << (23 - lead)) & 0x7fffffu);
+    else
+      bits = sig << (exp2 + 149); /* subnormal; exp2 >= -131 */
+  }
+  return kd_bits_f32(bits | sign << 31);
+}
+
+/* W as a GEMM operand: element (n, k) of an [N, K] MX matrix. */
+template <int F> struct kd_mx_operand {
+  const uint8_t *data;
+  const uint8_t *scales;
+  int64_t row_bytes;
+  int64_t row_blocks;
+  int k_contiguous; /* always 1: k walks each row's bytes */
+
+  __device__ __forceinline__ float load(int64_t, int64_t r, int64_t k) const {
+    const unsigned code =
+        kd_mx_code<kd_mx_traits<F>::bits>(data + r * row_bytes, k);
+    return kd_mx_decode<F>(code, scales[r * row_blocks + k / KE_MX_BLOCK]);
+  }
+};
+
+template <int F, typename Tout>
+__global__ void ke_mxfp_dequant_rows(const uint8_t *__restrict__ data,
+                                     const uint8_t *__restrict__ scales,
+                                     int64_t rows, int64_t cols,
+                                     Tout *__restrict__ out, int64_t ld) {
+  const int64_t row_bytes = cols * kd_mx_traits<F>::bits / 8;
+  const int64_t row_blocks = cols / KE_MX_BLOCK;
+  const int64_t total = rows * cols;
+  const int64_t step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+       i += step) {
+    const int64_t r = i / cols, c = i - r * cols;
+    const unsigned code =
+        kd_mx_code<kd_mx_traits<F>::bits>(data + r * row_bytes, c);
+    const unsigned s = scales[r * row_blocks + c / KE_MX_BLOCK];
+    out[r * ld + c] = kd_from_float<Tout>(kd_mx_decode<F>(code, s));
+  }
+}
+
+/* Runs __VA_ARGS__ with F the format as a constant; KE_EDTYPE otherwise. */
+#define KE_MX_DISPATCH(format, F, ...)                                        \
+  switch (format) {                                                           \
+  case KE_MXFP4_E2M1: { constexpr int F = KE_MXFP4_E2M1; __VA_ARGS__; break; } \
+  case KE_MXFP6_E2M3: { constexpr int F = KE_MXFP6_E2M3; __VA_ARGS__; break; } \
+  case KE_MXFP6_E3M2: { constexpr int F = KE_MXFP6_E3M2; __VA_ARGS__; break; } \
+  default: return KE_EDTYPE;                                                  \
+  }
+
+template <int F, typename Tout>
+static int ke_mxfp_dequant_typed(hipStream_t stream, const void *data,
+                                 const void *scales, int64_t rows,
+                                 int64_t cols, void *out, int64_t ld) {
+  const int threads = 256;
+  int64_t blocks = (rows * cols + threads - 1) / threads;
+  if (blocks > 65536) blocks = 65536;
+  hipLaunchKernelGGL((ke_mxfp_dequant_rows<F, Tout>), dim3((unsigned)blocks),
+                     dim3(threads), 0, stream, (const uint8_t *)data,
+                     (const uint8_t *)scales, rows, cols, (Tout *)out, ld);
+  return (int)hipGetLastError();
+}
+
+extern "C" int ke__mxfp_dequant_launch(void *stream, int format,
+                                       const void *data, const void *scales,
+                                       int64_t rows, int64_t cols,
+                                       ke_dtype out_dtype, void *out,
+                                       int64_t out_ld) {
+  hipStream_t s = (hipStream_t)stream;
+  KE_MX_DISPATCH(format, F,
+    KD_DISPATCH_IN(out_dtype, Tout,
+      return ke_mxfp_dequant_typed<F, Tout>(s, data, scales, rows, cols, out,
+                                            out_ld)))
+  return (int)hipErrorInvalidValue;
+}
+
+template <int F, typename Tx, typename Ty>
+static int ke_mxfp_gemm_typed(hipStream_t stream, const ke__gemm_operand *x,
+                              const void *w_data, const void *w_scales,
+                              void *y, int64_t ldy, int64_t ybs, int64_t m,
+                              int64_t n, int64_t k, int64_t batch) {
+  kd_gemm_dense<Tx> lx = {(const Tx *)x->data, x->ld, x->batch_stride,
+                          x->k_contiguous};
+  kd_mx_operand<F> lw = {(const uint8_t *)w_data, (const uint8_t *)w_scales,
+                         k * kd_mx_traits<F>::bits / 8, k / KE_MX_BLOCK, 1};
+  return kd_gemm_run<kd_gemm_dense<Tx>, kd_mx_operand<F>, Ty>(
+      stream, lx, lw, y, ldy, ybs, m, n, k, batch, 1.0f, 0.0f);
+}
+
+extern "C" int ke__mxfp_gemm_launch(void *stream, const ke__gemm_operand *x,
+                                    int format, const void *w_data,
+                                    const void *w_scales, ke_dtype y_dtype,
+                                    void *y, int64_t ldy,
+                                    int64_t y_batch_stride, int64_t m,
+                                    int64_t n, int64_t k, int64_t batch) {
+  hipStream_t s = (hipStream_t)stream;
+  KE_MX_DISPATCH(format, F,
+    KD_DISPATCH_IN(x->dtype, Tx,
+      KD_DISPATCH_IN(y_dtype, Ty,
+        return ke_mxfp_gemm_typed<F, Tx, Ty>(s, x, w_data, w_scales, y, ldy,
+                                             y_batch_stride, m, n, k,
+                                             batch))))
+  return (int)hipErrorInvalidValue;
+}

@@ -1,0 +1,527 @@
+/* GEMM suite: shapes from 1x1x1 to GPU-sized, every transpose, batches with
+ * shared (stride 0) operands, row strides wider than rows, alpha and beta
+ * (beta = 0 with NaN in C, alpha = 0 with NaN in A), every dtype mix,
+ * attention's two products, special values and each refusal, against the
+ * double reference on fresh random inputs.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm-check.h"
+#include "kiln/kernels.h"
+#include "kiln/test.h"
+
+kt_tol gemm_tol(ke_dtype out, const ke_gemm_params *p, int64_t batch,
+                int64_t m, int64_t n, int64_t k, const double *a,
+                int64_t lda, int64_t stride_a, const double *b, int64_t ldb,
+                int64_t stride_b, const double *c, int64_t ldc,
+                int64_t stride_c) {
+  const double u = ldexp(1.0, -24), lambda = 8.0;
+  double walk_max = 0.0, sum_max = 0.0, c_max = 0.0;
+  for (int64_t bi = 0; bi < batch; bi++)
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) {
+        /* The partial sums in the kernel's order, k ascending. */
+        double partial = 0.0, squares = 0.0;
+        for (int64_t q = 0; q < k; q++) {
+          double av = p->trans_a ? a[bi * stride_a + q * lda + i]
+                                 : a[bi * stride_a + i * lda + q];
+          double bv = p->trans_b ? b[bi * stride_b + j * ldb + q]
+                                 : b[bi * stride_b + q * ldb + j];
+          if (!isfinite(av * bv)) continue; /* specials propagate exactly */
+          partial += av * bv;
+          squares += partial * partial;
+        }
+        if (squares > walk_max) walk_max = squares;
+        if (fabs(partial) > sum_max) sum_max = fabs(partial);
+        if (p->beta != 0.0f) {
+          double cv = fabs(c[bi * stride_c + i * ldc + j]);
+          if (isfinite(cv) && cv > c_max) c_max = cv;
+        }
+      }
+  const double alpha = fabs((double)p->alpha), beta = fabs((double)p->beta);
+  kt_tol tol = kt_tol_default(out);
+  tol.atol = alpha * lambda * u * sqrt(walk_max) +
+             2.0 * u * (alpha * sum_max + beta * c_max);
+  if (out == KE_F16) tol.atol += ldexp(1.0, -25); /* subnormal half-ulp */
+  return tol;
+}
+
+/* ---- One GEMM against the reference -------------------------------------- */
+
+typedef struct gemm_case {
+  int64_t batch, m, n, k;
+  int trans_a, trans_b;
+  ke_dtype ta, tb, tc;
+  float alpha, beta;
+  int64_t pad_a, pad_b, pad_c; /* row stride minus row length */
+  int share_a, share_b;        /* 1: batch stride 0; 2: rank-2 operand */
+  int nan_c;                   /* C holds NaN before the call */
+} gemm_case;
+
+static gemm_case base_case(int64_t m, int64_t n, int64_t k) {
+  gemm_case g;
+  memset(&g, 0, sizeof g);
+  g.batch = 1;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.ta = g.tb = g.tc = KE_F32;
+  g.alpha = 1.0f;
+  return g;
+}
+
+/* A stored matrix in a packed backing tensor [nb, rows, cols + pad], the
+ * view the kernel gets, and the backing contents as doubles. */
+typedef struct operand {
+  ke_tensor full, view;
+  double *host;
+  int64_t ld, stride; /* in the backing's elements; stride 0 = shared */
+} operand;
+
+static void operand_make(operand *o, ke_dtype dt, int64_t batch,
+                         int64_t rows, int64_t cols, int64_t pad, int share) {
+  const int64_t nb = share ? 1 : batch;
+  int64_t shape[3] = {nb, rows, cols + pad};
+  kt_alloc(&o->full, dt, 3, shape);
+  kt_fill_normal(&o->full, 0.0f, 1.0f);
+  o->host = kt_to_doubles(&o->full);
+  o->ld = cols + pad;
+  o->stride = share ? 0 : rows * o->ld;
+  o->view = o->full;
+  if (share == 2 || (batch == 1 && share == 0)) { /* rank 2 */
+    o->view.rank = 2;
+    o->view.shape[0] = rows;
+    o->view.shape[1] = cols;
+    o->view.stride[0] = o->ld;
+    o->view.stride[1] = 1;
+  } else {
+    o->view.shape[0] = batch;
+    o->view.shape[2] = cols;
+    o->view.stride[0] = o->stride;
+  }
+}
+
+static void operand_free(operand *o) {
+  free(o->host);
+  kt_free(&o->full);
+}
+
+static void check_gemm(const gemm_case *g) {
+  ke_gemm_params p;
+  ke_gemm_params_init(&p);
+  p.trans_a = g->trans_a;
+  p.trans_b = g->trans_b;
+  p.alpha = g->alpha;
+  p.beta = g->beta;
+  operand a, b, c;
+  operand_make(&a, g->ta, g->batch, g->trans_a ? g->k : g->m,
+               g->trans_a ? g->m : g->k, g->pad_a, g->share_a);
+  operand_make(&b, g->tb, g->batch, g->trans_b ? g->n : g->k,
+               g->trans_b ? g->k : g->n, g->pad_b, g->share_b);
+  operand_make(&c, g->tc, g->batch, g->m, g->n, g->pad_c, 0);
+  const int64_t c_elems = ke_tensor_numel(&c.full);
+  if (g->nan_c) {
+    for (int64_t i = 0; i < c_elems; i++) c.host[i] = NAN;
+    kt_from_doubles(&c.full, c.host);
+  }
+  kt_assert_ok(ke_gemm(kt_ctx(), &a.view, &b.view, &c.view, &p));
+
+  /* Expected: the reference in the view, C's gap columns unchanged. */
+  kt_tol tol = gemm_tol(g->tc, &p, g->batch, g->m, g->n, g->k, a.host, a.ld,
+                        a.stride, b.host, b.ld, b.stride, c.host, c.ld,
+                        c.stride);
+  double *ref = malloc((size_t)c_elems * sizeof *ref);
+  ck_assert_ptr_nonnull(ref);
+  memcpy(ref, c.host, (size_t)c_elems * sizeof *ref);
+  ke_gemm_ref(&p, g->batch, g->m, g->n, g->k, a.host, a.ld, a.stride, b.host,
+              b.ld, b.stride, ref, c.ld, c.stride);
+  char name[160];
+  snprintf(name, sizeof name,
+           "gemm_b%lld_%lldx%lldx%lld_%s%s_%s_%s_%s", (long long)g->batch,
+           (long long)g->m, (long long)g->n, (long long)g->k,
+           g->trans_a ? "T" : "N", g->trans_b ? "T" : "N",
+           ke_dtype_name(g->ta), ke_dtype_name(g->tb), ke_dtype_name(g->tc));
+  kt_assert_close(name, &c.full, ref, tol);
+  free(ref);
+  operand_free(&a);
+  operand_free(&b);
+  operand_free(&c);
+}
+
+/* Every transpose combination of one shape and dtype triple. */
+static void check_transposes(gemm_case g) {
+  for (int t = 0; t < 4; t++) {
+    g.trans_a = t & 1;
+    g.trans_b = t >> 1;
+    check_gemm(&g);
+  }
+}
+
+/* ---- Shapes ---------------------------------------------------------------- */
+
+/* Below, at and across the 64 x 64 x 16 tile in every dimension. */
+static const int64_t kShapes[][3] = {
+    {1, 1, 1},   {7, 33, 113}, {64, 64, 16}, {65, 63, 17}, {1, 130, 31},
+    {129, 1, 65}, {33, 7, 1},  {2, 3, 200},  {100, 70, 48},
+};
+
+static void sweep_shapes(ke_dtype ta, ke_dtype tb, ke_dtype tc) {
+  for (size_t i = 0; i < sizeof kShapes / sizeof kShapes[0]; i++) {
+    gemm_case g = base_case(kShapes[i][0], kShapes[i][1], kShapes[i][2]);
+    g.ta = ta;
+    g.tb = tb;
+    g.tc = tc;
+    check_transposes(g);
+  }
+}
+
+START_TEST(shapes_f32) { sweep_shapes(KE_F32, KE_F32, KE_F32); }
+END_TEST
+
+START_TEST(shapes_f16) { sweep_shapes(KE_F16, KE_F16, KE_F16); }
+END_TEST
+
+START_TEST(shapes_bf16) { sweep_shapes(KE_BF16, KE_BF16, KE_BF16); }
+END_TEST
+
+START_TEST(mixed_dtypes) {
+  static const ke_dtype mixes[][3] = {
+      {KE_F16, KE_BF16, KE_F32}, {KE_BF16, KE_F32, KE_F16},
+      {KE_F32, KE_F16, KE_BF16}, {KE_F16, KE_F16, KE_F32},
+      {KE_BF16, KE_BF16, KE_F32}, {KE_F32, KE_F32, KE_F16},
+  };
+  for (size_t i = 0; i < sizeof mixes / sizeof mixes[0]; i++) {
+    gemm_case g = base_case(37, 45, 77);
+    g.ta = mixes[i][0];
+    g.tb = mixes[i][1];
+    g.tc = mixes[i][2];
+    check_transposes(g);
+  }
+}
+END_TEST
+
+/* ---- Batches and strides ------------------------------------------------------ */
+
+START_TEST(batched) {
+  gemm_case g = base_case(33, 17, 40);
+  g.batch = 5;
+  check_transposes(g);
+  g = base_case(65, 66, 19);
+  g.batch = 3;
+  g.ta = KE_BF16;
+  g.tc = KE_F16;
+  check_transposes(g);
+}
+END_TEST
+
+/* One weight matrix for every batch: batch stride 0, a rank-2 operand, and
+ * both inputs shared (every batch computes the same product). */
+START_TEST(batch_shared_operands) {
+  gemm_case g = base_case(20, 24, 70);
+  g.batch = 4;
+  g.share_b = 1;
+  check_transposes(g);
+  g.share_b = 0;
+  g.share_a = 1;
+  check_transposes(g);
+  g.share_a = 2;
+  g.share_b = 0;
+  check_transposes(g);
+  g.share_a = 1;
+  g.share_b = 2;
+  check_gemm(&g);
+}
+END_TEST
+
+/* Row strides wider than the rows: views of wider matrices; C's gap
+ * columns must come back untouched. */
+START_TEST(leading_dims) {
+  gemm_case g = base_case(31, 29, 45);
+  g.pad_a = 3;
+  g.pad_b = 64;
+  g.pad_c = 5;
+  check_transposes(g);
+  g.batch = 3;
+  g.pad_a = 1;
+  g.pad_b = 0;
+  g.pad_c = 17;
+  check_transposes(g);
+}
+END_TEST
+
+/* ---- alpha and beta ---------------------------------------------------------- */
+
+START_TEST(alpha_beta) {
+  gemm_case g = base_case(45, 38, 50);
+  g.alpha = 0.5f;
+  g.beta = 2.0f;
+  check_transposes(g);
+  g.alpha = -1.25f;
+  g.beta = -0.5f;
+  g.tc = KE_BF16;
+  g.batch = 2;
+  check_gemm(&g);
+}
+END_TEST
+
+/* beta = 0 must not read C: NaN there must not reach the result. */
+START_TEST(beta_zero_ignores_nan_c) {
+  gemm_case g = base_case(70, 65, 33);
+  g.nan_c = 1;
+  g.pad_c = 3; /* the gaps keep their NaN: the kernel must not touch them */
+  check_transposes(g);
+  g.alpha = 0.0f; /* C = 0 whatever it held */
+  check_gemm(&g);
+  g = base_case(7, 33, 113);
+  g.nan_c = 1;
+  g.tc = KE_F16;
+  check_gemm(&g);
+}
+END_TEST
+
+/* alpha = 0: C = beta * C, A and B unread (as BLAS), so NaN in them does
+ * not propagate. */
+START_TEST(alpha_zero_skips_product) {
+  const int64_t m = 9, n = 70, k = 20;
+  int64_t sa[2] = {m, k}, sb[2] = {k, n}, sc[2] = {m, n};
+  ke_tensor a, b, c;
+  kt_alloc(&a, KE_F32, 2, sa);
+  kt_alloc(&b, KE_F32, 2, sb);
+  kt_alloc(&c, KE_F32, 2, sc);
+  double *nan_a = malloc((size_t)(m * k) * sizeof *nan_a);
+  ck_assert_ptr_nonnull(nan_a);
+  for (int64_t i = 0; i < m * k; i++) nan_a[i] = NAN;
+  kt_from_doubles(&a, nan_a);
+  kt_fill_normal(&b, 0.0f, 1.0f);
+  kt_fill_normal(&c, 0.0f, 1.0f);
+  double *ref = kt_to_doubles(&c);
+  for (int64_t i = 0; i < m * n; i++) ref[i] *= 1.5;
+  ke_gemm_params p;
+  ke_gemm_params_init(&p);
+  p.alpha = 0.0f;
+  p.beta = 1.5f;
+  kt_assert_ok(ke_gemm(kt_ctx(), &a, &b, &c, &p));
+  kt_assert_close("alpha0_beta1.5", &c, ref, kt_tol_default(KE_F32));
+  free(ref);
+  free(nan_a);
+  kt_free(&a);
+  kt_free(&b);
+  kt_free(&c);
+}
+END_TEST
+
+/* ---- Attention's products -------------------------------------------------- */
+
+/* Scores = Q K^T / sqrt(d) over batch x heads, then weights V; prefill and
+ * decode (one query against 1000 keys). */
+START_TEST(attention_shapes) {
+  gemm_case qk = base_case(33, 77, 64);
+  qk.batch = 6;
+  qk.trans_b = 1;
+  qk.alpha = 0.125f;
+  qk.ta = qk.tb = KE_F16;
+  check_gemm(&qk);
+  qk.tc = KE_BF16;
+  qk.ta = qk.tb = KE_BF16;
+  check_gemm(&qk);
+
+  gemm_case pv = base_case(33, 64, 77);
+  pv.batch = 6;
+  pv.tb = KE_F16;
+  pv.tc = KE_F16;
+  check_gemm(&pv);
+
+  gemm_case dec = base_case(1, 1000, 128);
+  dec.batch = 8;
+  dec.trans_b = 1;
+  dec.alpha = 0.0883883476f; /* 1/sqrt(128) */
+  dec.tb = KE_F16;
+  check_gemm(&dec);
+  gemm_case dec_pv = base_case(1, 128, 1000);
+  dec_pv.batch = 8;
+  dec_pv.tb = KE_F16;
+  check_gemm(&dec_pv);
+}
+END_TEST
+
+/* ---- Special values ------------------------------------------------------- */
+
+/* NaN in A row 2 makes C row 2 NaN; +Inf in B column 5 makes C column 5
+ * +-Inf by the sign of A's entries (NaN where signs mix), exactly as the
+ * double reference computes. */
+START_TEST(special_values) {
+  const int64_t m = 6, n = 9, k = 40;
+  int64_t sa[2] = {m, k}, sb[2] = {k, n}, sc[2] = {m, n};
+  ke_tensor a, b, c;
+  kt_alloc(&a, KE_F32, 2, sa);
+  kt_alloc(&b, KE_F32, 2, sb);
+  kt_alloc(&c, KE_F32, 2, sc);
+  kt_fill_uniform(&a, 0.5f, 1.0f); /* positive: Inf keeps its sign */
+  kt_fill_normal(&b, 0.0f, 1.0f);
+  double *ah = kt_to_doubles(&a), *bh = kt_to_doubles(&b);
+  ah[2 * k + 17] = NAN;
+  ah[4 * k + 3] = -ah[4 * k + 3]; /* row 4 mixes signs against B[3][5] */
+  bh[3 * n + 5] = INFINITY;
+  bh[7 * n + 5] = INFINITY;
+  kt_from_doubles(&a, ah);
+  kt_from_doubles(&b, bh);
+  ke_gemm_params p;
+  ke_gemm_params_init(&p);
+  kt_assert_ok(ke_gemm(kt_ctx(), &a, &b, &c, &p));
+  double ref[6 * 9];
+  ke_gemm_ref(&p, 1, m, n, k, ah, k, 0, bh, n, 0, ref, n, 0);
+  ck_assert_msg(isnan(ref[2 * n + 0]) && isinf(ref[0 * n + 5]) &&
+                    isnan(ref[4 * n + 5]),
+                "reference lost the special values it should carry");
+  kt_tol tol = gemm_tol(KE_F32, &p, 1, m, n, k, ah, k, 0, bh, n, 0, ref, n, 0);
+  kt_assert_close("nan_row_inf_col", &c, ref, tol);
+  free(ah);
+  free(bh);
+  kt_free(&a);
+  kt_free(&b);
+  kt_free(&c);
+}
+END_TEST
+
+/* ---- GPU-sized ------------------------------------------------------------ */
+
+START_TEST(large_1000) {
+  gemm_case g = base_case(1000, 1000, 1000);
+  check_gemm(&g);
+  g = base_case(1023, 1025, 999);
+  g.trans_b = 1;
+  g.ta = g.tb = KE_F16;
+  check_gemm(&g);
+  g = base_case(1000, 1000, 1000);
+  g.trans_a = 1;
+  g.ta = g.tb = KE_BF16;
+  g.tc = KE_BF16;
+  g.beta = 1.0f;
+  check_gemm(&g);
+}
+END_TEST
+
+/* A long K: the tolerance grows with K (gemm-check.h); here it must still
+ * hold for 65536 terms. */
+START_TEST(long_k) {
+  gemm_case g = base_case(17, 33, 65536);
+  check_gemm(&g);
+  g.trans_a = 1;
+  g.ta = KE_BF16;
+  check_gemm(&g);
+}
+END_TEST
+
+/* More batches, and more 64-row tiles of M, than a grid dimension holds
+ * (65535): the kernel walks both grid-stride. */
+START_TEST(grid_stride) {
+  gemm_case g = base_case(3, 5, 7);
+  g.batch = 70000;
+  g.share_b = 1;
+  check_gemm(&g);
+  g = base_case(65536 * 64 + 1, 2, 3);
+  g.trans_a = 1;
+  check_gemm(&g);
+}
+END_TEST
+
+/* ---- Refusals -------------------------------------------------------------- */
+
+START_TEST(refusals) {
+  ke_context *ctx = kt_ctx();
+  int64_t sa[2] = {4, 6}, sb[2] = {6, 5}, sc[2] = {4, 5}, s3[3] = {2, 4, 5};
+  ke_tensor a, b, c, c3;
+  kt_alloc(&a, KE_F32, 2, sa);
+  kt_alloc(&b, KE_F32, 2, sb);
+  kt_alloc(&c, KE_F32, 2, sc);
+  kt_alloc(&c3, KE_F32, 3, s3);
+  ke_gemm_params p;
+  ke_gemm_params_init(&p);
+  kt_assert_ok(ke_gemm(ctx, &a, &b, &c, &p));
+
+  ke_tensor t = a;
+  t.shape[1] = 0; /* K = 0 */
+  kt_assert_status(ke_gemm(ctx, &t, &b, &c, &p), KE_ESHAPE);
+  t = c;
+  t.shape[0] = 0; /* M = 0 */
+  kt_assert_status(ke_gemm(ctx, &a, &b, &t, &p), KE_ESHAPE);
+  t = b;
+  t.shape[0] = 5; /* K of B differs from K of A */
+  kt_assert_status(ke_gemm(ctx, &a, &t, &c, &p), KE_ESHAPE);
+  p.trans_b = 1; /* B [6, 5] transposed is [5, 6]: K 6 vs 5 */
+  kt_assert_status(ke_gemm(ctx, &a, &b, &c, &p), KE_ESHAPE);
+  p.trans_b = 2;
+  kt_assert_status(ke_gemm(ctx, &a, &b, &c, &p), KE_EINVAL);
+  p.trans_b = 0;
+  t = a;
+  t.stride[1] = 2; /* last dimension not contiguous */
+  kt_assert_status(ke_gemm(ctx, &t, &b, &c, &p), KE_ESHAPE);
+  t = a;
+  t.stride[0] = 5; /* row stride below the row length */
+  kt_assert_status(ke_gemm(ctx, &t, &b, &c, &p), KE_ESHAPE);
+  t = a;
+  t.stride[0] = -6;
+  kt_assert_status(ke_gemm(ctx, &t, &b, &c, &p), KE_ESHAPE);
+  t = a;
+  t.stride[0] = INT64_MAX / 2; /* absurd: offsets overflow */
+  kt_assert_status(ke_gemm(ctx, &t, &b, &c, &p), KE_ESHAPE);
+  t = c3;
+  t.stride[0] = 0; /* C batches would overlap */
+  kt_assert_status(ke_gemm(ctx, &a, &b, &t, &p), KE_ESHAPE);
+  t = c3;
+  t.stride[0] = 19; /* below one matrix (20 elements) */
+  kt_assert_status(ke_gemm(ctx, &a, &b, &t, &p), KE_ESHAPE);
+  ke_tensor a3 = c3; /* A with batch 2 against a C of batch 1 */
+  a3.shape[1] = 4;
+  a3.shape[2] = 6;
+  a3.stride[0] = 24;
+  a3.stride[1] = 6;
+  kt_assert_status(ke_gemm(ctx, &a3, &b, &c, &p), KE_ESHAPE);
+  t = a;
+  t.rank = 1;
+  kt_assert_status(ke_gemm(ctx, &t, &b, &c, &p), KE_ESHAPE);
+  t = a;
+  t.dtype = (ke_dtype)9;
+  kt_assert_status(ke_gemm(ctx, &t, &b, &c, &p), KE_EDTYPE);
+  t = a; /* C aliases A: in-place is refused */
+  t.shape[1] = 5;
+  t.stride[0] = 5;
+  kt_assert_status(ke_gemm(ctx, &a, &b, &t, &p), KE_EINVAL);
+  p.alpha = NAN;
+  kt_assert_status(ke_gemm(ctx, &a, &b, &c, &p), KE_EINVAL);
+  p.alpha = 1.0f;
+  p.beta = INFINITY;
+  kt_assert_status(ke_gemm(ctx, &a, &b, &c, &p), KE_EINVAL);
+  p.beta = 0.0f;
+  kt_assert_status(ke_gemm(ctx, &a, NULL, &c, &p), KE_EINVAL);
+  kt_assert_status(ke_gemm(NULL, &a, &b, &c, &p), KE_EINVAL);
+  kt_free(&a);
+  kt_free(&b);
+  kt_free(&c);
+  kt_free(&c3);
+}
+END_TEST
+
+static const kt_test gemm_tests[] = {
+    KT_TEST(shapes_f32),
+    KT_TEST(shapes_f16),
+    KT_TEST(shapes_bf16),
+    KT_TEST(mixed_dtypes),
+    KT_TEST(batched),
+    KT_TEST(batch_shared_operands),
+    KT_TEST(leading_dims),
+    KT_TEST(alpha_beta),
+    KT_TEST(beta_zero_ignores_nan_c),
+    KT_TEST(alpha_zero_skips_product),
+    KT_TEST(attention_shapes),
+    KT_TEST(special_values),
+    KT_TEST(large_1000, .tags = "slow", .timeout_s = 600),
+    KT_TEST(long_k, .tags = "slow", .timeout_s = 600),
+    KT_TEST(grid_stride, .tags = "slow", .timeout_s = 600),
+    KT_TEST(refusals),
+};
+
+KT_SUITE(kt_suite_gemm, "gemm", "gpu,kernel", gemm_tests);
