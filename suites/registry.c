@@ -5,10 +5,12 @@
 extern const kt_suite kt_suite_softmax;
 extern const kt_suite kt_suite_engine;
 extern const kt_suite kt_suite_faults;
+extern const kt_suite kt_suite_drift;
 
 const kt_suite *const kt_suites[] = {
     &kt_suite_engine,
     &kt_suite_softmax,
     &kt_suite_faults,
+    &kt_suite_drift,
     NULL,
 };

@@ -74,7 +74,7 @@ static void kh__num(kh_buf *b, double v) {
 
 /* ---- SVG plots ----------------------------------------------------------------- */
 
-enum { KH__W = 620, KH__H = 260, KH__L = 150, KH__R = 16, KH__T = 12, KH__B = 40 };
+enum { KH__W = 560, KH__H = 260, KH__L = 150, KH__R = 16, KH__T = 12, KH__B = 40 };
 
 typedef struct kh__pt {
   double x, y;              /* y: value (log plots: positive) */
@@ -83,10 +83,14 @@ typedef struct kh__pt {
   int bad;
 } kh__pt;
 
-static void kh__svg_open(kh_buf *b, const char *id, const char *caption) {
+static void kh__svg_open_h(kh_buf *b, const char *id, const char *caption, int h) {
   kh__buf_addf(b, "<figure><figcaption>%s</figcaption><svg id=\"%s\" width=\"%d\" "
                "height=\"%d\" viewBox=\"0 0 %d %d\" xmlns=\"http://www.w3.org/2000/svg\">\n",
-               caption, id, KH__W, KH__H, KH__W, KH__H);
+               caption, id, KH__W, h, KH__W, h);
+}
+
+static void kh__svg_open(kh_buf *b, const char *id, const char *caption) {
+  kh__svg_open_h(b, id, caption, KH__H);
 }
 
 static void kh__svg_close(kh_buf *b) { KH__LIT(b, "</svg></figure>\n"); }
@@ -94,10 +98,9 @@ static void kh__svg_close(kh_buf *b) { KH__LIT(b, "</svg></figure>\n"); }
 /* Horizontal bars: one per point, label at the left. */
 static void kh__bars(kh_buf *b, const char *id, const char *caption,
                      const kh__pt *p, int n, const char *unit) {
-  kh__svg_open(b, id, caption);
-  double max = 0;
+  double max = 0, row = 24;
   for (int i = 0; i < n; i++) max = fmax(max, p[i].y);
-  double row = n ? fmin(28.0, (double)(KH__H - KH__T - KH__B) / n) : 0;
+  kh__svg_open_h(b, id, caption, KH__T * 2 + (int)row * (n ? n : 1));
   for (int i = 0; i < n; i++) {
     double w = max > 0 ? p[i].y / max * (KH__W - KH__L - KH__R - 60) : 0;
     double y = KH__T + i * row;
@@ -153,15 +156,15 @@ static kh__axis kh__log_axis(const kh__pt *p, int n) {
 /* Points over x in 0..n-1 with a y axis; line: join them (trends). */
 static void kh__points(kh_buf *b, const kh__pt *p, int n, const kh__axis *a, int line) {
   int L = 60;
-  double span = KH__W - KH__R - L - 20;
+  double span = KH__W - KH__R - L - 60;
   if (line && n > 1) {
     KH__LIT(b, "<polyline fill=\"none\" stroke=\"#4c78a8\" points=\"");
     for (int i = 0; i < n; i++)
-      kh__buf_addf(b, "%.1f,%.1f ", L + 10 + span * p[i].x, kh__ypix(a, p[i].y));
+      kh__buf_addf(b, "%.1f,%.1f ", L + 30 + span * p[i].x, kh__ypix(a, p[i].y));
     KH__LIT(b, "\"/>\n");
   }
   for (int i = 0; i < n; i++) {
-    double x = L + 10 + span * p[i].x;
+    double x = L + 30 + span * p[i].x;
     double v = a->log && !(p[i].y > 0) ? pow(10, a->lo) : p[i].y;
     kh__buf_addf(b, "<circle class=\"pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"%d\" fill=\"%s\">"
                  "<title>", x, kh__ypix(a, v), line ? 4 : 3,
@@ -239,11 +242,13 @@ static int kh__by_start(const void *x, const void *y) {
 static void kh__trend(kh_buf *b, const char *id, const char *caption,
                       const kh_rep **nights, int n, int which) {
   kh__pt *p = kh__xcalloc((size_t)n + 1, sizeof *p);
-  char (*labels)[11] = kh__xcalloc((size_t)n + 1, sizeof *labels);
+  char (*labels)[12] = kh__xcalloc((size_t)n + 1, sizeof *labels);
   double hi = 0;
   for (int i = 0; i < n; i++) {
     const kh_rep *r = nights[i];
-    snprintf(labels[i], sizeof labels[i], "%s", r->start);
+    /* "MM-DD HH:MM": nights are days apart, test runs minutes apart */
+    snprintf(labels[i], sizeof labels[i], "%.5s %.5s", r->start + (strlen(r->start) > 5 ? 5 : 0),
+             r->start + (strlen(r->start) > 11 ? 11 : 0));
     p[i].label = labels[i];
     p[i].x = n > 1 ? (double)i / (n - 1) : 0.5;
     p[i].y = which ? kh__max_ratio(r) : r->duration_s;
