@@ -267,6 +267,21 @@ static char *kh__command_line(int argc, char **argv) {
   return b.data;
 }
 
+/* --shard K/N or the Bazel/Slurm environment narrows the selection. */
+static int kh__shard(kh__cli *c, kh_registry *reg, unsigned char *chosen, kh_shard *sh) {
+  kh_err err;
+  if (kh_shard_resolve(c->shard, sh, &err) != 0 ||
+      kh_shard_apply(sh, reg, chosen, c->shard_durations, &err) != 0) {
+    fprintf(stderr, "kiln: %s\n", err.msg);
+    return KH_EXIT_USAGE;
+  }
+  if (sh->count)
+    fprintf(stderr, "kiln: shard %d/%d (%s, from %s): %d of %d selected tests\n", sh->index,
+           sh->count, sh->method, sh->source, sh->selected, sh->total);
+  kh_shard_bazel_ack();
+  return 0;
+}
+
 /* ---- kiln list ------------------------------------------------------------------ */
 
 static char *kh__any_runner(const kh__cli *c, const kh_settings *s) {
@@ -309,6 +324,8 @@ static int kh__cmd_list(kh__cli *c, kh_settings *s) {
   kh_registry reg;
   unsigned char *chosen = NULL;
   int rc = kh__load_selected(runner, sel, nsel, &reg, &chosen);
+  kh_shard shard;
+  if (rc == 0) rc = kh__shard(c, &reg, chosen, &shard);
   for (int i = 0; rc == 0 && i < reg.n; i++) {
     const kh_test *t = &reg.tests[i];
     if (!chosen[i]) continue;
@@ -390,21 +407,6 @@ static char *kh__default_out(int backend) {
     free(p);
   }
   return NULL;
-}
-
-/* --shard K/N or the Bazel/Slurm environment narrows the selection. */
-static int kh__shard(kh__cli *c, kh_registry *reg, unsigned char *chosen, kh_shard *sh) {
-  kh_err err;
-  if (kh_shard_resolve(c->shard, sh, &err) != 0 ||
-      kh_shard_apply(sh, reg, chosen, c->shard_durations, &err) != 0) {
-    fprintf(stderr, "kiln: %s\n", err.msg);
-    return KH_EXIT_USAGE;
-  }
-  if (sh->count)
-    printf("kiln: shard %d/%d (%s, from %s): %d of %d selected tests\n", sh->index,
-           sh->count, sh->method, sh->source, sh->selected, sh->total);
-  kh_shard_bazel_ack();
-  return 0;
 }
 
 /* JUnit for the finished run: --junit, else Bazel's XML_OUTPUT_FILE. A
