@@ -10,6 +10,7 @@ extern const kt_suite kt_suite_rmsnorm;
 extern const kt_suite kt_suite_swiglu;
 extern const kt_suite kt_suite_gemm;
 extern const kt_suite kt_suite_mxfp;
+extern const kt_suite kt_suite_drift;
 
 const kt_suite *const kt_suites[] = {
     &kt_suite_engine,
@@ -20,5 +21,6 @@ const kt_suite *const kt_suites[] = {
     &kt_suite_swiglu,
     &kt_suite_gemm,
     &kt_suite_mxfp,
+    &kt_suite_drift,
     NULL,
 };

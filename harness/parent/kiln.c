@@ -15,8 +15,10 @@
 #include "protocol.h"
 #include "registry.h"
 #include "report.h"
+#include "reportcmd.h"
 #include "run.h"
 #include "settings.h"
+#include "shard.h"
 #include "tokens.h"
 #include "util.h"
 
@@ -24,7 +26,8 @@
 
 enum {
   KH_O_SETTING, KH_O_CONFIG, KH_O_REPORT, KH_O_OUT, KH_O_SPEC, KH_O_TOKEN,
-  KH_O_TOL, KH_O_RUNNER_DIR, KH_O_VERBOSE, KH_O_HELP, KH_O_VERSION
+  KH_O_TOL, KH_O_RUNNER_DIR, KH_O_VERBOSE, KH_O_HELP, KH_O_VERSION,
+  KH_O_JUNIT, KH_O_SHARD, KH_O_SHARD_DUR
 };
 
 typedef struct kh__opt {
@@ -57,6 +60,9 @@ static const kh__opt kh__opts[] = {
   {"token-key", 0, 1, KH_O_TOKEN, NULL, "PATH", "device-token key path (default /tmp/kiln-tokens-<backend>; env KILN_TOKEN_KEY)"},
   {"leaks", 0, 1, KH_O_SETTING, "leaks", "P", "fail (a leak fails the test) or warn"},
   {"tolerance", 0, 1, KH_O_TOL, NULL, "G=A:R", "atol A, rtol R for checks matching glob G (repeatable)"},
+  {"junit", 0, 1, KH_O_JUNIT, NULL, "FILE", "also write JUnit XML to FILE (default $XML_OUTPUT_FILE when set)"},
+  {"shard", 0, 1, KH_O_SHARD, NULL, "K/N", "run shard K of N (1-based; else Bazel/Slurm array env)"},
+  {"shard-durations", 0, 1, KH_O_SHARD_DUR, NULL, "REPORT", "balance shards by this report's times"},
   {"runner-dir", 0, 1, KH_O_RUNNER_DIR, NULL, "DIR", "where kiln-runner-<backend> lives (env KILN_RUNNER_DIR)"},
   {"verbose", 'v', 0, KH_O_VERBOSE, NULL, NULL, "more detail: child command lines, every test's message"},
   {"help", 'h', 0, KH_O_HELP, NULL, NULL, "this text"},
@@ -67,6 +73,7 @@ static const kh__opt kh__opts[] = {
 typedef struct kh__cli {
   kh_settings flags;        /* what the command line set */
   char *config, *report, *out, *spec, *token_key, *runner_dir;
+  char *junit, *shard, *shard_durations;
   int verbose, help, version;
   char **pos;               /* command, its words, selectors */
   int npos;
@@ -79,6 +86,11 @@ static void kh__usage(FILE *f) {
     "       kiln devices [OPTIONS]\n"
     "       kiln report show FILE|RUNDIR\n"
     "       kiln report rebuild RUNDIR [--report FILE]\n"
+    "       kiln report junit REPORT [-o FILE]\n"
+    "       kiln report diff BASE NEW [--yaml FILE] [--time-rel F] [--test-abs-ms MS]\n"
+    "                        [--kernel-abs-ms MS] [--drift F]\n"
+    "       kiln report merge REPORT... [-o FILE] [--force]\n"
+    "       kiln report html REPORT [-o FILE] [--history REPORT]...\n"
     "\n"
     "Runs every selected GPU test in its own child process (a fresh engine\n"
     "context each), scheduled onto devices through host-wide device tokens,\n"
@@ -123,7 +135,9 @@ static int kh__apply(kh__cli *c, const kh__opt *o, const char *val) {
   kh_err err;
   char **slot[] = {[KH_O_CONFIG] = &c->config, [KH_O_REPORT] = &c->report,
                    [KH_O_OUT] = &c->out, [KH_O_SPEC] = &c->spec,
-                   [KH_O_TOKEN] = &c->token_key, [KH_O_RUNNER_DIR] = &c->runner_dir};
+                   [KH_O_TOKEN] = &c->token_key, [KH_O_RUNNER_DIR] = &c->runner_dir,
+                   [KH_O_JUNIT] = &c->junit, [KH_O_SHARD] = &c->shard,
+                   [KH_O_SHARD_DUR] = &c->shard_durations};
   switch (o->kind) {
   case KH_O_SETTING:
     if (kh_setting_set(&c->flags, o->setting, val ? val : "true", &err) != 0) {
@@ -203,6 +217,7 @@ static void kh__cli_free(kh__cli *c) {
   kh_settings_free(&c->flags);
   free(c->config), free(c->report), free(c->out), free(c->spec);
   free(c->token_key), free(c->runner_dir), free(c->pos);
+  free(c->junit), free(c->shard), free(c->shard_durations);
 }
 
 /* ---- Settings: defaults, config, flags --------------------------------------- */
@@ -252,6 +267,21 @@ static char *kh__command_line(int argc, char **argv) {
   return b.data;
 }
 
+/* --shard K/N or the Bazel/Slurm environment narrows the selection. */
+static int kh__shard(kh__cli *c, kh_registry *reg, unsigned char *chosen, kh_shard *sh) {
+  kh_err err;
+  if (kh_shard_resolve(c->shard, sh, &err) != 0 ||
+      kh_shard_apply(sh, reg, chosen, c->shard_durations, &err) != 0) {
+    fprintf(stderr, "kiln: %s\n", err.msg);
+    return KH_EXIT_USAGE;
+  }
+  if (sh->count)
+    fprintf(stderr, "kiln: shard %d/%d (%s, from %s): %d of %d selected tests\n", sh->index,
+           sh->count, sh->method, sh->source, sh->selected, sh->total);
+  kh_shard_bazel_ack();
+  return 0;
+}
+
 /* ---- kiln list ------------------------------------------------------------------ */
 
 static char *kh__any_runner(const kh__cli *c, const kh_settings *s) {
@@ -294,6 +324,8 @@ static int kh__cmd_list(kh__cli *c, kh_settings *s) {
   kh_registry reg;
   unsigned char *chosen = NULL;
   int rc = kh__load_selected(runner, sel, nsel, &reg, &chosen);
+  kh_shard shard;
+  if (rc == 0) rc = kh__shard(c, &reg, chosen, &shard);
   for (int i = 0; rc == 0 && i < reg.n; i++) {
     const kh_test *t = &reg.tests[i];
     if (!chosen[i]) continue;
@@ -377,6 +409,15 @@ static char *kh__default_out(int backend) {
   return NULL;
 }
 
+/* JUnit for the finished run: --junit, else Bazel's XML_OUTPUT_FILE. A
+ * JUnit file that cannot be written is an infrastructure error. */
+static int kh__after_run(kh__cli *c, const char *out, int rc) {
+  const char *junit = c->junit ? c->junit : getenv("XML_OUTPUT_FILE");
+  if (!junit || !*junit || rc == KH_EXIT_USAGE) return rc;
+  if (kh_rtool_junit_after_run(out, junit) != 0) return rc ? rc : KH_EXIT_INFRA;
+  return rc;
+}
+
 static int kh__cmd_run(kh__cli *c, kh_settings *s, const char *config_path,
                        char *command) {
   kh_backend_info bi;
@@ -391,6 +432,8 @@ static int kh__cmd_run(kh__cli *c, kh_settings *s, const char *config_path,
   kh_registry reg;
   unsigned char *chosen = NULL;
   int rc = kh__load_selected(bi.runner, sel, nsel, &reg, &chosen);
+  kh_shard shard;
+  if (rc == 0) rc = kh__shard(c, &reg, chosen, &shard);
   char *out = NULL, *key = NULL;
   if (rc == 0) {
     out = c->out ? kh__strdup(c->out) : kh__default_out(bi.backend);
@@ -402,8 +445,9 @@ static int kh__cmd_run(kh__cli *c, kh_settings *s, const char *config_path,
   if (rc == 0) {
     key = kh__token_key(c, bi.backend);
     kh_run_opts o = {s, &reg, chosen, &bi, key, out, c->report, config_path,
-                     command, sel, nsel, c->verbose};
+                     command, sel, nsel, c->verbose, &shard};
     rc = kh_run(&o);
+    rc = kh__after_run(c, out, rc);
   }
   free(out), free(key), free(chosen);
   kh_registry_free(&reg);
@@ -453,6 +497,9 @@ static int kh__cmd_report(kh__cli *c) {
 /* ---- main ----------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
+  /* The report tools (junit, diff, merge, html) parse their own options. */
+  if (argc > 2 && strcmp(argv[1], "report") == 0 && kh_rtool_handles(argv[2]))
+    return kh_rtool_main(argc - 2, argv + 2);
   kh__cli c;
   if (kh__parse_cli(&c, argc, argv) != 0) {
     kh__cli_free(&c);

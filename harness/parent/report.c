@@ -32,6 +32,7 @@ void kh_report_free(kh_report *rep) {
   free(rep->kiln_version), free(rep->git), free(rep->host);
   free(rep->backend), free(rep->config), free(rep->out_dir);
   free(rep->token_key), free(rep->command);
+  free(rep->shard_method), free(rep->shard_source);
   kh__free_list(rep->set_keys, rep->nset);
   kh__free_list(rep->set_values, rep->nset);
   kh__free_list(rep->selection, rep->nselection);
@@ -74,6 +75,16 @@ int kh_journal_open(const kh_report *rep, const char *path, kh_err *err) {
   kp_add_double(r, "start", rep->start_s);
   kp_add_str(r, "command", rep->command);
   kh__jsend(fd, r);
+  if (rep->shard_count) {
+    kp_begin(r, "shard");
+    kp_add_int(r, "index", rep->shard_index);
+    kp_add_int(r, "count", rep->shard_count);
+    kp_add_int(r, "selected", rep->shard_selected);
+    kp_add_int(r, "total", rep->shard_total);
+    kp_add_str(r, "method", rep->shard_method);
+    kp_add_str(r, "source", rep->shard_source);
+    kh__jsend(fd, r);
+  }
   for (int i = 0; i < rep->ndevices; i++) {
     const kh_device *d = &rep->devices[i];
     kp_begin(r, "device");
@@ -255,6 +266,14 @@ static void kh__read_line(kh_report *rep, kh_result **cur, char *line) {
   if (kp_parse(line, &r, NULL) != 0) return;  /* a torn last line */
   if (strcmp(r.tag, "kiln") == 0) kh__read_header(rep, &r);
   else if (strcmp(r.tag, "device") == 0) kh__read_device(rep, &r);
+  else if (strcmp(r.tag, "shard") == 0) {
+    rep->shard_index = kh__geti(&r, "index", 0);
+    rep->shard_count = kh__geti(&r, "count", 0);
+    rep->shard_selected = kh__geti(&r, "selected", 0);
+    rep->shard_total = kh__geti(&r, "total", 0);
+    rep->shard_method = kh__get(&r, "method");
+    rep->shard_source = kh__get(&r, "source");
+  }
   else if (strcmp(r.tag, "setting") == 0) {
     int n = rep->nset;
     kh__push(&rep->set_keys, &n, kp_get(&r, "key"));
@@ -624,6 +643,17 @@ static void kh__emit_meta(kh__y *y, const kh_report *rep) {
   kh__y_raw(y, rep->parent_gpu_clean < 0 ? "null"
                : rep->parent_gpu_clean ? "true" : "false",
             YAML_PLAIN_SCALAR_STYLE);
+  if (rep->shard_count) {
+    kh__y_key(y, "shard");
+    kh__y_map(y, 0);
+    kh__y_kvi(y, "index", rep->shard_index);
+    kh__y_kvi(y, "count", rep->shard_count);
+    kh__y_kv(y, "method", rep->shard_method);
+    kh__y_kv(y, "source", rep->shard_source);
+    kh__y_kvi(y, "selected", rep->shard_selected);
+    kh__y_kvi(y, "selected_total", rep->shard_total);
+    kh__y_end_map(y);
+  }
   kh__y_end_map(y);
 }
 

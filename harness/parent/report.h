@@ -27,6 +27,9 @@ typedef struct kh_report {
   char **selection;
   int nselection;
   int not_run;              /* selected runs never started (interrupted) */
+  /* Sharding (shard.h): shard_count 0 when the run was not sharded. */
+  int shard_index, shard_count, shard_selected, shard_total;
+  char *shard_method, *shard_source;
   kh_result **results;
   int nresults;
 } kh_report;

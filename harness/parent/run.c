@@ -25,6 +25,7 @@
 #include "kiln-config.h"
 #include "protocol.h"
 #include "report.h"
+#include "shard.h"
 #include "tokens.h"
 
 /* A child's output is kept as its first 256 KiB and its last 64 KiB. */
@@ -923,6 +924,12 @@ static void kh__fill_meta(kh__run *R) {
   rep->config = kh__strdup(o->config_path ? o->config_path : "");
   rep->out_dir = kh__strdup(o->out_dir);
   rep->token_key = kh__strdup(o->token_key);
+  if (o->shard && o->shard->count) {
+    rep->shard_index = o->shard->index, rep->shard_count = o->shard->count;
+    rep->shard_selected = o->shard->selected, rep->shard_total = o->shard->total;
+    rep->shard_method = kh__strdup(o->shard->method);
+    rep->shard_source = kh__strdup(o->shard->source);
+  }
   rep->command = kh__strdup(o->command);
   rep->start_s = kh__wall_s();
   rep->ndevices = o->bi->ndevices;

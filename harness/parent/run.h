@@ -24,6 +24,7 @@ typedef struct kh_run_opts {
   char *const *selection;   /* selectors as given */
   int nselection;
   int verbose;
+  const struct kh_shard *shard;  /* or NULL: not sharded (shard.h) */
 } kh_run_opts;
 
 /* Runs everything; returns kiln's exit status. */

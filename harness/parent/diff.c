@@ -1,0 +1,370 @@
+/* The report diff. Each report is first folded per test id over its final
+ * records (every --repeat): failed if any repeat failed, the median of the
+ * body times, per kernel the median of the per-repeat medians, per check
+ * the largest max abs error. Timings compare only tests that passed in both
+ * reports, and count as slower only past both the relative and the absolute
+ * threshold, so a 0.01 ms kernel jittering by 50% is not a regression.
+ */
+#include "diff.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "result.h"
+
+void kh_diff_opts_default(kh_diff_opts *o) {
+  *o = (kh_diff_opts){.time_rel = 0.2, .test_abs_ms = 100.0,
+                      .kernel_abs_ms = 0.05, .drift_factor = 4.0};
+}
+
+/* ---- Folding a report per test id --------------------------------------- */
+
+typedef struct kh__named {
+  const char *name;
+  double v;                 /* kernel: median ms; check: max abs */
+  double ratio;             /* check: error/tolerance of the worst repeat */
+  int failed;               /* check: failed in some repeat */
+} kh__named;
+
+typedef struct kh__agg {
+  const char *id;
+  const kh_rtest *first;    /* a final record, for messages */
+  int failed, flaky;
+  double ms;                /* median body (or wall) time */
+  kh__named *kernels, *checks;
+  int nkernels, nchecks;
+} kh__agg;
+
+typedef struct kh__fold {
+  kh__agg *a;
+  int n;
+} kh__fold;
+
+static int kh__cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+static double kh__median(double *v, int n) {
+  if (n == 0) return NAN;
+  qsort(v, (size_t)n, sizeof *v, kh__cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static kh__agg *kh__find(const kh__fold *f, const char *id) {
+  for (int i = 0; i < f->n; i++)
+    if (strcmp(f->a[i].id, id) == 0) return &f->a[i];
+  return NULL;
+}
+
+static kh__named *kh__slot(kh__named **list, int *n, const char *name) {
+  for (int i = 0; i < *n; i++)
+    if (strcmp((*list)[i].name, name) == 0) return &(*list)[i];
+  *list = kh__xrealloc(*list, (size_t)(*n + 1) * sizeof **list);
+  (*list)[*n] = (kh__named){name, NAN, 0.0, 0};
+  return &(*list)[(*n)++];
+}
+
+/* Kernel medians across repeats: collect, then take the median. */
+static void kh__fold_kernels(const kh_rep *rep, kh__agg *g) {
+  double *v = kh__xmalloc(((size_t)rep->ntests + 1) * sizeof *v);
+  for (int i = 0; i < rep->ntests; i++) {
+    const kh_rtest *t = &rep->tests[i];
+    if (!t->final || strcmp(t->id, g->id) != 0) continue;
+    for (int k = 0; k < t->nkernels; k++) {
+      kh__named *s = kh__slot(&g->kernels, &g->nkernels, t->kernels[k].name);
+      if (!isnan(s->v)) continue;  /* done on its first sight */
+      int n = 0;
+      for (int j = 0; j < rep->ntests; j++) {
+        const kh_rtest *u = &rep->tests[j];
+        if (!u->final || strcmp(u->id, g->id) != 0) continue;
+        for (int m = 0; m < u->nkernels; m++)
+          if (strcmp(u->kernels[m].name, s->name) == 0 && !isnan(u->kernels[m].median_ms))
+            v[n++] = u->kernels[m].median_ms;
+      }
+      s->v = kh__median(v, n);
+    }
+  }
+  free(v);
+}
+
+static void kh__fold_test(const kh_rep *rep, const kh_rtest *t, kh__agg *g,
+                          double *times, int *ntimes) {
+  g->failed |= kh_outcome_failed(t->outcome);
+  g->flaky |= t->outcome == KH_FLAKY;
+  double ms = isnan(t->body_ms) ? t->wall_ms : t->body_ms;
+  if (!isnan(ms)) times[(*ntimes)++] = ms;
+  for (int c = 0; c < t->nchecks; c++) {
+    const kh_rcheck *x = &t->checks[c];
+    kh__named *s = kh__slot(&g->checks, &g->nchecks, x->name);
+    if (isnan(s->v) || x->max_abs > s->v) s->v = x->max_abs;
+    if (x->ratio > s->ratio) s->ratio = x->ratio;
+    s->failed |= !x->pass;
+  }
+  (void)rep;
+}
+
+static void kh__fold_rep(const kh_rep *rep, kh__fold *f) {
+  f->a = kh__xcalloc((size_t)rep->ntests + 1, sizeof *f->a);
+  f->n = 0;
+  double *times = kh__xmalloc(((size_t)rep->ntests + 1) * sizeof *times);
+  for (int i = 0; i < rep->ntests; i++) {
+    const kh_rtest *t = &rep->tests[i];
+    if (!t->final || kh__find(f, t->id)) continue;
+    kh__agg *g = &f->a[f->n++];
+    g->id = t->id, g->first = t;
+    int ntimes = 0;
+    for (int j = i; j < rep->ntests; j++)
+      if (rep->tests[j].final && strcmp(rep->tests[j].id, t->id) == 0)
+        kh__fold_test(rep, &rep->tests[j], g, times, &ntimes);
+    g->ms = kh__median(times, ntimes);
+    kh__fold_kernels(rep, g);
+  }
+  free(times);
+}
+
+static void kh__fold_free(kh__fold *f) {
+  for (int i = 0; i < f->n; i++) free(f->a[i].kernels), free(f->a[i].checks);
+  free(f->a);
+}
+
+/* ---- Findings ----------------------------------------------------------- */
+
+/* X(enum, name, is a regression, summary heading) */
+#define KH__FIND_MAP(X)                                          \
+  X(NEWLY_FAILING, "newly_failing", 1, "newly failing")          \
+  X(NEWLY_FLAKY, "newly_flaky", 1, "newly flaky")                \
+  X(SLOWER_TEST, "slower_test", 1, "slower test")                \
+  X(SLOWER_KERNEL, "slower_kernel", 1, "slower kernel")          \
+  X(ERROR_GROWTH, "error_growth", 1, "error growth")             \
+  X(FIXED, "fixed", 0, "fixed")                                  \
+  X(STILL_FAILING, "still_failing", 0, "still failing")          \
+  X(NEW_TEST, "new_test", 0, "new test")                         \
+  X(REMOVED_TEST, "removed_test", 0, "removed test")
+
+enum {
+#define KH__FE(e, n, r, h) KH__F_##e,
+  KH__FIND_MAP(KH__FE)
+#undef KH__FE
+  KH__NFIND
+};
+
+static const struct { const char *name, *heading; int regression; } kh__kinds[] = {
+#define KH__FT(e, n, r, h) {n, h, r},
+  KH__FIND_MAP(KH__FT)
+#undef KH__FT
+};
+
+typedef struct kh__finding {
+  int kind;
+  const char *test, *what;  /* what: kernel or check name, or NULL */
+  double base, neu;         /* ms or max abs error; NAN when n/a */
+  double ratio;             /* check: error/tolerance in NEW */
+  const kh_rtest *rec;      /* NEW's record (or BASE's for removed) */
+} kh__finding;
+
+typedef struct kh__findings {
+  kh__finding *f;
+  int n;
+  int counts[KH__NFIND];
+} kh__findings;
+
+static void kh__add(kh__findings *fs, kh__finding f) {
+  fs->f = kh__xrealloc(fs->f, (size_t)(fs->n + 1) * sizeof *fs->f);
+  fs->f[fs->n++] = f;
+  fs->counts[f.kind]++;
+}
+
+static int kh__slower(double base, double neu, double rel, double abs_ms) {
+  return !isnan(base) && !isnan(neu) && neu > base * (1 + rel) && neu - base > abs_ms;
+}
+
+static void kh__compare_timing(kh__findings *fs, const kh__agg *b, const kh__agg *n,
+                               const kh_diff_opts *o) {
+  if (b->failed || n->failed) return;
+  int before = fs->counts[KH__F_SLOWER_KERNEL];
+  for (int k = 0; k < n->nkernels; k++) {
+    const kh__named *nk = &n->kernels[k];
+    for (int j = 0; j < b->nkernels; j++)
+      if (strcmp(b->kernels[j].name, nk->name) == 0 &&
+          kh__slower(b->kernels[j].v, nk->v, o->time_rel, o->kernel_abs_ms))
+        kh__add(fs, (kh__finding){KH__F_SLOWER_KERNEL, n->id, nk->name,
+                                  b->kernels[j].v, nk->v, 0, n->first});
+  }
+  /* A slower kernel already explains its test's slower body: one finding. */
+  if (fs->counts[KH__F_SLOWER_KERNEL] == before &&
+      kh__slower(b->ms, n->ms, o->time_rel, o->test_abs_ms))
+    kh__add(fs, (kh__finding){KH__F_SLOWER_TEST, n->id, NULL, b->ms, n->ms, 0, n->first});
+}
+
+/* A passing check whose max error grew past the factor. From an exact
+ * zero, any error is growth (an exact kernel stopped being exact). */
+static void kh__compare_checks(kh__findings *fs, const kh__agg *b, const kh__agg *n,
+                               const kh_diff_opts *o) {
+  for (int c = 0; c < n->nchecks; c++) {
+    const kh__named *nc = &n->checks[c];
+    if (nc->failed || isnan(nc->v)) continue;
+    for (int j = 0; j < b->nchecks; j++) {
+      const kh__named *bc = &b->checks[j];
+      if (strcmp(bc->name, nc->name) != 0 || isnan(bc->v)) continue;
+      if (nc->v > bc->v * o->drift_factor && nc->v > 0)
+        kh__add(fs, (kh__finding){KH__F_ERROR_GROWTH, n->id, nc->name, bc->v,
+                                  nc->v, nc->ratio, n->first});
+    }
+  }
+}
+
+static void kh__compare(kh__findings *fs, const kh__fold *B, const kh__fold *N,
+                        const kh_diff_opts *o) {
+  for (int i = 0; i < N->n; i++) {
+    const kh__agg *n = &N->a[i], *b = kh__find(B, n->id);
+    kh__finding f = {0, n->id, NULL, NAN, NAN, 0, n->first};
+    if (!b) {
+      f.kind = KH__F_NEW_TEST;
+      kh__add(fs, f);
+      if (n->failed) f.kind = KH__F_NEWLY_FAILING, kh__add(fs, f);
+      continue;
+    }
+    if (n->failed) {
+      f.kind = b->failed ? KH__F_STILL_FAILING : KH__F_NEWLY_FAILING;
+      kh__add(fs, f);
+    } else if (b->failed) {
+      f.kind = KH__F_FIXED, kh__add(fs, f);
+    }
+    if (n->flaky && !b->flaky) f.kind = KH__F_NEWLY_FLAKY, kh__add(fs, f);
+    kh__compare_timing(fs, b, n, o);
+    kh__compare_checks(fs, b, n, o);
+  }
+  for (int i = 0; i < B->n; i++)
+    if (!kh__find(N, B->a[i].id))
+      kh__add(fs, (kh__finding){KH__F_REMOVED_TEST, B->a[i].id, NULL, NAN, NAN, 0,
+                                B->a[i].first});
+}
+
+/* ---- Output --------------------------------------------------------------- */
+
+static void kh__line(FILE *out, const kh__finding *f) {
+  fprintf(out, "  %-14s %s", kh__kinds[f->kind].heading, f->test);
+  switch (f->kind) {
+  case KH__F_NEWLY_FAILING: case KH__F_STILL_FAILING: case KH__F_NEWLY_FLAKY:
+    fprintf(out, ": %s%s%s", kh_outcome_name(f->rec->outcome),
+            *f->rec->message ? ": " : "", f->rec->message);
+    break;
+  case KH__F_SLOWER_TEST:
+    fprintf(out, ": body %.3g ms -> %.3g ms (x%.2f)", f->base, f->neu, f->neu / f->base);
+    break;
+  case KH__F_SLOWER_KERNEL:
+    fprintf(out, " kernel %s: median %.3g ms -> %.3g ms (x%.2f)", f->what, f->base,
+            f->neu, f->neu / f->base);
+    break;
+  case KH__F_ERROR_GROWTH:
+    fprintf(out, " check %s: max abs %.3g -> %.3g (x%.3g), %.3g of its tolerance",
+            f->what, f->base, f->neu, f->base > 0 ? f->neu / f->base : INFINITY,
+            f->ratio);
+    break;
+  default: break;
+  }
+  fputc('\n', out);
+}
+
+static void kh__summary(FILE *out, const kh_rep *b, const kh_rep *n,
+                        const kh__findings *fs, int regressions) {
+  fprintf(out, "kiln report diff\n  base %s (git %s, %s)\n  new  %s (git %s, %s)\n",
+          b->path, *b->git ? b->git : "?", b->start, n->path,
+          *n->git ? n->git : "?", n->start);
+  fprintf(out, "%s: %d regression%s", regressions ? "REGRESSED" : "no regressions",
+          regressions, regressions == 1 ? "" : "s");
+  for (int k = 0; k < KH__NFIND; k++)
+    if (fs->counts[k]) fprintf(out, ", %d %s", fs->counts[k], kh__kinds[k].heading);
+  fputc('\n', out);
+  for (int pass = 1; pass >= 0; pass--)   /* regressions first */
+    for (int i = 0; i < fs->n; i++)
+      if (kh__kinds[fs->f[i].kind].regression == pass) kh__line(out, &fs->f[i]);
+}
+
+/* A YAML double-quoted string (JSON-compatible escapes). */
+static void kh__yq(kh_buf *y, const char *s) {
+  kh__buf_add(y, "\"", 1);
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    if (*p == '"' || *p == '\\') kh__buf_addf(y, "\\%c", *p);
+    else if (*p < 0x20 || *p == 0x7f) kh__buf_addf(y, "\\x%02x", *p);
+    else kh__buf_add(y, p, 1);
+  }
+  kh__buf_add(y, "\"", 1);
+}
+
+static void kh__yn(kh_buf *y, const char *key, double v) {
+  if (isnan(v)) kh__buf_addf(y, ", %s: .nan", key);
+  else if (isinf(v)) kh__buf_addf(y, ", %s: %s.inf", key, v < 0 ? "-" : "");
+  else kh__buf_addf(y, ", %s: %.6g", key, v);
+}
+
+static void kh__yfinding(kh_buf *y, const kh__finding *f) {
+  kh__buf_addf(y, "- {kind: %s, regression: %s, test: ", kh__kinds[f->kind].name,
+               kh__kinds[f->kind].regression ? "true" : "false");
+  kh__yq(y, f->test);
+  if (f->kind == KH__F_SLOWER_KERNEL) kh__buf_add(y, ", kernel: ", 10), kh__yq(y, f->what);
+  if (f->kind == KH__F_ERROR_GROWTH) kh__buf_add(y, ", check: ", 9), kh__yq(y, f->what);
+  if (f->kind <= KH__F_NEWLY_FLAKY || f->kind == KH__F_STILL_FAILING) {
+    kh__buf_addf(y, ", outcome: %s, message: ", kh_outcome_name(f->rec->outcome));
+    kh__yq(y, f->rec->message);
+  }
+  if (f->kind == KH__F_SLOWER_TEST || f->kind == KH__F_SLOWER_KERNEL) {
+    kh__yn(y, "base_ms", f->base), kh__yn(y, "new_ms", f->neu);
+    kh__yn(y, "factor", f->neu / f->base);
+  }
+  if (f->kind == KH__F_ERROR_GROWTH) {
+    kh__yn(y, "base_max_abs", f->base), kh__yn(y, "new_max_abs", f->neu);
+    kh__yn(y, "factor", f->base > 0 ? f->neu / f->base : INFINITY);
+    kh__yn(y, "new_error_to_tolerance", f->ratio);
+  }
+  kh__buf_add(y, "}\n", 2);
+}
+
+static void kh__yrep(kh_buf *y, const char *key, const kh_rep *r) {
+  kh__buf_addf(y, "%s: {path: ", key);
+  kh__yq(y, r->path);
+  kh__buf_add(y, ", git: ", 7), kh__yq(y, r->git);
+  kh__buf_add(y, ", start: ", 9), kh__yq(y, r->start);
+  kh__buf_addf(y, ", tests: %d}\n", r->total);
+}
+
+static int kh__yaml(const kh_rep *b, const kh_rep *n, const kh_diff_opts *o,
+                    const kh__findings *fs, int regressions, kh_err *err) {
+  kh_buf y = {0};
+  kh__buf_addf(&y, "# kiln report diff (docs/reports.md)\nformat_version: 1\n");
+  kh__yrep(&y, "base", b);
+  kh__yrep(&y, "new", n);
+  kh__buf_addf(&y, "thresholds: {time_rel: %g, test_abs_ms: %g, kernel_abs_ms: %g, "
+               "drift_factor: %g}\nregressed: %s\nregressions: %d\ncounts:\n",
+               o->time_rel, o->test_abs_ms, o->kernel_abs_ms, o->drift_factor,
+               regressions ? "true" : "false", regressions);
+  for (int k = 0; k < KH__NFIND; k++)
+    kh__buf_addf(&y, "  %s: %d\n", kh__kinds[k].name, fs->counts[k]);
+  kh__buf_addf(&y, "findings:%s\n", fs->n ? "" : " []");
+  for (int i = 0; i < fs->n; i++) kh__yfinding(&y, &fs->f[i]);
+  int rc = 0;
+  if (kh__write_atomic(o->yaml_path, y.data, y.len) != 0)
+    rc = kh__errf(err, "%s: %s", o->yaml_path, strerror(errno));
+  kh__buf_free(&y);
+  return rc;
+}
+
+int kh_diff(const kh_rep *base, const kh_rep *neu, const kh_diff_opts *o,
+            FILE *out, int *regressions, kh_err *err) {
+  kh__fold B, N;
+  kh__findings fs = {0};
+  kh__fold_rep(base, &B);
+  kh__fold_rep(neu, &N);
+  kh__compare(&fs, &B, &N, o);
+  *regressions = 0;
+  for (int i = 0; i < fs.n; i++) *regressions += kh__kinds[fs.f[i].kind].regression;
+  kh__summary(out, base, neu, &fs, *regressions);
+  int rc = o->yaml_path ? kh__yaml(base, neu, o, &fs, *regressions, err) : 0;
+  free(fs.f);
+  kh__fold_free(&B);
+  kh__fold_free(&N);
+  return rc;
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# kiln report html rendered by a real browser: headless Chromium loads the
+# page of a real run (with two earlier runs as history) from a file URL with
+# a filter in the fragment; the dumped DOM must show the filter applied by
+# the page's script and the SVG plots with their data points; a screenshot
+# is taken. Skips (77) without chromium unless KILN_REQUIRE_CHROMIUM=1.
+source "$(dirname "$0")/lib.sh"
+
+CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$CHROMIUM" ]; then
+  echo "chromium not installed (scripts/install-deps.sh --browser)"
+  [ "${KILN_REQUIRE_CHROMIUM:-0}" = 1 ] && exit 1
+  exit 77
+fi
+browser() {  # browser ARGS...: headless, offline, a throwaway profile
+  timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu \
+    --disable-background-networking --disable-component-update --disable-sync \
+    --no-first-run --user-data-dir="$(mktemp -d "$T/profile.XXXX")" "$@" 2>"$T/chromium.err"
+}
+
+SEL="drift/new_failure drift/error_growth faults/pass faults/skip engine/random_inputs"
+k run --backend host --jobs 2 --out old1 $SEL
+k run --backend host --jobs 2 --out old2 $SEL
+KILN_DRIFT_FAIL=1 k run --backend host --jobs 2 --out now $SEL
+expect_rc 1 "tonight's run (one planted failure)"
+k report html now -o "$T/page.html" --history old1 --history old2/report.yaml
+expect_rc 0 "kiln report html"
+if grep -Eq '(src|href)="https?:' "$T/page.html"; then fail "the page references the network"
+else ok "no network references"; fi
+
+browser --dump-dom "file://$T/page.html#outcome=fail" >"$T/dom.html"
+[ -s "$T/dom.html" ] || { fail "no DOM from chromium"; cat "$T/chromium.err"; }
+if python3 - "$T/dom.html" <<'PY'
+import re, sys
+dom = open(sys.argv[1], encoding="utf-8").read()
+assert 'data-filter="ready"' in dom, "the filter script did not run"
+assert re.search(r'id="shown">1 of 5 shown<', dom), re.search(r'id="shown">[^<]*', dom)
+rows = re.findall(r'<tr class="test( hidden)?" data-row="\d+" data-outcome="(\w+)"', dom)
+assert len(rows) == 5, rows
+for hidden, outcome in rows:
+    assert (outcome == "fail") == (hidden == ""), (hidden, outcome)
+sel = re.search(r'<select id="f-outcome">.*?</select>', dom, re.S).group(0)
+for svg in ("plot-suites", "plot-checks", "trend-duration", "trend-error"):
+    m = re.search(r'<svg id="%s".*?</svg>' % svg, dom, re.S)
+    assert m, svg + " missing"
+    pts = len(re.findall(r'class="pt', m.group(0)))
+    want = {"plot-suites": 3, "plot-checks": 1, "trend-duration": 3, "trend-error": 3}[svg]
+    assert pts >= want, (svg, pts, want)
+    print(svg, pts, "data points")
+PY
+then ok "rendered: filter applied from the URL, 4 plots with data points"
+else fail "rendered page checks"; fi
+
+browser --window-size=1280,1600 --screenshot="$T/page.png" "file://$T/page.html" >/dev/null
+if [ -s "$T/page.png" ] && [ "$(head -c 8 "$T/page.png" | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ]; then
+  ok "screenshot is a PNG ($(wc -c <"$T/page.png") bytes)"
+  [ -n "${KILN_SCREENSHOT_DIR:-}" ] && cp "$T/page.png" "$T/page.html" "$KILN_SCREENSHOT_DIR/"
+else fail "no screenshot"; fi
+finish
