@@ -4,9 +4,11 @@
 
 extern const kt_suite kt_suite_softmax;
 extern const kt_suite kt_suite_engine;
+extern const kt_suite kt_suite_paged_attention;
 
 const kt_suite *const kt_suites[] = {
     &kt_suite_engine,
     &kt_suite_softmax,
+    &kt_suite_paged_attention,
     NULL,
 };

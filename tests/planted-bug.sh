@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The emulation runs the real kernel logic: the softmax kernel with a planted
-# bug (its reduction drops the row's last partial warp) must fail the softmax
+# The emulation runs the real kernel logic: a kernel with a planted bug
+# (softmax: its reduction drops the row's last partial warp; paged attention:
+# it reads the last cache block past the sequence length) must fail its
 # checks numerically, while the correct kernel passes the same tests.
-# Usage: planted-bug.sh GOOD_RUNNER MUTANT_RUNNER
+# Usage: planted-bug.sh GOOD_RUNNER MUTANT_RUNNER [TEST...]
+# (default tests: softmax's)
 set -u
 good=$1 mutant=$2
-tests=(softmax/sizes_f32 softmax/causal softmax/mixed_dtypes)
+tests=("${@:3}")
+[ ${#tests[@]} -gt 0 ] || tests=(softmax/sizes_f32 softmax/causal softmax/mixed_dtypes)
 
 out=$("$good" --seed 7 "${tests[@]}" 2>&1); rc=$?
 if [ $rc -ne 0 ]; then

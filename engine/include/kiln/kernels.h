@@ -10,6 +10,7 @@
 #define KILN_KERNELS_H
 
 #include "kiln/engine.h"
+#include "kiln/paged_attention.h"
 #include "kiln/softmax.h"
 
 #endif
