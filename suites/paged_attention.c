@@ -67,14 +67,6 @@ typedef struct pa_inputs {
   size_t ws_bytes;
 } pa_inputs;
 
-/* splitmix64 over a kt_seed(): block shuffles and garbage table entries. */
-static uint64_t pa_rand(uint64_t *state) {
-  uint64_t x = (*state += 0x9e3779b97f4a7c15ull);
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 static int64_t pa_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Writes 0xFF bytes (NaN in f32, f16 and bf16) over n bytes of device
@@ -114,7 +106,6 @@ static void pa_poison_unused(const pa_inputs *in, ke_tensor *cache) {
 
 static void pa_build(const pa_case *c, pa_inputs *in) {
   memset(in, 0, sizeof *in);
-  uint64_t rng = kt_seed();
   const int64_t bs = c->block_size, S = c->num_seqs;
   int64_t used_blocks = 0, widest = 1;
   for (int64_t s = 0; s < S; s++) {
@@ -129,17 +120,17 @@ static void pa_build(const pa_case *c, pa_inputs *in) {
       .num_blocks = used_blocks + c->spare_blocks, .block_size = bs,
       .max_blocks_per_seq = widest + (c->table_slack ? c->table_slack : 1)};
 
-  /* A random permutation of the physical blocks, dealt out in order: no
-   * block serves two sequences, and the spare ones serve none. Entries
-   * past a sequence's blocks point far outside the cache: reading one
-   * would fault or show. */
+  /* A random permutation of the physical blocks (kt_seed() draws, so a run
+   * seed replays it), dealt out in order: no block serves two sequences,
+   * and the spare ones serve none. Entries past a sequence's blocks point
+   * far outside the cache: reading one would fault or show. */
   int32_t *perm = malloc((size_t)dm->num_blocks * sizeof *perm);
   in->lens = malloc((size_t)S * sizeof *in->lens);
   in->tables = malloc((size_t)(S * dm->max_blocks_per_seq) * sizeof *in->tables);
   ck_assert(perm && in->lens && in->tables);
   for (int64_t i = 0; i < dm->num_blocks; i++) perm[i] = (int32_t)i;
   for (int64_t i = dm->num_blocks - 1; i > 0; i--) {
-    int64_t j = (int64_t)(pa_rand(&rng) % (uint64_t)(i + 1));
+    int64_t j = (int64_t)(kt_seed() % (uint64_t)(i + 1));
     int32_t tmp = perm[i];
     perm[i] = perm[j];
     perm[j] = tmp;
@@ -151,7 +142,7 @@ static void pa_build(const pa_case *c, pa_inputs *in) {
     for (int64_t b = 0; b < dm->max_blocks_per_seq; b++)
       in->tables[s * dm->max_blocks_per_seq + b] =
           b < nb ? perm[next++]
-                 : (int32_t)(dm->num_blocks + 100000 + pa_rand(&rng) % 1000);
+                 : (int32_t)(dm->num_blocks + 100000 + kt_seed() % 1000);
   }
   free(perm);
 
