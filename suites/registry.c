@@ -11,6 +11,7 @@ extern const kt_suite kt_suite_swiglu;
 extern const kt_suite kt_suite_gemm;
 extern const kt_suite kt_suite_mxfp;
 extern const kt_suite kt_suite_drift;
+extern const kt_suite kt_suite_paged_attention;
 
 const kt_suite *const kt_suites[] = {
     &kt_suite_engine,
@@ -22,5 +23,6 @@ const kt_suite *const kt_suites[] = {
     &kt_suite_gemm,
     &kt_suite_mxfp,
     &kt_suite_drift,
+    &kt_suite_paged_attention,
     NULL,
 };

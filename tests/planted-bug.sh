@@ -3,11 +3,13 @@
 # must fail their suites numerically, while the correct kernels pass the same
 # tests. The bugs: softmax's reduction drops the row's last partial warp;
 # RoPE forms its angle in f32; RMSNorm adds eps after the square root;
-# SwiGLU puts the swish on up (the original engine's form).
-# Usage: planted-bug.sh GOOD_RUNNER MUTANT_RUNNER
+# SwiGLU puts the swish on up (the original engine's form); paged attention
+# reads the last cache block past the sequence length.
+# Usage: planted-bug.sh GOOD_RUNNER MUTANT_RUNNER [TEST...]
 set -u
 good=$1 mutant=$2
-tests=(softmax/sizes_f32 softmax/causal softmax/mixed_dtypes
+tests=("${@:3}")
+[ ${#tests[@]} -gt 0 ] || tests=(softmax/sizes_f32 softmax/causal softmax/mixed_dtypes
        rope/large_positions rope/glm_2d rmsnorm/extreme_values
        swiglu/sizes_f32 swiglu/fused_f32)
 

@@ -132,6 +132,46 @@ int ke__mxfp_gemm_launch(void *stream, const ke__gemm_operand *x, int format,
 /* Largest M, N or K the GEMM kernels accept (documented limit). */
 #define KE__GEMM_MAX_DIM ((int64_t)0x7fffffff)
 
+/* Paged attention (decode), one query token per sequence. The caches are
+ * [num_blocks, num_kv_heads, block_size, head_dim], packed and 16-byte
+ * aligned; q and out are [num_seqs, num_heads, head_dim] with the given seq
+ * and head strides (elements, last dimension contiguous). block_tables is
+ * [num_seqs, max_blocks_per_seq] int32 and seq_lens [num_seqs] int32, both
+ * on the device and already checked (every length in 1..max_blocks *
+ * block_size, every used table entry in 0..num_blocks-1). splits is the
+ * number of KE__PAGED_PARTITION-token partitions the longest sequence
+ * spans when workspace is not NULL (the split, "flash-decoding" path), and
+ * 1 otherwise. */
+typedef struct ke__paged_attention_args {
+  ke_dtype q_dtype, kv_dtype, out_dtype;
+  const void *q;
+  int64_t q_seq_stride, q_head_stride;
+  const void *k_cache, *v_cache;
+  const int32_t *block_tables;
+  const int32_t *seq_lens;
+  void *out;
+  int64_t out_seq_stride, out_head_stride;
+  float *workspace;
+  int64_t num_seqs, max_blocks_per_seq, splits;
+  int num_heads, num_kv_heads, head_dim, block_size;
+  float scale;
+} ke__paged_attention_args;
+
+/* The attention pass: every (sequence, KV head, partition); finishes the
+ * sequences that fit in one partition and leaves partials in the workspace
+ * for the others. */
+int ke__paged_attention_launch(void *stream,
+                               const ke__paged_attention_args *args);
+/* The combine pass of the split path: merges each (sequence, head)'s
+ * partials into out. Only launched when args->splits > 1. */
+int ke__paged_attention_combine_launch(void *stream,
+                                       const ke__paged_attention_args *args);
+
+/* Tokens per partition of the split path; a multiple of every tile size. */
+#define KE__PAGED_PARTITION 512
+/* Largest grid z (partitions in flight per sequence); more are looped. */
+#define KE__PAGED_MAX_GRID_Z 65535
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,6 +14,7 @@
 #include "kiln/rope.h"
 #include "kiln/gemm.h"
 #include "kiln/mxfp.h"
+#include "kiln/paged_attention.h"
 #include "kiln/softmax.h"
 #include "kiln/swiglu.h"
 
