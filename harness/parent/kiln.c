@@ -460,8 +460,10 @@ static int kh__cmd_report(kh__cli *c) {
   kh_err err;
   if (c->npos != 3 || (strcmp(c->pos[1], "show") != 0 &&
                        strcmp(c->pos[1], "rebuild") != 0)) {
-    fprintf(stderr, "kiln: usage: kiln report show FILE|RUNDIR, "
-                    "kiln report rebuild RUNDIR\n");
+    fprintf(stderr, "kiln: usage: kiln report show FILE|RUNDIR\n"
+                    "                   kiln report rebuild RUNDIR [--report FILE]\n"
+                    "                   kiln report junit|diff|merge|html ... "
+                    "(--help for each)\n");
     return KH_EXIT_USAGE;
   }
   if (strcmp(c->pos[1], "show") == 0) {

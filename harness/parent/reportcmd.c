@@ -16,6 +16,7 @@
 #include "util.h"
 
 typedef struct kh__args {
+  int help;                 /* -h/--help: print the tool's usage */
   const char **pos;
   int npos;
   const char *out;          /* -o/--out */
@@ -44,6 +45,8 @@ static int kh__option(kh__args *a, int argc, char **argv, int *i) {
   char *eq = strchr(arg, '=');
   size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
   if (len == 5 && strncmp(arg, "force", 5) == 0 && !eq) return a->force = 1, 0;
+  if (((len == 1 && *arg == 'h') || (len == 4 && strncmp(arg, "help", 4) == 0)) && !eq)
+    return a->help = 1, 0;
   const char *v = eq ? eq + 1 : *i + 1 < argc ? argv[++*i] : NULL;
   const kh__dopt dopts[] = {
     {"time-rel", &a->diff.time_rel, 0, 1e6}, {"test-abs-ms", &a->diff.test_abs_ms, 0, 1e12},
@@ -102,9 +105,30 @@ static void kh__free_reps(kh_rep *reps, int n) {
 
 /* ---- The tools ---------------------------------------------------------- */
 
+static const struct {
+  const char *name;
+  const char *usage;
+} kh__usages[] = {
+    {"junit", "kiln report junit REPORT|RUNDIR [-o FILE]\n"
+              "  JUnit XML (Jenkins/Surefire) of a report; -o - or none: stdout"},
+    {"diff", "kiln report diff BASE NEW [--yaml FILE] [--time-rel F] "
+             "[--test-abs-ms MS]\n                [--kernel-abs-ms MS] [--drift F]\n"
+             "  what regressed from BASE to NEW; exit 1 when anything did"},
+    {"merge", "kiln report merge REPORT... -o FILE [--force]\n"
+              "  one run report from shard reports (--force: across revisions)"},
+    {"html", "kiln report html REPORT|RUNDIR [-o FILE] [--history REPORT]...\n"
+             "  a self-contained HTML page; --history adds earlier nights' trends"},
+};
+
+static void kh__usage(FILE *f, const char *tool) {
+  for (size_t i = 0; i < sizeof kh__usages / sizeof kh__usages[0]; i++)
+    if (strcmp(tool, kh__usages[i].name) == 0)
+      fprintf(f, "%susage: %s\n", f == stderr ? "kiln: " : "", kh__usages[i].usage);
+}
+
 static int kh__junit(kh__args *a) {
   if (a->npos != 1) {
-    fprintf(stderr, "kiln: usage: kiln report junit REPORT|RUNDIR [-o FILE]\n");
+    kh__usage(stderr, "junit");
     return KH_EXIT_USAGE;
   }
   kh_rep *r = kh__load(a->pos, 1);
@@ -118,8 +142,7 @@ static int kh__junit(kh__args *a) {
 
 static int kh__diff(kh__args *a) {
   if (a->npos != 2) {
-    fprintf(stderr, "kiln: usage: kiln report diff BASE NEW [--yaml FILE] [--time-rel F] "
-                    "[--test-abs-ms MS] [--kernel-abs-ms MS] [--drift F]\n");
+    kh__usage(stderr, "diff");
     return KH_EXIT_USAGE;
   }
   kh_rep *r = kh__load(a->pos, 2);
@@ -134,7 +157,7 @@ static int kh__diff(kh__args *a) {
 
 static int kh__merge(kh__args *a) {
   if (a->npos < 1) {
-    fprintf(stderr, "kiln: usage: kiln report merge REPORT... -o FILE [--force]\n");
+    kh__usage(stderr, "merge");
     return KH_EXIT_USAGE;
   }
   kh_rep *r = kh__load(a->pos, a->npos);
@@ -154,8 +177,7 @@ static int kh__merge(kh__args *a) {
 
 static int kh__html(kh__args *a) {
   if (a->npos != 1) {
-    fprintf(stderr, "kiln: usage: kiln report html REPORT|RUNDIR [-o FILE] "
-                    "[--history REPORT]...\n");
+    kh__usage(stderr, "html");
     return KH_EXIT_USAGE;
   }
   kh_rep *r = kh__load(a->pos, 1);
@@ -196,9 +218,15 @@ int kh_rtool_handles(const char *word) {
 int kh_rtool_main(int argc, char **argv) {
   kh__args a;
   int rc = KH_EXIT_USAGE;
-  if (kh__parse(&a, argc, argv) == 0)
-    for (size_t i = 0; i < sizeof kh__tools / sizeof kh__tools[0]; i++)
-      if (strcmp(argv[0], kh__tools[i].name) == 0) rc = kh__tools[i].fn(&a);
+  if (kh__parse(&a, argc, argv) == 0) {
+    if (a.help) {
+      kh__usage(stdout, argv[0]);
+      rc = KH_EXIT_OK;
+    } else {
+      for (size_t i = 0; i < sizeof kh__tools / sizeof kh__tools[0]; i++)
+        if (strcmp(argv[0], kh__tools[i].name) == 0) rc = kh__tools[i].fn(&a);
+    }
+  }
   free(a.pos);
   free(a.history);
   return rc;
