@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The emulation runs the real kernel logic: the softmax kernel with a planted
-# bug (its reduction drops the row's last partial warp) must fail the softmax
-# checks numerically, while the correct kernel passes the same tests.
+# The emulation runs the real kernel logic: kernels built with a planted bug
+# must fail their suites numerically, while the correct kernels pass the same
+# tests. Softmax's reduction drops the row's last partial warp; attention
+# stops after 32 keys (the original engine's bug).
 # Usage: planted-bug.sh GOOD_RUNNER MUTANT_RUNNER
 set -u
 good=$1 mutant=$2
-tests=(softmax/sizes_f32 softmax/causal softmax/mixed_dtypes)
+tests=(softmax/sizes_f32 softmax/causal softmax/mixed_dtypes
+       attention/sizes_f32 attention/decode attention/gqa_ratios)
 
 out=$("$good" --seed 7 "${tests[@]}" 2>&1); rc=$?
 if [ $rc -ne 0 ]; then

@@ -11,5 +11,6 @@
 
 #include "kiln/engine.h"
 #include "kiln/softmax.h"
+#include "kiln/attention.h"
 
 #endif
