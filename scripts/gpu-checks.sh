@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 stage=.device
 out=${OUT:-$PWD/gpu-out}
 repeat=${KILN_GPU_REPEAT:-20}
+# Selection for the repeat run (default: everything, slow tests included).
+read -r -a repeat_sel <<< "${KILN_GPU_REPEAT_SEL:-}"
 mkdir -p "$out"
 for d in /usr/local/cuda/lib64 /usr/local/cuda-*/lib64; do
   if ls "$d"/libcurand.so.10* >/dev/null 2>&1; then
@@ -33,7 +35,7 @@ step() { # name, then the kiln command line
 }
 { nvidia-smi -L; "$stage/kiln-runner-cuda" --devices; } | tee -a "$summary"
 step suite     run --backend cuda --jobs 4 --slots 4
-step repeat    run --backend cuda --jobs 4 --slots 4 --repeat "$repeat"
+step repeat    run --backend cuda --jobs 4 --slots 4 --repeat "$repeat" -- "${repeat_sel[@]}"
 step pollute-p run --backend cuda --isolation process faults/pollution_writer faults/pollution_reader
 step pollute-n run --backend cuda --isolation none faults/pollution_writer faults/pollution_reader
 echo "== outcomes that were not pass in the repeat run" | tee -a "$summary"

@@ -12,6 +12,9 @@ extern const kt_suite kt_suite_gemm;
 extern const kt_suite kt_suite_mxfp;
 extern const kt_suite kt_suite_drift;
 extern const kt_suite kt_suite_paged_attention;
+extern const kt_suite kt_suite_masks;
+extern const kt_suite kt_suite_attention;
+extern const kt_suite kt_suite_kv_repeat;
 
 const kt_suite *const kt_suites[] = {
     &kt_suite_engine,
@@ -24,5 +27,8 @@ const kt_suite *const kt_suites[] = {
     &kt_suite_mxfp,
     &kt_suite_drift,
     &kt_suite_paged_attention,
+    &kt_suite_masks,
+    &kt_suite_attention,
+    &kt_suite_kv_repeat,
     NULL,
 };

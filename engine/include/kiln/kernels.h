@@ -17,5 +17,6 @@
 #include "kiln/paged_attention.h"
 #include "kiln/softmax.h"
 #include "kiln/swiglu.h"
+#include "kiln/attention.h"
 
 #endif

@@ -1,0 +1,220 @@
+/* Fused attention: the C entry point (shape, stride and dtype checks,
+ * launch) and the double-precision reference, side by side. The kernel is
+ * in kernels/attention.hip.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "engine-impl.h"
+#include "kiln/kernels.h"
+#include "launch.h"
+#include "layout.h"
+
+#define KE__ATTN_MAX_D 256
+#define KE__ATTN_MAX_SEQ (((int64_t)1 << 31) - 1)
+#define KE__ATTN_MAX_GRID_YZ 65535   /* Hkv and B map to grid y and z */
+#define KE__ATTN_MAX_OFFSET ((int64_t)1 << 61)
+/* Query rows per kv head: row tiles of >= 32 rows then stay within a grid x
+ * of 2^23 blocks, whose 256-thread total fits HIP's 32-bit limit. */
+#define KE__ATTN_MAX_ROWS ((int64_t)1 << 28)
+
+void ke_attention_params_init(ke_attention_params *p) {
+  p->scale = 0.0f;
+  p->causal = 0;
+  p->causal_offset = -1;
+}
+
+/* The scale the kernel uses: the caller's, or 1/sqrt(D) rounded to f32. */
+static float ke__attention_scale(const ke_attention_params *p, int64_t d) {
+  return p->scale != 0.0f ? p->scale : (float)(1.0 / sqrt((double)d));
+}
+
+/* Rank 4, dimensions >= 1, D contiguous, no negative stride. */
+static int ke__attention_view(const ke_tensor *t, const char *what) {
+  if (t->rank != 4)
+    return ke__fail(KE_ESHAPE, "attention: %s has rank %d; it must be rank "
+                               "4 ([B, H, S, D])", what, t->rank);
+  for (int d = 0; d < 4; d++)
+    if (t->shape[d] < 1)
+      return ke__fail(KE_ESHAPE, "attention: %s dimension %d is %lld; "
+                                 "dimensions must be >= 1",
+                      what, d, (long long)t->shape[d]);
+  if (t->shape[3] > 1 && t->stride[3] != 1)
+    return ke__fail(KE_ESHAPE, "attention: %s has D stride %lld; the D "
+                               "dimension must be contiguous (stride 1)",
+                    what, (long long)t->stride[3]);
+  if (ke__has_negative_stride(t))
+    return ke__fail(KE_ESHAPE, "attention: %s has a negative stride", what);
+  return KE_OK;
+}
+
+static int ke__same_dim(const ke_tensor *a, const char *an,
+                        const ke_tensor *b, const char *bn, int d,
+                        const char *dim) {
+  if (a->shape[d] != b->shape[d])
+    return ke__fail(KE_ESHAPE, "attention: %s (%s %lld) and %s (%s %lld) "
+                               "differ",
+                    dim, an, (long long)a->shape[d], dim, bn,
+                    (long long)b->shape[d]);
+  return KE_OK;
+}
+
+static int ke__attention_check(const ke_tensor *q, const ke_tensor *k,
+                               const ke_tensor *v, const ke_tensor *o,
+                               const ke_attention_params *p) {
+  const ke_tensor *all[4] = {q, k, v, o};
+  const char *names[4] = {"q", "k", "v", "o"};
+  for (int t = 0; t < 4; t++)
+    if (ke_dtype_size(all[t]->dtype) == 0)
+      return ke__fail(KE_EDTYPE, "attention: %s dtype %d is not f32, f16 or "
+                                 "bf16", names[t], (int)all[t]->dtype);
+  for (int t = 1; t < 4; t++)
+    if (all[t]->dtype != q->dtype)
+      return ke__fail(KE_EDTYPE, "attention: q is %s but %s is %s; q, k, v "
+                                 "and o must share one dtype",
+                      ke_dtype_name(q->dtype), names[t],
+                      ke_dtype_name(all[t]->dtype));
+  for (int t = 0; t < 4; t++) KE__TRY(ke__attention_view(all[t], names[t]));
+
+  for (int d = 0; d < 4; d++) {
+    static const char *dims[4] = {"B", "Hq", "Sq", "D"};
+    KE__TRY(ke__same_dim(q, "q", o, "o", d, dims[d]));
+  }
+  for (int d = 0; d < 4; d++) {
+    static const char *dims[4] = {"B", "Hkv", "Sk", "D"};
+    KE__TRY(ke__same_dim(k, "k", v, "v", d, dims[d]));
+  }
+  KE__TRY(ke__same_dim(q, "q", k, "k", 0, "B"));
+  KE__TRY(ke__same_dim(q, "q", k, "k", 3, "D"));
+
+  const int64_t b = q->shape[0], hq = q->shape[1], sq = q->shape[2];
+  const int64_t hkv = k->shape[1], sk = k->shape[2], d = q->shape[3];
+  if (hq % hkv != 0)
+    return ke__fail(KE_ESHAPE, "attention: Hq %lld is not a multiple of "
+                               "Hkv %lld", (long long)hq, (long long)hkv);
+  if (d > KE__ATTN_MAX_D)
+    return ke__fail(KE_ESHAPE, "attention: head dimension D = %lld; "
+                               "supported: 1..%d", (long long)d,
+                    KE__ATTN_MAX_D);
+  if (sq > KE__ATTN_MAX_SEQ || sk > KE__ATTN_MAX_SEQ)
+    return ke__fail(KE_ESHAPE, "attention: Sq %lld or Sk %lld above 2^31 - "
+                               "1", (long long)sq, (long long)sk);
+  if (b > KE__ATTN_MAX_GRID_YZ || hkv > KE__ATTN_MAX_GRID_YZ)
+    return ke__fail(KE_ESHAPE, "attention: B %lld or Hkv %lld above %d",
+                    (long long)b, (long long)hkv, KE__ATTN_MAX_GRID_YZ);
+  if (hq / hkv * sq > KE__ATTN_MAX_ROWS)
+    return ke__fail(KE_ESHAPE, "attention: (Hq / Hkv) * Sq = %lld query "
+                               "rows per kv head, above 2^28",
+                    (long long)(hq / hkv * sq));
+
+  if (!ke__no_self_overlap(o))
+    return ke__fail(KE_ESHAPE, "attention: the strides make elements of o "
+                               "share memory");
+  for (int t = 0; t < 3; t++)
+    if (ke__ranges_meet(o, all[t]))
+      return ke__fail(KE_ESHAPE, "attention: o overlaps %s; the output must "
+                                 "not share memory with an input",
+                      names[t]);
+
+  if (!isfinite(p->scale))
+    return ke__fail(KE_EINVAL, "attention: scale %g is not finite",
+                    (double)p->scale);
+  if (p->causal && p->causal_offset > KE__ATTN_MAX_OFFSET)
+    return ke__fail(KE_EINVAL, "attention: causal_offset %lld above 2^61",
+                    (long long)p->causal_offset);
+  return KE_OK;
+}
+
+int ke_attention(ke_context *ctx, const ke_tensor *q, const ke_tensor *k,
+                 const ke_tensor *v, ke_tensor *o,
+                 const ke_attention_params *params) {
+  ke_attention_params defaults;
+  if (!ctx || !q || !k || !v || !o || !q->data || !k->data || !v->data ||
+      !o->data)
+    return ke__fail(KE_EINVAL, "attention: NULL context, tensor or data");
+  if (!params) {
+    ke_attention_params_init(&defaults);
+    params = &defaults;
+  }
+  KE__TRY(ke__attention_check(q, k, v, o, params));
+
+  ke__attention_desc a = {0};
+  a.b = q->shape[0];
+  a.hq = q->shape[1];
+  a.sq = q->shape[2];
+  a.d = q->shape[3];
+  a.hkv = k->shape[1];
+  a.sk = k->shape[2];
+  for (int d = 0; d < 3; d++) {
+    a.q_stride[d] = q->stride[d];
+    a.k_stride[d] = k->stride[d];
+    a.v_stride[d] = v->stride[d];
+    a.o_stride[d] = o->stride[d];
+  }
+  a.scale = ke__attention_scale(params, a.d);
+  a.causal = params->causal != 0;
+  a.offset = params->causal_offset < 0 ? a.sk - a.sq : params->causal_offset;
+  KE__TIMED_LAUNCH(ctx, "attention",
+                   ke__attention_launch(ctx->stream, q->dtype, q->data,
+                                        k->data, v->data, o->data, &a));
+  return KE_OK;
+}
+
+/* Per row: the visible keys' scores in double; a NaN or +inf score makes
+ * the row NaN; no score above -inf (nothing visible) makes it zeros;
+ * otherwise the weights exp(s - max) normalise a sum of V rows in which
+ * 0 * NaN stays NaN, as in the kernel. */
+void ke_attention_ref(const double *q, const double *k, const double *v,
+                      double *o, int64_t b, int64_t hq, int64_t hkv,
+                      int64_t sq, int64_t sk, int64_t d,
+                      const ke_attention_params *params) {
+  ke_attention_params defaults;
+  if (!params) {
+    ke_attention_params_init(&defaults);
+    params = &defaults;
+  }
+  const double scale = ke__attention_scale(params, d);
+  const int64_t offset =
+      params->causal_offset < 0 ? sk - sq : params->causal_offset;
+  const int64_t ratio = hq / hkv;
+  double *s = malloc((size_t)sk * sizeof *s);
+  double *acc = malloc((size_t)d * sizeof *acc);
+  if (!s || !acc) abort(); /* a reference has no status to return */
+  for (int64_t bb = 0; bb < b; bb++)
+    for (int64_t h = 0; h < hq; h++) {
+      const double *kh = k + (bb * hkv + h / ratio) * sk * d;
+      const double *vh = v + (bb * hkv + h / ratio) * sk * d;
+      for (int64_t i = 0; i < sq; i++) {
+        const double *qi = q + ((bb * hq + h) * sq + i) * d;
+        double *oi = o + ((bb * hq + h) * sq + i) * d;
+        int64_t visible = sk;
+        if (params->causal) {
+          visible = offset + i + 1;
+          visible = visible < 0 ? 0 : (visible > sk ? sk : visible);
+        }
+        double m = -INFINITY;
+        int poisoned = 0;
+        for (int64_t j = 0; j < visible; j++) {
+          double dot = 0.0;
+          for (int64_t e = 0; e < d; e++) dot += qi[e] * kh[j * d + e];
+          s[j] = scale * dot;
+          if (isnan(s[j]) || s[j] == INFINITY) poisoned = 1;
+          else if (s[j] > m) m = s[j];
+        }
+        if (poisoned || m == -INFINITY) {
+          for (int64_t e = 0; e < d; e++) oi[e] = poisoned ? NAN : 0.0;
+          continue;
+        }
+        double sum = 0.0;
+        for (int64_t e = 0; e < d; e++) acc[e] = 0.0;
+        for (int64_t j = 0; j < visible; j++) {
+          const double w = exp(s[j] - m);
+          sum += w;
+          for (int64_t e = 0; e < d; e++) acc[e] += w * vh[j * d + e];
+        }
+        for (int64_t e = 0; e < d; e++) oi[e] = acc[e] / sum;
+      }
+    }
+  free(acc);
+  free(s);
+}

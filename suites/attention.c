@@ -1,0 +1,787 @@
+/* Attention suite: the fused kernel against the double reference over
+ * Sq, Sk in {1, 7, 33, 113, 1000} (and 4096, 16384 tagged slow), decode with
+ * long Sk, every head dimension the API names and odd ones, GQA ratios 1, 4,
+ * 8, 32 and MQA, causal and not, explicit and default offsets (rows with no
+ * visible key give zeros), NaN propagation, strided [B, S, H, D] views and
+ * packed QKV, agreement with kv_repeat + MHA, and each refusal. The original
+ * engine's attention was right only up to 32 keys: most checks here run far
+ * beyond one key tile.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/kernels.h"
+#include "kiln/test.h"
+
+/* ---- Tolerances ----------------------------------------------------------
+ *
+ * Each output o = sum_j w_j v_j is a convex combination of visible V rows
+ * (w_j = p_j / l, p_j = exp(s_j - m), l = sum p_j), computed with f32
+ * accumulation in another order than the double reference. With
+ * u = 2^-24 and the probabilistic bound for an n-term f32 sum, error about
+ * lambda * sqrt(n) * u times the sum of the magnitudes (Higham and Mary,
+ * 2019), lambda = 6:
+ *
+ *  - a score s = scale * q.k of D terms is off by at most
+ *    e_s = lambda sqrt(D) u S, with S = |scale| max ||q|| max ||k|| bounding
+ *    sum_d |scale q_d k_d| (Cauchy-Schwarz); exp turns it into a relative
+ *    error e_s + 2u of p_j (expf is within 2 ulp). Relative errors of at
+ *    most e in the weights move a convex combination by at most
+ *    2 e max|v|;
+ *  - the sums l and acc = sum p_j v_j over n visible keys carry about
+ *    lambda sqrt(n) u relative to sum p_j |v_j| <= l max|v|, and the
+ *    rescalings of the online softmax add a few u more.
+ *
+ * So f32 atol = (2 (e_s + 2u) + lambda sqrt(n) u + 4u) max|v| and rtol =
+ * lambda sqrt(n) u (the error of l scales o itself). These are bounds: the
+ * NMSE limit, 1e-10 (an rms error of 1e-5 of the output's rms), is the
+ * tight check on the typical error. For f16 and bf16 outputs the rounding
+ * of the result dominates: rtol stays the dtype default (1e-3 and 1.6e-2,
+ * above the half-ulp 4.9e-4 and 3.9e-3), atol is the f32 one or 1e-5,
+ * and max_nmse is about 10x the u^2 / 3 that uniform rounding gives
+ * (1e-6 for f16, 5e-5 for bf16).
+ */
+#define LAMBDA 6.0
+#define U32 5.9604644775390625e-08
+
+typedef struct attn_case {
+  ke_dtype dtype;
+  int64_t b, hq, hkv, sq, sk, d;
+  int causal;
+  int64_t offset;          /* -1: default */
+  float scale;             /* 0: default */
+  float q_std;             /* spread of Q: larger makes sharper softmax */
+} attn_case;
+
+static double max_row_norm(const double *x, int64_t rows, int64_t d) {
+  double best = 0.0;
+  for (int64_t r = 0; r < rows; r++) {
+    double s = 0.0;
+    for (int64_t e = 0; e < d; e++) s += x[r * d + e] * x[r * d + e];
+    if (s > best) best = s;
+  }
+  return sqrt(best);
+}
+
+static double max_abs(const double *x, int64_t n) {
+  double best = 0.0;
+  for (int64_t i = 0; i < n; i++)
+    if (fabs(x[i]) > best) best = fabs(x[i]);
+  return best;
+}
+
+static kt_tol attn_tol(const attn_case *c, const double *q, const double *k,
+                       const double *v) {
+  const double scale =
+      c->scale != 0.0f ? fabs(c->scale) : 1.0 / sqrt((double)c->d);
+  const double s_max = scale * max_row_norm(q, c->b * c->hq * c->sq, c->d) *
+                       max_row_norm(k, c->b * c->hkv * c->sk, c->d);
+  const double v_max = max_abs(v, c->b * c->hkv * c->sk * c->d);
+  const double e_s = LAMBDA * sqrt((double)c->d) * U32 * s_max;
+  const double sums = LAMBDA * sqrt((double)c->sk) * U32;
+  kt_tol t;
+  t.atol = (2.0 * (e_s + 2.0 * U32) + sums + 4.0 * U32) * v_max;
+  t.rtol = sums;
+  t.max_nmse = 1e-10;
+  if (c->dtype == KE_F16) {
+    t.atol = t.atol > 1e-5 ? t.atol : 1e-5;
+    t.rtol = 1e-3;
+    t.max_nmse = 1e-6;
+  } else if (c->dtype == KE_BF16) {
+    t.atol = t.atol > 1e-5 ? t.atol : 1e-5;
+    t.rtol = 1.6e-2;
+    t.max_nmse = 5e-5;
+  }
+  return t;
+}
+
+static ke_attention_params params_of(const attn_case *c) {
+  ke_attention_params p;
+  ke_attention_params_init(&p);
+  p.scale = c->scale;
+  p.causal = c->causal;
+  p.causal_offset = c->offset;
+  return p;
+}
+
+static void case_name(const attn_case *c, char *buf, size_t n) {
+  snprintf(buf, n, "attn_%s_b%lld_h%lld/%lld_sq%lld_sk%lld_d%lld%s",
+           ke_dtype_name(c->dtype), (long long)c->b, (long long)c->hq,
+           (long long)c->hkv, (long long)c->sq, (long long)c->sk,
+           (long long)c->d, c->causal ? "_causal" : "");
+  if (c->causal && c->offset >= 0) {
+    size_t len = strlen(buf);
+    snprintf(buf + len, n - len, "_off%lld", (long long)c->offset);
+  }
+}
+
+/* Fresh inputs, the kernel, the reference on the inputs read back; returns
+ * the reference output (caller frees) when want_ref is set. */
+static double *run_case(const attn_case *c, int want_ref) {
+  int64_t qs[4] = {c->b, c->hq, c->sq, c->d};
+  int64_t ks[4] = {c->b, c->hkv, c->sk, c->d};
+  ke_tensor q, k, v, o;
+  kt_alloc(&q, c->dtype, 4, qs);
+  kt_alloc(&k, c->dtype, 4, ks);
+  kt_alloc(&v, c->dtype, 4, ks);
+  kt_alloc(&o, c->dtype, 4, qs);
+  kt_fill_normal(&q, 0.0f, c->q_std > 0.0f ? c->q_std : 1.0f);
+  kt_fill_normal(&k, 0.0f, 1.0f);
+  kt_fill_normal(&v, 0.0f, 1.0f);
+  kt_fill_uniform(&o, 100.0f, 200.0f);  /* every output must be written */
+  ke_attention_params p = params_of(c);
+  kt_assert_ok(ke_attention(kt_ctx(), &q, &k, &v, &o, &p));
+
+  double *qd = kt_to_doubles(&q), *kd = kt_to_doubles(&k);
+  double *vd = kt_to_doubles(&v);
+  double *ref = malloc((size_t)ke_tensor_numel(&o) * sizeof *ref);
+  ck_assert_ptr_nonnull(ref);
+  ke_attention_ref(qd, kd, vd, ref, c->b, c->hq, c->hkv, c->sq, c->sk, c->d,
+                   &p);
+  char name[160];
+  case_name(c, name, sizeof name);
+  kt_assert_close(name, &o, ref, attn_tol(c, qd, kd, vd));
+  free(vd);
+  free(kd);
+  free(qd);
+  kt_free(&o);
+  kt_free(&v);
+  kt_free(&k);
+  kt_free(&q);
+  if (want_ref) return ref;
+  free(ref);
+  return NULL;
+}
+
+static void check(attn_case c) { (void)run_case(&c, 0); }
+
+static attn_case mk(ke_dtype dt, int64_t b, int64_t hq, int64_t hkv,
+                    int64_t sq, int64_t sk, int64_t d, int causal) {
+  attn_case c = {dt, b, hq, hkv, sq, sk, d, causal, -1, 0.0f, 1.0f};
+  return c;
+}
+
+/* ---- Sizes ---------------------------------------------------------------- */
+
+static const int64_t kSeqs[] = {1, 7, 33, 113, 1000};
+#define NSEQS (sizeof kSeqs / sizeof kSeqs[0])
+
+/* Every (Sq, Sk) pair, causal and not, GQA 2:1 so that rows of two heads
+ * share a tile. */
+static void sweep(ke_dtype dt, int64_t d) {
+  for (size_t a = 0; a < NSEQS; a++)
+    for (size_t s = 0; s < NSEQS; s++)
+      for (int causal = 0; causal < 2; causal++)
+        check(mk(dt, 1, 2, 1, kSeqs[a], kSeqs[s], d, causal));
+}
+
+START_TEST(sizes_f32) { sweep(KE_F32, 64); }
+END_TEST
+
+START_TEST(sizes_f16) { sweep(KE_F16, 128); }
+END_TEST
+
+START_TEST(sizes_bf16) { sweep(KE_BF16, 96); }
+END_TEST
+
+/* The head dimensions the API names, in every dtype, and odd ones (any D of
+ * 1..256 is supported), on a prefill and a decode shape. */
+START_TEST(head_dims) {
+  const int64_t named[] = {64, 80, 96, 128, 256};
+  const ke_dtype dts[] = {KE_F32, KE_F16, KE_BF16};
+  for (size_t t = 0; t < 3; t++)
+    for (size_t i = 0; i < 5; i++) {
+      check(mk(dts[t], 1, 2, 1, 33, 113, named[i], 1));
+      check(mk(dts[t], 2, 4, 2, 1, 113, named[i], 0));
+    }
+  const int64_t odd[] = {1, 3, 17, 100, 129, 200, 255};
+  for (size_t i = 0; i < 7; i++) {
+    check(mk(KE_F32, 1, 2, 1, 33, 113, odd[i], 0));
+    check(mk(KE_F32, 1, 2, 1, 7, 33, odd[i], 1));
+  }
+}
+END_TEST
+
+/* GQA ratios 1, 4, 8, 32 over two kv heads, MQA (one kv head) with 1, 8
+ * and 32 query heads; prefill and decode. */
+START_TEST(gqa_ratios) {
+  const int64_t ratios[] = {1, 4, 8, 32};
+  for (size_t r = 0; r < 4; r++) {
+    check(mk(KE_F32, 2, 2 * ratios[r], 2, 33, 113, 64, 1));
+    check(mk(KE_F32, 2, 2 * ratios[r], 2, 1, 1000, 128, 0));
+    check(mk(KE_BF16, 1, 2 * ratios[r], 2, 7, 113, 128, 1));
+  }
+  const int64_t mqa[] = {1, 8, 32};
+  for (size_t i = 0; i < 3; i++) {
+    check(mk(KE_F32, 2, mqa[i], 1, 113, 113, 80, 1));
+    check(mk(KE_F16, 1, mqa[i], 1, 1, 1000, 128, 0));
+  }
+}
+END_TEST
+
+/* Decode: one query (and a few) against many keys, across key-tile edges;
+ * the default offset puts the query last, so causal changes nothing, and
+ * an explicit offset lets it see only a prefix. */
+START_TEST(decode) {
+  const int64_t sks[] = {1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000,
+                         2048};
+  for (size_t i = 0; i < sizeof sks / sizeof sks[0]; i++) {
+    check(mk(KE_F32, 2, 8, 2, 1, sks[i], 128, 1));
+    check(mk(KE_F32, 1, 4, 4, 1, sks[i], 256, 0));
+  }
+  attn_case c = mk(KE_F32, 1, 8, 1, 1, 1000, 64, 1);
+  c.offset = 500;  /* sees keys 0..500 */
+  check(c);
+  c.sq = 4;        /* speculative decode: four queries */
+  c.offset = -1;
+  check(c);
+  check(mk(KE_BF16, 4, 32, 8, 1, 2048, 128, 0));
+}
+END_TEST
+
+/* GPU-sized decode: 4096 and 16384 keys. */
+START_TEST(decode_long) {
+  const int64_t sks[] = {4096, 16384};
+  for (size_t i = 0; i < 2; i++) {
+    check(mk(KE_F32, 2, 32, 8, 1, sks[i], 128, 1));
+    check(mk(KE_F32, 1, 8, 1, 1, sks[i], 256, 0));
+    check(mk(KE_BF16, 2, 32, 4, 1, sks[i], 128, 0));
+    check(mk(KE_F16, 1, 16, 16, 1, sks[i], 64, 0));
+  }
+}
+END_TEST
+
+/* GPU-sized prefill: 4096 and 16384 positions, and long keys for a short
+ * chunk of queries. Heads and D are kept small where the double reference
+ * would take minutes. */
+START_TEST(long_sequences) {
+  check(mk(KE_F32, 1, 2, 1, 4096, 4096, 128, 1));
+  check(mk(KE_F32, 1, 2, 2, 4096, 4096, 64, 0));
+  check(mk(KE_BF16, 1, 4, 1, 4096, 4096, 128, 1));
+  check(mk(KE_F32, 1, 1, 1, 16384, 16384, 64, 1));
+  check(mk(KE_F16, 1, 2, 1, 113, 16384, 128, 0));
+  check(mk(KE_F32, 1, 4, 2, 1000, 16384, 80, 1));
+}
+END_TEST
+
+/* ---- Masking and offsets ---------------------------------------------------- */
+
+/* Explicit offsets, and the default with Sq > Sk, whose first Sq - Sk
+ * queries precede every key: those rows must be exactly zero. */
+START_TEST(causal_offsets) {
+  const int64_t offsets[] = {0, 5, 80, 112, (int64_t)1 << 40};
+  for (size_t i = 0; i < 5; i++) {
+    attn_case c = mk(KE_F32, 1, 4, 2, 33, 113, 64, 1);
+    c.offset = offsets[i];
+    check(c);
+  }
+  attn_case c = mk(KE_F32, 1, 2, 1, 113, 33, 64, 1);  /* offset -80 */
+  double *ref = run_case(&c, 1);
+  for (int64_t h = 0; h < 2; h++)
+    for (int64_t i = 0; i < 113; i++)
+      for (int64_t e = 0; e < 64; e++) {
+        const double x = ref[(h * 113 + i) * 64 + e];
+        if (i < 80) ck_assert_msg(x == 0.0, "row %lld not zero", (long long)i);
+        else ck_assert_msg(x != 0.0 && isfinite(x), "row %lld", (long long)i);
+      }
+  free(ref);
+  check(mk(KE_BF16, 2, 8, 2, 1000, 7, 128, 1));
+  check(mk(KE_F16, 1, 2, 2, 1000, 1, 256, 1));
+}
+END_TEST
+
+/* Scales other than 1/sqrt(D), and sharp softmaxes (large scores), where
+ * the running max changes often and most weights underflow. */
+START_TEST(scales_and_sharp_scores) {
+  const float scales[] = {0.5f, -1.0f, 2.0f};
+  for (size_t i = 0; i < 3; i++) {
+    attn_case c = mk(KE_F32, 1, 4, 1, 33, 1000, 64, i != 1);
+    c.scale = scales[i];
+    check(c);
+  }
+  attn_case c = mk(KE_F32, 1, 2, 1, 113, 1000, 128, 1);
+  c.q_std = 8.0f;  /* score spread ~ 8: nearly one-hot rows */
+  check(c);
+  c.dtype = KE_BF16;
+  check(c);
+  c = mk(KE_F32, 1, 2, 2, 1, 2048, 64, 0);
+  c.q_std = 20.0f;
+  check(c);
+}
+END_TEST
+
+/* ---- Special values --------------------------------------------------------- */
+
+/* NaN planted in fresh inputs; the kernel against the reference (NaN must
+ * meet NaN), and the reference against what the API promises. Causal with
+ * offset 0: query i sees keys 0..i, and keys >= Sq are never visible.
+ *   batch 0: Q row 5 NaN (row 5's scores); K[20] one element NaN (scores
+ *            of rows >= 20); V[10] element 7 NaN (element 7 of rows >= 10);
+ *   batch 1: V[20] all NaN (rows >= 20);
+ *   both:    V[70] and K[71] all NaN, never visible: no effect.
+ * Without the mask every row sees keys 70 and 71 and is NaN. */
+static int nan_expected(int64_t b, int64_t i, int64_t e) {
+  if (b == 0) return i == 5 || i >= 20 || (i >= 10 && e == 7);
+  return i >= 20;
+}
+
+START_TEST(nan_propagation) {
+  const int64_t nb = 2, sq = 40, sk = 100, d = 64;
+  int64_t qs[4] = {nb, 1, sq, d}, ks[4] = {nb, 1, sk, d};
+  ke_tensor q, k, v, o;
+  kt_alloc(&q, KE_F32, 4, qs);
+  kt_alloc(&k, KE_F32, 4, ks);
+  kt_alloc(&v, KE_F32, 4, ks);
+  kt_alloc(&o, KE_F32, 4, qs);
+  kt_fill_normal(&q, 0.0f, 1.0f);
+  kt_fill_normal(&k, 0.0f, 1.0f);
+  kt_fill_normal(&v, 0.0f, 1.0f);
+  double *qd = kt_to_doubles(&q), *kd = kt_to_doubles(&k);
+  double *vd = kt_to_doubles(&v);
+  double *k1 = kd + sk * d, *v1 = vd + sk * d;  /* batch 1 */
+  qd[5 * d + 0] = NAN;
+  kd[20 * d + 3] = NAN;
+  vd[10 * d + 7] = NAN;
+  for (int64_t e = 0; e < d; e++) {
+    v1[20 * d + e] = NAN;
+    vd[70 * d + e] = kd[71 * d + e] = NAN;
+    v1[70 * d + e] = k1[71 * d + e] = NAN;
+  }
+  kt_from_doubles(&q, qd);
+  kt_from_doubles(&k, kd);
+  kt_from_doubles(&v, vd);
+  ke_attention_params p;
+  ke_attention_params_init(&p);
+  p.causal = 1;
+  p.causal_offset = 0;
+  kt_assert_ok(ke_attention(kt_ctx(), &q, &k, &v, &o, &p));
+  /* The finite entries: short rows of N(0, 1) data, well inside f32's
+   * tolerance above; the NaN entries must match exactly. */
+  const kt_tol nan_tol = {1e-5, 1e-4, 1e-10};
+  double *ref = malloc((size_t)(nb * sq * d) * sizeof *ref);
+  ck_assert_ptr_nonnull(ref);
+  ke_attention_ref(qd, kd, vd, ref, nb, 1, 1, sq, sk, d, &p);
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t i = 0; i < sq; i++)
+      for (int64_t e = 0; e < d; e++)
+        ck_assert_msg((isnan(ref[(b * sq + i) * d + e]) != 0) ==
+                          nan_expected(b, i, e),
+                      "reference batch %lld row %lld element %lld",
+                      (long long)b, (long long)i, (long long)e);
+  kt_assert_close("nan_causal", &o, ref, nan_tol);
+
+  p.causal = 0;
+  kt_assert_ok(ke_attention(kt_ctx(), &q, &k, &v, &o, &p));
+  ke_attention_ref(qd, kd, vd, ref, nb, 1, 1, sq, sk, d, &p);
+  for (int64_t i = 0; i < nb * sq * d; i++) ck_assert(isnan(ref[i]));
+  kt_assert_close("nan_unmasked", &o, ref, nan_tol);
+  free(ref);
+  free(vd);
+  free(kd);
+  free(qd);
+  kt_free(&o);
+  kt_free(&v);
+  kt_free(&k);
+  kt_free(&q);
+}
+END_TEST
+
+/* Rows with no visible key are zeros even when every masked V is NaN. */
+START_TEST(fully_masked_rows) {
+  const int64_t sq = 113, sk = 33, d = 128;
+  int64_t qs[4] = {1, 2, sq, d}, ks[4] = {1, 1, sk, d};
+  ke_tensor q, k, v, o;
+  kt_alloc(&q, KE_BF16, 4, qs);
+  kt_alloc(&k, KE_BF16, 4, ks);
+  kt_alloc(&v, KE_BF16, 4, ks);
+  kt_alloc(&o, KE_BF16, 4, qs);
+  kt_fill_normal(&q, 0.0f, 1.0f);
+  kt_fill_normal(&k, 0.0f, 1.0f);
+  kt_fill_uniform(&o, 1.0f, 2.0f);
+  double *vd = malloc((size_t)(sk * d) * sizeof *vd);
+  ck_assert_ptr_nonnull(vd);
+  for (int64_t i = 0; i < sk * d; i++) vd[i] = NAN;
+  kt_from_doubles(&v, vd);
+  ke_attention_params p;
+  ke_attention_params_init(&p);
+  p.causal = 1;  /* default offset Sk - Sq = -80: rows 0..79 see nothing */
+  kt_assert_ok(ke_attention(kt_ctx(), &q, &k, &v, &o, &p));
+  double *got = kt_to_doubles(&o);
+  for (int64_t h = 0; h < 2; h++)
+    for (int64_t i = 0; i < sq; i++)
+      for (int64_t e = 0; e < d; e++) {
+        const double x = got[(h * sq + i) * d + e];
+        if (i < 80) ck_assert_msg(x == 0.0, "masked row %lld: %g",
+                                  (long long)i, x);
+        else ck_assert_msg(isnan(x), "visible row %lld: %g", (long long)i,
+                           x);
+      }
+  free(got);
+  free(vd);
+  kt_free(&o);
+  kt_free(&v);
+  kt_free(&k);
+  kt_free(&q);
+}
+END_TEST
+
+/* ---- Layouts ---------------------------------------------------------------- */
+
+/* The packed [b, h, s, d] copy of a view into a buffer read back whole. */
+static double *gather(const double *buf, const ke_tensor *base,
+                      const ke_tensor *view) {
+  const int64_t n = ke_tensor_numel(view);
+  double *out = malloc((size_t)n * sizeof *out);
+  ck_assert_ptr_nonnull(out);
+  const int64_t start = ((const char *)view->data - (const char *)base->data) /
+                        (int64_t)ke_dtype_size(view->dtype);
+  int64_t x = 0;
+  for (int64_t a = 0; a < view->shape[0]; a++)
+    for (int64_t h = 0; h < view->shape[1]; h++)
+      for (int64_t s = 0; s < view->shape[2]; s++)
+        for (int64_t e = 0; e < view->shape[3]; e++)
+          out[x++] = buf[start + a * view->stride[0] + h * view->stride[1] +
+                         s * view->stride[2] + e];
+  return out;
+}
+
+/* A [B, H, S, D] view of a [B, S, H, D] region starting `first` elements
+ * into buf, whose S step is `s_step` elements. */
+static ke_tensor bshd_view(const ke_tensor *buf, int64_t first, int64_t b,
+                           int64_t h, int64_t s, int64_t d, int64_t s_step,
+                           int64_t b_step) {
+  ke_tensor t = *buf;
+  t.rank = 4;
+  t.data = (char *)buf->data + first * (int64_t)ke_dtype_size(buf->dtype);
+  const int64_t shape[4] = {b, h, s, d};
+  const int64_t stride[4] = {b_step, d, s_step, 1};
+  memcpy(t.shape, shape, sizeof shape);
+  memcpy(t.stride, stride, sizeof stride);
+  return t;
+}
+
+/* Q, K, V and O as [B, S, H, D] buffers; then Q, K, V as interleaved views
+ * of one packed QKV projection [B, S, Hq + 2 Hkv, D]. */
+START_TEST(strided_layouts) {
+  const int64_t b = 2, hq = 8, hkv = 2, sq = 33, sk = 113, d = 80;
+  attn_case c = mk(KE_F32, b, hq, hkv, sq, sk, d, 1);
+  ke_attention_params p = params_of(&c);
+  int64_t qb[4] = {b, sq, hq, d}, kb[4] = {b, sk, hkv, d};
+  ke_tensor qbuf, kbuf, vbuf, obuf;
+  kt_alloc(&qbuf, KE_F32, 4, qb);
+  kt_alloc(&kbuf, KE_F32, 4, kb);
+  kt_alloc(&vbuf, KE_F32, 4, kb);
+  kt_alloc(&obuf, KE_F32, 4, qb);
+  kt_fill_normal(&qbuf, 0.0f, 1.0f);
+  kt_fill_normal(&kbuf, 0.0f, 1.0f);
+  kt_fill_normal(&vbuf, 0.0f, 1.0f);
+  kt_fill_uniform(&obuf, 100.0f, 200.0f);
+  ke_tensor q = bshd_view(&qbuf, 0, b, hq, sq, d, hq * d, sq * hq * d);
+  ke_tensor k = bshd_view(&kbuf, 0, b, hkv, sk, d, hkv * d, sk * hkv * d);
+  ke_tensor v = bshd_view(&vbuf, 0, b, hkv, sk, d, hkv * d, sk * hkv * d);
+  ke_tensor o = bshd_view(&obuf, 0, b, hq, sq, d, hq * d, sq * hq * d);
+  kt_assert_ok(ke_attention(kt_ctx(), &q, &k, &v, &o, &p));
+  double *qd = kt_to_doubles(&qbuf), *kd = kt_to_doubles(&kbuf);
+  double *vd = kt_to_doubles(&vbuf);
+  double *qp = gather(qd, &qbuf, &q), *kp = gather(kd, &kbuf, &k);
+  double *vp = gather(vd, &vbuf, &v);
+  double *ref = malloc((size_t)(b * hq * sq * d) * sizeof *ref);
+  double *want = malloc((size_t)(b * hq * sq * d) * sizeof *want);
+  ck_assert_ptr_nonnull(ref);
+  ck_assert_ptr_nonnull(want);
+  ke_attention_ref(qp, kp, vp, ref, b, hq, hkv, sq, sk, d, &p);
+  /* Scatter the packed reference into the [B, S, H, D] buffer's order. */
+  for (int64_t a = 0; a < b; a++)
+    for (int64_t h = 0; h < hq; h++)
+      for (int64_t s = 0; s < sq; s++)
+        memcpy(want + a * o.stride[0] + h * o.stride[1] + s * o.stride[2],
+               ref + ((a * hq + h) * sq + s) * d, (size_t)d * sizeof *ref);
+  kt_assert_close("attn_bshd", &obuf, want, attn_tol(&c, qp, kp, vp));
+  free(vp);
+  free(kp);
+  free(qp);
+  free(vd);
+  free(kd);
+  free(qd);
+
+  /* Packed QKV: one [B, Sq, Hq + 2 Hkv, D] buffer (self-attention, so
+   * Sk = Sq here), Q/K/V views of its head ranges. */
+  const int64_t heads = hq + 2 * hkv, s2 = 113;
+  int64_t qkv_shape[4] = {b, s2, heads, d};
+  ke_tensor qkv, obuf2;
+  kt_alloc(&qkv, KE_BF16, 4, qkv_shape);
+  int64_t o2_shape[4] = {b, hq, s2, d};
+  kt_alloc(&obuf2, KE_BF16, 4, o2_shape);
+  kt_fill_normal(&qkv, 0.0f, 1.0f);
+  const int64_t step = heads * d, bstep = s2 * heads * d;
+  ke_tensor q2 = bshd_view(&qkv, 0, b, hq, s2, d, step, bstep);
+  ke_tensor k2 = bshd_view(&qkv, hq * d, b, hkv, s2, d, step, bstep);
+  ke_tensor v2 = bshd_view(&qkv, (hq + hkv) * d, b, hkv, s2, d, step, bstep);
+  attn_case c2 = mk(KE_BF16, b, hq, hkv, s2, s2, d, 1);
+  ke_attention_params p2 = params_of(&c2);
+  kt_assert_ok(ke_attention(kt_ctx(), &q2, &k2, &v2, &obuf2, &p2));
+  double *all = kt_to_doubles(&qkv);
+  double *q2p = gather(all, &qkv, &q2), *k2p = gather(all, &qkv, &k2);
+  double *v2p = gather(all, &qkv, &v2);
+  double *ref2 = malloc((size_t)(b * hq * s2 * d) * sizeof *ref2);
+  ck_assert_ptr_nonnull(ref2);
+  ke_attention_ref(q2p, k2p, v2p, ref2, b, hq, hkv, s2, s2, d, &p2);
+  kt_assert_close("attn_packed_qkv", &obuf2, ref2,
+                  attn_tol(&c2, q2p, k2p, v2p));
+  free(ref2);
+  free(v2p);
+  free(k2p);
+  free(q2p);
+  free(all);
+  free(want);
+  free(ref);
+  kt_free(&obuf2);
+  kt_free(&qkv);
+  kt_free(&obuf);
+  kt_free(&vbuf);
+  kt_free(&kbuf);
+  kt_free(&qbuf);
+}
+END_TEST
+
+/* GQA read directly agrees with MHA over K/V materialised by kv_repeat. */
+START_TEST(matches_kv_repeat) {
+  const int64_t b = 2, hq = 16, hkv = 2, sq = 33, sk = 1000, d = 128;
+  int64_t qs[4] = {b, hq, sq, d}, ks[4] = {b, hkv, sk, d};
+  int64_t rs[4] = {b, hq, sk, d};
+  ke_tensor q, k, v, kr, vr, o1, o2;
+  kt_alloc(&q, KE_F32, 4, qs);
+  kt_alloc(&k, KE_F32, 4, ks);
+  kt_alloc(&v, KE_F32, 4, ks);
+  kt_alloc(&kr, KE_F32, 4, rs);
+  kt_alloc(&vr, KE_F32, 4, rs);
+  kt_alloc(&o1, KE_F32, 4, qs);
+  kt_alloc(&o2, KE_F32, 4, qs);
+  kt_fill_normal(&q, 0.0f, 1.0f);
+  kt_fill_normal(&k, 0.0f, 1.0f);
+  kt_fill_normal(&v, 0.0f, 1.0f);
+  ke_attention_params p;
+  ke_attention_params_init(&p);
+  p.causal = 1;
+  kt_assert_ok(ke_attention(kt_ctx(), &q, &k, &v, &o1, &p));
+  kt_assert_ok(ke_kv_repeat(kt_ctx(), &k, &kr));
+  kt_assert_ok(ke_kv_repeat(kt_ctx(), &v, &vr));
+  kt_assert_ok(ke_attention(kt_ctx(), &q, &kr, &vr, &o2, &p));
+  double *a = kt_to_doubles(&o1);
+  /* Same f32 arithmetic per row, possibly another tile shape: within the
+   * f32 tolerance of the suite, not bit for bit. */
+  attn_case c = mk(KE_F32, b, hq, hkv, sq, sk, d, 1);
+  double *qd = kt_to_doubles(&q), *kd = kt_to_doubles(&k);
+  double *vd = kt_to_doubles(&v);
+  kt_assert_close("gqa_vs_repeated_mha", &o2, a, attn_tol(&c, qd, kd, vd));
+  free(vd);
+  free(kd);
+  free(qd);
+  free(a);
+  kt_free(&o2);
+  kt_free(&o1);
+  kt_free(&vr);
+  kt_free(&kr);
+  kt_free(&v);
+  kt_free(&k);
+  kt_free(&q);
+}
+END_TEST
+
+/* ---- Throughput ------------------------------------------------------------ */
+
+/* GPU-sized shapes timed with the engine's launch events (tag perf, slow;
+ * skipped on the host backend): one warm-up, then five launches; notes
+ * give the median time and TFLOP/s counting 4 D flops per visible
+ * (query, key) pair. Each output must be finite. */
+START_TEST(throughput) {
+  if (strcmp(ke_backend_name(), "host") == 0)
+    KT_SKIP("throughput needs a GPU");
+  const attn_case shapes[] = {
+      mk(KE_BF16, 1, 32, 8, 4096, 4096, 128, 1),
+      mk(KE_F16, 4, 32, 32, 1024, 1024, 64, 0),
+      mk(KE_F32, 1, 32, 32, 4096, 4096, 128, 0),
+      mk(KE_BF16, 1, 16, 16, 16384, 16384, 64, 1),
+      mk(KE_BF16, 8, 32, 8, 1, 16384, 128, 0),
+      mk(KE_F32, 8, 32, 8, 1, 4096, 128, 0),
+  };
+  ke_context *ctx = kt_ctx();
+  for (size_t n = 0; n < sizeof shapes / sizeof shapes[0]; n++) {
+    const attn_case *c = &shapes[n];
+    int64_t qs[4] = {c->b, c->hq, c->sq, c->d};
+    int64_t ks[4] = {c->b, c->hkv, c->sk, c->d};
+    ke_tensor q, k, v, o;
+    kt_alloc(&q, c->dtype, 4, qs);
+    kt_alloc(&k, c->dtype, 4, ks);
+    kt_alloc(&v, c->dtype, 4, ks);
+    kt_alloc(&o, c->dtype, 4, qs);
+    kt_fill_normal(&q, 0.0f, 1.0f);
+    kt_fill_normal(&k, 0.0f, 1.0f);
+    kt_fill_normal(&v, 0.0f, 1.0f);
+    ke_attention_params p = params_of(c);
+    kt_assert_ok(ke_attention(ctx, &q, &k, &v, &o, &p));
+    ke_kernel_stats st[8];
+    size_t nst = 0;
+    kt_assert_ok(ke_timing_collect(ctx, st, 8, &nst));
+    ke_timing_reset(ctx);
+    for (int r = 0; r < 5; r++)
+      kt_assert_ok(ke_attention(ctx, &q, &k, &v, &o, &p));
+    kt_assert_ok(ke_timing_collect(ctx, st, 8, &nst));
+    ck_assert_uint_eq(nst, 1);
+    ck_assert_uint_eq(st[0].launches, 5);
+    double pairs = 0.0;  /* visible (query, key) pairs per head */
+    for (int64_t i = 0; i < c->sq; i++) {
+      int64_t vis = c->causal ? c->sk - c->sq + i + 1 : c->sk;
+      pairs += (double)(vis < 0 ? 0 : (vis > c->sk ? c->sk : vis));
+    }
+    const double flops = 4.0 * (double)c->d * pairs * (double)(c->b * c->hq);
+    char key[96], value[128];
+    case_name(c, key, sizeof key);
+    snprintf(value, sizeof value, "median %.3f ms, %.2f TFLOP/s",
+             st[0].median_ms, flops / (st[0].median_ms * 1e-3) / 1e12);
+    kt_note(key, value);
+    double *out = kt_to_doubles(&o);
+    for (int64_t i = 0; i < ke_tensor_numel(&o); i++)
+      ck_assert_msg(isfinite(out[i]), "%s: output %lld is %g", key,
+                    (long long)i, out[i]);
+    free(out);
+    kt_free(&o);
+    kt_free(&v);
+    kt_free(&k);
+    kt_free(&q);
+  }
+}
+END_TEST
+
+/* ---- Refusals ----------------------------------------------------------------- */
+
+START_TEST(refusals) {
+  int64_t qs[4] = {1, 6, 7, 64}, ks[4] = {1, 4, 33, 64};
+  int64_t ks2[4] = {1, 2, 33, 64};
+  ke_tensor q, k, v, o, k2, v2;
+  kt_alloc(&q, KE_F32, 4, qs);
+  kt_alloc(&o, KE_F32, 4, qs);
+  kt_alloc(&k, KE_F32, 4, ks);
+  kt_alloc(&v, KE_F32, 4, ks);
+  kt_alloc(&k2, KE_F32, 4, ks2);
+  kt_alloc(&v2, KE_F32, 4, ks2);
+  ke_context *ctx = kt_ctx();
+  /* Hq 6 is not a multiple of Hkv 4. */
+  kt_assert_status(ke_attention(ctx, &q, &k, &v, &o, NULL), KE_ESHAPE);
+  kt_assert_ok(ke_attention(ctx, &q, &k2, &v2, &o, NULL));  /* 6 / 2 is */
+
+  /* Unsupported D: 257 (views of the same buffers, shapes agreeing). */
+  ke_tensor qd = q, od = o, kd = k2, vd = v2;
+  qd.shape[3] = od.shape[3] = kd.shape[3] = vd.shape[3] = 257;
+  qd.shape[2] = od.shape[2] = 1;
+  kd.shape[2] = vd.shape[2] = 1;
+  qd.shape[1] = od.shape[1] = 1;
+  kd.shape[1] = vd.shape[1] = 1;
+  kt_assert_status(ke_attention(ctx, &qd, &kd, &vd, &od, NULL), KE_ESHAPE);
+
+  /* Mismatched shapes: o vs q, v vs k, B, D. */
+  ke_tensor t = o;
+  t.shape[2] = 6;
+  kt_assert_status(ke_attention(ctx, &q, &k2, &v2, &t, NULL), KE_ESHAPE);
+  t = v2;
+  t.shape[2] = 32;
+  kt_assert_status(ke_attention(ctx, &q, &k2, &t, &o, NULL), KE_ESHAPE);
+  ke_tensor tk = k2, tv = v2;
+  tk.shape[3] = tv.shape[3] = 32;  /* D of K/V differs from Q's */
+  kt_assert_status(ke_attention(ctx, &q, &tk, &tv, &o, NULL), KE_ESHAPE);
+  ke_tensor tq = q, to = o;
+  tq.shape[0] = to.shape[0] = 2;   /* B differs */
+  tq.stride[0] = to.stride[0] = 6 * 7 * 64 / 2;
+  kt_assert_status(ke_attention(ctx, &tq, &k2, &v2, &to, NULL), KE_ESHAPE);
+  t = q;
+  t.rank = 3;
+  kt_assert_status(ke_attention(ctx, &t, &k2, &v2, &o, NULL), KE_ESHAPE);
+
+  /* Layouts: D not contiguous, negative stride, o overlapping itself or an
+   * input. */
+  t = q;
+  t.shape[3] = 32;
+  t.stride[3] = 2;
+  to = o;
+  to.shape[3] = 32;
+  tk = k2;
+  tk.shape[3] = 32;
+  tv = v2;
+  tv.shape[3] = 32;
+  kt_assert_status(ke_attention(ctx, &t, &tk, &tv, &to, NULL), KE_ESHAPE);
+  t = k2;
+  t.stride[2] = -64;
+  kt_assert_status(ke_attention(ctx, &q, &t, &v2, &o, NULL), KE_ESHAPE);
+  t = o;
+  t.stride[1] = 0;
+  kt_assert_status(ke_attention(ctx, &q, &k2, &v2, &t, NULL), KE_ESHAPE);
+  kt_assert_status(ke_attention(ctx, &q, &k2, &v2, &q, NULL), KE_ESHAPE);
+
+  /* Sizes past the limits: refused before any launch, so views of the
+   * small buffers serve. */
+  tq = q;
+  to = o;
+  tq.shape[2] = to.shape[2] = (int64_t)1 << 27;  /* 3 * 2^27 rows per kv */
+  kt_assert_status(ke_attention(ctx, &tq, &k2, &v2, &to, NULL), KE_ESHAPE);
+  ck_assert_msg(strstr(ke_last_error(), "2^28"), "%s", ke_last_error());
+  tq = q;
+  to = o;
+  tk = k2;
+  tv = v2;
+  tq.shape[0] = to.shape[0] = tk.shape[0] = tv.shape[0] = 65536;
+  kt_assert_status(ke_attention(ctx, &tq, &tk, &tv, &to, NULL), KE_ESHAPE);
+  ck_assert_msg(strstr(ke_last_error(), "65535"), "%s", ke_last_error());
+
+  /* Dtypes: invalid, and mixed. */
+  t = q;
+  t.dtype = (ke_dtype)5;
+  kt_assert_status(ke_attention(ctx, &t, &k2, &v2, &o, NULL), KE_EDTYPE);
+  t = o;
+  t.dtype = KE_F16;
+  kt_assert_status(ke_attention(ctx, &q, &k2, &v2, &t, NULL), KE_EDTYPE);
+  t = v2;
+  t.dtype = KE_BF16;
+  kt_assert_status(ke_attention(ctx, &q, &k2, &t, &o, NULL), KE_EDTYPE);
+
+  /* Parameters and NULLs. */
+  ke_attention_params p;
+  ke_attention_params_init(&p);
+  p.scale = NAN;
+  kt_assert_status(ke_attention(ctx, &q, &k2, &v2, &o, &p), KE_EINVAL);
+  ke_attention_params_init(&p);
+  p.causal = 1;
+  p.causal_offset = (int64_t)1 << 62;
+  kt_assert_status(ke_attention(ctx, &q, &k2, &v2, &o, &p), KE_EINVAL);
+  kt_assert_status(ke_attention(ctx, &q, NULL, &v2, &o, NULL), KE_EINVAL);
+  kt_assert_status(ke_attention(NULL, &q, &k2, &v2, &o, NULL), KE_EINVAL);
+  kt_free(&v2);
+  kt_free(&k2);
+  kt_free(&v);
+  kt_free(&k);
+  kt_free(&o);
+  kt_free(&q);
+}
+END_TEST
+
+static const kt_test attention_tests[] = {
+    KT_TEST(sizes_f32),
+    KT_TEST(sizes_f16),
+    KT_TEST(sizes_bf16),
+    KT_TEST(head_dims),
+    KT_TEST(gqa_ratios),
+    KT_TEST(decode),
+    KT_TEST(decode_long, .tags = "slow", .timeout_s = 600),
+    KT_TEST(long_sequences, .tags = "slow", .timeout_s = 900),
+    KT_TEST(causal_offsets),
+    KT_TEST(scales_and_sharp_scores),
+    KT_TEST(nan_propagation),
+    KT_TEST(fully_masked_rows),
+    KT_TEST(strided_layouts),
+    KT_TEST(matches_kv_repeat),
+    KT_TEST(refusals),
+    KT_TEST(throughput, .tags = "slow,perf", .timeout_s = 300),
+};
+
+KT_SUITE(kt_suite_attention, "attention", "gpu,kernel", attention_tests);
