@@ -26,7 +26,8 @@ step() { # name, then the kiln command line
   local t0=$(date +%s%N)
   local log="$out/${name%%-*}.log"   # pollute-p and pollute-n share one log
   echo "== kiln $*" >> "$log"
-  "$stage/kiln" "$@" --runner-dir "$stage" --out "/tmp/kiln-$name" >> "$log" 2>&1
+  # Options go before the command's own, which may end in `-- SELECTORS`.
+  "$stage/kiln" "$1" --runner-dir "$stage" --out "/tmp/kiln-$name" "${@:2}" >> "$log" 2>&1
   local rc=$?
   local t1=$(date +%s%N)
   [ "$name" = pollute-p ] || cp "/tmp/kiln-$name/report.yaml" "$out/$name.yaml" 2>/dev/null
