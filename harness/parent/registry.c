@@ -35,8 +35,10 @@ char *kh_runner_find(const char *backend, const char *dir, kh_err *err) {
   for (size_t i = 0; i < sizeof dirs / sizeof dirs[0] && !found; i++) {
     if (!dirs[i] || !*dirs[i]) continue;
     char *p = kh__asprintf("%s/kiln-runner-%s", dirs[i], backend);
+    /* Say why a runner that is there was passed over. */
+    const char *why = access(p, F_OK) != 0 ? "" : " (not executable)";
     if (access(p, X_OK) == 0) found = p;
-    else kh__buf_addf(&tried, "%s%s", tried.len ? ", " : "", p), free(p);
+    else kh__buf_addf(&tried, "%s%s%s", tried.len ? ", " : "", p, why), free(p);
     /* An explicit directory is the only place to look. */
     if (i == 0 && dir) break;
   }
