@@ -215,6 +215,20 @@ START_TEST(pollution_reader) {
 }
 END_TEST
 
+/* Branches on host memory nobody wrote, then passes: invisible to a plain
+ * run, an error under `--wrap "valgrind --error-exitcode=99"`, which kiln
+ * must then not report as a pass. */
+START_TEST(uninit_branch) {
+  /* Through a volatile pointer, so the compiler neither warns nor drops the
+   * read; a call in each branch keeps it a real conditional jump. */
+  int *volatile p = malloc(sizeof(int));
+  ck_assert_ptr_nonnull(p);
+  if (*p > 0) printf("uninit_branch: positive\n");
+  else printf("uninit_branch: not positive\n");
+  free(p);
+}
+END_TEST
+
 /* ---- Device faults (kernels/faults.hip) ----------------------------------- */
 
 /* 2^45 floats = 128 TiB past the buffer: outside any GPU allocation (an
@@ -327,6 +341,7 @@ static const kt_test fault_tests[] = {
     KT_TEST(spin_kernel, .tags = "device", .timeout_s = 2),
     KT_TEST(over_cap, .tags = "device"),
     KT_TEST(closed_pipe, .host_only = 1),
+    KT_TEST(uninit_branch, .host_only = 1),
 };
 
 KT_SUITE(kt_suite_faults, "faults", "fault", fault_tests);

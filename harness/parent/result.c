@@ -249,6 +249,12 @@ static void kh__decide_ended(kh_result *r, const kh_exit_info *x,
     long long ln = 0;
     r->line = line && kh__parse_ll(line, 0, INT_MAX, &ln) == 0 ? (int)ln : 0;
   }
+  /* A runner that passed its one test exits 0; any other status comes from
+   * a --wrap tool (valgrind --error-exitcode) or a sanitizer at exit. */
+  if (r->outcome == KH_PASS && x->single && x->exited && x->code != 0)
+    kh__say(r, KH_FAIL, "the runner exited with status %d after the test "
+                        "passed: an error found at exit by a --wrap tool or "
+                        "sanitizer (see the log)", x->code);
   if (r->outcome == KH_PASS && x->signaled) {
     char sig[32];
     kh_signal_name(x->sig, sig, sizeof sig);

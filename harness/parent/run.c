@@ -473,6 +473,7 @@ static kh_exit_info kh__exit_info(kh__run *R, const kh__job *j, int i) {
     x.exited = 1;
     return x;
   }
+  x.single = j->nrecs == 1;
   x.timed_out = j->timed_out;
   x.kill_sent = j->kill_sent;
   x.interrupted = j->interrupted && !j->timed_out;

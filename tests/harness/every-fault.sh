@@ -14,7 +14,7 @@ declare -A want=(
   [grandchild]=pass [flood]=pass [sleeper]=pass [pollution_writer]=leak
   [pollution_reader]=pass [oob_write_far]=crash [oob_write_near]=fail
   [unwritten_read]=fail [spin_kernel]=timeout [over_cap]=fail
-  [closed_pipe]=crash)
+  [closed_pipe]=crash [uninit_branch]=pass)
 
 k list faults
 listed=$(cut -d' ' -f1 "$T/out.txt" | sed 's|^faults/||' | sort)
