@@ -16,7 +16,7 @@ out=${3:-/tmp/kiln-fuzz}
 targets=(config record)
 
 if [ ! -f "$build/build.ninja" ]; then
-  CC=clang CXX=clang++ meson setup "$build" -Dfuzz=true -Dhip=disabled \
+  CC=clang-14 CXX=clang++-14 meson setup "$build" -Dfuzz=true -Dhip=disabled \
     -Dcuda=disabled -Dplanted_bugs=false \
     -Db_sanitize=address,undefined -Db_lundef=false
 fi

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what kiln needs to build and test on Debian 12, from Debian's
 # archive: meson, ninja, Check, libyaml, and the ROCm 5.2 HIP toolchain for
-# compile-and-link checks of the AMD backend. Safe to run again.
+# compile-and-link checks of the AMD backend; clang and its runtime library
+# for the libFuzzer targets (tests/fuzz); valgrind. Safe to run again.
 set -euo pipefail
 pkgs=(build-essential pkg-config meson ninja-build check libsubunit-dev
       libyaml-dev hipcc libamdhip64-dev libhiprand-dev librocrand-dev
-      rocm-device-libs valgrind)
+      rocm-device-libs valgrind clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
