@@ -747,8 +747,13 @@ static int kh__start_one(kh__run *R) {
     if (dev == -1) return 0;
     if (dev == -2) {
       R->qhead++;
-      char *msg = kh__asprintf("needs %d slots; no device has that many",
-                               t->slots);
+      int any = 0;
+      for (int d = 0; d < bi->ndevices; d++) any |= R->cap[d] > 0;
+      char *msg = any ? kh__asprintf("needs %d slots; no device has that many",
+                                     t->slots)
+                      : kh__strdup("no device has slots: every device the "
+                                   "runner sees was left out by the device "
+                                   "list (config or --resource-spec)");
       kh__immediate(R, &it, KH_ERROR, msg);
       free(msg);
       return 1;
@@ -949,8 +954,25 @@ static void kh__fill_queue(kh__run *R) {
     }
 }
 
+/* A device that a config or resource spec lists but the runner does not
+ * see gets no slots: say so, since its tests will run elsewhere or not. */
+static void kh__warn_unseen(kh__run *R) {
+  const kh_backend_info *bi = R->o->bi;
+  for (int i = 0; i < R->s->ndevices; i++) {
+    int seen = 0;
+    for (int d = 0; d < bi->ndevices; d++)
+      seen |= bi->dev[d].physical == R->s->devices[i].id;
+    if (!seen)
+      kh_console_note(&R->con, "kiln: warning: device %d is listed (config or "
+                      "--resource-spec) but the %s runner does not see it; "
+                      "it gets no tests", R->s->devices[i].id,
+                      kh_backend_names[bi->backend]);
+  }
+}
+
 static int kh__setup_tokens(kh__run *R, kh_err *err) {
   const kh_backend_info *bi = R->o->bi;
+  kh__warn_unseen(R);
   kh_device_caps(R->s, bi, R->cap);
   if (bi->ndevices == 0) return 0;
   if (kh_tokens_open(&R->tok, R->o->token_key, err) != 0) return -1;

@@ -76,4 +76,18 @@ for d in 0 1; do
   [ "${v% *}" = "${v#* }" ] && ok "device $d slots back at full ($v)" || fail "device $d slots $v"
 done
 expect_no_runners "after the broken-device run"
+
+# A resource spec listing a device the runner does not see: a warning that
+# names it; the tests run on the device that exists. Listing only missing
+# devices: every test is an error that says why, and nothing hangs.
+printf '%s' '{"version":{"major":1,"minor":0},"local":[{"gpus":[{"id":"0","slots":1},{"id":"5","slots":2}]}]}' >"$T/spec5.json"
+k run --backend host --resource-spec "$T/spec5.json" -o "$T/spec5" faults/pass
+expect_rc 0 "a listed device that does not exist: the run goes on"
+expect_out "device 5 is listed .* but the host runner does not see it" "the missing device is named"
+printf '%s' '{"version":{"major":1,"minor":0},"local":[{"gpus":[{"id":"5","slots":2}]}]}' >"$T/only5.json"
+k run --backend host --resource-spec "$T/only5.json" -o "$T/only5" faults/pass faults/leak
+expect_rc 1 "only missing devices listed: tests cannot run"
+flat "$T/only5/report.yaml"
+expect_eq "$(tfield faults/pass outcome)" error "only missing devices: error outcome"
+expect_match "$(tfield faults/leak message)" 'no device has slots' "only missing devices: the message says why"
 finish
