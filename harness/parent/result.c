@@ -312,4 +312,8 @@ void kh_result_decide(kh_result *r, const kh_exit_info *x, int leaks_fail) {
   } else {
     kh__decide_unended(r, x);
   }
+  /* A child's result record may carry no message (tests/fuzz/fuzz-record
+   * found one): every decided outcome still says something. */
+  if (!r->message)
+    kh_result_set(&r->message, "(the runner's result record had no message)");
 }
