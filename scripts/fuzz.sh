@@ -7,13 +7,14 @@
 # and leaves its input in OUT/artifacts. The long pass: scripts/fuzz.sh 600.
 #
 #   scripts/fuzz.sh [SECONDS] [BUILD_DIR] [OUT]
-#   (defaults: 60, build-fuzz, /tmp/kiln-fuzz)
+#   (defaults: 60, build-fuzz, /tmp/kiln-fuzz; KILN_FUZZ_TARGETS="record"
+#   runs one target)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
 build=${2:-build-fuzz}
 out=${3:-/tmp/kiln-fuzz}
-targets=(config record)
+targets=(${KILN_FUZZ_TARGETS:-config record})
 
 if [ ! -f "$build/build.ninja" ]; then
   CC=clang-14 CXX=clang++-14 meson setup "$build" -Dfuzz=true -Dhip=disabled \
