@@ -68,6 +68,7 @@ typedef struct kh__job {
   int dev;                  /* index into bi->dev, -1 for none */
   int slots;
   double spawn_ms, test_ms, deadline, kill_at, drain_until;
+  double exit_wall_s;       /* when it was reaped: its slots were back */
   int exited, wstatus;
   int timed_out, term_sent, kill_sent, interrupted;
   int exec_stage, exec_errno;
@@ -512,11 +513,14 @@ static void kh__job_finish(kh__run *R, kh__job *j) {
     kh_result *r = j->recs[i];
     kh_exit_info x = kh__exit_info(R, j, i);
     kh_result_decide(r, &x, R->s->leaks == KH_LEAKS_FAIL);
+    /* `ended` is when the child was reaped, not when its pipes drained:
+     * its slots came back at its exit, and overlap checks read this. */
+    double end_s = j->exit_wall_s > 0 ? j->exit_wall_s : kh__wall_s();
     if (j->nrecs == 1) {
       r->wall_ms = now - j->spawn_ms;
-      r->end_s = kh__wall_s();
+      r->end_s = end_s;
     } else if (!r->ended) {
-      r->end_s = kh__wall_s();
+      r->end_s = end_s;
     }
     kh_result_set(&r->log_path, log_name);
     kh_result_set(&r->log_tail, tail);
@@ -682,6 +686,7 @@ static void kh__reap(kh__run *R) {
     while (p < 0 && errno == EINTR);
     if (p != j->pid) continue;
     j->exited = 1;
+    j->exit_wall_s = kh__wall_s();
     j->drain_until = kh__now_ms() + KH__DRAIN_MS;
   }
 }

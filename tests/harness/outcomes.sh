@@ -28,8 +28,10 @@ src=$KILN_SOURCE/suites/faults.c
 expect_eq "$(tfield faults/fail_assert line)" "$(grep -n 'ck_assert_int_eq(answer, 42)' "$src" | cut -d: -f1)" "fail: Check's line"
 expect_match "$(tfield faults/fail_assert file)" 'faults\.c$' "fail: Check's file"
 expect_match "$(tfield faults/fail_assert message)" "answer == 42" "fail: Check's message"
-# Under AddressSanitizer the runner reports the SEGV itself and exits.
-expect_match "$(tfield faults/segfault signal) $(tfield faults/segfault log.tail)" '^SIGSEGV|AddressSanitizer: SEGV' "segfault: signal name (or ASan's report)"
+# Under AddressSanitizer the runner reports the SEGV itself and exits; under
+# UBSan (halt_on_error) the null store is reported before it happens.
+expect_match "$(tfield faults/segfault signal) $(tfield faults/segfault log.tail)" \
+  '^SIGSEGV|AddressSanitizer: SEGV|runtime error: store to null pointer' "segfault: signal name (or ASan's or UBSan's report)"
 expect_eq "$(tfield faults/abort_call signal)" SIGABRT "abort: signal name"
 expect_match "$(tfield faults/exit_early message)" "exited with status 0 without finishing" "exit(0) before the result is a crash"
 expect_match "$(tfield faults/hang message)" "timed out after 1 s" "timeout message"
