@@ -7,9 +7,11 @@
 # slots back at full value after each, then a GPU soak (scripts/soak.sh,
 # KILN_GPU_SOAK runs of the whole suite, default 20). Needs .device/ from
 # `scripts/gpu-run.sh stage`. Writes a summary and reports under $OUT.
+# KILN_BACKEND=host KILN_STAGE=DIR tries the script itself without a GPU.
 set -u
 cd "$(dirname "$0")/.."
-stage=.device
+stage=${KILN_STAGE:-.device}
+B=${KILN_BACKEND:-cuda}
 out=${OUT:-$PWD/gpu-out}
 soak=${KILN_GPU_SOAK:-20}
 mkdir -p "$out"
@@ -27,20 +29,22 @@ say() { echo "$*" | tee -a "$S"; }
 
 # The report lines that matter, per test: outcome, signal, message.
 brief() {
-  awk '/^- id: / {id=$3} /^  outcome: / {o=$2} /^  signal: / {s=$2}
+  awk 'function out() { if (id != "") printf "  %-28s %-8s %-8s %s\n", id, o, sig, substr(m, 1, 160) }
+       /^- id: / {out(); id=$3; o=""; sig=""; m=""}
+       /^  outcome: / {o=$2} /^  signal: / {sig=$2}
        /^  message: / {sub(/^  message: /, ""); m=$0}
-       /^  (ended):/ {printf "  %-28s %-8s %-8s %s\n", id, o, s, substr(m, 1, 150); s=""; m=""}' "$1"
+       END {out()}' "$1"
 }
 slots_full() {
-  "${kiln[@]}" devices --backend cuda --runner-dir "$stage" >"$out/devices.txt" 2>&1
+  "${kiln[@]}" devices --backend "$B" --runner-dir "$stage" >"$out/devices.txt" 2>&1
   if grep -Eq 'slots ([0-9]+) total, \1 free' "$out/devices.txt"; then say "  slots back at full: $(grep -m1 -Eo 'slots [0-9]+ total, [0-9]+ free' "$out/devices.txt")"
   else say "  SLOTS NOT FULL: $(grep -m1 slots "$out/devices.txt")"; fi
 }
 
-{ nvidia-smi -L; "$stage/kiln-runner-cuda" --devices; } 2>&1 | tee -a "$S"
+{ nvidia-smi -L; "$stage/kiln-runner-$B" --devices; } 2>&1 | tee -a "$S"
 
-say "== device faults (cuda, --poison, --grace 2)"
-"${kiln[@]}" run --backend cuda --runner-dir "$stage" --poison --grace 2 -j 2 \
+say "== device faults ($B, --poison, --grace 2)"
+"${kiln[@]}" run --backend "$B" --runner-dir "$stage" --poison --grace 2 -j 2 \
   --out /tmp/kiln-faults faults/pass faults/leak faults/oob_write_far \
   faults/oob_write_near faults/unwritten_read faults/spin_kernel faults/over_cap \
   >"$out/faults.log" 2>&1
@@ -51,14 +55,14 @@ slots_full
 
 say "== each device fault alone, slots checked after each"
 for t in oob_write_far oob_write_near unwritten_read spin_kernel over_cap; do
-  "${kiln[@]}" run --backend cuda --runner-dir "$stage" --poison --grace 2 \
+  "${kiln[@]}" run --backend "$B" --runner-dir "$stage" --poison --grace 2 \
     --out "/tmp/kiln-one-$t" "faults/$t" >>"$out/faults.log" 2>&1
   say "  faults/$t: kiln exit $?, outcome $(awk '/^  outcome:/ {print $2; exit}' "/tmp/kiln-one-$t/report.yaml")"
   slots_full
 done
 
 say "== SIGINT during a spinning kernel"
-"${kiln[@]}" run --backend cuda --runner-dir "$stage" --grace 2 \
+"${kiln[@]}" run --backend "$B" --runner-dir "$stage" --grace 2 \
   --out /tmp/kiln-int faults/spin_kernel >>"$out/faults.log" 2>&1 &
 pid=$!
 sleep 1.5
@@ -67,11 +71,11 @@ wait $pid
 say "  kiln exit $? (130 expected)"
 brief /tmp/kiln-int/report.yaml | tee -a "$S"
 slots_full
-left=$(pgrep -f kiln-runner-cuda | wc -l)
+left=$(pgrep -f "$stage/kiln-runner-$B" | wc -l)
 say "  runner processes left: $left"
 
-say "== GPU soak: $soak runs of the whole cuda suite"
-scripts/soak.sh -n "$soak" -b cuda -k "$stage/kiln" -o /tmp/kiln-soak -- \
+say "== soak: $soak runs of the whole $B suite"
+scripts/soak.sh -n "$soak" -b "$B" -k "$stage/kiln" -o /tmp/kiln-soak -- \
   --runner-dir "$stage" --jobs 4 --slots 4 >"$out/soak.log" 2>&1
 say "  soak exit $? (0: no test changed outcome)"
 tail -12 "$out/soak.log" | tee -a "$S"
