@@ -76,5 +76,5 @@ if [ -n "$flips" ] || [ "$changed_runs" -ne 0 ]; then
   exit 1
 fi
 echo "no test changed outcome; every run's outcomes:"
-sort "$out/first.txt" | awk '{print $2}' | uniq -c
+awk '{print $2}' "$out/first.txt" | sort | uniq -c
 exit 0
