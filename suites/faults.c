@@ -7,6 +7,10 @@
  *   KILN_FAULT_STATE_DIR  where faults/flaky_once keeps its attempt marker
  *   KILN_FAULT_FLOOD_MB   megabytes faults/flood writes (default 300)
  *   KILN_FAULT_SLEEP_MS   how long faults/sleeper sleeps (default 300)
+ *
+ * The device faults (oob_write_far, oob_write_near, unwritten_read,
+ * spin_kernel) run real kernels from kernels/faults.hip through the
+ * test-only entry points of kiln/test-faults.h, on every backend.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +21,7 @@
 #include <unistd.h>
 
 #include "child-impl.h"
+#include "kiln/test-faults.h"
 #include "kiln/test.h"
 
 /* A test that passes: allocates, copies, frees. */
@@ -112,12 +117,20 @@ END_TEST
  * never exits; the test itself passes. */
 START_TEST(grandchild) {
   pid_t pid = fork();
-  ck_assert_int_ge(pid, 0);
   if (pid == 0) {
+    /* No Check call in the grandchild: a passing ck_assert writes a
+     * location message to Check's message file, whose offset the fork
+     * shares, and the runner's Check then read garbage ("Bad message
+     * type", 1 run in 40, found by scripts/soak.sh). It keeps stdout,
+     * stderr and the result pipe, and execs: nothing of the runner. */
     printf("grandchild %ld sleeping with the pipes open\n", (long)getpid());
     fflush(stdout);
+    if (close_range(4, ~0u, 0) != 0)
+      for (int fd = 4; fd < 1024; fd++) close(fd);
+    execlp("sleep", "sleep", "100000", (char *)NULL);
     for (;;) pause();
   }
+  ck_assert_int_ge(pid, 0);
   printf("grandchild pid %ld\n", (long)pid);
 }
 END_TEST
@@ -210,6 +223,108 @@ START_TEST(pollution_reader) {
 }
 END_TEST
 
+/* Branches on host memory nobody wrote, then passes: invisible to a plain
+ * run, an error under `--wrap "valgrind --error-exitcode=99"`, which kiln
+ * must then not report as a pass. */
+START_TEST(uninit_branch) {
+  /* Through a volatile pointer, so the compiler neither warns nor drops the
+   * read; a call in each branch keeps it a real conditional jump. */
+  int *volatile p = malloc(sizeof(int));
+  ck_assert_ptr_nonnull(p);
+  if (*p > 0) printf("uninit_branch: positive\n");
+  else printf("uninit_branch: not positive\n");
+  free(p);
+}
+END_TEST
+
+/* ---- Device faults (kernels/faults.hip) ----------------------------------- */
+
+/* 2^45 floats = 128 TiB past the buffer: outside any GPU allocation (an
+ * illegal address, reported at the sync) and outside the canonical x86-64
+ * address range (SIGSEGV in host emulation, or ASan's SEGV report). */
+#define KT__FAR_OFFSET ((int64_t)1 << 45)
+
+/* A kernel writes far out of bounds. Written as a real kernel test would
+ * be: on a GPU the sync returns the runtime's error and the assertion names
+ * it; in host emulation the store itself kills the process. */
+START_TEST(oob_write_far) {
+  void *p = NULL;
+  kt_assert_ok(ke_malloc(kt_ctx(), &p, 1024 * sizeof(float)));
+  kt_assert_ok(ke__fault_store(kt_ctx(), p, KT__FAR_OFFSET));
+  kt_assert_ok(ke_free(kt_ctx(), p));
+}
+END_TEST
+
+/* A kernel writes one element past the end of a guarded tensor: no crash
+ * anywhere (the guard zone is real memory), but kt_free finds the guard
+ * bytes overwritten and fails the test. */
+START_TEST(oob_write_near) {
+  ke_tensor t;
+  int64_t shape[1] = {1000};
+  kt_alloc(&t, KE_F32, 1, shape);
+  kt_fill_uniform(&t, -1.0f, 1.0f);
+  kt_assert_ok(ke__fault_store(kt_ctx(), t.data, 1000));
+  kt_free(&t);
+}
+END_TEST
+
+/* A kernel reads a buffer nobody wrote and the test assumes zeros. Without
+ * --poison it passes or fails on whatever the allocator left; with --poison
+ * the input is NaN bytes, so the check fails with every element NaN. */
+START_TEST(unwritten_read) {
+  enum { N = 4096 };
+  void *x = NULL;
+  ke_tensor y;
+  int64_t shape[1] = {N};
+  kt_assert_ok(ke_malloc(kt_ctx(), &x, N * sizeof(float)));
+  kt_alloc(&y, KE_F32, 1, shape);
+  kt_assert_ok(ke__fault_copy(kt_ctx(), x, y.data, N));
+  static const double zeros[N];
+  int ok = kt_check("unwritten", &y, zeros, kt_tol_default(KE_F32), NULL);
+  kt_free(&y);
+  kt_assert_ok(ke_free(kt_ctx(), x));
+  ck_assert_msg(ok, "%s", kt_last_check_summary());
+}
+END_TEST
+
+/* A kernel that never ends: it spins on a flag nobody sets, in a process
+ * that ignores SIGTERM (as one stuck in a driver call may not answer it).
+ * The test's 2 s timeout sends SIGTERM; the SIGKILL after the grace ends
+ * it. */
+START_TEST(spin_kernel) {
+  signal(SIGTERM, SIG_IGN);
+  void *flag = NULL;
+  static const int zero = 0;
+  kt_assert_ok(ke_malloc(kt_ctx(), &flag, sizeof zero));
+  kt_assert_ok(ke_copy_to_device(kt_ctx(), flag, &zero, sizeof zero));
+  printf("spin_kernel: launching a kernel that never ends\n");
+  fflush(stdout);
+  kt_assert_ok(ke__fault_spin(kt_ctx(), flag));
+  ck_abort_msg("the spinning kernel returned");
+}
+END_TEST
+
+/* Asks for more device memory than the device has: the cap refuses it with
+ * KE_ECAP and names the numbers; the test fails cleanly, nothing crashes. */
+START_TEST(over_cap) {
+  void *p = NULL;
+  size_t total = ke_context_device(kt_ctx())->total_bytes;
+  kt_assert_ok(ke_malloc(kt_ctx(), &p, 2 * total));
+  kt_assert_ok(ke_free(kt_ctx(), p));
+}
+END_TEST
+
+/* Closes its end of the result pipe and passes: the parent never gets the
+ * result or end record, so this is not a pass. */
+START_TEST(closed_pipe) {
+  if (kt__state.result_fd >= 0) {
+    close(kt__state.result_fd);
+    kt__state.result_fd = -1;
+  }
+  printf("closed the result pipe\n");
+}
+END_TEST
+
 static const kt_test fault_tests[] = {
     KT_TEST(pass),
     KT_TEST(fail_assert),
@@ -228,6 +343,13 @@ static const kt_test fault_tests[] = {
     KT_TEST(sleeper, .host_only = 1, .tags = "sleep"),
     KT_TEST(pollution_writer, .tags = "pollution"),
     KT_TEST(pollution_reader, .tags = "pollution"),
+    KT_TEST(oob_write_far, .tags = "device"),
+    KT_TEST(oob_write_near, .tags = "device"),
+    KT_TEST(unwritten_read, .tags = "device"),
+    KT_TEST(spin_kernel, .tags = "device", .timeout_s = 2),
+    KT_TEST(over_cap, .tags = "device"),
+    KT_TEST(closed_pipe, .host_only = 1),
+    KT_TEST(uninit_branch, .host_only = 1),
 };
 
 KT_SUITE(kt_suite_faults, "faults", "fault", fault_tests);

@@ -35,8 +35,10 @@ char *kh_runner_find(const char *backend, const char *dir, kh_err *err) {
   for (size_t i = 0; i < sizeof dirs / sizeof dirs[0] && !found; i++) {
     if (!dirs[i] || !*dirs[i]) continue;
     char *p = kh__asprintf("%s/kiln-runner-%s", dirs[i], backend);
+    /* Say why a runner that is there was passed over. */
+    const char *why = access(p, F_OK) != 0 ? "" : " (not executable)";
     if (access(p, X_OK) == 0) found = p;
-    else kh__buf_addf(&tried, "%s%s", tried.len ? ", " : "", p), free(p);
+    else kh__buf_addf(&tried, "%s%s%s", tried.len ? ", " : "", p, why), free(p);
     /* An explicit directory is the only place to look. */
     if (i == 0 && dir) break;
   }
@@ -177,7 +179,7 @@ int kh_select(const kh_registry *reg, char *const *sel, int nsel,
 
 static const char *const kh__visible[][2] = {
     [KH_BACKEND_AUTO] = {NULL, NULL},
-    [KH_BACKEND_HOST] = {NULL, NULL},
+    [KH_BACKEND_HOST] = {"KILN_EMU_VISIBLE_DEVICES", NULL},
     [KH_BACKEND_HIP] = {"HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"},
     [KH_BACKEND_CUDA] = {"CUDA_VISIBLE_DEVICES", NULL},
 };
@@ -201,8 +203,8 @@ static int kh__split_mask(const char *mask, char out[][64], int max) {
 /* The outer mask as a list of physical entries: for ROCm, HIP's mask
  * indexes into ROCR's. Returns -1 when no mask is set. */
 static int kh__outer_mask(int backend, char out[][64]) {
-  if (backend == KH_BACKEND_CUDA) {
-    const char *m = getenv("CUDA_VISIBLE_DEVICES");
+  if (backend == KH_BACKEND_CUDA || backend == KH_BACKEND_HOST) {
+    const char *m = getenv(kh_visible_var(backend, 0));
     return m ? kh__split_mask(m, out, KH_MAX_DEVICES) : -1;
   }
   if (backend != KH_BACKEND_HIP) return -1;
@@ -267,7 +269,7 @@ int kh_devices_probe(int backend, const char *runner, kh_backend_info *bi,
       snprintf(d->visible, sizeof d->visible, "%s", mask[d->index]);
       if (kh__parse_ll(d->visible, 0, KH_MAX_DEVICES - 1, &phys) != 0)
         phys = d->index;    /* a UUID: fall back to the position */
-    } else if (backend != KH_BACKEND_HOST) {
+    } else {
       snprintf(d->visible, sizeof d->visible, "%d", d->index);
     }
     d->physical = (int)phys;

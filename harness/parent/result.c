@@ -3,6 +3,7 @@
  */
 #include "result.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,13 +156,19 @@ int kh_result_line(kh_result *r, const char *line) {
     free(copy);
     return -1;
   }
-  int bad = 0;
+  const char *bad = NULL;
+  long long bytes;
   if (strcmp(rec.tag, "test") == 0) r->started = 1;
-  else if (strcmp(rec.tag, "result") == 0) bad = kh__take_result(r, &rec);
+  else if (strcmp(rec.tag, "result") == 0 && kh__take_result(r, &rec) != 0)
+    bad = "result record with an unknown status";
+  else if (strcmp(rec.tag, "leak") == 0 &&
+           (!kp_get(&rec, "bytes") ||
+            kh__parse_ll(kp_get(&rec, "bytes"), 0, LLONG_MAX, &bytes) != 0))
+    bad = "leak record without a byte count from 0 up";
   else if (strcmp(rec.tag, "end") == 0) r->ended = 1;
   free(copy);
   if (bad) {
-    kh_result_protocol_error(r, "result record with an unknown status", line);
+    kh_result_protocol_error(r, bad, line);
     return -1;
   }
   kh__keep_line(r, line);
@@ -189,8 +196,13 @@ long long kh_result_leaked(const kh_result *r, int *count) {
   int n = 0;
   char *buf = kh__xmalloc(KP_MAX_LINE);
   const char *v;
+  /* Saturating: a child may claim any number (tests/fuzz/fuzz-record
+   * found the overflow); kh_result_line refuses negative or non-numeric
+   * byte counts, so only a sum past LLONG_MAX needs care here. */
   while ((v = kh_result_find(r, "leak", n, "bytes", buf)) != NULL) {
-    total += atoll(v);
+    long long b = 0;
+    if (kh__parse_ll(v, 0, LLONG_MAX, &b) != 0) b = 0;
+    total = b > LLONG_MAX - total ? LLONG_MAX : total + b;
     n++;
   }
   free(buf);
@@ -234,8 +246,15 @@ static void kh__decide_ended(kh_result *r, const kh_exit_info *x,
             bytes, nleaks, nleaks == 1 ? "" : "s", file, line ? line : "?");
     /* Point at the allocation, not at Check's last line. */
     kh_result_set(&r->file, file);
-    r->line = line ? atoi(line) : 0;
+    long long ln = 0;
+    r->line = line && kh__parse_ll(line, 0, INT_MAX, &ln) == 0 ? (int)ln : 0;
   }
+  /* A runner that passed its one test exits 0; any other status comes from
+   * a --wrap tool (valgrind --error-exitcode) or a sanitizer at exit. */
+  if (r->outcome == KH_PASS && x->single && x->exited && x->code != 0)
+    kh__say(r, KH_FAIL, "the runner exited with status %d after the test "
+                        "passed: an error found at exit by a --wrap tool or "
+                        "sanitizer (see the log)", x->code);
   if (r->outcome == KH_PASS && x->signaled) {
     char sig[32];
     kh_signal_name(x->sig, sig, sizeof sig);
@@ -293,4 +312,8 @@ void kh_result_decide(kh_result *r, const kh_exit_info *x, int leaks_fail) {
   } else {
     kh__decide_unended(r, x);
   }
+  /* A child's result record may carry no message (tests/fuzz/fuzz-record
+   * found one): every decided outcome still says something. */
+  if (!r->message)
+    kh_result_set(&r->message, "(the runner's result record had no message)");
 }

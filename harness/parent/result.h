@@ -102,6 +102,8 @@ typedef struct kh_exit_info {
   int exited, code;
   int shared_died;          /* --isolation none: an earlier test ended the
                                process before this one ran */
+  int single;               /* the process ran this test alone, so its exit
+                               status is this test's */
 } kh_exit_info;
 
 /* Sets r->outcome and message from what the child sent and how it ended.

@@ -69,6 +69,7 @@ typedef struct kh__job {
   int dev;                  /* index into bi->dev, -1 for none */
   int slots;
   double spawn_ms, test_ms, deadline, kill_at, drain_until;
+  double exit_wall_s;       /* when it was reaped: its slots were back */
   int exited, wstatus;
   int timed_out, term_sent, kill_sent, interrupted;
   int exec_stage, exec_errno;
@@ -474,6 +475,7 @@ static kh_exit_info kh__exit_info(kh__run *R, const kh__job *j, int i) {
     x.exited = 1;
     return x;
   }
+  x.single = j->nrecs == 1;
   x.timed_out = j->timed_out;
   x.kill_sent = j->kill_sent;
   x.interrupted = j->interrupted && !j->timed_out;
@@ -512,11 +514,14 @@ static void kh__job_finish(kh__run *R, kh__job *j) {
     kh_result *r = j->recs[i];
     kh_exit_info x = kh__exit_info(R, j, i);
     kh_result_decide(r, &x, R->s->leaks == KH_LEAKS_FAIL);
+    /* `ended` is when the child was reaped, not when its pipes drained:
+     * its slots came back at its exit, and overlap checks read this. */
+    double end_s = j->exit_wall_s > 0 ? j->exit_wall_s : kh__wall_s();
     if (j->nrecs == 1) {
       r->wall_ms = now - j->spawn_ms;
-      r->end_s = kh__wall_s();
+      r->end_s = end_s;
     } else if (!r->ended) {
-      r->end_s = kh__wall_s();
+      r->end_s = end_s;
     }
     kh_result_set(&r->log_path, log_name);
     kh_result_set(&r->log_tail, tail);
@@ -682,6 +687,7 @@ static void kh__reap(kh__run *R) {
     while (p < 0 && errno == EINTR);
     if (p != j->pid) continue;
     j->exited = 1;
+    j->exit_wall_s = kh__wall_s();
     j->drain_until = kh__now_ms() + KH__DRAIN_MS;
   }
 }
@@ -747,8 +753,13 @@ static int kh__start_one(kh__run *R) {
     if (dev == -1) return 0;
     if (dev == -2) {
       R->qhead++;
-      char *msg = kh__asprintf("needs %d slots; no device has that many",
-                               t->slots);
+      int any = 0;
+      for (int d = 0; d < bi->ndevices; d++) any |= R->cap[d] > 0;
+      char *msg = any ? kh__asprintf("needs %d slots; no device has that many",
+                                     t->slots)
+                      : kh__strdup("no device has slots: every device the "
+                                   "runner sees was left out by the device "
+                                   "list (config or --resource-spec)");
       kh__immediate(R, &it, KH_ERROR, msg);
       free(msg);
       return 1;
@@ -955,8 +966,25 @@ static void kh__fill_queue(kh__run *R) {
     }
 }
 
+/* A device that a config or resource spec lists but the runner does not
+ * see gets no slots: say so, since its tests will run elsewhere or not. */
+static void kh__warn_unseen(kh__run *R) {
+  const kh_backend_info *bi = R->o->bi;
+  for (int i = 0; i < R->s->ndevices; i++) {
+    int seen = 0;
+    for (int d = 0; d < bi->ndevices; d++)
+      seen |= bi->dev[d].physical == R->s->devices[i].id;
+    if (!seen)
+      kh_console_note(&R->con, "kiln: warning: device %d is listed (config or "
+                      "--resource-spec) but the %s runner does not see it; "
+                      "it gets no tests", R->s->devices[i].id,
+                      kh_backend_names[bi->backend]);
+  }
+}
+
 static int kh__setup_tokens(kh__run *R, kh_err *err) {
   const kh_backend_info *bi = R->o->bi;
+  kh__warn_unseen(R);
   kh_device_caps(R->s, bi, R->cap);
   if (bi->ndevices == 0) return 0;
   if (kh_tokens_open(&R->tok, R->o->token_key, err) != 0) return -1;

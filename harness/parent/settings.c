@@ -732,7 +732,10 @@ static int kh__gpu(kh__json *j, void *p) {
   if (!a.has_id || kh__parse_ll(a.id, 0, KH_MAX_DEVICES - 1, &id) != 0)
     return kh__json_fail(&at, "a gpu needs an \"id\" holding a device index "
                               "(\"0\" to \"31\")");
-  if (!a.has_slots || a.slots != (int)a.slots || a.slots < 1 || a.slots > 1024)
+  /* Range first: converting an out-of-range double to int is undefined
+   * (found by tests/fuzz/fuzz-config). */
+  if (!a.has_slots || !(a.slots >= 1 && a.slots <= 1024) ||
+      a.slots != (int)a.slots)
     return kh__json_fail(&at, "a gpu needs \"slots\": an integer from 1 to 1024");
   if (s->ndevices == KH_MAX_DEVICES) return kh__json_fail(&at, "too many gpus");
   s->devices[s->ndevices++] = (kh_dev_slots){(int)id, (int)a.slots};

@@ -10,11 +10,11 @@ k list;                        expect_rc 0 "list"
 expect_out '^softmax/sizes_f32 ' "list shows softmax tests"
 if grep -q '^faults/' "$T/out.txt"; then fail "fault tests listed without being named"; else ok "fault tests hidden by default"; fi
 k list faults;                 expect_rc 0 "list faults"
-expect_eq "$(grep -c '^faults/' "$T/out.txt")" 17 "fault tests listed by suite"
+expect_eq "$(grep -c '^faults/' "$T/out.txt")" 24 "fault tests listed by suite"
 k list softmax/causal;         expect_eq "$(wc -l <"$T/out.txt")" 1 "an id selects one test"
 k list 'softmax/sizes_f*';     expect_eq "$(grep -c '^softmax/sizes_f' "$T/out.txt")" 2 "a glob selects sizes_f32 and sizes_f16"
 k list 'faults/pollution_*'; expect_eq "$(cut -d" " -f1 "$T/out.txt" | tr "\n" " ")" "faults/pollution_writer faults/pollution_reader " "a glob under the fault suite selects fault tests"
-k list @fault;                 expect_eq "$(grep -c "^faults/" "$T/out.txt")" 17 "@fault selects the fault suite"
+k list @fault;                 expect_eq "$(grep -c "^faults/" "$T/out.txt")" 24 "@fault selects the fault suite"
 k list softmax -@slow;         rc2=$(grep -c sizes_large "$T/out.txt"); expect_eq "$rc2" 0 "-@slow excludes the slow test"
 k list -- faults -faults/pass; if grep -q '^faults/pass ' "$T/out.txt"; then fail "-suite/test did not exclude"; else ok "-suite/test excludes after --"; fi
 k list '*';                    if grep -q '^faults/' "$T/out.txt"; then fail "'*' swept up fault tests"; else ok "a bare glob does not select fault tests"; fi
@@ -58,6 +58,13 @@ cfg 'tolerances:' '  - {match: "a*", atol: 1}'; expect_rc 2 "tolerance without r
 cfg 'tolerances:' '  - {match: "a*", atol: 1, rtol: 2, btol: 3}'; expect_rc 2 "tolerance unknown key"
 cfg 'selection: faults/pass';          expect_rc 2 "selection must be a list"
 cfg 'jobs: 1' 'jobs: 2';               expect_rc 2 "duplicate key"
+cfg 'grace: 1e999';                    expect_rc 2 "huge double"; expect_out 'c.yaml:1:8: ' "huge double: line:column"
+cfg 'jobs: 99999999999999999999';      expect_out "c.yaml:1:7: jobs: '99999999999999999999' is not valid" "huge number: line:column and the value"
+cfg 'grace: -1';                       expect_rc 2 "negative grace"
+printf 'selection: [nosuchsuite]\n' >"$T/c.yaml"; k list --config "$T/c.yaml"; expect_rc 2 "a config selecting nothing"; expect_out "selector 'nosuchsuite' matches no test" "the config's selector is named"
+cfg 'devices:' '  - {id: 0, slots: 0}'; expect_rc 2 "device with 0 slots"; expect_out 'c.yaml:2:' "bad device entry: line"
+printf 'jobs: 2\n\tretries: 1\n' >"$T/c.yaml"; k list --config "$T/c.yaml" faults/pass; expect_rc 2 "a tab in YAML"; expect_out 'c.yaml:2:[0-9]+: malformed YAML' "tab: line:column"
+head -c 512 /dev/urandom >"$T/c.yaml"; printf '\0x: [' >>"$T/c.yaml"; k list --config "$T/c.yaml" faults/pass; expect_rc 2 "binary garbage as a config"
 cfg '- 1';                             expect_rc 2 "a config that is not a mapping"
 k list --config nosuchprofile;         expect_rc 2 "missing config"
 for p in default quick nightly ci; do
@@ -74,5 +81,10 @@ expect_rc 0 "a good resource spec"; expect_out 'slots 3 total, 3 free' "resource
 spec '{"version":{"major":1,"minor":0},' '"local":[{"gpus":[{"id":"0","slots":"x"}]}]}'
 expect_rc 2 "bad slots in resource spec"; expect_out 'spec.json:2:' "resource-spec error names line and column"
 spec '{"version":{"major":2,"minor":0},"local":[]}'; expect_rc 2 "resource spec major version 2"
+spec '{"version":{"major":1,"minor":0},"local":[{"gpus":[{"id":"0","slots":-2}]}]}'; expect_rc 2 "negative slots in resource spec"; expect_out 'spec.json:1:[0-9]+: a gpu needs "slots"' "negative slots: line:column"
+spec '{"version":{"major":1,"minor":0},"local":[{"gpus":[{"id":"0","slots":2222222220}]}]}'; expect_rc 2 "slots beyond int in resource spec"
+spec '{"version":{"major":1,"minor":0},"local":[{"gpus":[{"id":"99","slots":1}]}]}'; expect_rc 2 "device id out of range in resource spec"
+spec '{"version":{"major":1,"minor":0},' '  "local":[{"gpus":[{"id":"0" "slots":1}]}]}'; expect_rc 2 "malformed JSON"; expect_out 'spec.json:2:[0-9]+: ' "malformed JSON: line:column"
+k devices --backend host --resource-spec "$T/nosuch.json"; expect_rc 2 "missing resource spec"; expect_out 'nosuch.json' "missing resource spec: names the file"
 spec '{"version":{"major":1,"minor":0},"local":[{"gpus":[{"id":"0","slots":1}]}]} x'; expect_rc 2 "trailing garbage in resource spec"
 finish

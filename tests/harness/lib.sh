@@ -80,12 +80,14 @@ expect_tokens_full() {
   else fail "tokens $free free of $cap $1"; fi
 }
 
-# No process started for this test (runner or grandchild) is left.
+# No process started for this test (runner or grandchild, whatever it
+# exec'd since) is left: any live process with KILN_TEST and this test's
+# token key in its environment (zombies have none).
 expect_no_runners() {
   sleep 0.3
-  local left="" p
-  for p in $(pgrep -f kiln-runner-host); do
-    grep -qs "$T" "/proc/$p/environ" && left="$left $p"
+  local left="" f
+  for f in $(grep -lsz '^KILN_TEST=' /proc/[0-9]*/environ); do
+    grep -qsz "^KILN_TOKEN_KEY=$KEY\$" "$f" && left="$left $(basename "$(dirname "$f")")"
   done
   if [ -n "$left" ]; then fail "processes left $1:$left"; ps -o pid,args -p ${left// /,} 2>/dev/null
   else ok "no runner process left $1"; fi

@@ -42,4 +42,20 @@ expect_eq "$(field run.interrupted)" true "rebuilt report is marked interrupted"
 expect_eq "$(field run.rebuilt_from_journal)" true "rebuilt report says so"
 expect_eq "$(tfield faults/pass outcome)" pass "the finished test survives in the rebuilt report"
 k report show "$T/kill";       expect_rc 0 "report show of the rebuilt report"; expect_out INTERRUPTED "show marks it"
+
+# ---- SIGINT while a kernel spins in a child that ignores SIGTERM ----
+# kiln's SIGTERM is ignored, so the grace kill must end it; kiln still
+# exits 130 with the test recorded and every slot back.
+"$KILN" run --backend host --grace 0.3 -o "$T/spin" faults/spin_kernel >"$T/out.txt" 2>&1 &
+kiln_pid=$!
+for i in $(seq 50); do grep -qs 'never ends' "$T/spin/logs/faults/spin_kernel.log" && break
+  [ -n "$(pgrep -P $kiln_pid)" ] && sleep 0.3 && break; sleep 0.05; done
+kill -INT $kiln_pid
+wait $kiln_pid; rc=$?
+expect_rc 130 "SIGINT during a spinning kernel"
+flat "$T/spin/report.yaml"
+expect_match "$(tfield faults/spin_kernel message)" "interrupted" "the spinning test is recorded as interrupted"
+expect_eq "$(tfield faults/spin_kernel signal)" SIGKILL "SIGTERM ignored: the grace kill ended it"
+expect_tokens_full "after SIGINT during a spinning kernel"
+expect_no_runners "after SIGINT during a spinning kernel"
 finish

@@ -12,6 +12,10 @@
  *   KILN_EMU_MEMORY_MB  simulated device memory in MiB (default 8192)
  *   KILN_EMU_DEVICES    number of emulated devices (default 1; 0 = none)
  *   KILN_EMU_STACK_KB   stack per emulated GPU thread in KiB (default 256)
+ *   KILN_EMU_VISIBLE_DEVICES  comma list narrowing the devices, as
+ *                       CUDA_VISIBLE_DEVICES does (kiln sets it per child)
+ *   KILN_EMU_BROKEN_DEVICES   comma list of physical devices that are listed
+ *                       but fail every stream and memory call (tests)
  * They are read once, at the first call. An invalid value is reported on
  * stderr and every call that needs a device then returns
  * hipErrorNotInitialized. Implementation: this folder, see README.md.

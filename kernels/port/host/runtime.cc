@@ -35,7 +35,9 @@ namespace {
 
 struct config {
   hipError_t status;        /* hipSuccess or hipErrorNotInitialized */
-  int devices;
+  int devices;              /* visible devices */
+  int physical[64];         /* visible device -> emulated physical device */
+  unsigned long long broken; /* bit per physical device that cannot work */
   size_t memory_bytes;      /* per device */
   size_t stack_bytes;
 };
@@ -61,8 +63,52 @@ bool env_number(const char *name, unsigned long long lo, unsigned long long hi,
   return false;
 }
 
+/* Reads a comma-separated list of device numbers below limit into out
+ * (at most 64); false (after one line on stderr) for anything else. */
+bool env_list(const char *name, unsigned long long limit, int *out, int *n) {
+  const char *text = getenv(name);
+  *n = 0;
+  if (!text) return true;
+  for (const char *p = text; *p;) {
+    char *end = nullptr;
+    errno = 0;
+    unsigned long long v = strtoull(p, &end, 10);
+    if (errno || end == p || *p == '-' || v >= limit || *n == 64 ||
+        (*end && *end != ',')) {
+      fprintf(stderr,
+              "kiln host emulation: %s=\"%s\" is not a list of device "
+              "numbers below %llu; HIP calls will fail with "
+              "hipErrorNotInitialized\n",
+              name, text, limit);
+      return false;
+    }
+    out[(*n)++] = (int)v;
+    p = *end ? end + 1 : end;
+  }
+  return true;
+}
+
+/* KILN_EMU_VISIBLE_DEVICES narrows the emulated devices as
+ * CUDA_VISIBLE_DEVICES does (kiln sets it per child); KILN_EMU_BROKEN_DEVICES
+ * lists physical devices that are listed but fail every stream or memory
+ * call, as a GPU that is present but unusable would (kiln's own tests). */
+bool read_device_lists(config &c) {
+  int visible[64], nvisible = 0, broken[64], nbroken = 0;
+  bool ok = env_list("KILN_EMU_VISIBLE_DEVICES", (unsigned long long)c.devices,
+                     visible, &nvisible);
+  ok &= env_list("KILN_EMU_BROKEN_DEVICES", 64, broken, &nbroken);
+  if (!ok) return false;
+  for (int i = 0; i < 64; i++) c.physical[i] = i;
+  if (getenv("KILN_EMU_VISIBLE_DEVICES")) {
+    c.devices = nvisible;
+    for (int i = 0; i < nvisible; i++) c.physical[i] = visible[i];
+  }
+  for (int i = 0; i < nbroken; i++) c.broken |= 1ull << broken[i];
+  return true;
+}
+
 config read_config() {
-  config c = {hipSuccess, 1, 0, 0};
+  config c = {hipSuccess, 1, {0}, 0, 0, 0};
   unsigned long long warp, mb, devices, stack_kb;
   bool ok = env_number("KILN_WARP_SIZE", 32, 64, 32, &warp);
   if (ok && warp != 32 && warp != 64) {
@@ -81,6 +127,10 @@ config read_config() {
   }
   kemu__warp_size_value = (int)warp;
   c.devices = (int)devices;
+  if (!read_device_lists(c)) {
+    c.status = hipErrorNotInitialized;
+    return c;
+  }
   c.memory_bytes = (size_t)mb << 20;
   c.stack_bytes = (size_t)stack_kb << 10;
   return c;
@@ -158,6 +208,20 @@ hipError_t kemu__runtime_ready(void) {
   const config &c = cfg();
   if (c.status != hipSuccess) return c.status;
   return c.devices > 0 ? hipSuccess : hipErrorNoDevice;
+}
+
+/* hipErrorUnknown (and a line on stderr, once) when the current device is
+ * one of KILN_EMU_BROKEN_DEVICES. */
+static hipError_t kemu__device_usable(void) {
+  const config &c = cfg();
+  int phys = c.physical[t_device];
+  if (!(c.broken >> phys & 1)) return hipSuccess;
+  static bool said;
+  if (!said)
+    fprintf(stderr, "kiln host emulation: device %d (physical %d) is listed "
+                    "but unusable (KILN_EMU_BROKEN_DEVICES)\n", t_device, phys);
+  said = true;
+  return hipErrorUnknown;
 }
 
 hipError_t kemu__record_error(hipError_t error) {
@@ -304,6 +368,7 @@ hipError_t hipMalloc(void **ptr, size_t bytes) {
   if (!ptr) return ret(hipErrorInvalidValue);
   *ptr = nullptr;
   hipError_t e = kemu__runtime_ready();
+  if (e == hipSuccess) e = kemu__device_usable();
   if (e != hipSuccess) return ret(e);
   if (bytes == 0) return hipSuccess; /* as HIP: success, null pointer */
 
@@ -388,6 +453,7 @@ hipError_t hipStreamCreateWithFlags(hipStream_t *stream, unsigned flags) {
   if (!stream || (flags & ~(unsigned)hipStreamNonBlocking))
     return ret(hipErrorInvalidValue);
   hipError_t e = kemu__runtime_ready();
+  if (e == hipSuccess) e = kemu__device_usable();
   if (e != hipSuccess) return ret(e);
   kemu_stream *s = new (std::nothrow) kemu_stream{flags};
   if (!s) return ret(hipErrorOutOfMemory);

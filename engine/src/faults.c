@@ -1,0 +1,28 @@
+/* TEST ONLY: the entry points of kiln/test-faults.h, which launch the fault
+ * kernels of kernels/faults.hip for the fault suite. Like every entry point
+ * they launch through KE__TIMED_LAUNCH; unlike one they check nothing, since
+ * going wrong is their purpose.
+ */
+#include "engine-impl.h"
+#include "kiln/test-faults.h"
+#include "launch-faults.h"
+
+int ke__fault_store(ke_context *ctx, float *p, int64_t offset) {
+  if (!ctx) return ke__fail(KE_EINVAL, "ke__fault_store: ctx is NULL");
+  KE__TIMED_LAUNCH(ctx, "fault_store",
+                   ke__fault_store_launch(ctx->stream, p, offset));
+  return ke_context_sync(ctx);
+}
+
+int ke__fault_copy(ke_context *ctx, const float *x, float *y, int64_t n) {
+  if (!ctx) return ke__fail(KE_EINVAL, "ke__fault_copy: ctx is NULL");
+  KE__TIMED_LAUNCH(ctx, "fault_copy",
+                   ke__fault_copy_launch(ctx->stream, x, y, n));
+  return ke_context_sync(ctx);
+}
+
+int ke__fault_spin(ke_context *ctx, int *flag) {
+  if (!ctx) return ke__fail(KE_EINVAL, "ke__fault_spin: ctx is NULL");
+  KE__TIMED_LAUNCH(ctx, "fault_spin", ke__fault_spin_launch(ctx->stream, flag));
+  return ke_context_sync(ctx);
+}
