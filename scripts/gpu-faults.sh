@@ -74,8 +74,9 @@ slots_full
 left=$(pgrep -f "$stage/kiln-runner-$B" | wc -l)
 say "  runner processes left: $left"
 
-say "== soak: $soak runs of the whole $B suite"
+say "== soak: $soak runs of the $B suite (${KILN_GPU_SOAK_SEL:--@slow})"
 scripts/soak.sh -n "$soak" -b "$B" -k "$stage/kiln" -o /tmp/kiln-soak -- \
-  --runner-dir "$stage" --jobs 4 --slots 4 >"$out/soak.log" 2>&1
+  --runner-dir "$stage" --jobs 4 --slots 4 -- ${KILN_GPU_SOAK_SEL:--@slow} \
+  >"$out/soak.log" 2>&1
 say "  soak exit $? (0: no test changed outcome)"
 tail -12 "$out/soak.log" | tee -a "$S"
