@@ -174,6 +174,14 @@ START_TEST(random_inputs) {
   ck_assert_msg(same < 10, "%lld equal draws for different seeds",
                 (long long)same);
   kt_assert_status(ke_rand_uniform(ctx, &a, 1, 2.0f, 1.0f), KE_EINVAL);
+  kt_assert_status(ke_rand_normal(ctx, &a, 1, 0.0f, 0.0f), KE_EINVAL);
+  ke_tensor bad = a;
+  bad.dtype = (ke_dtype)9;
+  kt_assert_status(ke_rand_uniform(ctx, &bad, 1, 0.0f, 1.0f), KE_EDTYPE);
+  bad = a;
+  bad.stride[0] = 2;
+  bad.shape[0] = 10;
+  kt_assert_status(ke_rand_normal(ctx, &bad, 1, 0.0f, 1.0f), KE_ESHAPE);
   free(va);
   free(vb);
   kt_free(&a);

@@ -26,6 +26,9 @@ static int ke__rand_fill(ke_context *ctx, ke_tensor *t, uint64_t seed,
                          int normal, float p0, float p1) {
   if (!ctx || !t || !t->data)
     return ke__fail(KE_EINVAL, "random fill: NULL argument");
+  if (ke_dtype_size(t->dtype) == 0)
+    return ke__fail(KE_EDTYPE, "random fill: dtype %d is not f32, f16 or bf16",
+                    (int)t->dtype);
   if (!ke_tensor_is_contiguous(t))
     return ke__fail(KE_ESHAPE, "random fill: tensor must be contiguous");
   int64_t n = ke_tensor_numel(t);
