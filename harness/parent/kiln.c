@@ -98,7 +98,9 @@ static void kh__usage(FILE *f) {
     "\n"
     "Selectors: SUITE, SUITE/TEST, globs (softmax/sizes_*), @TAG; a leading\n"
     "'-' excludes (-@slow, -softmax/causal). Tests tagged `fault` run only\n"
-    "when named (@fault, their suite or id). No selector: every other test.\n"
+    "when named (@fault, their suite or id); on the host backend, tests\n"
+    "tagged `slow` (GPU-sized) run only through @slow or their id. No\n"
+    "selector: every other test.\n"
     "\n");
   for (size_t i = 0; i < KH__NOPTS; i++) {
     const kh__opt *o = &kh__opts[i];
@@ -301,17 +303,24 @@ static char *kh__any_runner(const kh__cli *c, const kh_settings *s) {
 }
 
 static int kh__load_selected(const char *runner, char **sel, int nsel,
-                             kh_registry *reg, unsigned char **chosen) {
+                             int backend, kh_registry *reg,
+                             unsigned char **chosen) {
   kh_err err;
   if (kh_registry_load(runner, reg, &err) != 0) {
     fprintf(stderr, "kiln: cannot list tests: %s\n", err.msg);
     return KH_EXIT_INFRA;
   }
   *chosen = kh__xcalloc((size_t)reg->n + 1, 1);
-  if (kh_select(reg, sel, nsel, *chosen, &err) != 0) {
+  int held = 0;
+  if (kh_select(reg, sel, nsel, backend == KH_BACKEND_HOST, *chosen, &held,
+                &err) != 0) {
     fprintf(stderr, "kiln: %s\n", err.msg);
     return KH_EXIT_USAGE;
   }
+  if (held)
+    fprintf(stderr, "kiln: %d GPU-sized test%s (tag slow) left out on the "
+                    "host backend; add @slow to run %s\n",
+            held, held == 1 ? "" : "s", held == 1 ? "it" : "them");
   return 0;
 }
 
@@ -323,7 +332,7 @@ static int kh__cmd_list(kh__cli *c, kh_settings *s) {
   kh__selectors(c, s, 1, &sel, &nsel);
   kh_registry reg;
   unsigned char *chosen = NULL;
-  int rc = kh__load_selected(runner, sel, nsel, &reg, &chosen);
+  int rc = kh__load_selected(runner, sel, nsel, s->backend, &reg, &chosen);
   kh_shard shard;
   if (rc == 0) rc = kh__shard(c, &reg, chosen, &shard);
   for (int i = 0; rc == 0 && i < reg.n; i++) {
@@ -431,7 +440,7 @@ static int kh__cmd_run(kh__cli *c, kh_settings *s, const char *config_path,
   kh__selectors(c, s, 1, &sel, &nsel);
   kh_registry reg;
   unsigned char *chosen = NULL;
-  int rc = kh__load_selected(bi.runner, sel, nsel, &reg, &chosen);
+  int rc = kh__load_selected(bi.runner, sel, nsel, bi.backend, &reg, &chosen);
   kh_shard shard;
   if (rc == 0) rc = kh__shard(c, &reg, chosen, &shard);
   char *out = NULL, *key = NULL;

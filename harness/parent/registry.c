@@ -144,12 +144,25 @@ static int kh__sel_explicit(const char *sel, const kh_test *t) {
   return strncmp(sel, t->suite, n) == 0 && sel[n] == '/';
 }
 
+/* A slow test held back on the host comes only when named outright. */
+static int kh__slow_named(const char *sel, const kh_test *t) {
+  return strcmp(sel, "@slow") == 0 || strcmp(sel, t->id) == 0;
+}
+
+/* Would a sweep (no selector, a suite, a glob, another tag) take t? */
+static int kh__sweepable(const kh_test *t, int hold_slow) {
+  return !kh_test_has_tag(t, "fault") &&
+         !(hold_slow && kh_test_has_tag(t, "slow"));
+}
+
 int kh_select(const kh_registry *reg, char *const *sel, int nsel,
-              unsigned char *chosen, kh_err *err) {
+              int hold_slow, unsigned char *chosen, int *held, kh_err *err) {
   int npos = 0;
   for (int s = 0; s < nsel; s++) npos += sel[s][0] != '-';
   for (int i = 0; i < reg->n; i++)
-    chosen[i] = npos == 0 && !kh_test_has_tag(&reg->tests[i], "fault");
+    chosen[i] = npos == 0 && kh__sweepable(&reg->tests[i], hold_slow);
+  unsigned char *swept = calloc((size_t)reg->n + 1, 1);
+  if (!swept) return kh__errf(err, "out of memory");
   for (int s = 0; s < nsel; s++) {
     int neg = sel[s][0] == '-';
     const char *pat = sel[s] + neg;
@@ -158,13 +171,20 @@ int kh_select(const kh_registry *reg, char *const *sel, int nsel,
       const kh_test *t = &reg->tests[i];
       if (!kh__sel_matches(pat, t)) continue;
       hits++;
-      if (neg) chosen[i] = 0;
-      else if (!kh_test_has_tag(t, "fault") || kh__sel_explicit(pat, t))
+      if (neg) {
+        chosen[i] = 0;
+      } else if (hold_slow && kh_test_has_tag(t, "slow") &&
+                 !kh__slow_named(pat, t)) {
+        swept[i] = 1;  /* matched, but held back on this backend */
+      } else if (!kh_test_has_tag(t, "fault") || kh__sel_explicit(pat, t)) {
         chosen[i] = 1;
+      }
     }
-    if (!*pat || hits == 0)
+    if (!*pat || hits == 0) {
+      free(swept);
       return kh__errf(err, "selector '%s' matches no test (see `kiln list`)",
                       sel[s]);
+    }
   }
   /* Exclusions win whatever their position. */
   for (int s = 0; s < nsel; s++) {
@@ -172,6 +192,17 @@ int kh_select(const kh_registry *reg, char *const *sel, int nsel,
     for (int i = 0; i < reg->n; i++)
       if (kh__sel_matches(sel[s] + 1, &reg->tests[i])) chosen[i] = 0;
   }
+  /* Count what the host left out that a GPU run would have taken. */
+  int n_held = 0;
+  for (int i = 0; i < reg->n; i++) {
+    const kh_test *t = &reg->tests[i];
+    int wanted = npos == 0 ? !kh_test_has_tag(t, "fault") : swept[i];
+    for (int s = 0; wanted && s < nsel; s++)
+      if (sel[s][0] == '-' && kh__sel_matches(sel[s] + 1, t)) wanted = 0;
+    n_held += hold_slow && wanted && !chosen[i] && kh_test_has_tag(t, "slow");
+  }
+  if (held) *held = n_held;
+  free(swept);
   return 0;
 }
 

@@ -44,10 +44,13 @@ int kh_test_has_tag(const kh_test *t, const char *tag);
 
 /* Marks chosen[i] for the selected tests. Positive selectors add (none: all
  * tests), "-SEL" removes. Tests tagged `fault` come only when a selector
- * names them explicitly (@fault, their suite, their id). A selector that
- * matches no test is an error naming it. */
+ * names them explicitly (@fault, their suite, their id). With hold_slow
+ * (the host backend), tests tagged `slow` -- GPU-sized cases that take
+ * minutes in emulation -- come only through `@slow` or their exact id, and
+ * *held counts those left out. A selector that matches no test is an error
+ * naming it. */
 int kh_select(const kh_registry *reg, char *const *sel, int nsel,
-              unsigned char *chosen, kh_err *err);
+              int hold_slow, unsigned char *chosen, int *held, kh_err *err);
 
 /* ---- Devices --------------------------------------------------------------- */
 
