@@ -42,12 +42,18 @@
 #define __launch_bounds__(...)
 /* __restrict__ is a g++ keyword already. */
 
-/* Static shared memory: one copy per OS thread, and an OS thread runs one
- * block at a time, so every fiber of the running block sees the same copy.
- * It is neither zeroed nor poisoned between blocks (it keeps the previous
- * block's contents; undefined on a GPU as well). `extern __shared__` (CUDA's
- * dynamic shared memory) does not compile: use HIP_DYNAMIC_SHARED. */
-#define __shared__ static thread_local
+/* Static shared memory: one copy per process. Launches are serialised
+ * process-wide (kemu__launch holds one lock for the whole grid) and a grid
+ * runs one block at a time, so every fiber of the running block sees the
+ * one copy and no other block touches it meanwhile. It is neither zeroed
+ * nor poisoned between blocks (it keeps the previous block's contents;
+ * undefined on a GPU as well). Not thread_local: the kernels' shared
+ * arrays add up to megabytes, and static TLS is allocated and cleared for
+ * every thread at its start, the main thread included, which cost every
+ * runner process about a millisecond before main() (docs/performance.md).
+ * `extern __shared__` (CUDA's dynamic shared memory) does not compile: use
+ * HIP_DYNAMIC_SHARED. */
+#define __shared__ static
 
 /* ==== Built-in variables ================================================= */
 

@@ -399,6 +399,11 @@ void kemu__launch(const kemu__launch_desc *d) {
     kemu__record_error(hipErrorInvalidConfiguration);
     return;
   }
+  /* One grid at a time in the process: __shared__ arrays have one copy
+   * (hip-on-host.h). Launches from several OS threads take turns, as
+   * kernels on different streams may on a GPU. */
+  static std::mutex grid_lock;
+  std::lock_guard<std::mutex> hold(grid_lock);
   const unsigned int n = d->block.x * d->block.y * d->block.z;
   sched *s = get_sched();
   void *dyn = nullptr;

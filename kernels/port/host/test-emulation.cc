@@ -729,9 +729,9 @@ static void test_philox() {
 
 /* ==== Several OS threads ================================================= */
 
-/* Each OS thread has its own scheduler and its own copy of __shared__
- * memory; launches from two threads at once must not disturb each other,
- * and atomics from both must all land. */
+/* Each OS thread has its own scheduler; __shared__ memory has one copy and
+ * launches take turns. Launches from two threads at once must not disturb
+ * each other, and atomics from both must all land. */
 __global__ void count_up(int *counter) {
   __shared__ int local;
   if (threadIdx.x == 0) local = 0;
