@@ -35,6 +35,10 @@ static void kr_usage(FILE *f, const char *argv0) {
     "\n"
     "  --list              print the registry, one `test` record per line\n"
     "  --devices           print one `device` record per visible device\n"
+    "  --context-probe     open the engine context on device 0, close it,\n"
+    "                      print its timings (phase records) and exit;\n"
+    "                      with $KILN_SPAWN_MS (CLOCK_MONOTONIC ms at fork)\n"
+    "                      also the process start-up time\n"
     "  --result-fd N       send protocol records to file descriptor N\n"
     "  --verbose           print every record (standalone runs)\n"
     "  --poison            fill new device allocations with NaN bytes\n"
@@ -110,6 +114,63 @@ static int kr_devices(void) {
     kp_send(&rec, STDOUT_FILENO);
   }
   return KR_EXIT_OK;
+}
+
+/* --context-probe: what a process costs that only opens the engine
+ * context and exits, nothing else (`kiln bench` measures the ceiling for
+ * isolated tests with it). Records on stdout: phase runtime_init (context
+ * open, runtime start included), the device, phase teardown (close), end;
+ * on failure a result record with status error. */
+static int kr_context_probe(double main_ms) {
+  kp_record_out rec;
+  /* KILN_SPAWN_MS: CLOCK_MONOTONIC ms when the caller forked us; the gap to
+   * main() is fork, exec, dynamic linking and static initialisers. */
+  const char *spawn = getenv("KILN_SPAWN_MS");
+  char *end;
+  double spawn_ms = spawn ? strtod(spawn, &end) : 0;
+  if (spawn && *spawn && !*end && spawn_ms > 0) {
+    kp_begin(&rec, "phase");
+    kp_add_str(&rec, "name", "process_start");
+    kp_add_double(&rec, "ms", main_ms - spawn_ms);
+    kp_send(&rec, STDOUT_FILENO);
+  }
+  ke_context_options opts;
+  ke_context_options_init(&opts);
+  ke_context *ctx = NULL;
+  double t0 = kt__now_ms();
+  int st = ke_context_open(&opts, &ctx);
+  double open_ms = kt__now_ms() - t0;
+  kp_begin(&rec, "phase");
+  kp_add_str(&rec, "name", "runtime_init");
+  kp_add_double(&rec, "ms", open_ms);
+  kp_send(&rec, STDOUT_FILENO);
+  if (st != KE_OK) {
+    kp_begin(&rec, "result");
+    kp_add_str(&rec, "status", "error");
+    kp_add_str(&rec, "message", ke_last_error());
+    kp_send(&rec, STDOUT_FILENO);
+    return KR_EXIT_INFRA;
+  }
+  const ke_device_info *d = ke_context_device(ctx);
+  kp_begin(&rec, "device");
+  kp_add_str(&rec, "backend", ke_backend_name());
+  kp_add_int(&rec, "index", d->index);
+  kp_add_str(&rec, "name", d->name);
+  kp_add_str(&rec, "arch", d->arch);
+  kp_send(&rec, STDOUT_FILENO);
+  t0 = kt__now_ms();
+  st = ke_context_close(ctx);
+  kp_begin(&rec, "phase");
+  kp_add_str(&rec, "name", "teardown");
+  kp_add_double(&rec, "ms", kt__now_ms() - t0);
+  kp_send(&rec, STDOUT_FILENO);
+  kp_begin(&rec, "result");
+  kp_add_str(&rec, "status", st == KE_OK ? "pass" : "error");
+  kp_add_str(&rec, "message", st == KE_OK ? "" : ke_last_error());
+  kp_send(&rec, STDOUT_FILENO);
+  kp_begin(&rec, "end");
+  kp_send(&rec, STDOUT_FILENO);
+  return st == KE_OK ? KR_EXIT_OK : KR_EXIT_INFRA;
 }
 
 /* 1 when the comma-separated tag list holds tag. */
@@ -240,11 +301,13 @@ static int kr_parse_tolerance(const char *arg) {
 }
 
 int main(int argc, char **argv) {
-  enum { OPT_LIST = 256, OPT_DEVICES, OPT_FD, OPT_POISON, OPT_CAP, OPT_SEED,
+  double main_ms = kt__now_ms();
+  enum { OPT_LIST = 256, OPT_DEVICES, OPT_PROBE, OPT_FD, OPT_POISON, OPT_CAP, OPT_SEED,
          OPT_TOL, OPT_VERBOSE, OPT_HELP, OPT_VERSION };
   static const struct option opts[] = {
       {"list", no_argument, 0, OPT_LIST},
       {"devices", no_argument, 0, OPT_DEVICES},
+      {"context-probe", no_argument, 0, OPT_PROBE},
       {"result-fd", required_argument, 0, OPT_FD},
       {"poison", no_argument, 0, OPT_POISON},
       {"cap", required_argument, 0, OPT_CAP},
@@ -254,13 +317,14 @@ int main(int argc, char **argv) {
       {"help", no_argument, 0, OPT_HELP},
       {"version", no_argument, 0, OPT_VERSION},
       {0, 0, 0, 0}};
-  int list = 0, devices = 0, seeded = 0;
+  int list = 0, devices = 0, probe = 0, seeded = 0;
   int c;
   char *end;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (c) {
     case OPT_LIST: list = 1; break;
     case OPT_DEVICES: devices = 1; break;
+    case OPT_PROBE: probe = 1; break;
     case OPT_FD:
       kt__state.result_fd = (int)strtol(optarg, &end, 10);
       if (*end || kt__state.result_fd < 0) {
@@ -306,6 +370,7 @@ int main(int argc, char **argv) {
   }
   if (list) return kr_list(), KR_EXIT_OK;
   if (devices) return kr_devices();
+  if (probe) return kr_context_probe(main_ms);
   if (!seeded) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

@@ -1,4 +1,5 @@
-/* The kiln command: `kiln run`, `kiln list`, `kiln devices`, `kiln report`.
+/* The kiln command: `kiln run`, `kiln list`, `kiln devices`, `kiln report`,
+ * `kiln bench` (bench.c, which parses its own options).
  * This file parses the command line (one option table drives parsing and
  * --help), merges flags over the config, and hands off to run.c, registry.c,
  * tokens.c and report.c. The parent links no engine and no GPU runtime.
@@ -11,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "kiln-config.h"
 #include "protocol.h"
 #include "registry.h"
@@ -91,14 +93,16 @@ static void kh__usage(FILE *f) {
     "                        [--kernel-abs-ms MS] [--drift F]\n"
     "       kiln report merge REPORT... [-o FILE] [--force]\n"
     "       kiln report html REPORT [-o FILE] [--history REPORT]...\n"
+    "       kiln bench [--backend B] [--tests N] [--concurrency LIST] [--out DIR]\n"
+    "                  [--skip ceiling,kiln,none,host] (kiln bench --help)\n"
     "\n"
     "Runs every selected GPU test in its own child process (a fresh engine\n"
     "context each), scheduled onto devices through host-wide device tokens,\n"
     "and writes a YAML report into the run folder.\n"
     "\n"
     "Selectors: SUITE, SUITE/TEST, globs (softmax/sizes_*), @TAG; a leading\n"
-    "'-' excludes (-@slow, -softmax/causal). Tests tagged `fault` run only\n"
-    "when named (@fault, their suite or id); on the host backend, tests\n"
+    "'-' excludes (-@slow, -softmax/causal). Tests tagged `fault` or `bench`\n"
+    "run only when named (@fault, their suite or id); on the host backend, tests\n"
     "tagged `slow` (GPU-sized) run only through @slow or their id. No\n"
     "selector: every other test.\n"
     "\n");
@@ -511,6 +515,8 @@ int main(int argc, char **argv) {
   /* The report tools (junit, diff, merge, html) parse their own options. */
   if (argc > 2 && strcmp(argv[1], "report") == 0 && kh_rtool_handles(argv[2]))
     return kh_rtool_main(argc - 2, argv + 2);
+  if (argc > 1 && strcmp(argv[1], "bench") == 0)
+    return kh_bench_main(argc - 1, argv + 1);
   kh__cli c;
   if (kh__parse_cli(&c, argc, argv) != 0) {
     kh__cli_free(&c);
@@ -542,7 +548,7 @@ int main(int argc, char **argv) {
   } else if (strcmp(cmd, "list") == 0) rc = kh__cmd_list(&c, &s);
   else if (strcmp(cmd, "devices") == 0) rc = kh__cmd_devices(&c, &s);
   else {
-    fprintf(stderr, "kiln: unknown command '%s' (run, list, devices, report)\n", cmd);
+    fprintf(stderr, "kiln: unknown command '%s' (run, list, devices, report, bench)\n", cmd);
     rc = KH_EXIT_USAGE;
   }
   kh_settings_free(&s);

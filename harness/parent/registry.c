@@ -135,24 +135,73 @@ static int kh__sel_matches(const char *sel, const kh_test *t) {
   return strcmp(sel, t->suite) == 0 || fnmatch(sel, t->id, 0) == 0;
 }
 
-/* Does the selector name this (fault) test on purpose, rather than sweep it
- * up with a wildcard? */
-static int kh__sel_explicit(const char *sel, const kh_test *t) {
-  if (strcmp(sel, "@fault") == 0) return 1;
-  if (strcmp(sel, t->suite) == 0 || strcmp(sel, t->id) == 0) return 1;
+/* Tags whose tests a sweep (no selector, another suite's glob, another tag)
+ * leaves out: they run only when a selector names them. One row per tag.
+ *   host_only  held back only on the host backend (hold_slow)
+ *   by_suite   named also by the test's suite, or a glob starting
+ *              "suite/"; otherwise only by @tag or the exact id
+ *   counted    kiln says how many it left out (a GPU run would take them) */
+typedef struct kh__held_tag {
+  const char *tag;
+  int host_only, by_suite, counted;
+} kh__held_tag;
+
+static const kh__held_tag kh__held[] = {
+    {"fault", 0, 1, 0},   /* the fault suite: goes wrong on purpose */
+    {"bench", 0, 1, 0},   /* kiln bench's trivial tests */
+    {"slow", 1, 0, 1},    /* GPU-sized: minutes each in emulation */
+};
+#define KH__NHELD (sizeof kh__held / sizeof kh__held[0])
+
+/* Is row h in force for test t on this backend? */
+static int kh__held_applies(const kh__held_tag *h, const kh_test *t,
+                            int hold_slow) {
+  return (!h->host_only || hold_slow) && kh_test_has_tag(t, h->tag);
+}
+
+/* Does the selector name t on purpose for row h, rather than sweep it up? */
+static int kh__held_named(const kh__held_tag *h, const char *sel,
+                          const kh_test *t) {
+  if (sel[0] == '@' && strcmp(sel + 1, h->tag) == 0) return 1;
+  if (strcmp(sel, t->id) == 0) return 1;
+  if (!h->by_suite) return 0;
   size_t n = strlen(t->suite);
-  return strncmp(sel, t->suite, n) == 0 && sel[n] == '/';
+  return strcmp(sel, t->suite) == 0 ||
+         (strncmp(sel, t->suite, n) == 0 && sel[n] == '/');
 }
 
-/* A slow test held back on the host comes only when named outright. */
-static int kh__slow_named(const char *sel, const kh_test *t) {
-  return strcmp(sel, "@slow") == 0 || strcmp(sel, t->id) == 0;
-}
-
-/* Would a sweep (no selector, a suite, a glob, another tag) take t? */
+/* Would a sweep take t? */
 static int kh__sweepable(const kh_test *t, int hold_slow) {
-  return !kh_test_has_tag(t, "fault") &&
-         !(hold_slow && kh_test_has_tag(t, "slow"));
+  for (size_t h = 0; h < KH__NHELD; h++)
+    if (kh__held_applies(&kh__held[h], t, hold_slow)) return 0;
+  return 1;
+}
+
+/* 1: sel takes t; 0: sel matched t but a held tag keeps it out, with
+ * *counted set when that tag's leaving-out is reported. */
+static int kh__sel_takes(const char *sel, const kh_test *t, int hold_slow,
+                         int *counted) {
+  int take = 1;
+  for (size_t h = 0; h < KH__NHELD; h++) {
+    const kh__held_tag *row = &kh__held[h];
+    if (!kh__held_applies(row, t, hold_slow) || kh__held_named(row, sel, t))
+      continue;
+    take = 0;
+    *counted |= row->counted;
+  }
+  return take;
+}
+
+/* Held back by a counted (backend-specific) row only: a GPU run would have
+ * taken it. */
+static int kh__held_counted(const kh_test *t, int hold_slow) {
+  int counted = 0;
+  for (size_t h = 0; h < KH__NHELD; h++)
+    if (kh__held_applies(&kh__held[h], t, hold_slow)) {
+      if (!kh__held[h].counted) return 0;
+      counted = 1;
+    }
+  return counted;
 }
 
 int kh_select(const kh_registry *reg, char *const *sel, int nsel,
@@ -173,11 +222,10 @@ int kh_select(const kh_registry *reg, char *const *sel, int nsel,
       hits++;
       if (neg) {
         chosen[i] = 0;
-      } else if (hold_slow && kh_test_has_tag(t, "slow") &&
-                 !kh__slow_named(pat, t)) {
-        swept[i] = 1;  /* matched, but held back on this backend */
-      } else if (!kh_test_has_tag(t, "fault") || kh__sel_explicit(pat, t)) {
-        chosen[i] = 1;
+      } else {
+        int counted = 0;
+        if (kh__sel_takes(pat, t, hold_slow, &counted)) chosen[i] = 1;
+        else if (counted) swept[i] = 1;  /* held back on this backend */
       }
     }
     if (!*pat || hits == 0) {
@@ -196,10 +244,10 @@ int kh_select(const kh_registry *reg, char *const *sel, int nsel,
   int n_held = 0;
   for (int i = 0; i < reg->n; i++) {
     const kh_test *t = &reg->tests[i];
-    int wanted = npos == 0 ? !kh_test_has_tag(t, "fault") : swept[i];
+    int wanted = npos == 0 ? kh__held_counted(t, hold_slow) : swept[i];
     for (int s = 0; wanted && s < nsel; s++)
       if (sel[s][0] == '-' && kh__sel_matches(sel[s] + 1, t)) wanted = 0;
-    n_held += hold_slow && wanted && !chosen[i] && kh_test_has_tag(t, "slow");
+    n_held += wanted && !chosen[i];
   }
   if (held) *held = n_held;
   free(swept);
@@ -217,6 +265,19 @@ static const char *const kh__visible[][2] = {
 
 const char *kh_visible_var(int backend, int which) {
   return kh__visible[backend][which];
+}
+
+void kh_visible_narrow(const kh_backend_info *bi, int dev) {
+  /* The child sees exactly its device, as index 0. ROCm: ROCR narrows to
+   * the physical device and HIP then sees it as 0. */
+  const char *v0 = kh_visible_var(bi->backend, 0);
+  const char *v1 = kh_visible_var(bi->backend, 1);
+  if (bi->backend == KH_BACKEND_HIP) {
+    setenv(v1, bi->dev[dev].visible, 1);
+    setenv(v0, "0", 1);
+  } else if (v0) {
+    setenv(v0, bi->dev[dev].visible, 1);
+  }
 }
 
 /* Splits a comma-separated mask into at most max entries. */

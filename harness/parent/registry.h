@@ -44,7 +44,8 @@ int kh_test_has_tag(const kh_test *t, const char *tag);
 
 /* Marks chosen[i] for the selected tests. Positive selectors add (none: all
  * tests), "-SEL" removes. Tests tagged `fault` come only when a selector
- * names them explicitly (@fault, their suite, their id). With hold_slow
+ * names them explicitly (@fault, their suite, their id), and so do tests
+ * tagged `bench` (kiln bench's trivial tests). With hold_slow
  * (the host backend), tests tagged `slow` -- GPU-sized cases that take
  * minutes in emulation -- come only through `@slow` or their exact id, and
  * *held counts those left out. A selector that matches no test is an error
@@ -83,5 +84,8 @@ int kh_backend_resolve(int wanted, const char *runner_dir, kh_backend_info *bi,
                        kh_err *err);
 /* The visible-devices variables a child of this backend gets. */
 const char *kh_visible_var(int backend, int which);
+/* Sets this process's visible-devices variables so that it (and what it
+ * execs) sees exactly bi->dev[dev], as device 0. Between fork and exec. */
+void kh_visible_narrow(const kh_backend_info *bi, int dev);
 
 #endif

@@ -264,15 +264,7 @@ static void kh__child_env(kh__run *R, const kh__job *j) {
   char num[16];
   snprintf(num, sizeof num, "%d", bi->dev[j->dev].physical);
   setenv("KILN_DEVICE", num, 1);
-  /* The child sees exactly its device, as index 0. ROCm: ROCR narrows to
-   * the physical device and HIP then sees it as 0. */
-  const char *v0 = kh_visible_var(bi->backend, 0), *v1 = kh_visible_var(bi->backend, 1);
-  if (bi->backend == KH_BACKEND_HIP) {
-    setenv(v1, bi->dev[j->dev].visible, 1);
-    setenv(v0, "0", 1);
-  } else if (v0) {
-    setenv(v0, bi->dev[j->dev].visible, 1);
-  }
+  kh_visible_narrow(bi, j->dev);
 }
 
 static void kh__child(kh__run *R, kh__job *j, char **argv, pid_t parent,
@@ -909,7 +901,7 @@ int kh_parent_gpu_clean(char *why, size_t n) {
   return why[0] == '\0';
 }
 
-static char *kh__git_rev(void) {
+char *kh__git_rev(void) {
   const char *env = getenv("KILN_GIT_REV");
   if (env) return kh__strdup(env);
   char *argv[] = {"git", "-C", KILN_SOURCE_DIR, "rev-parse", "--short=12", "HEAD", NULL};

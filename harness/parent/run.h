@@ -38,4 +38,8 @@ void kh_device_caps(const kh_settings *s, const kh_backend_info *bi,
  * library mapped; 0 with what was found in why. */
 int kh_parent_gpu_clean(char *why, size_t n);
 
+/* The source tree's git revision ($KILN_GIT_REV, else git), "" when
+ * unknown; malloc'd. */
+char *kh__git_rev(void);
+
 #endif
