@@ -616,8 +616,8 @@ static void kh__print_table(const kh__bench *B, const kh__summary *s) {
   }
   printf("\n");
   if (s->ceiling)
-    printf("ceiling:         %.1f tests/s (concurrency %d; context open %.1f ms "
-           "mean, %.1f max)\n", s->ceiling->tests_per_s, s->ceiling->conc,
+    printf("ceiling:         %.1f tests/s (concurrency %d; context open %.3g ms "
+           "mean, %.3g max)\n", s->ceiling->tests_per_s, s->ceiling->conc,
            s->ceiling->open_ms_mean, s->ceiling->open_ms_max);
   else
     printf("ceiling:         n/a\n");
