@@ -58,7 +58,7 @@ typedef struct kh_result {
   double wall_ms;           /* a warm child's: from its assignment */
   int warm;                 /* ran in a warm child */
   double startup_ms;        /* warm: spawn to its ready record; -1: never */
-  double ready_wait_ms;     /* warm: ready to assignment (0: assigned first) */
+  double ready_wait_ms;     /* warm: ready record to assignment */
   char *log_path;           /* relative to the run folder */
   char *log_tail;
   long long log_bytes, log_dropped;

@@ -1050,6 +1050,12 @@ static int kh__start_one(kh__run *R) {
   }
   if (R->warm_on && kh__warm_fits(t)) {
     kh__job *w = kh__warm_pick(R);
+    /* Only a ready child gets a test: one still starting is waited for
+     * (its ready record or its death wakes the loop). A test given to a
+     * child that then failed to start would be lost to a runner that
+     * cannot go warm at all (one older than --warm, a --wrap that breaks
+     * it), where the children dying unused turn warm children off. */
+    if (w && !w->ready) return 0;
     if (w && kh__warm_assign(R, w, &it) == 0) {
       kh__queue_take(R);
       return 1;
