@@ -6,7 +6,8 @@
  * Environment the tests read (set by tests/harness):
  *   KILN_FAULT_STATE_DIR  where faults/flaky_once keeps its attempt marker
  *   KILN_FAULT_FLOOD_MB   megabytes faults/flood writes (default 300)
- *   KILN_FAULT_SLEEP_MS   how long faults/sleeper sleeps (default 300)
+ *   KILN_FAULT_SLEEP_MS   how long faults/sleeper and faults/gpu_sleeper
+ *                         sleep (default 300)
  *
  * The device faults (oob_write_far, oob_write_near, unwritten_read,
  * spin_kernel) run real kernels from kernels/faults.hip through the
@@ -155,12 +156,24 @@ START_TEST(flood) {
 END_TEST
 
 /* Sleeps KILN_FAULT_SLEEP_MS (default 300): for token-sharing tests. */
-START_TEST(sleeper) {
+static void faults_sleep(void) {
   const char *env = getenv("KILN_FAULT_SLEEP_MS");
   long ms = env ? atol(env) : 300;
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0) {
   }
+}
+
+START_TEST(sleeper) { faults_sleep(); }
+END_TEST
+
+/* The same sleep in a GPU test, which gets an engine context (and, with
+ * KILN_EMU_INIT_MS on the host, a slow start-up): for warm children. */
+START_TEST(gpu_sleeper) {
+  void *p = NULL;
+  kt_assert_ok(ke_malloc(kt_ctx(), &p, 256));
+  faults_sleep();
+  kt_assert_ok(ke_free(kt_ctx(), p));
 }
 END_TEST
 
@@ -341,6 +354,7 @@ static const kt_test fault_tests[] = {
     KT_TEST(grandchild, .host_only = 1),
     KT_TEST(flood, .host_only = 1, .tags = "slow"),
     KT_TEST(sleeper, .host_only = 1, .tags = "sleep"),
+    KT_TEST(gpu_sleeper, .tags = "sleep"),
     KT_TEST(pollution_writer, .tags = "pollution"),
     KT_TEST(pollution_reader, .tags = "pollution"),
     KT_TEST(oob_write_far, .tags = "device"),

@@ -8,12 +8,14 @@
  * Run by hand with test patterns, it is a plain in-process test runner.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sem.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,6 +42,9 @@ static void kr_usage(FILE *f, const char *argv0) {
     "                      with $KILN_SPAWN_MS (CLOCK_MONOTONIC ms at fork)\n"
     "                      also the process start-up time\n"
     "  --result-fd N       send protocol records to file descriptor N\n"
+    "  --warm              open the engine context, send a `ready` record,\n"
+    "                      then run the one test named by an `assign` line\n"
+    "                      read from stdin (EOF first: exit 0)\n"
     "  --verbose           print every record (standalone runs)\n"
     "  --poison            fill new device allocations with NaN bytes\n"
     "  --cap F             allocation cap, fraction of free memory (0<F<=1)\n"
@@ -281,6 +286,112 @@ static int kr_run_one(const kt_suite *suite, const kt_test *test) {
   return outcome;
 }
 
+/* ---- Warm mode ------------------------------------------------------------ */
+
+/* One line from fd 0, byte by byte so that nothing past it is consumed.
+ * Returns its length (newline dropped), 0 at end of file before a whole
+ * line, -1 on a read error or a line that does not fit. */
+static ssize_t kr_read_line(char *out, size_t cap) {
+  size_t n = 0;
+  for (;;) {
+    char c;
+    ssize_t r = read(STDIN_FILENO, &c, 1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    if (r == 0) return 0;
+    if (c == '\n') break;
+    if (n + 1 >= cap) return errno = EMSGSIZE, -1;
+    out[n++] = c;
+  }
+  out[n] = '\0';
+  return (ssize_t)n;
+}
+
+/* The assignment's slots: `slots` from semaphore `sem_num` of the set
+ * `sem_id`, with SEM_UNDO so the kernel returns them however this process
+ * ends. A warm child holds none while it waits: kiln only assigns a test
+ * when its own count says the slot is free, and another kiln may still
+ * hold it, so the wait is reported as token_wait like a cold child's. */
+static int kr_take_slots(const kp_record *a, const char *argv0) {
+  long long id, num, slots;
+  if (kp_get_int(a, "sem_id", &id) != 0) return 0;   /* nothing to take */
+  if (kp_get_int(a, "sem_num", &num) != 0 || num < 0 || num > 65535 ||
+      kp_get_int(a, "slots", &slots) != 0 || slots < 1 || slots > 32767) {
+    fprintf(stderr, "%s: --warm: the assignment's sem_num/slots are missing "
+                    "or out of range\n", argv0);
+    return -1;
+  }
+  double t0 = kt__now_ms();
+  struct sembuf op = {(unsigned short)num, (short)-slots, SEM_UNDO};
+  int r;
+  do r = semop((int)id, &op, 1);
+  while (r != 0 && errno == EINTR);
+  if (r != 0) {
+    fprintf(stderr, "%s: --warm: taking %lld slot(s) from semaphore %lld of "
+                    "set %lld: %s\n", argv0, slots, num, id, strerror(errno));
+    return -1;
+  }
+  kp_record_out rec;
+  kp_begin(&rec, "phase");
+  kp_add_str(&rec, "name", "token_wait");
+  kp_add_double(&rec, "ms", kt__now_ms() - t0);
+  kt__emit(&rec);
+  return 0;
+}
+
+/* --warm: starts the runtime and opens the context before the test is
+ * known (the expensive part on a GPU), says so with a `ready` record, then
+ * reads one assignment from stdin: `assign id=ID tmpdir=DIR [sem_id=N
+ * sem_num=N slots=N]`. The test then runs in that context and closes it,
+ * as in a cold child. End of file first means kiln does not need this
+ * child: exit 0 quietly. */
+static int kr_warm(const char *argv0) {
+  (void)kt__context_open();
+  kp_record_out rec;
+  kp_begin(&rec, "ready");
+  kp_add_str(&rec, "status", kt__state.open_status == KE_OK ? "ok" : "error");
+  kp_add_double(&rec, "runtime_init_ms", kt__state.runtime_init_ms);
+  kt__emit(&rec);
+
+  static char line[KP_MAX_LINE];
+  ssize_t n = kr_read_line(line, sizeof line);
+  int saved = errno;
+  int null = open("/dev/null", O_RDONLY);
+  if (null >= 0 && null != STDIN_FILENO) dup2(null, STDIN_FILENO), close(null);
+  if (n <= 0) {
+    if (kt__state.ctx) (void)ke_context_close(kt__state.ctx);
+    if (n == 0) return KR_EXIT_OK;
+    fprintf(stderr, "%s: --warm: cannot read the assignment on stdin: %s\n",
+            argv0, strerror(saved));
+    return KR_EXIT_INFRA;
+  }
+  kp_record a;
+  const char *why = "not an `assign` record";
+  const kt_suite *suite = NULL;
+  const kt_test *test = NULL;
+  if (kp_parse(line, &a, &why) != 0 || strcmp(a.tag, "assign") != 0 ||
+      !kp_get(&a, "id")) {
+    fprintf(stderr, "%s: --warm: bad assignment '%.200s': %s (expected "
+                    "`assign id=SUITE/TEST tmpdir=DIR`)\n", argv0, line, why);
+    return KR_EXIT_USAGE;
+  }
+  test = kr_find(kp_get(&a, "id"), &suite);
+  if (!test) {
+    fprintf(stderr, "%s: --warm: no test '%s' (see --list)\n", argv0,
+            kp_get(&a, "id"));
+    return KR_EXIT_USAGE;
+  }
+  setenv("KILN_TEST", kp_get(&a, "id"), 1);
+  if (kp_get(&a, "tmpdir")) setenv("TEST_TMPDIR", kp_get(&a, "tmpdir"), 1);
+  if (kr_take_slots(&a, argv0) != 0) return KR_EXIT_INFRA;
+  kt__state.keep_context = 0;
+  int outcome = kr_run_one(suite, test);
+  /* A host_only test never used the context. */
+  if (kt__state.ctx) (void)ke_context_close(kt__state.ctx);
+  kt__state.ctx = NULL;
+  return outcome == 1 ? KR_EXIT_FAIL : KR_EXIT_OK;
+}
+
 static int kr_parse_tolerance(const char *arg) {
   if (kt__state.ntol >= (int)(sizeof kt__state.tol / sizeof kt__state.tol[0]))
     return -1;
@@ -303,7 +414,7 @@ static int kr_parse_tolerance(const char *arg) {
 int main(int argc, char **argv) {
   double main_ms = kt__now_ms();
   enum { OPT_LIST = 256, OPT_DEVICES, OPT_PROBE, OPT_FD, OPT_POISON, OPT_CAP, OPT_SEED,
-         OPT_TOL, OPT_VERBOSE, OPT_HELP, OPT_VERSION };
+         OPT_TOL, OPT_VERBOSE, OPT_HELP, OPT_VERSION, OPT_WARM };
   static const struct option opts[] = {
       {"list", no_argument, 0, OPT_LIST},
       {"devices", no_argument, 0, OPT_DEVICES},
@@ -316,8 +427,9 @@ int main(int argc, char **argv) {
       {"verbose", no_argument, 0, OPT_VERBOSE},
       {"help", no_argument, 0, OPT_HELP},
       {"version", no_argument, 0, OPT_VERSION},
+      {"warm", no_argument, 0, OPT_WARM},
       {0, 0, 0, 0}};
-  int list = 0, devices = 0, probe = 0, seeded = 0;
+  int list = 0, devices = 0, probe = 0, seeded = 0, warm = 0;
   int c;
   char *end;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -360,6 +472,7 @@ int main(int argc, char **argv) {
       }
       break;
     case OPT_VERBOSE: kt__state.verbose = 1; break;
+    case OPT_WARM: warm = 1; break;
     case OPT_HELP: kr_usage(stdout, argv[0]); return KR_EXIT_OK;
     case OPT_VERSION:
       printf("kiln-runner %s (%s backend, protocol %d)\n", KILN_VERSION,
@@ -376,6 +489,14 @@ int main(int argc, char **argv) {
     clock_gettime(CLOCK_REALTIME, &ts);
     kt__state.run_seed = ((uint64_t)ts.tv_sec * 1000000007ull) ^
                          (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
+  }
+  if (warm) {
+    if (optind < argc) {
+      fprintf(stderr, "%s: --warm takes its test from stdin, not '%s'\n",
+              argv[0], argv[optind]);
+      return KR_EXIT_USAGE;
+    }
+    return kr_warm(argv[0]);
   }
 
   /* Which tests: exact ids first (the parent's way), else patterns. */

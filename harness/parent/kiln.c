@@ -54,6 +54,7 @@ static const kh__opt kh__opts[] = {
   {"repeat", 0, 1, KH_O_SETTING, "repeat", "N", "run every selected test N times"},
   {"isolation", 0, 1, KH_O_SETTING, "isolation", "M", "process (one child per test) or none (one shared process)"},
   {"wrap", 0, 1, KH_O_SETTING, "wrap", "CMD", "run each child under CMD (valgrind, compute-sanitizer, ...)"},
+  {"warm", 0, 1, KH_O_SETTING, "warm", "N", "warm children per device, started before their test (0: off; default auto: 1 per slot)"},
   {"poison", 0, 0, KH_O_SETTING, "poison", NULL, "fill new device allocations with NaN bytes"},
   {"seed", 0, 1, KH_O_SETTING, "seed", "N", "run seed passed to every child (default: chosen per child)"},
   {"cap", 0, 1, KH_O_SETTING, "cap", "F", "device allocation cap as a fraction of free memory"},

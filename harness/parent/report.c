@@ -143,6 +143,11 @@ void kh_journal_result(int fd, const kh_result *x) {
   kp_add_double(r, "start", x->start_s);
   kp_add_double(r, "end", x->end_s);
   kp_add_double(r, "wall_ms", x->wall_ms);
+  if (x->warm) {
+    kp_add_int(r, "warm", 1);
+    kp_add_double(r, "startup_ms", x->startup_ms);
+    kp_add_double(r, "ready_wait_ms", x->ready_wait_ms);
+  }
   kp_add_str(r, "log", x->log_path);
   kp_add_int(r, "log_bytes", x->log_bytes);
   kp_add_int(r, "log_dropped", x->log_dropped);
@@ -251,6 +256,11 @@ static kh_result *kh__read_run(const kp_record *r) {
   x->start_s = kh__getd(r, "start");
   x->end_s = kh__getd(r, "end");
   x->wall_ms = kh__getd(r, "wall_ms");
+  x->warm = kh__geti(r, "warm", 0);
+  if (x->warm) {
+    x->startup_ms = kh__getd(r, "startup_ms");
+    x->ready_wait_ms = kh__getd(r, "ready_wait_ms");
+  }
   x->log_bytes = kh__geti(r, "log_bytes", 0);
   x->log_dropped = kh__geti(r, "log_dropped", 0);
   x->lines_dropped = kh__geti(r, "lines_dropped", 0);
@@ -553,6 +563,8 @@ static void kh__emit_times(kh__y *y, const kh_result *r) {
   kh_buf seen = {0};
   kh__each(r, "phase", kh__phase, y, &seen);
   kh__buf_free(&seen);
+  if (r->warm && r->startup_ms >= 0) kh__y_kvd(y, "startup_ms", r->startup_ms);
+  if (r->warm) kh__y_kvd(y, "ready_wait_ms", r->ready_wait_ms);
   kh__y_kvd(y, "wall_ms", r->wall_ms);
   kh__y_end_map(y);
 }
@@ -592,6 +604,7 @@ static void kh__emit_result(kh__y *y, const kh_result *r) {
   if (r->device >= 0) kh__y_kvi(y, "device", r->device);
   else kh__y_null(y, "device");
   kh__y_kvi(y, "slots", r->slots);
+  kh__y_kvb(y, "warm", r->warm);
   const char *v;
   if ((v = kh_result_find(r, "test", 0, "pid", buf))) kh__y_key(y, "pid"), kh__y_auto(y, v);
   if ((v = kh_result_find(r, "test", 0, "seed", buf))) kh__y_key(y, "seed"), kh__y_auto(y, v);

@@ -55,7 +55,10 @@ typedef struct kh_result {
   char *signal;             /* "SIGSEGV" when a signal ended the child */
   int exit_code;            /* -1 when it did not exit normally */
   double start_s, end_s;    /* wall clock */
-  double wall_ms;
+  double wall_ms;           /* a warm child's: from its assignment */
+  int warm;                 /* ran in a warm child */
+  double startup_ms;        /* warm: spawn to its ready record; -1: never */
+  double ready_wait_ms;     /* warm: ready record to assignment */
   char *log_path;           /* relative to the run folder */
   char *log_tail;
   long long log_bytes, log_dropped;

@@ -2,7 +2,9 @@
  * child that takes its device slots, narrows its environment and execs the
  * runner (libuv's test-runner pattern: a clean process image per test, and
  * room for a --wrap command). The parent is single-threaded, so the child
- * may use ordinary libc between fork and exec.
+ * may use ordinary libc between fork and exec. A GPU test that takes one
+ * slot may instead go to a warm child: one started (runtime, context)
+ * before its test was known, which reads the test from a pipe on stdin.
  */
 #include "run.h"
 
@@ -40,6 +42,12 @@
 /* Bytes read from one child's output per wake-up, so a flood cannot starve
  * the others. */
 #define KH__READ_BUDGET (1u << 20)
+/* Warm children that die before their assignment, in a row, after which
+ * the run starts the rest of its tests cold (where a broken runner gets
+ * reported as an error instead of being respawned for ever). */
+#define KH__WARM_DEATHS 3
+/* What a warm child's holder file says until its test is assigned. */
+#define KH__WARM_HOLDER "(warm, no test yet)"
 
 /* ---- State ----------------------------------------------------------------- */
 
@@ -74,6 +82,14 @@ typedef struct kh__job {
   int timed_out, term_sent, kill_sent, interrupted;
   int exec_stage, exec_errno;
   char *tmpdir;
+  /* Warm children: spawned with no test, which comes on fd_in. */
+  int warm;                 /* spawned warm (--warm) */
+  int assigned;             /* its test was written to it */
+  int ready;                /* its `ready` record came */
+  int retiring;             /* not needed: its stdin was closed */
+  int token_seen;           /* its runner reported taking the slot */
+  int fd_in;                /* write end of its stdin, until assignment */
+  double ready_ms, assign_ms;
 } kh__job;
 
 typedef struct kh__run {
@@ -85,7 +101,15 @@ typedef struct kh__run {
   kh__item *queue;
   int qhead, qlen, qcap;
   kh__job *jobs;
-  int maxjobs;
+  int maxjobs;              /* the job table: running and warm children */
+  int maxrun;               /* tests at once (--jobs) */
+  int nrunning;
+  /* The warm pool: children spawned warm and not yet assigned. */
+  int warm_on;
+  int warm_max[KH_MAX_DEVICES], warm_n[KH_MAX_DEVICES];
+  int nwarm;                /* sum of warm_n */
+  int qwarm;                /* queued runs a warm child could take */
+  int warm_deaths;          /* in a row, before assignment */
   char **wrap;
   int nwrap;
   kh_report rep;
@@ -236,12 +260,13 @@ static void kh__child_fail(int stage) {
   _exit(127);
 }
 
-/* stdin from /dev/null, stdout+stderr into the log pipe, records on 3, the
- * exec-error pipe on 4 (close-on-exec), nothing else. */
-static void kh__child_fds(int res_w, int out_w, int exec_w) {
+/* stdin from /dev/null (a warm child: the assignment pipe), stdout+stderr
+ * into the log pipe, records on 3, the exec-error pipe on 4 (close-on-exec),
+ * nothing else. */
+static void kh__child_fds(int in_r, int res_w, int out_w, int exec_w) {
   int res = fcntl(res_w, F_DUPFD, 10), out = fcntl(out_w, F_DUPFD, 10);
   int ex = fcntl(exec_w, F_DUPFD_CLOEXEC, 10);
-  int null = open("/dev/null", O_RDONLY);
+  int null = in_r >= 0 ? fcntl(in_r, F_DUPFD, 10) : open("/dev/null", O_RDONLY);
   if (res < 0 || out < 0 || ex < 0 || null < 0) _exit(127);
   dup2(null, 0);
   dup2(out, 1);
@@ -254,8 +279,17 @@ static void kh__child_fds(int res_w, int out_w, int exec_w) {
 
 static void kh__child_env(kh__run *R, const kh__job *j) {
   const kh_backend_info *bi = R->o->bi;
-  setenv("KILN_TEST", j->recs[0]->id, 1);
-  setenv("TEST_TMPDIR", j->tmpdir, 1);
+  if (j->warm) {
+    /* The runner sets these from its assignment. KILN_WARM marks the
+     * process as kiln's until then (tests look for strays by it). */
+    unsetenv("KILN_TEST");
+    unsetenv("TEST_TMPDIR");
+    setenv("KILN_WARM", "1", 1);
+  } else {
+    setenv("KILN_TEST", j->recs[0]->id, 1);
+    setenv("TEST_TMPDIR", j->tmpdir, 1);
+    unsetenv("KILN_WARM");
+  }
   setenv("KILN_RUN_DIR", R->o->out_dir, 1);
   if (j->dev < 0) {
     unsetenv("KILN_DEVICE");
@@ -268,7 +302,7 @@ static void kh__child_env(kh__run *R, const kh__job *j) {
 }
 
 static void kh__child(kh__run *R, kh__job *j, char **argv, pid_t parent,
-                      int res_w, int out_w, int exec_w) {
+                      int in_r, int res_w, int out_w, int exec_w) {
   static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE, SIGQUIT};
   for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], SIG_DFL);
   sigset_t none;
@@ -279,7 +313,16 @@ static void kh__child(kh__run *R, kh__job *j, char **argv, pid_t parent,
    * return through SEM_UNDO. */
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);
-  kh__child_fds(res_w, out_w, exec_w);
+  kh__child_fds(in_r, res_w, out_w, exec_w);
+  if (j->warm) {
+    /* No slot yet: the runner takes it when its test is assigned. */
+    if (R->use_tokens && j->dev >= 0)
+      kh_tokens_holder_add(&R->tok, R->o->bi->dev[j->dev].physical, getpid(),
+                           KH__WARM_HOLDER, 0);
+    kh__child_env(R, j);
+    execvp(argv[0], argv);
+    kh__child_fail(2);
+  }
   double waited = 0;
   if (R->use_tokens && j->dev >= 0) {
     int phys = R->o->bi->dev[j->dev].physical;
@@ -315,6 +358,10 @@ static char **kh__argv(kh__run *R, const kh__job *j) {
   for (int i = 0; i < s->ntol; i++)
     argv[n++] = kh__asprintf("--tolerance=%s=%.17g:%.17g", s->tol[i].match,
                              s->tol[i].atol, s->tol[i].rtol);
+  if (j->warm) {
+    argv[n++] = kh__strdup("--warm");
+    return argv;
+  }
   argv[n++] = kh__strdup("--");
   for (int i = 0; i < j->nrecs; i++) argv[n++] = kh__strdup(j->recs[i]->id);
   return argv;
@@ -339,36 +386,47 @@ static void kh__nonblock(int fd) {
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
+static void kh__close_pair(int p[2]) {
+  if (p[0] >= 0) close(p[0]);
+  if (p[1] >= 0) close(p[1]);
+}
+
 static int kh__spawn(kh__run *R, kh__job *j) {
-  int res[2], out[2], ex[2];
+  int res[2], out[2], ex[2], in[2] = {-1, -1};
   if (kh__pipe(res) != 0) return -1;
   if (kh__pipe(out) != 0) return close(res[0]), close(res[1]), -1;
-  if (kh__pipe(ex) != 0) {
-    close(res[0]), close(res[1]), close(out[0]), close(out[1]);
+  if (kh__pipe(ex) != 0 || (j->warm && kh__pipe(in) != 0)) {
+    kh__close_pair(res), kh__close_pair(out), kh__close_pair(ex);
     return -1;
   }
-  j->tmpdir = kh__asprintf("%s/tmp/%d", R->o->out_dir, ++R->seq);
-  kh__mkdir_p(j->tmpdir, 0700);
+  if (!j->warm) {
+    j->tmpdir = kh__asprintf("%s/tmp/%d", R->o->out_dir, ++R->seq);
+    kh__mkdir_p(j->tmpdir, 0700);
+  }
   char **argv = kh__argv(R, j);
   kh__verbose_argv(R, argv);
   fflush(NULL);
   pid_t parent = getpid();
   pid_t pid = fork();
-  if (pid == 0) kh__child(R, j, argv, parent, res[1], out[1], ex[1]);
+  if (pid == 0) kh__child(R, j, argv, parent, in[0], res[1], out[1], ex[1]);
   kh__argv_free(argv);
   close(res[1]), close(out[1]), close(ex[1]);
+  if (in[0] >= 0) close(in[0]);
   if (pid < 0) {
     close(res[0]), close(out[0]), close(ex[0]);
+    if (in[1] >= 0) close(in[1]);
     return -1;
   }
   setpgid(pid, pid);          /* also done by the child: no race either way */
   j->pid = pid;
-  j->fd_res = res[0], j->fd_out = out[0], j->fd_exec = ex[0];
+  j->fd_res = res[0], j->fd_out = out[0], j->fd_exec = ex[0], j->fd_in = in[1];
   kh__nonblock(j->fd_res), kh__nonblock(j->fd_out), kh__nonblock(j->fd_exec);
   j->rd = kh__xmalloc(sizeof *j->rd);
   kp_reader_init(j->rd);
   j->spawn_ms = kh__now_ms();
   j->active = 1;
+  if (j->warm) return 0;      /* no test, no slots yet */
+  R->nrunning++;
   for (int i = 0; i < j->nrecs; i++) {
     j->recs[i]->device = j->dev >= 0 ? R->o->bi->dev[j->dev].physical : -1;
     j->recs[i]->slots = j->slots;
@@ -405,7 +463,20 @@ static void kh__immediate(kh__run *R, const kh__item *it, int outcome,
   kh__publish(R, r);
 }
 
+/* A run a warm child can take: a GPU test of one slot, while warm
+ * children are in use at all. */
+static int kh__warm_fits(const kh_test *t) {
+  return t->needs_gpu && (t->slots == 0 || t->slots == 1);
+}
+
+static kh__item kh__queue_take(kh__run *R) {
+  kh__item it = R->queue[R->qhead++];
+  R->qwarm -= kh__warm_fits(&R->o->reg->tests[it.test]);
+  return it;
+}
+
 static void kh__queue_front(kh__run *R, kh__item it) {
+  R->qwarm += kh__warm_fits(&R->o->reg->tests[it.test]);
   if (R->qhead > 0) {
     R->queue[--R->qhead] = it;
     return;
@@ -478,17 +549,71 @@ static kh_exit_info kh__exit_info(kh__run *R, const kh__job *j, int i) {
   return x;
 }
 
+/* The result the child's records go to; NULL for a warm child with no
+ * test yet. */
+static kh_result *kh__job_rec(const kh__job *j) {
+  return j->recs[j->cur >= 0 ? j->cur : 0];
+}
+
 static void kh__close(int *fd) {
   if (*fd >= 0) close(*fd);
   *fd = -1;
 }
 
+static void kh__job_clear(kh__job *j) {
+  free(j->log.head), free(j->log.ring), free(j->rd), free(j->tmpdir);
+  free(j->recs), free(j->tests);
+  memset(j, 0, sizeof *j);
+  j->fd_res = j->fd_out = j->fd_exec = j->fd_in = -1;
+}
+
+/* A warm child that ended before it was given a test: no result. Unless
+ * kiln retired it or is stopping, that is a failure of the warm path;
+ * enough of them in a row and the run goes on cold. */
+static void kh__warm_gone(kh__run *R, kh__job *j) {
+  kill(-j->pid, SIGKILL);
+  kh__close(&j->fd_res), kh__close(&j->fd_out), kh__close(&j->fd_exec);
+  kh__close(&j->fd_in);
+  if (j->dev >= 0)
+    kh_tokens_holder_remove(&R->tok, R->o->bi->dev[j->dev].physical, j->pid);
+  if (!j->retiring) {
+    R->warm_n[j->dev]--, R->nwarm--;
+    if (!R->stopping) {
+      char how[64];
+      if (WIFSIGNALED(j->wstatus)) kh_signal_name(WTERMSIG(j->wstatus), how, sizeof how);
+      else snprintf(how, sizeof how, "exit %d", WEXITSTATUS(j->wstatus));
+      char *tail = kh__log_tail(&j->log);
+      if (R->o->verbose)
+        kh_console_note(&R->con, "kiln: warm child %ld (device %d) ended "
+                        "before its assignment (%s%s); output: %s",
+                        (long)j->pid, R->o->bi->dev[j->dev].physical, how,
+                        j->exec_stage ? ", exec failed" : "",
+                        *tail ? tail : "(none)");
+      free(tail);
+      if (++R->warm_deaths >= KH__WARM_DEATHS && R->warm_on) {
+        R->warm_on = 0;
+        kh_console_note(&R->con, "kiln: warning: %d warm children in a row "
+                        "ended before their assignment; starting the rest "
+                        "of the tests cold (-v says how they ended)",
+                        KH__WARM_DEATHS);
+      }
+    }
+  }
+  kh__job_clear(j);
+}
+
 static void kh__job_finish(kh__run *R, kh__job *j) {
+  if (j->warm && !j->assigned) {
+    kh__warm_gone(R, j);
+    return;
+  }
   double now = kh__now_ms();
   kill(-j->pid, SIGKILL);       /* whatever is left of its process group */
   if (j->fd_res >= 0 && kp_reader_tail(j->rd, R->line) > 0)
-    kh_result_set(&j->recs[j->cur >= 0 ? j->cur : 0]->partial, R->line);
+    kh_result_set(&kh__job_rec(j)->partial, R->line);
   kh__close(&j->fd_res), kh__close(&j->fd_out), kh__close(&j->fd_exec);
+  kh__close(&j->fd_in);
+  R->nrunning--;
   if (j->dev >= 0) {
     kh_tokens_holder_remove(&R->tok, R->o->bi->dev[j->dev].physical, j->pid);
     R->used[j->dev] -= j->slots;
@@ -510,8 +635,16 @@ static void kh__job_finish(kh__run *R, kh__job *j) {
      * its slots came back at its exit, and overlap checks read this. */
     double end_s = j->exit_wall_s > 0 ? j->exit_wall_s : kh__wall_s();
     if (j->nrecs == 1) {
-      r->wall_ms = now - j->spawn_ms;
+      /* A warm child's start-up overlapped other tests: the test's own
+       * time runs from its assignment. */
+      r->wall_ms = now - (j->warm ? j->assign_ms : j->spawn_ms);
       r->end_s = end_s;
+    }
+    if (j->warm) {
+      r->warm = 1;
+      r->startup_ms = j->ready ? j->ready_ms - j->spawn_ms : -1;
+      r->ready_wait_ms = j->ready && j->ready_ms < j->assign_ms
+                             ? j->assign_ms - j->ready_ms : 0;
     } else if (!r->ended) {
       r->end_s = end_s;
     }
@@ -525,10 +658,7 @@ static void kh__job_finish(kh__run *R, kh__job *j) {
   }
   if (!keep_tmp) kh__rm_rf(j->tmpdir);
   free(tail), free(dir), free(log_path), free(log_name);
-  free(j->log.head), free(j->log.ring), free(j->rd), free(j->tmpdir);
-  free(j->recs), free(j->tests);
-  memset(j, 0, sizeof *j);
-  j->fd_res = j->fd_out = j->fd_exec = -1;
+  kh__job_clear(j);
 }
 
 /* ---- Reading from children -------------------------------------------------------- */
@@ -554,16 +684,58 @@ static void kh__route_test(kh__run *R, kh__job *j, const char *line) {
   free(copy);
 }
 
+/* A warm child's first `ready` record is the parent's, not the test's: it
+ * says the child has started. Anything else before its assignment breaks
+ * the protocol, and the child is killed (and not used). Returns 1 when the
+ * line was taken here. */
+static int kh__warm_line(kh__run *R, kh__job *j, const char *line) {
+  if (!j->ready && (strncmp(line, "ready ", 6) == 0 || strcmp(line, "ready") == 0)) {
+    j->ready = 1;
+    j->ready_ms = kh__now_ms();
+    return 1;
+  }
+  if (j->assigned) return 0;
+  if (R->o->verbose) {
+    char excerpt[121];
+    snprintf(excerpt, sizeof excerpt, "%s", line);
+    kh__text_clean(excerpt);
+    kh_console_note(&R->con, "kiln: warm child %ld sent '%s' before its "
+                    "assignment; killing it", (long)j->pid, excerpt);
+  }
+  kill(-j->pid, SIGKILL);
+  kh__close(&j->fd_in);     /* and never assign it a test */
+  return 1;
+}
+
 static void kh__job_line(kh__run *R, kh__job *j, const char *line) {
   int shared = j->nrecs > 1;
+  if (j->warm && kh__warm_line(R, j, line)) return;
   if (shared && strncmp(line, "test ", 5) == 0) kh__route_test(R, j, line);
-  kh_result *r = j->recs[j->cur >= 0 ? j->cur : 0];
+  kh_result *r = kh__job_rec(j);
   int was_ended = r->ended;
   kh_result_line(r, line);
-  if (!shared && j->deadline == 0 && strncmp(line, "phase name=token_wait", 21) == 0) {
-    /* The test starts, and its clock runs, once it holds its slots. */
-    j->deadline = kh__now_ms() + kh__timeout_ms(R, j->tests[0]);
-    r->start_s = kh__wall_s();
+  if (j->warm && r->started) R->warm_deaths = 0;   /* the warm path works */
+  if (!shared && (j->deadline == 0 || (j->warm && !j->token_seen)) &&
+      strncmp(line, "phase name=token_wait", 21) == 0) {
+    /* The test starts, and its clock runs, once it holds its slots. A
+     * warm child's clock ran from its assignment; it moves on by the time
+     * the runner says it waited for the slot (the record may be read
+     * late). */
+    j->token_seen = 1;
+    if (j->warm) {
+      char *copy = kh__strdup(line);
+      kp_record rec;
+      double ms = 0;
+      if (kp_parse(copy, &rec, NULL) != 0 || kp_get_double(&rec, "ms", &ms) != 0 ||
+          !(ms >= 0))
+        ms = 0;
+      free(copy);
+      j->deadline = j->assign_ms + ms + kh__timeout_ms(R, j->tests[0]);
+      r->start_s += ms / 1e3;
+    } else {
+      j->deadline = kh__now_ms() + kh__timeout_ms(R, j->tests[0]);
+      r->start_s = kh__wall_s();
+    }
   }
   if (shared && !was_ended && r->ended) {
     r->end_s = kh__wall_s();
@@ -579,8 +751,8 @@ static void kh__read_results(kh__run *R, kh__job *j) {
     ssize_t n = kh__read(j->fd_res, chunk, sizeof chunk);
     if (n < 0 && errno == EAGAIN) return;
     if (n <= 0) {
-      if (kp_reader_tail(j->rd, R->line) > 0)
-        kh_result_set(&j->recs[j->cur >= 0 ? j->cur : 0]->partial, R->line);
+      if (kp_reader_tail(j->rd, R->line) > 0 && kh__job_rec(j))
+        kh_result_set(&kh__job_rec(j)->partial, R->line);
       kh__close(&j->fd_res);
       return;
     }
@@ -589,9 +761,10 @@ static void kh__read_results(kh__run *R, kh__job *j) {
       int k;
       while ((k = kp_reader_next(j->rd, R->line)) != 0) {
         if (k > 0) kh__job_line(R, j, R->line);
-        else kh_result_protocol_error(j->recs[j->cur >= 0 ? j->cur : 0],
-                                      "record longer than the protocol's "
-                                      "65536-byte limit", NULL);
+        else if (kh__job_rec(j))
+          kh_result_protocol_error(kh__job_rec(j), "record longer than the "
+                                   "protocol's 65536-byte limit", NULL);
+        else kill(-j->pid, SIGKILL);   /* a warm child, before its test */
       }
     }
   }
@@ -703,7 +876,7 @@ static kh__job *kh__free_job(kh__run *R) {
 
 static void kh__job_alloc(kh__job *j, int n) {
   memset(j, 0, sizeof *j);
-  j->fd_res = j->fd_out = j->fd_exec = -1;
+  j->fd_res = j->fd_out = j->fd_exec = j->fd_in = -1;
   j->recs = kh__xcalloc((size_t)n, sizeof *j->recs);
   j->tests = kh__xcalloc((size_t)n, sizeof *j->tests);
   j->nrecs = n;
@@ -723,16 +896,126 @@ static void kh__spawn_failed(kh__run *R, kh__job *j) {
   memset(j, 0, sizeof *j);
 }
 
+/* ---- Warm children ---------------------------------------------------------------- */
+
+/* Spawns warm children into the pool while queued runs could use them:
+ * on each device at most warm_max, and never more in all than queued runs
+ * a warm child can take, so none starts idle at the end of a run. They
+ * hold no slot until assigned, so they run alongside the running tests:
+ * that is the overlap. */
+static void kh__warm_fill(kh__run *R) {
+  while (R->warm_on && !R->stopping && R->nwarm < R->qwarm) {
+    int best = -1;
+    for (int d = 0; d < R->o->bi->ndevices; d++)
+      if (R->warm_n[d] < R->warm_max[d] &&
+          (best < 0 || R->warm_n[d] < R->warm_n[best]))
+        best = d;
+    kh__job *j = best >= 0 ? kh__free_job(R) : NULL;
+    if (!j) return;
+    kh__job_alloc(j, 1);
+    j->warm = 1;
+    j->dev = best;
+    if (kh__spawn(R, j) != 0) {
+      kh_console_note(&R->con, "kiln: warning: could not start a warm child "
+                      "(%s); starting the rest of the tests cold",
+                      strerror(errno));
+      kh__job_clear(j);
+      R->warm_on = 0;
+      return;
+    }
+    R->warm_n[best]++, R->nwarm++;
+  }
+}
+
+/* Closes the stdin of warm children beyond what the queue can use (all of
+ * them once it is empty or warm children are off): they exit quietly. */
+static void kh__warm_retire(kh__run *R) {
+  int want = R->warm_on && !R->stopping ? R->qwarm : 0;
+  for (int i = R->maxjobs - 1; i >= 0 && R->nwarm > want; i--) {
+    kh__job *j = &R->jobs[i];
+    if (!j->active || !j->warm || j->assigned || j->retiring) continue;
+    kh__close(&j->fd_in);
+    j->retiring = 1;
+    R->warm_n[j->dev]--, R->nwarm--;
+  }
+}
+
+/* The pool child for a one-slot GPU test: on a device with a free slot,
+ * one that is ready (the longest waiting) before one still starting (the
+ * oldest). NULL when there is none. */
+static kh__job *kh__warm_pick(kh__run *R) {
+  kh__job *best = NULL;
+  for (int i = 0; i < R->maxjobs; i++) {
+    kh__job *j = &R->jobs[i];
+    if (!j->active || !j->warm || j->assigned || j->retiring || j->exited ||
+        j->fd_in < 0)
+      continue;
+    if (R->cap[j->dev] <= 0 || R->used[j->dev] + 1 > R->cap[j->dev]) continue;
+    if (!best || (j->ready && !best->ready) ||
+        (j->ready == best->ready &&
+         (j->ready ? j->ready_ms < best->ready_ms : j->spawn_ms < best->spawn_ms)))
+      best = j;
+  }
+  return best;
+}
+
+/* Writes the test to the warm child: `assign id= tmpdir=` and the slot it
+ * is to take (semaphore and count), then closes the pipe. The test's clock
+ * starts now. 0, or -1 when the child is gone (it is then killed and
+ * reaped as a warm child that died unused). */
+static int kh__warm_assign(kh__run *R, kh__job *j, const kh__item *it) {
+  const kh_test *t = &R->o->reg->tests[it->test];
+  const kh_backend_info *bi = R->o->bi;
+  int phys = bi->dev[j->dev].physical;
+  char *tmpdir = kh__asprintf("%s/tmp/%d", R->o->out_dir, R->seq + 1);
+  kp_record_out *rec = kh__xmalloc(sizeof *rec);
+  kp_begin(rec, "assign");
+  kp_add_str(rec, "id", t->id);
+  kp_add_str(rec, "tmpdir", tmpdir);
+  if (R->use_tokens) {
+    kp_add_int(rec, "sem_id", R->tok.semid);
+    kp_add_int(rec, "sem_num", kh_tokens_semnum(phys));
+    kp_add_int(rec, "slots", 1);
+  }
+  kh__mkdir_p(tmpdir, 0700);
+  int st = kp_send(rec, j->fd_in);
+  free(rec);
+  kh__close(&j->fd_in);
+  if (st != 0) {
+    kh__rm_rf(tmpdir);
+    free(tmpdir);
+    kill(-j->pid, SIGKILL);
+    return -1;
+  }
+  R->seq++;
+  j->tmpdir = tmpdir;
+  j->assigned = 1;
+  j->assign_ms = kh__now_ms();
+  j->deadline = j->assign_ms + kh__timeout_ms(R, t);
+  j->slots = 1;
+  j->recs[0] = kh__new_result(R, it);
+  j->tests[0] = t;
+  j->recs[0]->device = phys;
+  j->recs[0]->slots = 1;
+  j->recs[0]->start_s = kh__wall_s();
+  if (R->use_tokens) kh_tokens_holder_add(&R->tok, phys, j->pid, t->id, 1);
+  R->warm_n[j->dev]--, R->nwarm--;
+  R->used[j->dev] += 1;
+  R->nrunning++;
+  return 0;
+}
+
+/* ---- Starting tests (cold) --------------------------------------------------------- */
+
 /* Starts one queued test; 0 when it could not start now. */
 static int kh__start_one(kh__run *R) {
-  kh__job *j = kh__free_job(R);
-  if (!j || R->qhead == R->qlen) return 0;
+  if (R->qhead == R->qlen || R->nrunning >= R->maxrun) return 0;
   kh__item it = R->queue[R->qhead];
   const kh_test *t = &R->o->reg->tests[it.test];
   const kh_backend_info *bi = R->o->bi;
   int dev = -1;
   if (bi->ndevices == 0 && t->needs_gpu) {
-    R->qhead++;
+    kh__queue_take(R);
     char *msg = *bi->error ? kh__strdup(bi->error)
                 : kh__asprintf("no %s device: the runner found none",
                                kh_backend_names[bi->backend]);
@@ -744,7 +1027,7 @@ static int kh__start_one(kh__run *R) {
     dev = kh__pick(R, t);
     if (dev == -1) return 0;
     if (dev == -2) {
-      R->qhead++;
+      kh__queue_take(R);
       int any = 0;
       for (int d = 0; d < bi->ndevices; d++) any |= R->cap[d] > 0;
       char *msg = any ? kh__asprintf("needs %d slots; no device has that many",
@@ -757,7 +1040,22 @@ static int kh__start_one(kh__run *R) {
       return 1;
     }
   }
-  R->qhead++;
+  if (R->warm_on && kh__warm_fits(t)) {
+    kh__job *w = kh__warm_pick(R);
+    /* Only a ready child gets a test: one still starting is waited for
+     * (its ready record or its death wakes the loop). A test given to a
+     * child that then failed to start would be lost to a runner that
+     * cannot go warm at all (one older than --warm, a --wrap that breaks
+     * it), where the children dying unused turn warm children off. */
+    if (w && !w->ready) return 0;
+    if (w && kh__warm_assign(R, w, &it) == 0) {
+      kh__queue_take(R);
+      return 1;
+    }
+  }
+  kh__job *j = kh__free_job(R);
+  if (!j) return 0;
+  kh__queue_take(R);
   kh__job_alloc(j, 1);
   j->recs[0] = kh__new_result(R, &it);
   j->tests[0] = t;
@@ -783,6 +1081,7 @@ static void kh__start_shared(kh__run *R) {
       slots = j->tests[i]->slots;
   }
   R->qhead = R->qlen;
+  R->qwarm = 0;
   j->dev = R->o->bi->ndevices > 0 ? 0 : -1;
   j->slots = j->dev < 0 ? 0 : slots < 0 || slots > R->cap[0] ? R->cap[0] : slots;
   if (kh__spawn(R, j) != 0) kh__spawn_failed(R, j);
@@ -790,14 +1089,16 @@ static void kh__start_shared(kh__run *R) {
 
 /* ---- The loop --------------------------------------------------------------------------- */
 
-static int kh__active(kh__run *R, char **names, int max) {
-  int n = 0;
+/* Children alive, warm ones included; names gets the tests running. */
+static int kh__active(kh__run *R, char **names, int max, int *nnames) {
+  int n = 0, k = 0;
   for (int i = 0; i < R->maxjobs; i++) {
     kh__job *j = &R->jobs[i];
     if (!j->active) continue;
-    if (names && n < max) names[n] = j->recs[j->cur >= 0 ? j->cur : 0]->id;
     n++;
+    if (names && k < max && kh__job_rec(j)) names[k++] = kh__job_rec(j)->id;
   }
+  if (nnames) *nnames = k;
   return n;
 }
 
@@ -852,9 +1153,16 @@ static void kh__loop(kh__run *R) {
   int shared = R->s->isolation == KH_ISO_NONE;
   if (shared) kh__start_shared(R);
   for (;;) {
-    while (!shared && !R->stopping && kh__start_one(R)) {
+    if (!shared && !R->stopping) {
+      /* Fill the pool first, so that the tests started now go to warm
+       * children and new ones start behind them. */
+      kh__warm_fill(R);
+      while (kh__start_one(R)) {
+      }
+      kh__warm_fill(R);
     }
-    if (kh__active(R, NULL, 0) == 0 && (R->stopping || R->qhead == R->qlen))
+    kh__warm_retire(R);
+    if (kh__active(R, NULL, 0, NULL) == 0 && (R->stopping || R->qhead == R->qlen))
       break;
     kh__poll_once(R);
     double now = kh__now_ms();
@@ -862,8 +1170,9 @@ static void kh__loop(kh__run *R) {
     kh__reap(R);
     kh__finish_ready(R, now);
     char *names[8];
-    int nrun = kh__active(R, names, 8);
-    kh_console_progress(&R->con, names, nrun < 8 ? nrun : 8);
+    int nrun;
+    kh__active(R, names, 8, &nrun);
+    kh_console_progress(&R->con, names, nrun);
   }
 }
 
@@ -955,6 +1264,7 @@ static void kh__fill_queue(kh__run *R) {
         R->queue = kh__xrealloc(R->queue, (size_t)R->qcap * sizeof *R->queue);
       }
       R->queue[R->qlen++] = (kh__item){i, rep, 1};
+      R->qwarm += kh__warm_fits(&reg->tests[i]);
     }
 }
 
@@ -989,6 +1299,27 @@ static int kh__setup_tokens(kh__run *R, kh_err *err) {
     R->cap[d] = cap;
   }
   return 0;
+}
+
+/* Warm children per device: off for --isolation none and with no device;
+ * `warm: auto` gives KH_WARM_PER_SLOT per slot. */
+static void kh__setup_warm(kh__run *R) {
+  const kh_settings *s = R->s;
+  const kh_backend_info *bi = R->o->bi;
+  int total = 0;
+  for (int d = 0; d < bi->ndevices; d++) {
+    int max = s->warm >= 0 ? s->warm : R->cap[d] * KH_WARM_PER_SLOT;
+    R->warm_max[d] = R->cap[d] > 0 ? max : 0;
+    total += R->warm_max[d];
+  }
+  R->warm_on = total > 0 && R->use_tokens && s->isolation == KH_ISO_PROCESS;
+  /* Room in the job table for the pool and for retired children still
+   * on their way out. */
+  if (R->warm_on) {
+    R->maxjobs = R->maxrun + 2 * total;
+    free(R->jobs);
+    R->jobs = kh__xcalloc((size_t)R->maxjobs, sizeof *R->jobs);
+  }
 }
 
 static int kh__setup_signals(kh__run *R, sigset_t *old) {
@@ -1063,7 +1394,7 @@ int kh_run(const kh_run_opts *o) {
   R.o = o, R.s = o->s, R.journal = -1, R.sigfd = -1;
   if (kh__parse_wrap(&R) != 0) return KH_EXIT_USAGE;
   R.line = kh__xmalloc(KP_MAX_LINE);
-  R.maxjobs = o->s->isolation == KH_ISO_NONE ? 1 : kh__jobs(o->s);
+  R.maxjobs = R.maxrun = o->s->isolation == KH_ISO_NONE ? 1 : kh__jobs(o->s);
   R.jobs = kh__xcalloc((size_t)R.maxjobs, sizeof *R.jobs);
   kh_report_init(&R.rep);
   kh__fill_queue(&R);
@@ -1080,6 +1411,7 @@ int kh_run(const kh_run_opts *o) {
     kh__cleanup(&R, &old);
     return KH_EXIT_INFRA;
   }
+  kh__setup_warm(&R);
   kh__fill_meta(&R);
   char *jpath = kh__asprintf("%s/journal", o->out_dir);
   R.journal = kh_journal_open(&R.rep, jpath, &err);

@@ -20,7 +20,10 @@ static const char *const kh__leak_names[] = {"fail", "warn", NULL};
 
 /* ---- The table of scalar settings ---------------------------------------- */
 
-typedef enum { KH__INT, KH__DOUBLE, KH__ENUM, KH__BOOL, KH__U64, KH__STR } kh__type;
+/* KH__AUTO_INT: an integer in range, or the word `auto` (stored as -1). */
+typedef enum {
+  KH__INT, KH__DOUBLE, KH__ENUM, KH__BOOL, KH__U64, KH__STR, KH__AUTO_INT
+} kh__type;
 
 typedef struct kh__field {
   const char *name;
@@ -48,6 +51,7 @@ static const kh__field kh__fields[] = {
     KH__F("seed", KH__U64, seed, 0, 0, 0, NULL),
     KH__F("cap", KH__DOUBLE, cap, 0, 1, 1, NULL),
     KH__F("wrap", KH__STR, wrap, 0, 0, 0, NULL),
+    KH__F("warm", KH__AUTO_INT, warm, 0, 64, 0, NULL),
 };
 #define KH__NFIELDS (sizeof kh__fields / sizeof kh__fields[0])
 /* Bits for the list settings, after the scalar ones. */
@@ -85,6 +89,9 @@ static void kh__field_expect(const kh__field *f, char *out, size_t n) {
   case KH__BOOL: snprintf(out, n, "true or false"); break;
   case KH__U64: snprintf(out, n, "an unsigned 64-bit integer"); break;
   case KH__STR: snprintf(out, n, "a string"); break;
+  case KH__AUTO_INT:
+    snprintf(out, n, "an integer from %.0f to %.0f, or auto", f->lo, f->hi);
+    break;
   }
 }
 
@@ -137,6 +144,12 @@ static int kh__field_parse(const kh__field *f, const char *text,
     free(*(char **)p);
     *(char **)p = kh__strdup(text);
     break;
+  case KH__AUTO_INT:
+    ll = -1;
+    ok = strcmp(text, "auto") == 0 ||
+         kh__parse_ll(text, (long long)f->lo, (long long)f->hi, &ll) == 0;
+    if (ok) *(int *)p = (int)ll;
+    break;
   }
   if (!ok) {
     kh__field_expect(f, expect, sizeof expect);
@@ -154,6 +167,7 @@ void kh_settings_init(kh_settings *s) {
   s->timeout_s = 120;
   s->grace_s = 2;
   s->repeat = 1;
+  s->warm = KH_WARM_AUTO;
 }
 
 void kh_settings_free(kh_settings *s) {
@@ -177,7 +191,7 @@ void kh_settings_overlay(kh_settings *dst, const kh_settings *src) {
     const char *from = (const char *)src + f->off;
     char *to = (char *)dst + f->off;
     switch (f->type) {
-    case KH__INT: case KH__ENUM: case KH__BOOL:
+    case KH__INT: case KH__ENUM: case KH__BOOL: case KH__AUTO_INT:
       *(int *)to = *(const int *)from;
       break;
     case KH__DOUBLE: *(double *)to = *(const double *)from; break;
@@ -219,6 +233,9 @@ static char *kh__field_text(const kh_settings *s, const kh__field *f) {
   case KH__U64: return kh__asprintf("%llu", *(const unsigned long long *)p);
   case KH__STR:
     return kh__strdup(*(char *const *)p ? *(char *const *)p : "");
+  case KH__AUTO_INT:
+    return *(const int *)p < 0 ? kh__strdup("auto")
+                               : kh__asprintf("%d", *(const int *)p);
   }
   return kh__strdup("");
 }
@@ -464,7 +481,7 @@ static int kh__dev_done(kh__cfg *c, yaml_node_t *m, void *p) {
 
 static const char kh__known_keys[] =
     "jobs, backend, slots, devices, timeout, grace, retries, repeat, "
-    "isolation, leaks, poison, seed, cap, wrap, selection, tolerances";
+    "isolation, leaks, poison, seed, cap, wrap, warm, selection, tolerances";
 
 static int kh__cfg_key(kh__cfg *c, yaml_node_t *k, yaml_node_t *v) {
   const char *key = kh__scalar(k);

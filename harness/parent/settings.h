@@ -12,6 +12,11 @@
 #include "util.h"
 
 #define KH_MAX_DEVICES 32
+/* `warm: auto` (the default): a device gets KH_WARM_PER_SLOT warm children
+ * per slot, so each test that ends finds its successor's runtime and
+ * context already open. The one place that default is decided. */
+#define KH_WARM_AUTO (-1)
+#define KH_WARM_PER_SLOT 1
 
 typedef enum { KH_ISO_PROCESS = 0, KH_ISO_NONE = 1 } kh_isolation;
 typedef enum {
@@ -49,6 +54,8 @@ typedef struct kh_settings {
   unsigned long long seed;  /* used when set (see `set`) */
   double cap;               /* allocation cap fraction; 0: runner default */
   char *wrap;               /* command prefix for every child, or NULL */
+  int warm;                 /* warm children per device at most; 0: off,
+                               KH_WARM_AUTO: KH_WARM_PER_SLOT per slot */
   char **selection;         /* selectors, used when none are given */
   int nselection;
   kh_tolerance *tol;

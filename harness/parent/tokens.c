@@ -120,6 +120,8 @@ int kh_tokens_take(const kh_tokens *t, int dev, int n) {
   return kh__semop(t->semid, &op, 1);
 }
 
+int kh_tokens_semnum(int dev) { return KH__FREE(dev); }
+
 void kh_tokens_holder_add(const kh_tokens *t, int dev, pid_t pid,
                           const char *test_id, int slots) {
   char path[PATH_MAX + 64];

@@ -33,6 +33,9 @@ int kh_tokens_open(kh_tokens *t, const char *path, kh_err *err);
  * effect (want, or the old one with a warning in err->msg), or -1. */
 int kh_tokens_ensure(kh_tokens *t, int dev, int want, kh_err *err);
 int kh_tokens_capacity(const kh_tokens *t, int dev);
+/* The semaphore holding device dev's free slots (a warm child's runner
+ * takes its slot itself, from the set's semid). */
+int kh_tokens_semnum(int dev);
 int kh_tokens_free(const kh_tokens *t, int dev);
 
 /* ---- In the child, before exec --------------------------------------------- */

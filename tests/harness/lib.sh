@@ -81,12 +81,13 @@ expect_tokens_full() {
 }
 
 # No process started for this test (runner or grandchild, whatever it
-# exec'd since) is left: any live process with KILN_TEST and this test's
-# token key in its environment (zombies have none).
+# exec'd since) is left: any live process with KILN_TEST (or KILN_WARM: a
+# warm child, whose test is not in its exec-time environment) and this
+# test's token key in its environment (zombies have none).
 expect_no_runners() {
   sleep 0.3
   local left="" f
-  for f in $(grep -lsz '^KILN_TEST=' /proc/[0-9]*/environ); do
+  for f in $(grep -lsEz '^KILN_(TEST|WARM)=' /proc/[0-9]*/environ); do
     grep -qsz "^KILN_TOKEN_KEY=$KEY\$" "$f" && left="$left $(basename "$(dirname "$f")")"
   done
   if [ -n "$left" ]; then fail "processes left $1:$left"; ps -o pid,args -p ${left// /,} 2>/dev/null

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 # (The device faults and the rest are in every-fault.sh, one run each.)
-sel=(faults -faults/flood -faults/grandchild -faults/sleeper -faults/flaky_once -@pollution
+sel=(faults -faults/flood -faults/grandchild -faults/sleeper -faults/gpu_sleeper -faults/flaky_once -@pollution
      -@device -faults/closed_pipe -faults/uninit_branch)
 k run --backend host -j 2 --grace 0.5 -o "$T/run" "${sel[@]}"
 expect_rc 1 "a run with failing tests"

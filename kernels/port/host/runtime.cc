@@ -40,6 +40,7 @@ struct config {
   unsigned long long broken; /* bit per physical device that cannot work */
   size_t memory_bytes;      /* per device */
   size_t stack_bytes;
+  unsigned long long init_ms; /* KILN_EMU_INIT_MS: simulated context start-up */
 };
 
 /* Reads a decimal setting in [lo, hi]; false (after one line on stderr) if
@@ -108,8 +109,8 @@ bool read_device_lists(config &c) {
 }
 
 config read_config() {
-  config c = {hipSuccess, 1, {0}, 0, 0, 0};
-  unsigned long long warp, mb, devices, stack_kb;
+  config c = {hipSuccess, 1, {0}, 0, 0, 0, 0};
+  unsigned long long warp, mb, devices, stack_kb, init_ms;
   bool ok = env_number("KILN_WARP_SIZE", 32, 64, 32, &warp);
   if (ok && warp != 32 && warp != 64) {
     fprintf(stderr,
@@ -121,6 +122,7 @@ config read_config() {
   ok &= env_number("KILN_EMU_MEMORY_MB", 1, 1ull << 24, 8192, &mb);
   ok &= env_number("KILN_EMU_DEVICES", 0, 64, 1, &devices);
   ok &= env_number("KILN_EMU_STACK_KB", 16, 1 << 20, 256, &stack_kb);
+  ok &= env_number("KILN_EMU_INIT_MS", 0, 600000, 0, &init_ms);
   if (!ok) {
     c.status = hipErrorNotInitialized;
     return c;
@@ -133,6 +135,7 @@ config read_config() {
   }
   c.memory_bytes = (size_t)mb << 20;
   c.stack_bytes = (size_t)stack_kb << 10;
+  c.init_ms = init_ms;
   return c;
 }
 
@@ -449,12 +452,28 @@ struct kemu_event {
   double ms;
 };
 
+/* A GPU's context is made on first use, and that is what a process pays
+ * at start-up (runtime init and context creation: 200-300 ms on an H100).
+ * The emulation's first stream stands in for it: KILN_EMU_INIT_MS makes
+ * it that slow, once per process, so kiln's warm children can be shown
+ * to hide it. */
+static void kemu__simulate_context_startup(void) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    unsigned long long ms = cfg().init_ms;
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (ms && nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+  });
+}
+
 hipError_t hipStreamCreateWithFlags(hipStream_t *stream, unsigned flags) {
   if (!stream || (flags & ~(unsigned)hipStreamNonBlocking))
     return ret(hipErrorInvalidValue);
   hipError_t e = kemu__runtime_ready();
   if (e == hipSuccess) e = kemu__device_usable();
   if (e != hipSuccess) return ret(e);
+  kemu__simulate_context_startup();
   kemu_stream *s = new (std::nothrow) kemu_stream{flags};
   if (!s) return ret(hipErrorOutOfMemory);
   std::lock_guard<std::mutex> lock(state().mu);
