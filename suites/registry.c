@@ -15,6 +15,7 @@ extern const kt_suite kt_suite_paged_attention;
 extern const kt_suite kt_suite_masks;
 extern const kt_suite kt_suite_attention;
 extern const kt_suite kt_suite_kv_repeat;
+extern const kt_suite kt_suite_perf;
 
 const kt_suite *const kt_suites[] = {
     &kt_suite_engine,
@@ -30,5 +31,6 @@ const kt_suite *const kt_suites[] = {
     &kt_suite_masks,
     &kt_suite_attention,
     &kt_suite_kv_repeat,
+    &kt_suite_perf,
     NULL,
 };

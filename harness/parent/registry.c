@@ -135,10 +135,24 @@ static int kh__sel_matches(const char *sel, const kh_test *t) {
   return strcmp(sel, t->suite) == 0 || fnmatch(sel, t->id, 0) == 0;
 }
 
-/* Does the selector name this (fault) test on purpose, rather than sweep it
- * up with a wildcard? */
+/* Tags whose tests run only when named: `fault` (tests that crash, hang or
+ * leak on purpose) and `perf` (benchmarks that want the whole device and
+ * minutes of it). */
+static const char *const kh__held_tags[] = {"fault", "perf", NULL};
+
+static int kh__held_back(const kh_test *t) {
+  for (int i = 0; kh__held_tags[i]; i++)
+    if (kh_test_has_tag(t, kh__held_tags[i])) return 1;
+  return 0;
+}
+
+/* Does the selector name this held-back test on purpose, rather than sweep
+ * it up with a wildcard? */
 static int kh__sel_explicit(const char *sel, const kh_test *t) {
-  if (strcmp(sel, "@fault") == 0) return 1;
+  for (int i = 0; kh__held_tags[i]; i++)
+    if (sel[0] == '@' && strcmp(sel + 1, kh__held_tags[i]) == 0 &&
+        kh_test_has_tag(t, kh__held_tags[i]))
+      return 1;
   if (strcmp(sel, t->suite) == 0 || strcmp(sel, t->id) == 0) return 1;
   size_t n = strlen(t->suite);
   return strncmp(sel, t->suite, n) == 0 && sel[n] == '/';
@@ -151,7 +165,7 @@ static int kh__slow_named(const char *sel, const kh_test *t) {
 
 /* Would a sweep (no selector, a suite, a glob, another tag) take t? */
 static int kh__sweepable(const kh_test *t, int hold_slow) {
-  return !kh_test_has_tag(t, "fault") &&
+  return !kh__held_back(t) &&
          !(hold_slow && kh_test_has_tag(t, "slow"));
 }
 
@@ -176,7 +190,7 @@ int kh_select(const kh_registry *reg, char *const *sel, int nsel,
       } else if (hold_slow && kh_test_has_tag(t, "slow") &&
                  !kh__slow_named(pat, t)) {
         swept[i] = 1;  /* matched, but held back on this backend */
-      } else if (!kh_test_has_tag(t, "fault") || kh__sel_explicit(pat, t)) {
+      } else if (!kh__held_back(t) || kh__sel_explicit(pat, t)) {
         chosen[i] = 1;
       }
     }
@@ -196,7 +210,7 @@ int kh_select(const kh_registry *reg, char *const *sel, int nsel,
   int n_held = 0;
   for (int i = 0; i < reg->n; i++) {
     const kh_test *t = &reg->tests[i];
-    int wanted = npos == 0 ? !kh_test_has_tag(t, "fault") : swept[i];
+    int wanted = npos == 0 ? !kh__held_back(t) : swept[i];
     for (int s = 0; wanted && s < nsel; s++)
       if (sel[s][0] == '-' && kh__sel_matches(sel[s] + 1, t)) wanted = 0;
     n_held += hold_slow && wanted && !chosen[i] && kh_test_has_tag(t, "slow");
