@@ -97,10 +97,10 @@ static void kh__usage(FILE *f) {
     "and writes a YAML report into the run folder.\n"
     "\n"
     "Selectors: SUITE, SUITE/TEST, globs (softmax/sizes_*), @TAG; a leading\n"
-    "'-' excludes (-@slow, -softmax/causal). Tests tagged `fault` run only\n"
-    "when named (@fault, their suite or id); on the host backend, tests\n"
-    "tagged `slow` (GPU-sized) run only through @slow or their id. No\n"
-    "selector: every other test.\n"
+    "'-' excludes (-@slow, -softmax/causal). Tests tagged `fault` or `perf`\n"
+    "run only when named (@fault, @perf, their suite or id); on the host\n"
+    "backend, tests tagged `slow` (GPU-sized) run only through @slow or\n"
+    "their id. No selector: every other test.\n"
     "\n");
   for (size_t i = 0; i < KH__NOPTS; i++) {
     const kh__opt *o = &kh__opts[i];
