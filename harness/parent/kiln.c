@@ -88,7 +88,7 @@ static void kh__usage(FILE *f) {
     "       kiln report rebuild RUNDIR [--report FILE]\n"
     "       kiln report junit REPORT [-o FILE]\n"
     "       kiln report diff BASE NEW [--yaml FILE] [--time-rel F] [--test-abs-ms MS]\n"
-    "                        [--kernel-abs-ms MS] [--drift F]\n"
+    "                        [--kernel-abs-ms MS] [--drift F] [--metric-rel F]\n"
     "       kiln report merge REPORT... [-o FILE] [--force]\n"
     "       kiln report html REPORT [-o FILE] [--history REPORT]...\n"
     "\n"

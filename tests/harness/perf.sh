@@ -81,6 +81,34 @@ k report merge perf/report.yaml -o "$T/merged.yaml"
 expect_rc 0 "report merge"
 expect_eq "$(count_metrics "$T/merged.yaml")" "$n0" "metrics after merge"
 
+# ---- diff flags a lower throughput metric; html lists metrics ---------------------------
+# NEW = the same report with softmax.f32.GBps halved (a regression), a
+# TFLOP/s figure raised and a ms figure doubled (neither is one).
+python3 - perf/report.yaml "$T/lower.yaml" <<'PY'
+import re, sys
+s = open(sys.argv[1]).read()
+def scale(s, name, f):
+    out, n = re.subn(r"(- name: %s\n    value: )([^\n]+)" % re.escape(name),
+                     lambda m: m[1] + repr(float(m[2]) * f), s)
+    assert n == 1, name
+    return out
+s = scale(s, "softmax.f32.GBps", 0.5)
+s = scale(s, "gemm_s128.bf16.TFLOPs", 1.5)
+s = scale(s, "rope.f16.ms", 2.0)
+open(sys.argv[2], "w").write(s)
+PY
+k report diff perf/report.yaml "$T/lower.yaml" --yaml "$T/diff.yaml"
+expect_rc 1 "diff with a halved GB/s"
+expect_out 'lower metric +perf/softmax metric softmax.f32.GBps: .* GB/s \(x0.50\)' "the finding names test, metric and factor"
+expect_eq "$(grep -c 'kind: lower_metric' "$T/diff.yaml")" 1 "exactly one lower_metric finding"
+k report diff perf/report.yaml "$T/lower.yaml" --metric-rel 0.6
+expect_rc 0 "a 50% drop within --metric-rel 0.6"
+k report diff perf/report.yaml perf/report.yaml
+expect_rc 0 "a report against itself"
+k report html perf -o "$T/perf.html"
+expect_rc 0 "report html"
+grep -q '<td>softmax.f32.GBps</td>' "$T/perf.html" && ok "html lists metrics" || fail "html lacks metrics"
+
 # ---- torch-compare.py without torch: plan, arguments, writer ------------------------------
 python3 "$S/torch-compare.py" --plan --host-sizes --out "$T/plan.json"
 [ $? -eq 0 ] && ok "torch-compare.py --plan runs without torch" || fail "torch-compare.py --plan"
