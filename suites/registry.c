@@ -16,6 +16,7 @@ extern const kt_suite kt_suite_masks;
 extern const kt_suite kt_suite_attention;
 extern const kt_suite kt_suite_kv_repeat;
 extern const kt_suite kt_suite_bench;
+extern const kt_suite kt_suite_perf;
 
 const kt_suite *const kt_suites[] = {
     &kt_suite_engine,
@@ -32,5 +33,6 @@ const kt_suite *const kt_suites[] = {
     &kt_suite_attention,
     &kt_suite_kv_repeat,
     &kt_suite_bench,
+    &kt_suite_perf,
     NULL,
 };

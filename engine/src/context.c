@@ -223,3 +223,15 @@ int ke_copy_to_host(ke_context *ctx, void *dst, const void *src,
 int ke_copy_device(ke_context *ctx, void *dst, const void *src, size_t bytes) {
   return ke__copy(ctx, dst, src, bytes, hipMemcpyDeviceToDevice);
 }
+
+int ke_copy_device_async(ke_context *ctx, void *dst, const void *src,
+                         size_t bytes) {
+  if (!ctx || (bytes && (!dst || !src)))
+    return ke__fail(KE_EINVAL, "device copy of %zu bytes: NULL argument",
+                    bytes);
+  if (bytes == 0) return KE_OK;
+  KE__TIMED_LAUNCH(ctx, "copy",
+                   hipMemcpyAsync(dst, src, bytes, hipMemcpyDeviceToDevice,
+                                  ctx->stream));
+  return KE_OK;
+}

@@ -48,6 +48,9 @@ int ke__device_info_fill(int device, ke_device_info *out) {
   ke__arch_name(&prop, out->arch, sizeof out->arch);
   out->warp_size = prop.warpSize;
   out->multiprocessors = prop.multiProcessorCount;
+  int l2 = 0;
+  KE__CHECK(hipDeviceGetAttribute(&l2, hipDeviceAttributeL2CacheSize, device));
+  out->l2_bytes = l2 > 0 ? (size_t)l2 : 0;
   out->total_bytes = total_bytes;
   out->free_bytes = free_bytes;
   return KE_OK;

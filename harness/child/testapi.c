@@ -282,6 +282,15 @@ void kt_note(const char *key, const char *value) {
   kt__emit(&rec);
 }
 
+void kt_metric(const char *name, double value, const char *unit) {
+  kp_record_out rec;
+  kp_begin(&rec, "metric");
+  kp_add_str(&rec, "name", name);
+  kp_add_double(&rec, "value", value);
+  kp_add_str(&rec, "unit", unit ? unit : "");
+  kt__emit(&rec);
+}
+
 /* ---- Fixture ---------------------------------------------------------------- */
 
 static ke_allocation kt__before[1024];
@@ -304,6 +313,7 @@ static void kt__emit_device(const ke_device_info *d) {
   kp_add_str(&rec, "name", d->name);
   kp_add_str(&rec, "arch", d->arch);
   kp_add_int(&rec, "warp_size", d->warp_size);
+  kp_add_uint(&rec, "l2_bytes", d->l2_bytes);
   kp_add_uint(&rec, "total_bytes", d->total_bytes);
   kp_add_uint(&rec, "free_bytes", d->free_bytes);
   kt__emit(&rec);

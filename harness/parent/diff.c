@@ -4,6 +4,8 @@
  * the largest max abs error. Timings compare only tests that passed in both
  * reports, and count as slower only past both the relative and the absolute
  * threshold, so a 0.01 ms kernel jittering by 50% is not a regression.
+ * Throughput metrics (GB/s, TFLOP/s) fold to their median over repeats and
+ * count as lower past --metric-rel.
  */
 #include "diff.h"
 
@@ -16,16 +18,19 @@
 
 void kh_diff_opts_default(kh_diff_opts *o) {
   *o = (kh_diff_opts){.time_rel = 0.2, .test_abs_ms = 100.0,
-                      .kernel_abs_ms = 0.05, .drift_factor = 4.0};
+                      .kernel_abs_ms = 0.05, .drift_factor = 4.0,
+                      .metric_rel = 0.2};
 }
 
 /* ---- Folding a report per test id --------------------------------------- */
 
 typedef struct kh__named {
   const char *name;
-  double v;                 /* kernel: median ms; check: max abs */
+  double v;                 /* kernel: median ms; check: max abs; metric:
+                               median value */
   double ratio;             /* check: error/tolerance of the worst repeat */
   int failed;               /* check: failed in some repeat */
+  const char *unit;         /* metric */
 } kh__named;
 
 typedef struct kh__agg {
@@ -33,8 +38,8 @@ typedef struct kh__agg {
   const kh_rtest *first;    /* a final record, for messages */
   int failed, flaky;
   double ms;                /* median body (or wall) time */
-  kh__named *kernels, *checks;
-  int nkernels, nchecks;
+  kh__named *kernels, *checks, *metrics;
+  int nkernels, nchecks, nmetrics;
 } kh__agg;
 
 typedef struct kh__fold {
@@ -63,7 +68,7 @@ static kh__named *kh__slot(kh__named **list, int *n, const char *name) {
   for (int i = 0; i < *n; i++)
     if (strcmp((*list)[i].name, name) == 0) return &(*list)[i];
   *list = kh__xrealloc(*list, (size_t)(*n + 1) * sizeof **list);
-  (*list)[*n] = (kh__named){name, NAN, 0.0, 0};
+  (*list)[*n] = (kh__named){name, NAN, 0.0, 0, NULL};
   return &(*list)[(*n)++];
 }
 
@@ -85,6 +90,37 @@ static void kh__fold_kernels(const kh_rep *rep, kh__agg *g) {
             v[n++] = u->kernels[m].median_ms;
       }
       s->v = kh__median(v, n);
+    }
+  }
+  free(v);
+}
+
+/* Metric values across repeats: the median, as for kernels. */
+static void kh__fold_metrics(const kh_rep *rep, kh__agg *g) {
+  double *v = NULL;
+  size_t cap = 0;
+  for (int i = 0; i < rep->ntests; i++) {
+    const kh_rtest *t = &rep->tests[i];
+    if (!t->final || strcmp(t->id, g->id) != 0) continue;
+    for (int k = 0; k < t->nmetrics; k++) {
+      kh__named *s = kh__slot(&g->metrics, &g->nmetrics, t->metrics[k].name);
+      if (s->unit) continue;  /* done on its first sight */
+      s->unit = t->metrics[k].unit;
+      size_t n = 0;
+      for (int j = 0; j < rep->ntests; j++) {
+        const kh_rtest *u = &rep->tests[j];
+        if (!u->final || strcmp(u->id, g->id) != 0) continue;
+        for (int m = 0; m < u->nmetrics; m++) {
+          if (strcmp(u->metrics[m].name, s->name) != 0 || isnan(u->metrics[m].value))
+            continue;
+          if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            v = kh__xrealloc(v, cap * sizeof *v);
+          }
+          v[n++] = u->metrics[m].value;
+        }
+      }
+      s->v = kh__median(v, (int)n);
     }
   }
   free(v);
@@ -121,12 +157,14 @@ static void kh__fold_rep(const kh_rep *rep, kh__fold *f) {
         kh__fold_test(rep, &rep->tests[j], g, times, &ntimes);
     g->ms = kh__median(times, ntimes);
     kh__fold_kernels(rep, g);
+    kh__fold_metrics(rep, g);
   }
   free(times);
 }
 
 static void kh__fold_free(kh__fold *f) {
-  for (int i = 0; i < f->n; i++) free(f->a[i].kernels), free(f->a[i].checks);
+  for (int i = 0; i < f->n; i++)
+    free(f->a[i].kernels), free(f->a[i].checks), free(f->a[i].metrics);
   free(f->a);
 }
 
@@ -139,6 +177,7 @@ static void kh__fold_free(kh__fold *f) {
   X(SLOWER_TEST, "slower_test", 1, "slower test")                \
   X(SLOWER_KERNEL, "slower_kernel", 1, "slower kernel")          \
   X(ERROR_GROWTH, "error_growth", 1, "error growth")             \
+  X(LOWER_METRIC, "lower_metric", 1, "lower metric")             \
   X(FIXED, "fixed", 0, "fixed")                                  \
   X(STILL_FAILING, "still_failing", 0, "still failing")          \
   X(NEW_TEST, "new_test", 0, "new test")                         \
@@ -216,6 +255,37 @@ static void kh__compare_checks(kh__findings *fs, const kh__agg *b, const kh__agg
   }
 }
 
+/* Throughputs, where higher is better, by their unit. */
+static int kh__throughput(const char *unit) {
+  return unit && (strcmp(unit, "GB/s") == 0 || strcmp(unit, "TFLOP/s") == 0);
+}
+
+/* The unit of a finding's metric, from NEW's record. */
+static const char *kh__metric_unit(const kh__finding *f) {
+  for (int i = 0; i < f->rec->nmetrics; i++)
+    if (strcmp(f->rec->metrics[i].name, f->what) == 0) return f->rec->metrics[i].unit;
+  return "";
+}
+
+/* A throughput metric of a test that passed in both reports, lower in NEW
+ * by more than the threshold. */
+static void kh__compare_metrics(kh__findings *fs, const kh__agg *b,
+                                const kh__agg *n, const kh_diff_opts *o) {
+  if (b->failed || n->failed) return;
+  for (int m = 0; m < n->nmetrics; m++) {
+    const kh__named *nm = &n->metrics[m];
+    if (!kh__throughput(nm->unit) || isnan(nm->v)) continue;
+    for (int j = 0; j < b->nmetrics; j++) {
+      const kh__named *bm = &b->metrics[j];
+      if (strcmp(bm->name, nm->name) != 0 || isnan(bm->v) || bm->v <= 0) continue;
+      if (nm->v < bm->v * (1 - o->metric_rel)) {
+        kh__add(fs, (kh__finding){KH__F_LOWER_METRIC, n->id, nm->name, bm->v,
+                                  nm->v, 0, n->first});
+      }
+    }
+  }
+}
+
 static void kh__compare(kh__findings *fs, const kh__fold *B, const kh__fold *N,
                         const kh_diff_opts *o) {
   for (int i = 0; i < N->n; i++) {
@@ -236,6 +306,7 @@ static void kh__compare(kh__findings *fs, const kh__fold *B, const kh__fold *N,
     if (n->flaky && !b->flaky) f.kind = KH__F_NEWLY_FLAKY, kh__add(fs, f);
     kh__compare_timing(fs, b, n, o);
     kh__compare_checks(fs, b, n, o);
+    kh__compare_metrics(fs, b, n, o);
   }
   for (int i = 0; i < B->n; i++)
     if (!kh__find(N, B->a[i].id))
@@ -263,6 +334,10 @@ static void kh__line(FILE *out, const kh__finding *f) {
     fprintf(out, " check %s: max abs %.3g -> %.3g (x%.3g), %.3g of its tolerance",
             f->what, f->base, f->neu, f->base > 0 ? f->neu / f->base : INFINITY,
             f->ratio);
+    break;
+  case KH__F_LOWER_METRIC:
+    fprintf(out, " metric %s: %.4g -> %.4g %s (x%.2f)", f->what, f->base, f->neu,
+            kh__metric_unit(f), f->neu / f->base);
     break;
   default: break;
   }
@@ -307,6 +382,12 @@ static void kh__yfinding(kh_buf *y, const kh__finding *f) {
   kh__yq(y, f->test);
   if (f->kind == KH__F_SLOWER_KERNEL) kh__buf_add(y, ", kernel: ", 10), kh__yq(y, f->what);
   if (f->kind == KH__F_ERROR_GROWTH) kh__buf_add(y, ", check: ", 9), kh__yq(y, f->what);
+  if (f->kind == KH__F_LOWER_METRIC) {
+    kh__buf_add(y, ", metric: ", 10), kh__yq(y, f->what);
+    kh__buf_add(y, ", unit: ", 8), kh__yq(y, kh__metric_unit(f));
+    kh__yn(y, "base", f->base), kh__yn(y, "new", f->neu);
+    kh__yn(y, "factor", f->neu / f->base);
+  }
   if (f->kind <= KH__F_NEWLY_FLAKY || f->kind == KH__F_STILL_FAILING) {
     kh__buf_addf(y, ", outcome: %s, message: ", kh_outcome_name(f->rec->outcome));
     kh__yq(y, f->rec->message);
@@ -338,8 +419,10 @@ static int kh__yaml(const kh_rep *b, const kh_rep *n, const kh_diff_opts *o,
   kh__yrep(&y, "base", b);
   kh__yrep(&y, "new", n);
   kh__buf_addf(&y, "thresholds: {time_rel: %g, test_abs_ms: %g, kernel_abs_ms: %g, "
-               "drift_factor: %g}\nregressed: %s\nregressions: %d\ncounts:\n",
+               "drift_factor: %g, metric_rel: %g}\nregressed: %s\nregressions: %d\n"
+               "counts:\n",
                o->time_rel, o->test_abs_ms, o->kernel_abs_ms, o->drift_factor,
+               o->metric_rel,
                regressions ? "true" : "false", regressions);
   for (int k = 0; k < KH__NFIND; k++)
     kh__buf_addf(&y, "  %s: %d\n", kh__kinds[k].name, fs->counts[k]);

@@ -378,6 +378,18 @@ static void kh__detail_kernels(kh_buf *b, const kh_rtest *t) {
   KH__LIT(b, "</table>");
 }
 
+static void kh__detail_metrics(kh_buf *b, const kh_rtest *t) {
+  if (!t->nmetrics) return;
+  KH__LIT(b, "<table class=metrics><tr><th>metric</th><th>value</th><th>unit</th></tr>");
+  for (int m = 0; m < t->nmetrics; m++) {
+    KH__LIT(b, "<tr><td>"), kh__t(b, t->metrics[m].name);
+    KH__LIT(b, "</td><td class=num>");
+    kh__num(b, t->metrics[m].value);
+    KH__LIT(b, "</td><td>"), kh__t(b, t->metrics[m].unit), KH__LIT(b, "</td></tr>");
+  }
+  KH__LIT(b, "</table>");
+}
+
 static void kh__detail(kh_buf *b, const kh_rtest *t, int row) {
   kh__buf_addf(b, "<tr class=\"detail hidden\" id=\"d-%d\"><td colspan=\"7\">", row);
   if (*t->message) {
@@ -387,6 +399,7 @@ static void kh__detail(kh_buf *b, const kh_rtest *t, int row) {
   }
   kh__detail_checks(b, t);
   kh__detail_kernels(b, t);
+  kh__detail_metrics(b, t);
   KH__LIT(b, "<p>log "), kh__t(b, *t->log_path ? t->log_path : "(none)");
   KH__LIT(b, "</p><pre class=\"log\">");
   kh__t(b, t->log_tail);

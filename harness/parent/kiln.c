@@ -91,7 +91,7 @@ static void kh__usage(FILE *f) {
     "       kiln report rebuild RUNDIR [--report FILE]\n"
     "       kiln report junit REPORT [-o FILE]\n"
     "       kiln report diff BASE NEW [--yaml FILE] [--time-rel F] [--test-abs-ms MS]\n"
-    "                        [--kernel-abs-ms MS] [--drift F]\n"
+    "                        [--kernel-abs-ms MS] [--drift F] [--metric-rel F]\n"
     "       kiln report merge REPORT... [-o FILE] [--force]\n"
     "       kiln report html REPORT [-o FILE] [--history REPORT]...\n"
     "       kiln bench [--backend B] [--tests N] [--concurrency LIST] [--out DIR]\n"
@@ -102,10 +102,10 @@ static void kh__usage(FILE *f) {
     "and writes a YAML report into the run folder.\n"
     "\n"
     "Selectors: SUITE, SUITE/TEST, globs (softmax/sizes_*), @TAG; a leading\n"
-    "'-' excludes (-@slow, -softmax/causal). Tests tagged `fault` or `bench`\n"
-    "run only when named (@fault, their suite or id); on the host backend, tests\n"
-    "tagged `slow` (GPU-sized) run only through @slow or their id. No\n"
-    "selector: every other test.\n"
+    "'-' excludes (-@slow, -softmax/causal). Tests tagged `fault`, `bench` or\n"
+    "`perf` run only when named (@fault, @perf, their suite or id); on the host\n"
+    "backend, tests tagged `slow` (GPU-sized) run only through @slow or their\n"
+    "id. No selector: every other test.\n"
     "\n");
   for (size_t i = 0; i < KH__NOPTS; i++) {
     const kh__opt *o = &kh__opts[i];

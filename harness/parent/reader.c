@@ -114,6 +114,19 @@ static void kh__read_checks(const kh_rep *rep, kh_rtest *t) {
   }
 }
 
+static void kh__read_metrics(const kh_rep *rep, kh_rtest *t) {
+  yaml_node_t *ms = kh_rep_node(rep, t->node, "metrics");
+  t->nmetrics = kh__seq_len(ms);
+  t->metrics = kh__xcalloc((size_t)t->nmetrics + 1, sizeof *t->metrics);
+  for (int i = 0; i < t->nmetrics; i++) {
+    yaml_node_t *m = kh__seq_at(rep, ms, i);
+    kh_rmetric *x = &t->metrics[i];
+    x->name = kh_rep_text(rep, m, "name");
+    x->unit = kh_rep_text(rep, m, "unit");
+    x->value = kh_rep_num(rep, m, "value");
+  }
+}
+
 static void kh__read_tags(const kh_rep *rep, kh_rtest *t) {
   yaml_node_t *tags = kh_rep_node(rep, t->node, "tags");
   t->ntags = kh__seq_len(tags);
@@ -147,6 +160,7 @@ static void kh__read_test(const kh_rep *rep, yaml_node_t *n, kh_rtest *t) {
   kh__read_tags(rep, t);
   kh__read_kernels(rep, t);
   kh__read_checks(rep, t);
+  kh__read_metrics(rep, t);
 }
 
 int kh_rtest_failed(const kh_rtest *t) {
@@ -229,6 +243,7 @@ void kh_rep_free(kh_rep *rep) {
     free(rep->tests[i].tags);
     free(rep->tests[i].kernels);
     free(rep->tests[i].checks);
+    free(rep->tests[i].metrics);
   }
   free(rep->tests);
   yaml_document_delete(&rep->doc);

@@ -24,6 +24,11 @@ typedef struct kh_rcheck {
   int pass;
 } kh_rcheck;
 
+typedef struct kh_rmetric {
+  const char *name, *unit;
+  double value;             /* NAN when absent or not a number */
+} kh_rmetric;
+
 typedef struct kh_rtest {
   yaml_node_t *node;        /* the record, for merge */
   const char *id, *suite, *message, *file, *signal, *log_path, *log_tail;
@@ -37,6 +42,8 @@ typedef struct kh_rtest {
   int nkernels;
   kh_rcheck *checks;
   int nchecks;
+  kh_rmetric *metrics;
+  int nmetrics;
 } kh_rtest;
 
 typedef struct kh_rep {

@@ -149,6 +149,7 @@ typedef struct kh__held_tag {
 static const kh__held_tag kh__held[] = {
     {"fault", 0, 1, 0},   /* the fault suite: goes wrong on purpose */
     {"bench", 0, 1, 0},   /* kiln bench's trivial tests */
+    {"perf", 0, 1, 0},    /* benchmarks: the whole device, minutes of it */
     {"slow", 1, 0, 1},    /* GPU-sized: minutes each in emulation */
 };
 #define KH__NHELD (sizeof kh__held / sizeof kh__held[0])

@@ -626,6 +626,7 @@ static void kh__emit_result(kh__y *y, const kh_result *r) {
   kh__rec_list(y, r, "check", "checks");
   kh__rec_list(y, r, "leak", "leaks");
   kh__rec_list(y, r, "note", "notes");
+  kh__rec_list(y, r, "metric", "metrics");
   if (r->lines_dropped) kh__y_kvi(y, "records_dropped", r->lines_dropped);
   kh__emit_log(y, r);
   kh__y_end_map(y);

@@ -50,7 +50,8 @@ static int kh__option(kh__args *a, int argc, char **argv, int *i) {
   const char *v = eq ? eq + 1 : *i + 1 < argc ? argv[++*i] : NULL;
   const kh__dopt dopts[] = {
     {"time-rel", &a->diff.time_rel, 0, 1e6}, {"test-abs-ms", &a->diff.test_abs_ms, 0, 1e12},
-    {"kernel-abs-ms", &a->diff.kernel_abs_ms, 0, 1e12}, {"drift", &a->diff.drift_factor, 1, 1e300}};
+    {"kernel-abs-ms", &a->diff.kernel_abs_ms, 0, 1e12}, {"drift", &a->diff.drift_factor, 1, 1e300},
+    {"metric-rel", &a->diff.metric_rel, 0, 1}};
   if (!v) {
     fprintf(stderr, "kiln: %s needs a value\n", word);
     return -1;
@@ -112,7 +113,8 @@ static const struct {
     {"junit", "kiln report junit REPORT|RUNDIR [-o FILE]\n"
               "  JUnit XML (Jenkins/Surefire) of a report; -o - or none: stdout"},
     {"diff", "kiln report diff BASE NEW [--yaml FILE] [--time-rel F] "
-             "[--test-abs-ms MS]\n                [--kernel-abs-ms MS] [--drift F]\n"
+             "[--test-abs-ms MS]\n                [--kernel-abs-ms MS] [--drift F] "
+             "[--metric-rel F]\n"
              "  what regressed from BASE to NEW; exit 1 when anything did"},
     {"merge", "kiln report merge REPORT... -o FILE [--force]\n"
               "  one run report from shard reports (--force: across revisions)"},

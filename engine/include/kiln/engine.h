@@ -29,6 +29,7 @@ typedef struct ke_device_info {
   char arch[64];          /* "gfx90a", "sm_90", "host-wave64", ... */
   int warp_size;
   int multiprocessors;
+  size_t l2_bytes;        /* last-level (L2) cache; 4 MiB in host emulation */
   size_t total_bytes;
   size_t free_bytes;
 } ke_device_info;
@@ -132,6 +133,11 @@ int ke_copy_to_device(ke_context *ctx, void *dst, const void *src,
 int ke_copy_to_host(ke_context *ctx, void *dst, const void *src,
                     size_t bytes);
 int ke_copy_device(ke_context *ctx, void *dst, const void *src, size_t bytes);
+/* A device-to-device copy queued on the context stream and not waited for,
+ * timed like a kernel launch under the name "copy" (ke_timing_collect): the
+ * bandwidth reference that kernel speeds are measured against. */
+int ke_copy_device_async(ke_context *ctx, void *dst, const void *src,
+                         size_t bytes);
 /* Packed tensor <-> host arrays of doubles, converting dtype on the host. */
 int ke_tensor_from_doubles(ke_context *ctx, ke_tensor *t, const double *src);
 int ke_tensor_to_doubles(ke_context *ctx, const ke_tensor *t, double *dst);

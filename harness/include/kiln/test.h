@@ -152,6 +152,14 @@ void kt__skip(const char *fmt, ...)
 /* A free-form note in the report (key and value). */
 void kt_note(const char *key, const char *value);
 
+/* A measured figure in the report (`metrics:` of the test's record): a
+ * dotted name such as "softmax.f32.GBps", the value and its unit ("GB/s",
+ * "TFLOP/s", "ms", "ratio"). Information for people and for `kiln report
+ * diff`: a metric never decides the test's outcome, so speed is never a
+ * timed assert. A name should be unique within a test; the report keeps
+ * every record as sent. */
+void kt_metric(const char *name, double value, const char *unit);
+
 #ifdef __cplusplus
 }
 #endif

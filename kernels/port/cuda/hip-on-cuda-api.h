@@ -17,12 +17,15 @@ typedef cudaStream_t hipStream_t;
 typedef cudaEvent_t hipEvent_t;
 typedef struct cudaDeviceProp hipDeviceProp_t;
 typedef enum cudaMemcpyKind hipMemcpyKind;
+typedef enum cudaDeviceAttr hipDeviceAttribute_t;
 
 #define hipSuccess cudaSuccess
 #define hipErrorNoDevice cudaErrorNoDevice
 #define hipErrorInvalidValue cudaErrorInvalidValue
 #define hipErrorOutOfMemory cudaErrorMemoryAllocation
 #define hipErrorInvalidConfiguration cudaErrorInvalidConfiguration
+
+#define hipDeviceAttributeL2CacheSize cudaDevAttrL2CacheSize
 
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
@@ -36,6 +39,7 @@ typedef enum cudaMemcpyKind hipMemcpyKind;
 
 #define hipGetDeviceCount cudaGetDeviceCount
 #define hipGetDeviceProperties cudaGetDeviceProperties
+#define hipDeviceGetAttribute cudaDeviceGetAttribute
 #define hipSetDevice cudaSetDevice
 #define hipGetDevice cudaGetDevice
 #define hipMemGetInfo cudaMemGetInfo

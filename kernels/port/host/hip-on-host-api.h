@@ -65,6 +65,11 @@ typedef struct hipDeviceProp_t {
   char gcnArchName[256];
 } hipDeviceProp_t;
 
+/* Device attributes kiln reads with hipDeviceGetAttribute. */
+typedef enum hipDeviceAttribute_t {
+  hipDeviceAttributeL2CacheSize = 1  /* bytes; the emulation says 4 MiB */
+} hipDeviceAttribute_t;
+
 typedef struct kemu_stream *hipStream_t;   /* NULL is the default stream */
 typedef struct kemu_event *hipEvent_t;
 
@@ -74,6 +79,8 @@ typedef struct kemu_event *hipEvent_t;
 
 hipError_t hipGetDeviceCount(int *count);
 hipError_t hipGetDeviceProperties(hipDeviceProp_t *prop, int device);
+hipError_t hipDeviceGetAttribute(int *value, hipDeviceAttribute_t attr,
+                                 int device);
 hipError_t hipSetDevice(int device);
 hipError_t hipGetDevice(int *device);
 hipError_t hipMemGetInfo(size_t *free_bytes, size_t *total_bytes);

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# kiln's perf suite next to PyTorch on a lent NVIDIA GPU (docs/performance.md):
+# `kiln run --backend cuda -- @perf` from the staged build in .device/
+# (`scripts/gpu-run.sh stage` here first), then scripts/torch-compare.py on
+# the same device, then scripts/perf-table.py joining the two. Everything
+# lands flat under $OUT: perf.log, perf-report.yaml, torch.json, torch.log,
+# perf-table.md, summary.txt.
+#
+#   bash scripts/gpu-perf.sh [SELECTORS...]     (default: @perf)
+#
+# KILN_PERF_TORCH_ARGS adds arguments to torch-compare.py (e.g. "--iters 100").
+set -u
+cd "$(dirname "$0")/.."
+stage=.device
+out=${OUT:-$PWD/gpu-out}
+mkdir -p "$out"
+sel=("$@")
+[ ${#sel[@]} -eq 0 ] && sel=(@perf)
+for d in /usr/local/cuda/lib64 /usr/local/cuda-*/lib64 \
+         $(python3 -c 'import nvidia.curand, os; print(os.path.dirname(nvidia.curand.__file__) + "/lib")' 2>/dev/null); do
+  if ls "$d"/libcurand.so.10* >/dev/null 2>&1; then
+    export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; break
+  fi
+done
+export KILN_GIT_REV=$(cat "$stage/REVISION" 2>/dev/null || echo unknown)
+summary="$out/summary.txt"
+{ nvidia-smi -L; "$stage/kiln-runner-cuda" --devices; } > "$summary" 2>&1
+
+run_dir=/tmp/kiln-perf
+rm -rf "$run_dir"
+t0=$(date +%s)
+"$stage/kiln" run --backend cuda --runner-dir "$stage" --out "$run_dir" \
+  -- "${sel[@]}" > "$out/perf.log" 2>&1
+kiln_rc=$?
+cp "$run_dir/report.yaml" "$out/perf-report.yaml" 2>/dev/null
+echo "kiln run -- ${sel[*]}: exit $kiln_rc in $(( $(date +%s) - t0 )) s" >> "$summary"
+grep -E '^[0-9]+ test runs' "$out/perf.log" >> "$summary"
+
+t0=$(date +%s)
+read -r -a torch_args <<< "${KILN_PERF_TORCH_ARGS:-}"
+python3 scripts/torch-compare.py --out "$out/torch.json" "${torch_args[@]}" \
+  > "$out/torch.log" 2>&1
+torch_rc=$?
+echo "torch-compare.py: exit $torch_rc in $(( $(date +%s) - t0 )) s" >> "$summary"
+
+table_args=("$out/perf-report.yaml")
+[ "$torch_rc" -eq 0 ] && table_args+=("$out/torch.json")
+python3 scripts/perf-table.py "${table_args[@]}" -o "$out/perf-table.md" \
+  >> "$summary" 2>&1
+echo "perf-table.py: exit $?" >> "$summary"
+cat "$summary" "$out/perf-table.md" 2>/dev/null
+[ "$kiln_rc" -eq 0 ] && [ "$torch_rc" -eq 0 ]

@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""Joins a kiln report's perf metrics with scripts/torch-compare.py output
+and prints a markdown table (docs/performance.md):
+
+    scripts/perf-table.py REPORT.yaml|RUNDIR [TORCH.json] [-o FILE]
+
+Columns: kernel, dtype, shape, kiln GB/s (TFLOP/s for GEMM and attention),
+% of copy (kiln's copy measured in the same test), torch, kiln/torch, and
+the verdict against the targets: a memory-bound kernel must reach 80% of
+kiln's measured copy and at least torch's speed; GEMM and attention are
+compared by ratio only. Reads the report with PyYAML when it is installed,
+else with a small reader of the report's own layout (block style, as
+`kiln run` writes it). Exit 0 when it printed a table, 2 on bad input.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+COPY_TARGET = 0.8
+
+
+# ---- Reading a kiln report -----------------------------------------------------------
+
+def _scalar(text):
+    """A plain or quoted YAML scalar as kiln writes them."""
+    t = text.strip()
+    if len(t) >= 2 and t[0] == t[-1] == "'":
+        return t[1:-1].replace("''", "'")
+    if len(t) >= 2 and t[0] == t[-1] == '"':
+        return json.loads(t)
+    return t
+
+
+def _number(v):
+    if isinstance(v, (int, float)):
+        return float(v)
+    s = str(v).strip()
+    special = {".nan": float("nan"), ".inf": float("inf"), "-.inf": float("-inf")}
+    if s in special:
+        return special[s]
+    try:
+        return float(s)
+    except ValueError:
+        return float("nan")
+
+
+def _tests_fallback(text):
+    """Each test's id, outcome, final, notes and metrics from a report in
+    kiln's block layout: `- id:` items under `tests:`, and list items of
+    `notes:` / `metrics:` as `  - key: value` lines with continuation lines."""
+    tests, cur, section, item = [], None, None, None
+    in_tests = False
+    for line in text.splitlines():
+        if line.startswith("tests:"):
+            in_tests = True
+            continue
+        if not in_tests:
+            continue
+        if line and not line.startswith((" ", "-")):
+            in_tests = False        # the next top-level key
+            continue
+        m = re.match(r"^- (\w+): ?(.*)$", line)
+        if m:
+            cur = {"notes": [], "metrics": []}
+            tests.append(cur)
+            cur[m.group(1)] = _scalar(m.group(2))
+            section = item = None
+            continue
+        if cur is None:
+            continue
+        m = re.match(r"^  (\w+):(?: (.*))?$", line)
+        if m:
+            key, val = m.group(1), m.group(2)
+            section = key if key in ("notes", "metrics") and not val else None
+            item = None
+            if val is not None and section is None:
+                cur[key] = _scalar(val)
+            continue
+        m = re.match(r"^  - (\w+): ?(.*)$", line)
+        if m and section:
+            item = {m.group(1): _scalar(m.group(2))}
+            cur[section].append(item)
+            continue
+        m = re.match(r"^    (\w+): ?(.*)$", line)
+        if m and item is not None:
+            item[m.group(1)] = _scalar(m.group(2))
+    return tests
+
+
+def load_report(path, use_yaml=True):
+    if os.path.isdir(path):
+        path = os.path.join(path, "report.yaml")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if use_yaml:
+        try:
+            import yaml
+        except ImportError:
+            use_yaml = False
+    if use_yaml:
+        doc = yaml.safe_load(text) or {}
+        tests = doc.get("tests") or []
+    else:
+        tests = _tests_fallback(text)
+    metrics, shapes, outcomes = {}, {}, {}
+    for t in tests:
+        if str(t.get("final", "true")).lower() == "false":
+            continue
+        for m in t.get("metrics") or []:
+            metrics[str(m.get("name"))] = _number(m.get("value"))
+        for n in t.get("notes") or []:
+            key = str(n.get("key", ""))
+            if key.endswith(".shape"):
+                shapes[key[:-len(".shape")]] = str(n.get("value"))
+        outcomes[str(t.get("id"))] = str(t.get("outcome"))
+    return {"path": path, "metrics": metrics, "shapes": shapes,
+            "outcomes": outcomes}
+
+
+def load_torch(path):
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    if not str(doc.get("format", "")).startswith("kiln-torch-compare/"):
+        raise ValueError(f"{path}: not scripts/torch-compare.py output")
+    metrics = {str(m["name"]): _number(m["value"]) for m in doc.get("metrics", [])}
+    return {"path": path, "metrics": metrics, "shapes": doc.get("shapes", {}),
+            "notes": doc.get("notes", {}), "device": doc.get("device", "?"),
+            "torch": doc.get("torch", "?")}
+
+
+# ---- The table ---------------------------------------------------------------------------
+
+def _fmt(v, digits=3):
+    if v is None or v != v:
+        return "n/a"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    return f"{v:.{digits}g}"
+
+
+def rows(kiln, torch):
+    """One row per (bench, dtype) that kiln measured, in report order."""
+    out, seen = [], set()
+    for name in kiln["metrics"]:
+        parts = name.split(".")
+        if len(parts) != 3 or parts[2] not in ("GBps", "TFLOPs"):
+            continue
+        bench, dt, unit = parts
+        if (bench, dt) in seen:
+            continue
+        seen.add((bench, dt))
+        key = f"{bench}.{dt}"
+        mem = unit == "GBps"
+        k = kiln["metrics"][name]
+        t = torch["metrics"].get(name) if torch else None
+        ratio = k / t if t and t == t and t > 0 else None
+        copy = kiln["metrics"].get(f"{key}.ratio_to_copy") if mem else None
+        verdict = []
+        if mem and bench != "copy":
+            if copy is None or copy != copy:
+                verdict.append("no copy figure")
+            elif copy < COPY_TARGET:
+                verdict.append(f"below {COPY_TARGET:.0%} of copy")
+            if t is None:
+                verdict.append("no torch figure")
+            elif ratio is not None and ratio < 1.0:
+                verdict.append("slower than torch")
+            verdict = verdict or ["meets targets"]
+        elif not mem:
+            verdict = ["ratio only"]
+        else:
+            verdict = ["reference"]
+        shape = kiln["shapes"].get(key, "?")
+        if torch and key in torch["shapes"] and torch["shapes"][key] != shape:
+            verdict.append(f"torch shape {torch['shapes'][key]}")
+        out.append({"bench": bench, "dtype": dt, "shape": shape,
+                    "unit": "GB/s" if mem else "TFLOP/s", "kiln": k,
+                    "copy": copy, "torch": t, "ratio": ratio,
+                    "verdict": "; ".join(verdict),
+                    "note": torch["notes"].get(key, "") if torch else ""})
+    return out
+
+
+def markdown(kiln, torch, table):
+    lines = [f"kiln report: `{kiln['path']}`"]
+    if torch:
+        lines.append(f"torch: `{torch['path']}` (torch {torch['torch']} on {torch['device']})")
+    failed = [i for i, o in kiln["outcomes"].items() if o not in ("pass", "flaky")]
+    if failed:
+        lines.append(f"tests that did not pass: {', '.join(sorted(failed))}")
+    lines += ["", "| kernel | dtype | shape | kiln | % of copy | torch | kiln/torch | verdict |",
+              "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    for r in table:
+        pct = "n/a" if r["copy"] is None or r["copy"] != r["copy"] else f"{100 * r['copy']:.0f}%"
+        lines.append(f"| {r['bench']} | {r['dtype']} | {r['shape']} | "
+                     f"{_fmt(r['kiln'])} {r['unit']} | {pct} | "
+                     f"{_fmt(r['torch'])}{'' if r['torch'] is None else ' ' + r['unit']} | "
+                     f"{_fmt(r['ratio'])} | {r['verdict']} |")
+    notes = [(f"{r['bench']}.{r['dtype']}", r["note"]) for r in table if r["note"]]
+    if notes:
+        lines += ["", "torch notes:"]
+        lines += [f"- {k}: {n}" for k, n in notes]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("report", help="kiln report.yaml or run folder")
+    p.add_argument("torch", nargs="?", help="torch-compare.py JSON output")
+    p.add_argument("-o", "--out", default="-", help="markdown file (default stdout)")
+    p.add_argument("--no-pyyaml", action="store_true",
+                   help="use the built-in report reader even if PyYAML is there")
+    a = p.parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        kiln = load_report(a.report, use_yaml=not a.no_pyyaml)
+        torch = load_torch(a.torch) if a.torch else None
+    except (OSError, ValueError, KeyError) as e:
+        print(f"perf-table: {e}", file=sys.stderr)
+        return 2
+    table = rows(kiln, torch)
+    if not table:
+        print(f"perf-table: {kiln['path']} has no perf metrics "
+              "(run `kiln run @perf`)", file=sys.stderr)
+        return 2
+    text = markdown(kiln, torch, table)
+    if a.out == "-":
+        sys.stdout.write(text)
+    else:
+        with open(a.out, "w", encoding="utf-8") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

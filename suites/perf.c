@@ -1,0 +1,827 @@
+/* Perf suite: one benchmark per kernel family (tag `perf`, held back from a
+ * plain `kiln run`; `kiln run @perf`). Each measures the median of many
+ * event-timed launches over rotating buffers that together are at least
+ * twice the device's L2, records bandwidth (or FLOP/s) as report metrics,
+ * and checks one output against the double reference on sampled rows, so a
+ * fast wrong kernel fails. Figures are never asserted. Method, shapes and
+ * which bytes count: docs/performance.md. On the host backend every size is
+ * scaled down so that CI runs the same code in seconds.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm-check.h"
+#include "kiln/kernels.h"
+#include "kiln/test.h"
+
+/* ---- Method ---------------------------------------------------------------- */
+
+#define PERF_COLS 4096      /* row length of the row kernels */
+#define PERF_MAX_SETS 64    /* rotation sets at most */
+
+typedef struct perf_cfg {
+  int host;                 /* host emulation: small sizes, few launches */
+  size_t l2_bytes;
+  int64_t target;           /* bytes a memory-bound launch must move */
+  int warmup, iters;        /* launches before timing, launches timed */
+  int samples;              /* rows the correctness check compares */
+} perf_cfg;
+
+static perf_cfg perf_config(void) {
+  const ke_device_info *d = ke_context_device(kt_ctx());
+  perf_cfg c;
+  c.host = strcmp(ke_backend_name(), "host") == 0;
+  /* A runtime that reports no L2 gets a figure above any current GPU's. */
+  c.l2_bytes = d->l2_bytes ? d->l2_bytes : (size_t)256 << 20;
+  c.target = c.host ? (int64_t)2 << 20 : (int64_t)256 << 20;
+  c.warmup = c.host ? 1 : 5;
+  c.iters = c.host ? 3 : 50;
+  c.samples = c.host ? 4 : 16;
+  return c;
+}
+
+/* Rows so that rows * bytes_per_row >= the target. */
+static int64_t perf_rows(const perf_cfg *c, int64_t bytes_per_row) {
+  return (c->target + bytes_per_row - 1) / bytes_per_row;
+}
+
+/* How many copies of a launch's buffers rotate: together at least twice the
+ * L2 and never fewer than two, so no launch finds its inputs in L2. Host
+ * emulation has no L2 to defeat: there the count is only capped. */
+static int perf_sets(const perf_cfg *c, int64_t set_bytes) {
+  int64_t n = (2 * (int64_t)c->l2_bytes + set_bytes - 1) / set_bytes;
+  if (n < 2) n = 2;
+  if (c->host && n > PERF_MAX_SETS) n = PERF_MAX_SETS;
+  ck_assert_msg(n <= PERF_MAX_SETS,
+                "a launch's buffers (%lld bytes) need %lld rotation sets to "
+                "cover twice the L2 (%zu bytes); at most %d are kept",
+                (long long)set_bytes, (long long)n, c->l2_bytes,
+                PERF_MAX_SETS);
+  return (int)n;
+}
+
+typedef void (*perf_launch_fn)(void *bench, int set);
+
+/* Median event time (ms) of `kernel` over c->iters launches that follow
+ * c->warmup untimed ones, cycling through nsets buffer sets. Resets the
+ * engine's timings: the test's `kernels:` list keeps the last measurement
+ * only, the metrics keep every one. */
+static double perf_time(const perf_cfg *c, const char *kernel,
+                        perf_launch_fn fn, void *bench, int nsets) {
+  ke_context *ctx = kt_ctx();
+  for (int i = 0; i < c->warmup; i++) fn(bench, i % nsets);
+  ke_timing_reset(ctx);
+  for (int i = 0; i < c->iters; i++) fn(bench, (c->warmup + i) % nsets);
+  ke_kernel_stats st[16];
+  size_t n = 0;
+  kt_assert_ok(ke_timing_collect(ctx, st, 16, &n));
+  for (size_t i = 0; i < n && i < 16; i++) {
+    if (strcmp(st[i].name, kernel) != 0) continue;
+    ck_assert_msg(st[i].launches == (uint64_t)c->iters,
+                  "kernel %s: %llu timed launches, expected %d", kernel,
+                  (unsigned long long)st[i].launches, c->iters);
+    ck_assert_msg(st[i].median_ms > 0.0, "kernel %s: median time %g ms",
+                  kernel, st[i].median_ms);
+    return st[i].median_ms;
+  }
+  ck_abort_msg("no event timings for kernel %s", kernel);
+  return 0.0;
+}
+
+/* Metrics are BENCH.DTYPE.QUANTITY; the shape goes with them as a note. */
+static void perf_metric(const char *bench, const char *dt, const char *what,
+                        double value, const char *unit) {
+  char name[128];
+  snprintf(name, sizeof name, "%s.%s.%s", bench, dt, what);
+  kt_metric(name, value, unit);
+}
+
+/* Records how much memory the rotation covered (bytes of all its sets). */
+static void perf_rotation(const char *bench, ke_dtype dt, int nsets,
+                          int64_t set_bytes) {
+  perf_metric(bench, ke_dtype_name(dt), "rotation_bytes",
+              (double)nsets * (double)set_bytes, "B");
+}
+
+static void perf_shape(const char *bench, const char *dt, const char *shape) {
+  char key[128];
+  snprintf(key, sizeof key, "%s.%s.shape", bench, dt);
+  kt_note(key, shape);
+}
+
+/* Bandwidth metrics of a memory-bound launch: bytes that must move over the
+ * median time, and that as a fraction of the copy measured in this test. */
+static void perf_report_bw(const char *bench, ke_dtype dt, const char *shape,
+                           double bytes, double ms, double copy_gbps) {
+  const char *d = ke_dtype_name(dt);
+  double gbps = bytes / (ms * 1e-3) / 1e9;
+  perf_shape(bench, d, shape);
+  perf_metric(bench, d, "bytes", bytes, "B");
+  perf_metric(bench, d, "ms", ms, "ms");
+  perf_metric(bench, d, "GBps", gbps, "GB/s");
+  perf_metric(bench, d, "ratio_to_copy", gbps / copy_gbps, "ratio");
+}
+
+static void perf_report_flops(const char *bench, ke_dtype dt,
+                              const char *shape, double flop, double ms) {
+  const char *d = ke_dtype_name(dt);
+  perf_shape(bench, d, shape);
+  perf_metric(bench, d, "flop", flop, "FLOP");
+  perf_metric(bench, d, "ms", ms, "ms");
+  perf_metric(bench, d, "TFLOPs", flop / (ms * 1e-3) / 1e12, "TFLOP/s");
+}
+
+/* ---- Buffers and sampled checks --------------------------------------------- */
+
+/* One tensor per rotation set. The big buffers are plain engine tensors;
+ * the small ones the checks compare are guarded (kt_alloc). */
+typedef struct perf_set {
+  ke_tensor t[PERF_MAX_SETS];
+  int n;
+} perf_set;
+
+static void set_alloc(perf_set *s, int n, ke_dtype dt, int rank,
+                      const int64_t *shape, int fill) {
+  s->n = n;
+  for (int i = 0; i < n; i++) {
+    kt_assert_ok(ke_tensor_alloc(kt_ctx(), &s->t[i], dt, rank, shape));
+    if (fill) kt_fill_normal(&s->t[i], 0.0f, 1.0f);
+  }
+}
+
+static void set_free(perf_set *s) {
+  for (int i = 0; i < s->n; i++)
+    kt_assert_ok(ke_tensor_free(kt_ctx(), &s->t[i]));
+  s->n = 0;
+}
+
+/* n row indices of a matrix of `rows`: the first, the last, and random
+ * ones between (fresh each call). */
+static void perf_sample(int64_t rows, int n, int64_t *idx) {
+  uint64_t x = kt_seed();
+  for (int i = 0; i < n; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    idx[i] = (int64_t)((x >> 17) % (uint64_t)rows);
+  }
+  idx[0] = 0;
+  if (n > 1) idx[n - 1] = rows - 1;
+}
+
+/* Copies rows idx[] (of cols elements, packed at base) into out, a guarded
+ * [n, cols] tensor allocated here. */
+static void perf_gather(const ke_tensor *from, int64_t cols,
+                        const int64_t *idx, int n, ke_tensor *out) {
+  int64_t shape[2] = {n, cols};
+  kt_alloc(out, from->dtype, 2, shape);
+  size_t row = (size_t)cols * ke_dtype_size(from->dtype);
+  for (int i = 0; i < n; i++)
+    kt_assert_ok(ke_copy_device(kt_ctx(), (char *)out->data + (size_t)i * row,
+                                (const char *)from->data + (size_t)idx[i] * row,
+                                row));
+}
+
+/* The sampled rows as doubles. */
+static double *perf_rows_doubles(const ke_tensor *from, int64_t cols,
+                                 const int64_t *idx, int n) {
+  ke_tensor t;
+  perf_gather(from, cols, idx, n, &t);
+  double *d = kt_to_doubles(&t);
+  kt_free(&t);
+  return d;
+}
+
+/* Checks the sampled rows of `out` against ref. */
+static void perf_check(const char *name, const ke_tensor *out, int64_t cols,
+                       const int64_t *idx, int n, const double *ref,
+                       kt_tol tol) {
+  ke_tensor t;
+  perf_gather(out, cols, idx, n, &t);
+  kt_assert_close(name, &t, ref, tol);
+  kt_free(&t);
+}
+
+static double *perf_doubles(size_t n) {
+  double *d = malloc(n * sizeof *d);
+  ck_assert_msg(d != NULL, "out of host memory (%zu doubles)", n);
+  return d;
+}
+
+static const ke_dtype kDtypes[] = {KE_F32, KE_F16, KE_BF16};
+#define NDTYPES (sizeof kDtypes / sizeof kDtypes[0])
+
+/* ---- Copy: the bandwidth reference ----------------------------------------- */
+
+typedef struct copy_bench {
+  perf_set src, dst;
+  size_t bytes;
+} copy_bench;
+
+static void copy_launch(void *b, int s) {
+  copy_bench *c = b;
+  kt_assert_ok(ke_copy_device_async(kt_ctx(), c->dst.t[s].data,
+                                    c->src.t[s].data, c->bytes));
+}
+
+/* Device-to-device copy of target/2 bytes (read + write = target), f32
+ * random data. Returns GB/s (bytes read + written over the median); with
+ * report, records the copy's metrics and checks the copy. */
+static double perf_copy(const perf_cfg *c, int report) {
+  int64_t rows = perf_rows(c, 2 * PERF_COLS * 4);
+  int64_t shape[2] = {rows, PERF_COLS};
+  copy_bench b;
+  b.bytes = (size_t)rows * PERF_COLS * 4;
+  int nsets = perf_sets(c, 2 * (int64_t)b.bytes);
+  set_alloc(&b.src, nsets, KE_F32, 2, shape, 1);
+  set_alloc(&b.dst, nsets, KE_F32, 2, shape, 0);
+  double ms = perf_time(c, "copy", copy_launch, &b, nsets);
+  double gbps = 2.0 * (double)b.bytes / (ms * 1e-3) / 1e9;
+  if (report) {
+    char sh[64];
+    snprintf(sh, sizeof sh, "%lldx%d", (long long)rows, PERF_COLS);
+    perf_report_bw("copy", KE_F32, sh, 2.0 * (double)b.bytes, ms, gbps);
+    perf_rotation("copy", KE_F32, nsets, 2 * (int64_t)b.bytes);
+    int64_t idx[64];
+    perf_sample(rows, c->samples, idx);
+    double *ref = perf_rows_doubles(&b.src.t[0], PERF_COLS, idx, c->samples);
+    copy_launch(&b, 0);
+    perf_check("copy_f32", &b.dst.t[0], PERF_COLS, idx, c->samples, ref,
+               (kt_tol){0, 0, 0});
+    free(ref);
+  }
+  set_free(&b.src);
+  set_free(&b.dst);
+  return gbps;
+}
+
+START_TEST(copy) {
+  perf_cfg c = perf_config();
+  (void)perf_copy(&c, 1);
+}
+END_TEST
+
+/* ---- Row kernels: softmax, RMSNorm, SwiGLU ---------------------------------- */
+
+typedef enum { ROW_SOFTMAX, ROW_RMSNORM, ROW_RMSNORM_RES, ROW_SWIGLU } row_kind;
+
+typedef struct row_bench {
+  row_kind kind;
+  perf_set x, r, y;         /* r: residual or up; unused for softmax */
+  ke_tensor w;              /* RMSNorm weight [cols] */
+} row_bench;
+
+static void row_launch(void *p, int s) {
+  row_bench *b = p;
+  ke_context *ctx = kt_ctx();
+  switch (b->kind) {
+  case ROW_SOFTMAX:
+    kt_assert_ok(ke_softmax(ctx, &b->x.t[s], &b->y.t[s], NULL));
+    break;
+  case ROW_RMSNORM:
+    kt_assert_ok(ke_rmsnorm(ctx, &b->x.t[s], NULL, &b->w, &b->y.t[s], NULL));
+    break;
+  case ROW_RMSNORM_RES:
+    kt_assert_ok(
+        ke_rmsnorm(ctx, &b->x.t[s], &b->r.t[s], &b->w, &b->y.t[s], NULL));
+    break;
+  case ROW_SWIGLU:
+    kt_assert_ok(ke_swiglu(ctx, &b->x.t[s], &b->r.t[s], &b->y.t[s]));
+    break;
+  }
+}
+
+static const struct {
+  const char *bench, *kernel;
+  int tensors;              /* [rows, cols] tensors that move per launch */
+  int second_input;         /* r is allocated */
+} kRowInfo[] = {
+    [ROW_SOFTMAX] = {"softmax", "softmax", 2, 0},          /* x, y */
+    [ROW_RMSNORM] = {"rmsnorm", "rmsnorm", 2, 0},          /* x, y */
+    [ROW_RMSNORM_RES] = {"rmsnorm_residual", "rmsnorm", 4, 1}, /* x, r, x, y */
+    [ROW_SWIGLU] = {"swiglu", "swiglu", 3, 1},             /* gate, up, out */
+};
+
+static kt_tol row_tol(row_kind kind, ke_dtype dt) {
+  if (kind != ROW_SOFTMAX) return kt_tol_default(dt);
+  /* As suites/softmax.c: outputs of 4096-long rows are all below 1e-3, so
+   * atol is far below the default; rtol covers the row sum's rounding. */
+  switch (dt) {
+  case KE_F16: return (kt_tol){1e-7, 1e-3, 0.0};
+  case KE_BF16: return (kt_tol){1e-9, 1.6e-2, 0.0};
+  default: return (kt_tol){1e-9, 1e-5, 0.0};
+  }
+}
+
+/* The reference for sampled rows: takes the inputs before the launch. */
+static double *row_reference(row_bench *b, const int64_t *idx, int n) {
+  int64_t cols = PERF_COLS;
+  double *x = perf_rows_doubles(&b->x.t[0], cols, idx, n);
+  double *r = kRowInfo[b->kind].second_input
+                  ? perf_rows_doubles(&b->r.t[0], cols, idx, n) : NULL;
+  double *ref = perf_doubles((size_t)n * (size_t)cols);
+  if (b->kind == ROW_SOFTMAX) {
+    ke_softmax_params p;
+    ke_softmax_params_init(&p);
+    ke_softmax_ref(x, ref, n, cols, &p, n);
+  } else if (b->kind == ROW_SWIGLU) {
+    ke_swiglu_ref(x, r, ref, (int64_t)n * cols);
+  } else {
+    double *w = kt_to_doubles(&b->w);
+    ke_rmsnorm_ref(x, r, w, ref, n, cols, 1e-6);
+    free(w);
+  }
+  free(x);
+  free(r);
+  return ref;
+}
+
+static void row_run(const perf_cfg *c, row_kind kind, ke_dtype dt,
+                    double copy_gbps) {
+  int64_t es = (int64_t)ke_dtype_size(dt);
+  int per_row = kRowInfo[kind].tensors;
+  int64_t rows = perf_rows(c, per_row * PERF_COLS * es);
+  int64_t shape[2] = {rows, PERF_COLS}, wshape[1] = {PERF_COLS};
+  int distinct = kind == ROW_RMSNORM_RES ? 3 : per_row;  /* x, r, y */
+  int nsets = perf_sets(c, distinct * rows * PERF_COLS * es);
+  row_bench b;
+  memset(&b, 0, sizeof b);
+  b.kind = kind;
+  set_alloc(&b.x, nsets, dt, 2, shape, 1);
+  if (kRowInfo[kind].second_input) set_alloc(&b.r, nsets, dt, 2, shape, 1);
+  set_alloc(&b.y, nsets, dt, 2, shape, 0);
+  int has_w = kind == ROW_RMSNORM || kind == ROW_RMSNORM_RES;
+  if (has_w) {
+    kt_alloc(&b.w, dt, 1, wshape);
+    kt_fill_uniform(&b.w, 0.5f, 1.5f);
+  }
+
+  double ms = perf_time(c, kRowInfo[kind].kernel, row_launch, &b, nsets);
+  double bytes = (double)per_row * (double)(rows * PERF_COLS * es) +
+                 (has_w ? (double)(PERF_COLS * es) : 0.0);
+  char sh[64];
+  snprintf(sh, sizeof sh, "%lldx%d", (long long)rows, PERF_COLS);
+  perf_report_bw(kRowInfo[kind].bench, dt, sh, bytes, ms, copy_gbps);
+  perf_rotation(kRowInfo[kind].bench, dt, nsets,
+                distinct * rows * PERF_COLS * es);
+
+  /* One more launch on set 0, checked on sampled rows. */
+  int64_t idx[64];
+  perf_sample(rows, c->samples, idx);
+  double *ref = row_reference(&b, idx, c->samples);
+  row_launch(&b, 0);
+  char name[96];
+  snprintf(name, sizeof name, "%s_%s", kRowInfo[kind].bench,
+           ke_dtype_name(dt));
+  perf_check(name, &b.y.t[0], PERF_COLS, idx, c->samples, ref,
+             row_tol(kind, dt));
+  free(ref);
+  if (has_w) kt_free(&b.w);
+  set_free(&b.x);
+  set_free(&b.r);
+  set_free(&b.y);
+}
+
+static void row_suite(row_kind kind) {
+  perf_cfg c = perf_config();
+  double copy_gbps = perf_copy(&c, 0);
+  for (size_t i = 0; i < NDTYPES; i++) row_run(&c, kind, kDtypes[i], copy_gbps);
+}
+
+START_TEST(softmax) { row_suite(ROW_SOFTMAX); }
+END_TEST
+
+START_TEST(rmsnorm) { row_suite(ROW_RMSNORM); }
+END_TEST
+
+START_TEST(rmsnorm_residual) { row_suite(ROW_RMSNORM_RES); }
+END_TEST
+
+START_TEST(swiglu) { row_suite(ROW_SWIGLU); }
+END_TEST
+
+/* ---- RoPE (NeoX pairing, in place) and K/V replication ---------------------- */
+
+#define PERF_HEAD_DIM 128
+#define PERF_ROPE_HEADS 32
+#define PERF_KV_HEADS 8
+#define PERF_Q_HEADS 32
+
+typedef struct rope_bench {
+  perf_set x;
+  ke_tensor ids;            /* i32 positions, as f32 words (guarded) */
+  ke_positions pos;
+} rope_bench;
+
+static void rope_launch(void *p, int s) {
+  rope_bench *b = p;
+  kt_assert_ok(ke_rope(kt_ctx(), &b->x.t[s], &b->x.t[s], &b->pos, NULL, NULL));
+}
+
+static void rope_run(const perf_cfg *c, ke_dtype dt, double copy_gbps) {
+  const int64_t H = PERF_ROPE_HEADS, D = PERF_HEAD_DIM;
+  int64_t es = (int64_t)ke_dtype_size(dt);
+  int64_t S = perf_rows(c, 2 * H * D * es);   /* x read and written */
+  int64_t shape[4] = {1, H, S, D};
+  int nsets = perf_sets(c, H * S * D * es);
+  rope_bench b;
+  memset(&b, 0, sizeof b);
+  set_alloc(&b.x, nsets, dt, 4, shape, 1);
+  kt_alloc(&b.ids, KE_F32, 1, &S);
+  b.pos = (ke_positions){.dtype = KE_POS_I32, .count = S, .data = b.ids.data};
+  kt_assert_ok(ke_position_ids_causal(kt_ctx(), &b.pos, S, 0));
+
+  double ms = perf_time(c, "rope", rope_launch, &b, nsets);
+  double bytes = 2.0 * (double)(H * S * D * es) + 4.0 * (double)S;
+  char sh[64];
+  snprintf(sh, sizeof sh, "1x%lldx%lldx%lld", (long long)H, (long long)S,
+           (long long)D);
+  perf_report_bw("rope", dt, sh, bytes, ms, copy_gbps);
+  perf_rotation("rope", dt, nsets, H * S * D * es);
+
+  /* Vectors (h, s) are rows of D; each turns by its position s. In place:
+   * the reference takes the rows before the checked launch. */
+  int n = c->samples;
+  int64_t idx[64], pos[64];
+  perf_sample(H * S, n, idx);
+  for (int i = 0; i < n; i++) pos[i] = idx[i] % S;
+  double *x = perf_rows_doubles(&b.x.t[0], D, idx, n);
+  double *ref = perf_doubles((size_t)n * (size_t)D);
+  ke_rope_params p;
+  ke_rope_params_init(&p);
+  ke_rope_ref(x, ref, n, D, pos, NULL, &p);
+  rope_launch(&b, 0);
+  char name[64];
+  snprintf(name, sizeof name, "rope_%s", ke_dtype_name(dt));
+  perf_check(name, &b.x.t[0], D, idx, n, ref, kt_tol_default(dt));
+  free(ref);
+  free(x);
+  kt_free(&b.ids);
+  set_free(&b.x);
+}
+
+START_TEST(rope) {
+  perf_cfg c = perf_config();
+  double copy_gbps = perf_copy(&c, 0);
+  for (size_t i = 0; i < NDTYPES; i++) rope_run(&c, kDtypes[i], copy_gbps);
+}
+END_TEST
+
+typedef struct kv_bench {
+  perf_set in, out;
+} kv_bench;
+
+static void kv_launch(void *p, int s) {
+  kv_bench *b = p;
+  kt_assert_ok(ke_kv_repeat(kt_ctx(), &b->in.t[s], &b->out.t[s]));
+}
+
+static void kv_run(const perf_cfg *c, ke_dtype dt, double copy_gbps) {
+  const int64_t HKV = PERF_KV_HEADS, HQ = PERF_Q_HEADS, D = PERF_HEAD_DIM;
+  int64_t es = (int64_t)ke_dtype_size(dt);
+  int64_t S = perf_rows(c, (HKV + HQ) * D * es);  /* in read, out written */
+  int64_t in_shape[4] = {1, HKV, S, D}, out_shape[4] = {1, HQ, S, D};
+  int nsets = perf_sets(c, (HKV + HQ) * S * D * es);
+  kv_bench b;
+  set_alloc(&b.in, nsets, dt, 4, in_shape, 1);
+  set_alloc(&b.out, nsets, dt, 4, out_shape, 0);
+
+  double ms = perf_time(c, "kv_repeat", kv_launch, &b, nsets);
+  double bytes = (double)((HKV + HQ) * S * D * es);
+  char sh[96];
+  snprintf(sh, sizeof sh, "1x%lldx%lldx%lld->1x%lldx%lldx%lld",
+           (long long)HKV, (long long)S, (long long)D, (long long)HQ,
+           (long long)S, (long long)D);
+  perf_report_bw("kv_repeat", dt, sh, bytes, ms, copy_gbps);
+  perf_rotation("kv_repeat", dt, nsets, (HKV + HQ) * S * D * es);
+
+  /* Output vector (h, s) is input vector (h / (HQ / HKV), s), bit for bit. */
+  int n = c->samples;
+  int64_t oidx[64], iidx[64];
+  perf_sample(HQ * S, n, oidx);
+  for (int i = 0; i < n; i++)
+    iidx[i] = (oidx[i] / S) / (HQ / HKV) * S + oidx[i] % S;
+  double *ref = perf_rows_doubles(&b.in.t[0], D, iidx, n);
+  kv_launch(&b, 0);
+  char name[64];
+  snprintf(name, sizeof name, "kv_repeat_%s", ke_dtype_name(dt));
+  perf_check(name, &b.out.t[0], D, oidx, n, ref, (kt_tol){0, 0, 0});
+  free(ref);
+  set_free(&b.in);
+  set_free(&b.out);
+}
+
+START_TEST(kv_repeat) {
+  perf_cfg c = perf_config();
+  double copy_gbps = perf_copy(&c, 0);
+  for (size_t i = 0; i < NDTYPES; i++) kv_run(&c, kDtypes[i], copy_gbps);
+}
+END_TEST
+
+/* ---- MXFP dequantisation ------------------------------------------------------ */
+
+/* The engine has MXFP4 (E2M1) and both MXFP6 formats; E2M3 stands for
+ * MXFP6 here. There is no MXFP8 in the engine. */
+static const ke_mxfp_format kMxFormats[] = {KE_MXFP4_E2M1, KE_MXFP6_E2M3};
+
+typedef struct mx_bench {
+  ke_mxfp_matrix w[PERF_MAX_SETS];
+  unsigned char *host_data, *host_scales;  /* set 0's bytes, for the check */
+  perf_set out;
+} mx_bench;
+
+static void mx_launch(void *p, int s) {
+  mx_bench *b = p;
+  kt_assert_ok(ke_mxfp_dequant(kt_ctx(), &b->w[s], &b->out.t[s]));
+}
+
+/* Random bytes: every element code is valid, and scales in 117..137
+ * (2^-10 .. 2^10) keep every value finite in every output dtype. */
+static void mx_random(unsigned char *data, size_t nd, unsigned char *scales,
+                      size_t ns) {
+  uint64_t x = kt_seed();
+  for (size_t i = 0; i < nd; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    data[i] = (unsigned char)(x >> 56);
+  }
+  for (size_t i = 0; i < ns; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    scales[i] = (unsigned char)(117 + (x >> 33) % 21);
+  }
+}
+
+static double mx_round(ke_dtype dt, double v) {
+  float f = (float)v;
+  if (dt == KE_F16) return ke_f16_to_f32(ke_f32_to_f16(f));
+  if (dt == KE_BF16) return ke_bf16_to_f32(ke_f32_to_bf16(f));
+  return f;
+}
+
+static void mx_run(const perf_cfg *c, ke_mxfp_format fmt, ke_dtype dt,
+                   double copy_gbps) {
+  const int64_t C = PERF_COLS;
+  int64_t es = (int64_t)ke_dtype_size(dt);
+  int64_t row_bytes = (int64_t)ke_mxfp_data_bytes(fmt, 1, C) +
+                      (int64_t)ke_mxfp_scale_bytes(1, C) + C * es;
+  int64_t rows = perf_rows(c, row_bytes);
+  size_t nd = ke_mxfp_data_bytes(fmt, rows, C);
+  size_t ns = ke_mxfp_scale_bytes(rows, C);
+  int64_t shape[2] = {rows, C};
+  int nsets = perf_sets(c, rows * row_bytes);
+  mx_bench b;
+  memset(&b, 0, sizeof b);
+  b.host_data = malloc(nd);
+  b.host_scales = malloc(ns);
+  unsigned char *tmp_d = malloc(nd), *tmp_s = malloc(ns);
+  ck_assert_msg(b.host_data && b.host_scales && tmp_d && tmp_s,
+                "out of host memory for %zu MX bytes", nd);
+  for (int s = 0; s < nsets; s++) {
+    unsigned char *d = s == 0 ? b.host_data : tmp_d;
+    unsigned char *sc = s == 0 ? b.host_scales : tmp_s;
+    mx_random(d, nd, sc, ns);
+    b.w[s] = (ke_mxfp_matrix){.format = fmt, .rows = rows, .cols = C};
+    kt_assert_ok(ke_malloc(kt_ctx(), &b.w[s].data, nd));
+    kt_assert_ok(ke_malloc(kt_ctx(), &b.w[s].scales, ns));
+    kt_assert_ok(ke_copy_to_device(kt_ctx(), b.w[s].data, d, nd));
+    kt_assert_ok(ke_copy_to_device(kt_ctx(), b.w[s].scales, sc, ns));
+  }
+  free(tmp_d);
+  free(tmp_s);
+  set_alloc(&b.out, nsets, dt, 2, shape, 0);
+
+  double ms = perf_time(c, "mxfp_dequant", mx_launch, &b, nsets);
+  char bench[64], sh[64];
+  snprintf(bench, sizeof bench, "%s_dequant",
+           fmt == KE_MXFP4_E2M1 ? "mxfp4" : "mxfp6_e2m3");
+  snprintf(sh, sizeof sh, "%lldx%lld", (long long)rows, (long long)C);
+  perf_report_bw(bench, dt, sh, (double)(rows * row_bytes), ms, copy_gbps);
+  perf_rotation(bench, dt, nsets, rows * row_bytes);
+
+  /* Decoding is exact: the reference of each sampled row, rounded once to
+   * the output dtype, with atol = rtol = 0. */
+  int n = c->samples;
+  int64_t idx[64];
+  perf_sample(rows, n, idx);
+  double *ref = perf_doubles((size_t)n * (size_t)C);
+  for (int i = 0; i < n; i++) {
+    ke_mxfp_matrix row = {
+        .format = fmt, .rows = 1, .cols = C,
+        .data = b.host_data + (size_t)idx[i] * ke_mxfp_data_bytes(fmt, 1, C),
+        .scales = b.host_scales + (size_t)idx[i] * ke_mxfp_scale_bytes(1, C)};
+    kt_assert_ok(ke_mxfp_dequant_ref(&row, ref + (size_t)i * (size_t)C));
+    for (int64_t j = 0; j < C; j++)
+      ref[(size_t)i * (size_t)C + (size_t)j] =
+          mx_round(dt, ref[(size_t)i * (size_t)C + (size_t)j]);
+  }
+  mx_launch(&b, 0);
+  char name[96];
+  snprintf(name, sizeof name, "%s_%s", bench, ke_dtype_name(dt));
+  perf_check(name, &b.out.t[0], C, idx, n, ref, (kt_tol){0, 0, 0});
+  free(ref);
+  for (int s = 0; s < nsets; s++) {
+    kt_assert_ok(ke_free(kt_ctx(), b.w[s].data));
+    kt_assert_ok(ke_free(kt_ctx(), b.w[s].scales));
+  }
+  free(b.host_data);
+  free(b.host_scales);
+  set_free(&b.out);
+}
+
+START_TEST(mxfp_dequant) {
+  perf_cfg c = perf_config();
+  double copy_gbps = perf_copy(&c, 0);
+  for (size_t f = 0; f < sizeof kMxFormats / sizeof kMxFormats[0]; f++)
+    for (size_t i = 0; i < NDTYPES; i++)
+      mx_run(&c, kMxFormats[f], kDtypes[i], copy_gbps);
+}
+END_TEST
+
+/* ---- GEMM and fused attention: FLOP/s ------------------------------------------ */
+
+/* Sequence lengths: S = 1024 and 4096 on a GPU (64 and 128 in emulation);
+ * f32 and bf16. */
+static void perf_lengths(const perf_cfg *c, int64_t len[2]) {
+  len[0] = c->host ? 64 : 1024;
+  len[1] = c->host ? 128 : 4096;
+}
+
+static const ke_dtype kMatDtypes[] = {KE_F32, KE_BF16};
+
+typedef struct gemm_bench {
+  perf_set a, b, c;
+} gemm_bench;
+
+static void gemm_launch(void *p, int s) {
+  gemm_bench *g = p;
+  kt_assert_ok(ke_gemm(kt_ctx(), &g->a.t[s], &g->b.t[s], &g->c.t[s], NULL));
+}
+
+/* Square C[S, S] = A[S, S] B[S, S], no transposes: 2 S^3 FLOP. */
+static void gemm_run(const perf_cfg *c, int64_t S, ke_dtype dt) {
+  int64_t es = (int64_t)ke_dtype_size(dt);
+  int64_t shape[2] = {S, S};
+  int nsets = perf_sets(c, 3 * S * S * es);
+  gemm_bench g;
+  set_alloc(&g.a, nsets, dt, 2, shape, 1);
+  set_alloc(&g.b, nsets, dt, 2, shape, 1);
+  set_alloc(&g.c, nsets, dt, 2, shape, 0);
+
+  double ms = perf_time(c, "gemm", gemm_launch, &g, nsets);
+  char bench[32], sh[64];
+  snprintf(bench, sizeof bench, "gemm_s%lld", (long long)S);
+  snprintf(sh, sizeof sh, "%lldx%lldx%lld", (long long)S, (long long)S,
+           (long long)S);
+  perf_report_flops(bench, dt, sh, 2.0 * (double)S * (double)S * (double)S,
+                    ms);
+  perf_rotation(bench, dt, nsets, 3 * S * S * es);
+
+  /* Sampled rows of C from the same rows of A and all of B. */
+  int n = c->host ? c->samples : 8;
+  int64_t idx[64];
+  perf_sample(S, n, idx);
+  double *ad = perf_rows_doubles(&g.a.t[0], S, idx, n);
+  double *bd = kt_to_doubles(&g.b.t[0]);
+  double *ref = perf_doubles((size_t)n * (size_t)S);
+  ke_gemm_params p;
+  ke_gemm_params_init(&p);
+  ke_gemm_ref(&p, 1, n, S, S, ad, S, 0, bd, S, 0, ref, S, 0);
+  kt_tol tol = gemm_tol(dt, &p, 1, n, S, S, ad, S, 0, bd, S, 0, NULL, S, 0);
+  gemm_launch(&g, 0);
+  char name[64];
+  snprintf(name, sizeof name, "%s_%s", bench, ke_dtype_name(dt));
+  perf_check(name, &g.c.t[0], S, idx, n, ref, tol);
+  free(ref);
+  free(bd);
+  free(ad);
+  set_free(&g.a);
+  set_free(&g.b);
+  set_free(&g.c);
+}
+
+START_TEST(gemm) {
+  perf_cfg c = perf_config();
+  int64_t len[2];
+  perf_lengths(&c, len);
+  for (int l = 0; l < 2; l++)
+    for (size_t i = 0; i < 2; i++) gemm_run(&c, len[l], kMatDtypes[i]);
+}
+END_TEST
+
+typedef struct attn_bench {
+  perf_set q, k, v, o;
+} attn_bench;
+
+static void attn_launch(void *p, int s) {
+  attn_bench *a = p;
+  kt_assert_ok(ke_attention(kt_ctx(), &a->q.t[s], &a->k.t[s], &a->v.t[s],
+                            &a->o.t[s], NULL));
+}
+
+static double perf_max_norm(const double *x, int64_t rows, int64_t d) {
+  double m = 0.0;
+  for (int64_t r = 0; r < rows; r++) {
+    double s = 0.0;
+    for (int64_t j = 0; j < d; j++) s += x[r * d + j] * x[r * d + j];
+    if (sqrt(s) > m) m = sqrt(s);
+  }
+  return m;
+}
+
+/* The bound of docs/kernels.md (fused attention, Tolerances) with lambda 6:
+ * score error e_s = 6 sqrt(D) u |scale| max|q| max|k|, sums over Sk keys
+ * 6 sqrt(Sk) u; f16/bf16 are their output rounding. */
+static kt_tol perf_attn_tol(ke_dtype dt, const double *q, int nq,
+                            const double *k, const double *v, int64_t sk,
+                            int64_t d) {
+  const double u = ldexp(1.0, -24), lambda = 6.0;
+  double scale = 1.0 / sqrt((double)d);
+  double s_max = scale * perf_max_norm(q, nq, d) * perf_max_norm(k, sk, d);
+  double v_max = 0.0;
+  for (int64_t i = 0; i < sk * d; i++)
+    if (fabs(v[i]) > v_max) v_max = fabs(v[i]);
+  double e_s = lambda * sqrt((double)d) * u * s_max;
+  double sums = lambda * sqrt((double)sk) * u;
+  kt_tol t = {(2.0 * (e_s + 2.0 * u) + sums + 4.0 * u) * v_max, sums, 0.0};
+  if (dt != KE_F32) {
+    t.atol = t.atol > 1e-5 ? t.atol : 1e-5;
+    t.rtol = kt_tol_default(dt).rtol;
+  }
+  return t;
+}
+
+/* Non-causal attention, B = 1, H = 16 (2 in emulation), Sq = Sk = S,
+ * D = 128: 4 B H S^2 D FLOP (Q K^T and P V). */
+static void attn_run(const perf_cfg *c, int64_t S, ke_dtype dt) {
+  const int64_t H = c->host ? 2 : 16, D = PERF_HEAD_DIM;
+  int64_t es = (int64_t)ke_dtype_size(dt);
+  int64_t shape[4] = {1, H, S, D};
+  int nsets = perf_sets(c, 4 * H * S * D * es);
+  attn_bench a;
+  set_alloc(&a.q, nsets, dt, 4, shape, 1);
+  set_alloc(&a.k, nsets, dt, 4, shape, 1);
+  set_alloc(&a.v, nsets, dt, 4, shape, 1);
+  set_alloc(&a.o, nsets, dt, 4, shape, 0);
+
+  double ms = perf_time(c, "attention", attn_launch, &a, nsets);
+  char bench[32], sh[64];
+  snprintf(bench, sizeof bench, "attention_s%lld", (long long)S);
+  snprintf(sh, sizeof sh, "1x%lldx%lldx%lld", (long long)H, (long long)S,
+           (long long)D);
+  perf_report_flops(bench, dt, sh,
+                    4.0 * (double)H * (double)S * (double)S * (double)D, ms);
+  perf_rotation(bench, dt, nsets, 4 * H * S * D * es);
+
+  /* Sampled query rows (h, s), each against all keys of its head. */
+  int n = c->host ? c->samples : 8;
+  int64_t idx[64];
+  perf_sample(H * S, n, idx);
+  double *qd = perf_rows_doubles(&a.q.t[0], D, idx, n);
+  double *kd = kt_to_doubles(&a.k.t[0]);
+  double *vd = kt_to_doubles(&a.v.t[0]);
+  double *ref = perf_doubles((size_t)n * (size_t)D);
+  kt_tol tol = {0, 0, 0};
+  ke_attention_params p;
+  ke_attention_params_init(&p);
+  for (int i = 0; i < n; i++) {
+    int64_t h = idx[i] / S;
+    const double *kh = kd + (size_t)(h * S * D), *vh = vd + (size_t)(h * S * D);
+    ke_attention_ref(qd + (size_t)i * D, kh, vh, ref + (size_t)i * D, 1, 1, 1,
+                     1, S, D, &p);
+    kt_tol t = perf_attn_tol(dt, qd + (size_t)i * D, 1, kh, vh, S, D);
+    if (t.atol > tol.atol) tol.atol = t.atol;
+    if (t.rtol > tol.rtol) tol.rtol = t.rtol;
+  }
+  attn_launch(&a, 0);
+  char name[64];
+  snprintf(name, sizeof name, "%s_%s", bench, ke_dtype_name(dt));
+  perf_check(name, &a.o.t[0], D, idx, n, ref, tol);
+  free(ref);
+  free(vd);
+  free(kd);
+  free(qd);
+  set_free(&a.q);
+  set_free(&a.k);
+  set_free(&a.v);
+  set_free(&a.o);
+}
+
+START_TEST(attention) {
+  perf_cfg c = perf_config();
+  int64_t len[2];
+  perf_lengths(&c, len);
+  for (int l = 0; l < 2; l++)
+    for (size_t i = 0; i < 2; i++) attn_run(&c, len[l], kMatDtypes[i]);
+}
+END_TEST
+
+/* ---- Registry ------------------------------------------------------------------- */
+
+#define PERF_TEST(fn) KT_TEST(fn, .slots = KT_WHOLE_DEVICE, .timeout_s = 600)
+
+static const kt_test kPerfTests[] = {
+    PERF_TEST(copy),    PERF_TEST(softmax),      PERF_TEST(rmsnorm),
+    PERF_TEST(rmsnorm_residual), PERF_TEST(swiglu), PERF_TEST(rope),
+    PERF_TEST(kv_repeat), PERF_TEST(mxfp_dequant), PERF_TEST(gemm),
+    PERF_TEST(attention),
+};
+KT_SUITE(kt_suite_perf, "perf", "perf", kPerfTests);

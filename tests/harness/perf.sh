@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# The perf suite in host emulation (small sizes, same code): held back from
+# a plain selection, every benchmark passes its correctness check and leaves
+# finite metrics and a shape note in the report; the metrics survive report
+# rebuild and merge; scripts/torch-compare.py plans the same shapes; and
+# scripts/perf-table.py joins a report with a torch file (made here from the
+# plan, since no torch is installed) with both of its report readers.
+source "$(dirname "$0")/lib.sh"
+S=$KILN_SOURCE/scripts
+
+# ---- Selection: perf runs only when named -------------------------------------------
+k list
+if grep -q '^perf/' "$T/out.txt"; then fail "perf tests listed without being named"; else ok "perf tests held back by default"; fi
+k list '*'
+if grep -q '^perf/' "$T/out.txt"; then fail "'*' swept up perf tests"; else ok "a bare glob does not select perf tests"; fi
+k list @perf;  expect_eq "$(grep -c '^perf/' "$T/out.txt")" 10 "@perf selects the perf suite"
+k list perf;   expect_eq "$(grep -c '^perf/' "$T/out.txt")" 10 "the suite name selects it"
+k list perf/gemm; expect_eq "$(grep -c '^perf/' "$T/out.txt")" 1 "an id selects one perf test"
+
+# ---- The suite on the host backend ----------------------------------------------------
+k run --backend host --jobs 2 --out perf -- @perf
+expect_rc 0 "kiln run @perf on host"
+flat perf/report.yaml
+BENCHES="copy softmax rmsnorm rmsnorm_residual swiglu rope kv_repeat mxfp_dequant gemm attention"
+for b in $BENCHES; do
+  expect_eq "$(tfield "perf/$b" outcome)" pass "perf/$b outcome"
+  i=$(test_index "perf/$b")
+  nm=$(grep -c "^tests\.$i\.metrics\.[0-9]*\.name=" "$T/flat.txt")
+  [ "$nm" -ge 5 ] && ok "perf/$b has $nm metrics" || fail "perf/$b has $nm metrics"
+  bad=$(grep -E "^tests\.$i\.checks\.[0-9]+\.pass=" "$T/flat.txt" | grep -vc '=1$')
+  expect_eq "$bad" 0 "perf/$b: checks that did not pass"
+  nc=$(grep -c "^tests\.$i\.checks\.[0-9]*\.name=" "$T/flat.txt")
+  [ "$nc" -ge 1 ] && ok "perf/$b checks its output ($nc checks)" || fail "perf/$b has no check"
+done
+expect_eq "$(tfield perf/copy device_info.l2_bytes)" 4194304 "device_info.l2_bytes (host emulation)"
+expect_eq "$(tfield perf/copy slots)" 2 "perf tests hold the whole device (both of --jobs 2 slots)"
+
+# Every figure is a finite positive number and every case has its shape.
+if python3 - "$T/flat.txt" <<'PY'
+import math, re, sys
+metrics, notes = {}, {}
+for line in open(sys.argv[1]):
+    m = re.match(r"tests\.(\d+)\.(metrics|notes)\.(\d+)\.(\w+)=(.*)", line.rstrip("\n"))
+    if m:
+        (metrics if m[2] == "metrics" else notes).setdefault((m[1], m[3]), {})[m[4]] = m[5]
+vals = {d["name"]: float(d["value"]) for d in metrics.values()}
+shapes = {d["key"] for d in notes.values()}
+want = [f"{b}.{dt}" for b in ("softmax", "rmsnorm", "rmsnorm_residual", "swiglu", "rope",
+                             "kv_repeat", "mxfp4_dequant", "mxfp6_e2m3_dequant")
+        for dt in ("f32", "f16", "bf16")] + ["copy.f32"]
+want_flop = [f"{b}_s{s}.{dt}" for b in ("gemm", "attention") for s in (64, 128)
+             for dt in ("f32", "bf16")]
+for k in want:
+    for q in ("GBps", "ratio_to_copy", "ms", "bytes", "rotation_bytes"):
+        v = vals[f"{k}.{q}"]
+        assert math.isfinite(v) and v > 0, (k, q, v)
+    assert f"{k}.shape" in shapes, k
+    # The rotation covers twice the emulated L2 (4 MiB).
+    assert vals[f"{k}.rotation_bytes"] >= 8 << 20, (k, vals[f"{k}.rotation_bytes"])
+    assert vals[f"{k}.bytes"] >= 2 << 20, k
+for k in want_flop:
+    for q in ("TFLOPs", "ms", "flop"):
+        v = vals[f"{k}.{q}"]
+        assert math.isfinite(v) and v > 0, (k, q, v)
+    assert f"{k}.shape" in shapes, k
+assert vals["gemm_s128.f32.flop"] == 2 * 128 ** 3
+assert vals["attention_s64.bf16.flop"] == 4 * 2 * 64 * 64 * 128
+g = vals["softmax.f32.bytes"] / (vals["softmax.f32.ms"] * 1e-3) / 1e9
+assert abs(g / vals["softmax.f32.GBps"] - 1) < 1e-9, "GB/s is bytes over the median"
+PY
+then ok "metrics finite and positive, shapes noted, rotation >= 2x L2"
+else fail "perf metrics"; fi
+
+# ---- Metrics survive rebuild and merge ------------------------------------------------------
+count_metrics() { "$KH_PROBE" flat "$1" | grep -c '\.metrics\.[0-9]*\.name='; }
+n0=$(count_metrics perf/report.yaml)
+k report rebuild perf --report "$T/rebuilt.yaml"
+expect_rc 0 "report rebuild"
+expect_eq "$(count_metrics "$T/rebuilt.yaml")" "$n0" "metrics after rebuild from the journal"
+k report merge perf/report.yaml -o "$T/merged.yaml"
+expect_rc 0 "report merge"
+expect_eq "$(count_metrics "$T/merged.yaml")" "$n0" "metrics after merge"
+
+# ---- diff flags a lower throughput metric; html lists metrics ---------------------------
+# NEW = the same report with softmax.f32.GBps halved (a regression), a
+# TFLOP/s figure raised and a ms figure doubled (neither is one).
+python3 - perf/report.yaml "$T/lower.yaml" <<'PY'
+import re, sys
+s = open(sys.argv[1]).read()
+def scale(s, name, f):
+    out, n = re.subn(r"(- name: %s\n    value: )([^\n]+)" % re.escape(name),
+                     lambda m: m[1] + repr(float(m[2]) * f), s)
+    assert n == 1, name
+    return out
+s = scale(s, "softmax.f32.GBps", 0.5)
+s = scale(s, "gemm_s128.bf16.TFLOPs", 1.5)
+s = scale(s, "rope.f16.ms", 2.0)
+open(sys.argv[2], "w").write(s)
+PY
+k report diff perf/report.yaml "$T/lower.yaml" --yaml "$T/diff.yaml"
+expect_rc 1 "diff with a halved GB/s"
+expect_out 'lower metric +perf/softmax metric softmax.f32.GBps: .* GB/s \(x0.50\)' "the finding names test, metric and factor"
+expect_eq "$(grep -c 'kind: lower_metric' "$T/diff.yaml")" 1 "exactly one lower_metric finding"
+k report diff perf/report.yaml "$T/lower.yaml" --metric-rel 0.6
+expect_rc 0 "a 50% drop within --metric-rel 0.6"
+k report diff perf/report.yaml perf/report.yaml
+expect_rc 0 "a report against itself"
+k report html perf -o "$T/perf.html"
+expect_rc 0 "report html"
+grep -q '<td>softmax.f32.GBps</td>' "$T/perf.html" && ok "html lists metrics" || fail "html lacks metrics"
+
+# ---- torch-compare.py without torch: plan, arguments, writer ------------------------------
+python3 "$S/torch-compare.py" --plan --host-sizes --out "$T/plan.json"
+[ $? -eq 0 ] && ok "torch-compare.py --plan runs without torch" || fail "torch-compare.py --plan"
+python3 "$S/torch-compare.py" --iters 0 >/dev/null 2>&1
+expect_eq "$?" 2 "torch-compare.py refuses --iters 0"
+python3 "$S/torch-compare.py" --lengths 1k --plan >/dev/null 2>&1
+expect_eq "$?" 2 "torch-compare.py refuses --lengths 1k"
+if python3 - "$S" "$T/flat.txt" "$T/plan.json" "$T/torch.json" <<'PY'
+import importlib.util, json, re, sys
+src, flat, plan_path, out = sys.argv[1:5]
+spec = importlib.util.spec_from_file_location("tc", src + "/torch-compare.py")
+tc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tc)            # importing needs no torch
+shapes = {}
+for line in open(flat):
+    m = re.match(r"tests\.\d+\.notes\.\d+\.(key|value)=(.*)", line.rstrip("\n"))
+    if m and m[1] == "key":
+        key = m[2]
+    elif m:
+        shapes[key[:-len(".shape")]] = m[2]
+cases = json.load(open(plan_path))["cases"]
+planned = {f"{c['bench']}.{c['dtype']}": c["shape"] for c in cases}
+assert planned == shapes, {k: (planned.get(k), shapes.get(k))
+                           for k in set(planned) | set(shapes) if planned.get(k) != shapes.get(k)}
+# A torch file as measure() would write it: copy twice kiln's speed, the
+# rest at 1 ms, MXFP6 not measured.
+res = tc.new_results({"device": "fake", "torch": "0"})
+copy = None
+for c in cases:
+    if c["bench"].startswith("mxfp6"):
+        tc.record_case(res, c, None, note="n/a in this test")
+        continue
+    ms = 1.0
+    if c["bench"] == "copy":
+        copy = c["bytes"] / 1e-3 / 1e9
+    tc.record_case(res, c, ms, copy, note="unfused" if c["bench"] == "rope" else None)
+tc.write(res, out)
+doc = json.load(open(out))
+assert doc["format"] == "kiln-torch-compare/1"
+names = {m["name"] for m in doc["metrics"]}
+assert "softmax.bf16.GBps" in names and "gemm_s128.f32.TFLOPs" in names
+assert "mxfp6_e2m3_dequant.f32.GBps" not in names
+PY
+then ok "torch-compare.py plans kiln's shapes; its writer makes a torch file"
+else fail "torch-compare.py plan/writer"; fi
+
+# ---- perf-table.py ---------------------------------------------------------------------------
+for reader in "" --no-pyyaml; do
+  python3 "$S/perf-table.py" $reader perf "$T/torch.json" -o "$T/table$reader.md" 2>"$T/err.txt"
+  expect_eq "$?" 0 "perf-table.py ${reader:-(PyYAML if present)}"
+done
+cmp -s "$T/table.md" "$T/table--no-pyyaml.md" && ok "both report readers give one table" \
+  || fail "the report readers disagree"
+if python3 - "$T/table.md" <<'PY'
+import sys
+lines = [l for l in open(sys.argv[1]) if l.startswith("| ") and not l.startswith("| kernel") and "---" not in l]
+rows = {tuple(c.strip() for c in l.strip().strip("|").split("|")[:2]): l for l in lines}
+assert len(rows) == 1 + 8 * 3 + 8, len(rows)       # copy, 8 memory benches x 3, 8 FLOP cases
+assert "reference" in rows[("copy", "f32")]
+# Host emulation is far below a 2x-copy torch: every memory kernel misses.
+assert "slower than torch" in rows[("softmax", "f32")]
+assert "no torch figure" in rows[("mxfp6_e2m3_dequant", "bf16")]
+assert "ratio only" in rows[("gemm_s128", "bf16")] and "TFLOP/s" in rows[("gemm_s128", "bf16")]
+assert "torch notes" in open(sys.argv[1]).read()
+PY
+then ok "table rows, verdicts and notes"
+else fail "table content"; sed 's/^/    | /' "$T/table.md" | head -20; fi
+python3 "$S/perf-table.py" perf > "$T/nt.md"
+expect_eq "$?" 0 "perf-table.py without a torch file"
+grep -q '| softmax | f32 | .* | n/a |' "$T/nt.md" && ok "torch columns n/a without a torch file" || fail "no-torch table"
+k run --backend host --jobs 1 --out plain faults/pass
+python3 "$S/perf-table.py" plain >/dev/null 2>"$T/err.txt"
+expect_eq "$?" 2 "perf-table.py on a report without perf metrics"
+grep -q 'no perf metrics' "$T/err.txt" && ok "says why" || fail "no reason given"
+echo '{"format": "other"}' > "$T/bad.json"
+python3 "$S/perf-table.py" perf "$T/bad.json" >/dev/null 2>&1
+expect_eq "$?" 2 "perf-table.py refuses a file that is not torch-compare output"
+
+finish
