@@ -19,6 +19,7 @@
 #endif
 
 #include <stdint.h>
+#include <string.h>
 
 #include "kd-convert.h"
 #include "launch.h"
@@ -28,9 +29,35 @@
 struct kd_half { uint16_t bits; };
 struct kd_bf16 { uint16_t bits; };
 
+/* f16 conversions in one hardware instruction on the GPUs (both round to
+ * nearest even and keep subnormals, as kd-convert.h does; a NaN comes out
+ * as the hardware's quiet NaN), kd-convert.h's integer code on the host. */
+__device__ __forceinline__ float kd_f16_to_f32_dev(uint16_t h) {
+#if defined(KILN_BACKEND_CUDA) && defined(__CUDA_ARCH__)
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+#elif defined(KILN_BACKEND_HIP) && defined(__HIP_DEVICE_COMPILE__)
+  return (float)__builtin_bit_cast(_Float16, h);
+#else
+  return kd_f16_bits_to_f32(h);
+#endif
+}
+__device__ __forceinline__ uint16_t kd_f32_to_f16_dev(float f) {
+#if defined(KILN_BACKEND_CUDA) && defined(__CUDA_ARCH__)
+  uint16_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+#elif defined(KILN_BACKEND_HIP) && defined(__HIP_DEVICE_COMPILE__)
+  return __builtin_bit_cast(uint16_t, (_Float16)f);
+#else
+  return kd_f32_to_f16_bits(f);
+#endif
+}
+
 __device__ __forceinline__ float kd_to_float(float v) { return v; }
 __device__ __forceinline__ float kd_to_float(kd_half v) {
-  return kd_f16_bits_to_f32(v.bits);
+  return kd_f16_to_f32_dev(v.bits);
 }
 __device__ __forceinline__ float kd_to_float(kd_bf16 v) {
   return kd_bf16_bits_to_f32(v.bits);
@@ -42,7 +69,7 @@ template <> __device__ __forceinline__ float kd_from_float<float>(float v) {
 }
 template <> __device__ __forceinline__ kd_half kd_from_float<kd_half>(float v) {
   kd_half h;
-  h.bits = kd_f32_to_f16_bits(v);
+  h.bits = kd_f32_to_f16_dev(v);
   return h;
 }
 template <> __device__ __forceinline__ kd_bf16 kd_from_float<kd_bf16>(float v) {
@@ -110,6 +137,145 @@ __device__ __forceinline__ float kd_block_reduce(float v, Op op,
   float r = scratch[0];
   __syncthreads();
   return r;
+}
+
+/* Loops over a thread's fixed-size register arrays must unroll on a GPU (or
+ * the arrays go to local memory); g++ (host emulation) has no such pragma. */
+#if defined(KILN_BACKEND_HOST)
+#define KD_UNROLL
+#else
+#define KD_UNROLL _Pragma("unroll")
+#endif
+
+/* ---- 16-byte vectors ----------------------------------------------------- */
+
+/* The vectorised kernels move rows in chunks of KD_VEC elements: one 16-byte
+ * access for f16/bf16, two for f32, converted to f32 in registers. A chunk
+ * pointer must be 16-byte aligned; launchers check that with kd_rows_vec_ok
+ * and otherwise launch their scalar kernel. */
+#define KD_VEC 8
+
+__device__ __forceinline__ uint4 kd_ld16(const void *p) {
+#if defined(KILN_BACKEND_HOST)
+  uint4 v; /* memcpy: the host compiler's aliasing rules stay intact */
+  memcpy(&v, p, sizeof v);
+  return v;
+#else
+  return *(const uint4 *)p;
+#endif
+}
+
+__device__ __forceinline__ void kd_st16(void *p, uint4 v) {
+#if defined(KILN_BACKEND_HOST)
+  memcpy(p, &v, sizeof v);
+#else
+  *(uint4 *)p = v;
+#endif
+}
+
+__device__ __forceinline__ void kd_unpack4(uint4 u, float *f) {
+  f[0] = kd_bits_f32(u.x);
+  f[1] = kd_bits_f32(u.y);
+  f[2] = kd_bits_f32(u.z);
+  f[3] = kd_bits_f32(u.w);
+}
+
+/* Two 16-bit values of one 32-bit word (little-endian: low half first). */
+__device__ __forceinline__ void kd_unpack2(kd_half, uint32_t w, float *f) {
+  f[0] = kd_f16_to_f32_dev((uint16_t)(w & 0xffffu));
+  f[1] = kd_f16_to_f32_dev((uint16_t)(w >> 16));
+}
+__device__ __forceinline__ void kd_unpack2(kd_bf16, uint32_t w, float *f) {
+  f[0] = kd_bits_f32(w << 16);
+  f[1] = kd_bits_f32(w & 0xffff0000u);
+}
+template <typename T>
+__device__ __forceinline__ uint32_t kd_pack2(float a, float b) {
+  return (uint32_t)kd_from_float<T>(a).bits |
+         (uint32_t)kd_from_float<T>(b).bits << 16;
+}
+
+/* f[0..KD_VEC) = p[0..KD_VEC) as f32; p 16-byte aligned. */
+__device__ __forceinline__ void kd_load_vec(const float *p, float *f) {
+  kd_unpack4(kd_ld16(p), f);
+  kd_unpack4(kd_ld16(p + 4), f + 4);
+}
+template <typename T>
+__device__ __forceinline__ void kd_load_vec(const T *p, float *f) {
+  const uint4 u = kd_ld16(p);
+  kd_unpack2(T(), u.x, f);
+  kd_unpack2(T(), u.y, f + 2);
+  kd_unpack2(T(), u.z, f + 4);
+  kd_unpack2(T(), u.w, f + 6);
+}
+
+/* p[0..KD_VEC) = f[0..KD_VEC) rounded to p's dtype; p 16-byte aligned. */
+__device__ __forceinline__ void kd_store_vec(float *p, const float *f) {
+  kd_st16(p, make_uint4(kd_f32_bits(f[0]), kd_f32_bits(f[1]),
+                        kd_f32_bits(f[2]), kd_f32_bits(f[3])));
+  kd_st16(p + 4, make_uint4(kd_f32_bits(f[4]), kd_f32_bits(f[5]),
+                            kd_f32_bits(f[6]), kd_f32_bits(f[7])));
+}
+template <typename T>
+__device__ __forceinline__ void kd_store_vec(T *p, const float *f) {
+  kd_st16(p, make_uint4(kd_pack2<T>(f[0], f[1]), kd_pack2<T>(f[2], f[3]),
+                        kd_pack2<T>(f[4], f[5]), kd_pack2<T>(f[6], f[7])));
+}
+
+/* v rounded to T and back: what a store then a load of v would give. */
+template <typename T> __device__ __forceinline__ float kd_round(float v) {
+  return kd_to_float(kd_from_float<T>(v));
+}
+
+/* Host side, for launchers: rows of a tensor (base p, row stride in
+ * elements of elem bytes) all start on a 16-byte boundary. A NULL tensor
+ * (an absent optional input) does not constrain. */
+static inline bool kd_rows_vec_ok(const void *p, int64_t rows, int64_t stride,
+                                  size_t elem) {
+  if (!p) return true;
+  if ((uintptr_t)p % 16 != 0) return false;
+  return rows <= 1 || (stride * (int64_t)elem) % 16 == 0;
+}
+
+/* ---- Row groups ---------------------------------------------------------- */
+
+/* Row kernels hand each row to a group of threads: a warp for short rows
+ * (rows go to warps grid-wide; reductions are warp shuffles only, no block
+ * barrier) or the whole block for long ones. Launchers pick per launch;
+ * per_warp is uniform over the grid. */
+struct kd_row_group {
+  int64_t first, step; /* rows first, first + step, ... */
+  int rank, size;      /* this thread's place in the group, group size */
+  bool per_warp;
+};
+
+__device__ __forceinline__ kd_row_group kd_row_group_make(bool per_warp) {
+  kd_row_group g;
+  g.per_warp = per_warp;
+  if (per_warp) {
+    const int warps = blockDim.x / warpSize;
+    g.first = (int64_t)blockIdx.x * warps + threadIdx.x / warpSize;
+    g.step = (int64_t)gridDim.x * warps;
+    g.rank = threadIdx.x % warpSize;
+    g.size = warpSize;
+  } else {
+    g.first = blockIdx.x;
+    g.step = gridDim.x;
+    g.rank = threadIdx.x;
+    g.size = blockDim.x;
+  }
+  return g;
+}
+
+/* Reduction over the group; every thread of it gets the result. scratch
+ * as for kd_block_reduce (unused by warp groups). */
+template <typename Op>
+__device__ __forceinline__ float kd_group_reduce(const kd_row_group &g,
+                                                 float v, Op op,
+                                                 float identity,
+                                                 float *scratch) {
+  if (g.per_warp) return kd_warp_reduce(v, op);
+  return kd_block_reduce(v, op, identity, scratch);
 }
 
 #endif

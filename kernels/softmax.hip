@@ -1,12 +1,25 @@
 /* Row softmax: y = softmax(scale * x) over the last dimension.
  *
- * Algorithm: one block per row (grid-stride over rows). Pass 1 reads the row
- * once, each thread keeping an online (max, sum of exp) pair over its strided
- * elements; the pairs are combined across the block with warp shuffles and
- * shared memory (block max first, then the rescaled sums). Pass 2 reads the
- * row again and writes exp(v - max) / sum. Any row length works: threads
- * stride over the row, so there is no per-thread or per-block size limit;
- * accumulation is f32 whatever the input dtype.
+ * Vector kernel (row starts of x and y on 16-byte boundaries): a row goes to
+ * one warp when it is short (at most KE_SOFTMAX_WARP_COLS: warp shuffles
+ * only, several rows per 256-thread block) or to one block of 64 to 512
+ * threads when longer. Each thread loads KD_VEC-element chunks with 16-byte
+ * loads (up to KE_SOFTMAX_VPT of them, all in flight at once) plus at most
+ * one element of the row's last partial chunk, and keeps them in registers:
+ * the group reduces the max, each thread turns its values into
+ * exp(v - max) in place and the group reduces their sum, then the same
+ * registers are scaled by 1 / sum and stored. DRAM sees the row read once
+ * and written once, and exp is evaluated once per element. Rows too long
+ * for the registers (over 16384 elements) keep an online (max, sum of exp)
+ * pair per thread over the whole row, then read it again (largely from L2)
+ * to write.
+ *
+ * Scalar kernel (any other alignment): one block of 256 threads per row,
+ * the online pass then a second read-and-write pass, elements strided over
+ * the threads.
+ *
+ * Either way any row length works and accumulation is f32 whatever the
+ * input dtype.
  *
  * Special values follow the reference (engine/src/softmax.c): a NaN or +inf
  * anywhere in the unmasked row makes the row NaN; an all -inf row gives 0.
@@ -74,12 +87,189 @@ ke_softmax_rows(const Tin *__restrict__ x, int64_t x_stride,
   }
 }
 
+/* Chunks per thread kept in registers, the longest row a warp takes, and
+ * the vector kernel's block sizes (512 at most: beyond it the compiler
+ * would get 64 registers per thread and spill the cached chunks). */
+#define KE_SOFTMAX_VPT 4
+#define KE_SOFTMAX_WARP_COLS 1024
+#define KE_SOFTMAX_WARP_BLOCK 256
+#define KE_SOFTMAX_VEC_BLOCK 512
+
+template <typename Tin, typename Tout>
+__global__ void __launch_bounds__(KE_SOFTMAX_VEC_BLOCK)
+ke_softmax_vec(const Tin *__restrict__ x, int64_t x_stride,
+               Tout *__restrict__ y, int64_t y_stride, int64_t rows,
+               int64_t cols, float scale, int causal, int64_t sq,
+               int64_t offset, bool per_warp) {
+  __shared__ float scratch[KD_REDUCE_SCRATCH];
+  const kd_row_group g = kd_row_group_make(per_warp);
+  const int64_t nvec = cols / KD_VEC;
+  const int64_t tail0 = nvec * KD_VEC;
+  const int tail = (int)(cols - tail0);
+  const int64_t sweep = (int64_t)KE_SOFTMAX_VPT * g.size; /* chunks/pass */
+  const bool cached = nvec <= sweep;
+  for (int64_t r = g.first; r < rows; r += g.step) {
+    const Tin *xr = x + r * x_stride;
+    Tout *yr = y + r * y_stride;
+    int64_t limit = cols; /* columns at or past limit are masked */
+    if (causal) {
+      limit = r % sq + offset + 1;
+      limit = limit < 0 ? 0 : (limit > cols ? cols : limit);
+    }
+    int64_t end = limit;
+#if defined(KE_PLANTED_BUG)
+    /* Planted bug (mutant build only): the row's last partial warp never
+     * reaches the sum. */
+    end = limit - limit % warpSize;
+#endif
+    float v[KE_SOFTMAX_VPT][KD_VEC];
+    const bool has_tail = g.rank < tail && tail0 + g.rank < end;
+    float tv = has_tail ? scale * kd_to_float(xr[tail0 + g.rank]) : -INFINITY;
+    float m = -INFINITY, s = 0.0f;
+    if (cached) {
+      /* Max over the cached values; a NaN or +inf marks the row (s = NaN
+       * carries the mark through the sum). */
+      bool bad = isnan(tv) || tv == INFINITY;
+      m = tv > m ? tv : m;
+      KD_UNROLL
+      for (int k = 0; k < KE_SOFTMAX_VPT; k++) {
+        const int64_t c = g.rank + (int64_t)k * g.size;
+        if (c < nvec && c * KD_VEC < end) {
+          kd_load_vec(xr + c * KD_VEC, v[k]);
+        } else {
+          KD_UNROLL
+          for (int e = 0; e < KD_VEC; e++) v[k][e] = 0.0f;
+        }
+        KD_UNROLL
+        for (int e = 0; e < KD_VEC; e++) {
+          const float t = scale * v[k][e];
+          v[k][e] = (c < nvec && c * KD_VEC + e < end) ? t : -INFINITY;
+          bad = bad || isnan(v[k][e]) || v[k][e] == INFINITY;
+          m = v[k][e] > m ? v[k][e] : m;
+        }
+      }
+      const float row_max =
+          kd_group_reduce(g, m, kd_max_op(), -INFINITY, scratch);
+      /* exp(-inf - anything) is taken as 0 without evaluating it, so an
+       * all -inf row (row_max = -inf) never forms -inf - -inf. */
+      tv = tv == -INFINITY ? 0.0f : expf(tv - row_max);
+      s = tv;
+      KD_UNROLL
+      for (int k = 0; k < KE_SOFTMAX_VPT; k++)
+        KD_UNROLL
+        for (int e = 0; e < KD_VEC; e++) {
+          v[k][e] = v[k][e] == -INFINITY ? 0.0f : expf(v[k][e] - row_max);
+          s += v[k][e];
+        }
+      if (bad) s = NAN;
+      const float row_sum = kd_group_reduce(g, s, kd_sum_op(), 0.0f, scratch);
+      const bool poisoned = isnan(row_sum);
+      const bool empty = row_max == -INFINITY;
+      const float inv = 1.0f / row_sum;
+      KD_UNROLL
+      for (int k = 0; k < KE_SOFTMAX_VPT; k++) {
+        const int64_t c = g.rank + (int64_t)k * g.size;
+        if (c < nvec) {
+          KD_UNROLL
+          for (int e = 0; e < KD_VEC; e++)
+            v[k][e] = poisoned ? NAN : (empty ? 0.0f : v[k][e] * inv);
+          kd_store_vec(yr + c * KD_VEC, v[k]);
+        }
+      }
+      if (g.rank < tail)
+        yr[tail0 + g.rank] =
+            kd_from_float<Tout>(poisoned ? NAN : (empty ? 0.0f : tv * inv));
+      continue;
+    }
+
+    /* Long row: online (max, sum) over every chunk, then a second pass. */
+    ke_softmax_accumulate(tv, m, s);
+    for (int64_t base = g.rank; base < nvec && base * KD_VEC < end;
+         base += sweep) {
+      KD_UNROLL
+      for (int k = 0; k < KE_SOFTMAX_VPT; k++) {
+        const int64_t c = base + (int64_t)k * g.size;
+        if (c < nvec && c * KD_VEC < end) kd_load_vec(xr + c * KD_VEC, v[k]);
+      }
+      KD_UNROLL
+      for (int k = 0; k < KE_SOFTMAX_VPT; k++) {
+        const int64_t c = base + (int64_t)k * g.size;
+        KD_UNROLL
+        for (int e = 0; e < KD_VEC; e++)
+          if (c < nvec && c * KD_VEC + e < end)
+            ke_softmax_accumulate(scale * v[k][e], m, s);
+      }
+    }
+    const float row_max =
+        kd_group_reduce(g, m, kd_max_op(), -INFINITY, scratch);
+    const float mine = m == -INFINITY ? s : s * expf(m - row_max);
+    const float row_sum = kd_group_reduce(g, mine, kd_sum_op(), 0.0f, scratch);
+    const bool poisoned = isnan(row_sum);
+    const bool empty = row_max == -INFINITY;
+    const float inv = 1.0f / row_sum;
+    for (int64_t base = g.rank; base < nvec; base += sweep) {
+      KD_UNROLL
+      for (int k = 0; k < KE_SOFTMAX_VPT; k++) {
+        const int64_t c = base + (int64_t)k * g.size;
+        if (c < nvec && c * KD_VEC < limit && !poisoned && !empty)
+          kd_load_vec(xr + c * KD_VEC, v[k]);
+      }
+      KD_UNROLL
+      for (int k = 0; k < KE_SOFTMAX_VPT; k++) {
+        const int64_t c = base + (int64_t)k * g.size;
+        if (c < nvec) {
+          KD_UNROLL
+          for (int e = 0; e < KD_VEC; e++) {
+            float out;
+            if (poisoned) out = NAN;
+            else if (empty || c * KD_VEC + e >= limit) out = 0.0f;
+            else out = expf(scale * v[k][e] - row_max) * inv;
+            v[k][e] = out;
+          }
+          kd_store_vec(yr + c * KD_VEC, v[k]);
+        }
+      }
+    }
+    if (g.rank < tail) {
+      float out;
+      if (poisoned) out = NAN;
+      else if (empty || tail0 + g.rank >= limit) out = 0.0f;
+      else out = expf(tv - row_max) * inv;
+      yr[tail0 + g.rank] = kd_from_float<Tout>(out);
+    }
+  }
+}
+
 template <typename Tin, typename Tout>
 static int ke_softmax_launch_typed(hipStream_t stream, const void *x,
                                    int64_t xs, void *y, int64_t ys,
                                    int64_t rows, int64_t cols, float scale,
                                    int causal, int64_t sq, int64_t offset) {
   const int64_t max_grid = (int64_t)1 << 20;
+  if (kd_rows_vec_ok(x, rows, xs, sizeof(Tin)) &&
+      kd_rows_vec_ok(y, rows, ys, sizeof(Tout))) {
+    /* Short rows: a warp each (sized for warps of 32; at 64 the warps
+     * stride over more rows). Long rows: a block each, KE_SOFTMAX_VPT
+     * chunks per thread. */
+    const bool per_warp = cols <= KE_SOFTMAX_WARP_COLS;
+    int64_t threads = KE_SOFTMAX_WARP_BLOCK, blocks;
+    if (per_warp) {
+      blocks = (rows + KE_SOFTMAX_WARP_BLOCK / 32 - 1) /
+               (KE_SOFTMAX_WARP_BLOCK / 32);
+    } else {
+      const int64_t chunks =
+          (cols / KD_VEC + KE_SOFTMAX_VPT - 1) / KE_SOFTMAX_VPT;
+      threads = (chunks + 63) / 64 * 64;
+      if (threads > KE_SOFTMAX_VEC_BLOCK) threads = KE_SOFTMAX_VEC_BLOCK;
+      blocks = rows;
+    }
+    if (blocks > max_grid) blocks = max_grid;
+    hipLaunchKernelGGL((ke_softmax_vec<Tin, Tout>), dim3((unsigned)blocks),
+                       dim3((unsigned)threads), 0, stream, (const Tin *)x,
+                       xs, (Tout *)y, ys, rows, cols, scale, causal, sq,
+                       offset, per_warp);
+    return (int)hipGetLastError();
+  }
   dim3 grid((unsigned)(rows < max_grid ? rows : max_grid));
   dim3 block(KE_SOFTMAX_BLOCK);
   hipLaunchKernelGGL((ke_softmax_rows<Tin, Tout>), grid, block, 0, stream,
