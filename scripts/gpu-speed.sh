@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The "Speed" measurements on a lent NVIDIA GPU, in one device call
+# (docs/performance.md): `kiln bench --backend cuda` (context ceiling, kiln
+# warm and cold, isolation none), then the perf suite next to PyTorch
+# (scripts/gpu-perf.sh). Build here first with `scripts/gpu-run.sh stage`;
+# run there from the repository root with .device carried:
+#
+#   bash scripts/gpu-speed.sh            (both halves)
+#   KILN_SPEED_SKIP=bench|perf bash scripts/gpu-speed.sh
+#
+# KILN_BENCH_ARGS adds arguments to kiln bench (e.g. "--tests 96").
+# Files land flat under $OUT: bench.txt, bench.yaml, and gpu-perf.sh's.
+set -u
+cd "$(dirname "$0")/.."
+stage=.device
+out=${OUT:-$PWD/gpu-out}
+mkdir -p "$out"
+for d in /usr/local/cuda/lib64 /usr/local/cuda-*/lib64; do
+  if ls "$d"/libcurand.so.10* >/dev/null 2>&1; then
+    export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; break
+  fi
+done
+export KILN_GIT_REV=$(cat "$stage/REVISION" 2>/dev/null || echo unknown)
+rc=0
+if [ "${KILN_SPEED_SKIP:-}" != bench ]; then
+  read -r -a bench_args <<< "${KILN_BENCH_ARGS:-}"
+  t0=$(date +%s)
+  "$stage/kiln" bench --backend cuda --runner-dir "$stage" --skip host \
+    --out /tmp/kiln-bench "${bench_args[@]}" > "$out/bench.txt" 2>&1 || rc=$?
+  echo "kiln bench: exit $rc in $(( $(date +%s) - t0 )) s" >> "$out/bench.txt"
+  cp /tmp/kiln-bench/bench.yaml "$out/bench.yaml" 2>/dev/null
+  cat "$out/bench.txt"
+fi
+if [ "${KILN_SPEED_SKIP:-}" != perf ]; then
+  bash scripts/gpu-perf.sh "${KILN_PERF_SEL:-perf}" || rc=$?
+fi
+exit $rc
