@@ -72,9 +72,22 @@ template <> __device__ __forceinline__ kd_half kd_from_float<kd_half>(float v) {
   h.bits = kd_f32_to_f16_dev(v);
   return h;
 }
+/* bf16 rounding in one instruction on NVIDIA (sm_80 and later: round to
+ * nearest even, as kd-convert.h; a NaN comes out as the canonical quiet
+ * NaN); the integer code elsewhere (AMD's gfx90a and gfx1030 have no bf16
+ * convert instruction). */
+__device__ __forceinline__ uint16_t kd_f32_to_bf16_dev(float f) {
+#if defined(KILN_BACKEND_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint16_t b;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(f));
+  return b;
+#else
+  return kd_f32_to_bf16_bits(f);
+#endif
+}
 template <> __device__ __forceinline__ kd_bf16 kd_from_float<kd_bf16>(float v) {
   kd_bf16 b;
-  b.bits = kd_f32_to_bf16_bits(v);
+  b.bits = kd_f32_to_bf16_dev(v);
   return b;
 }
 

@@ -158,7 +158,7 @@ def rows(kiln, torch):
         ratio = k / t if t and t == t and t > 0 else None
         copy = kiln["metrics"].get(f"{key}.ratio_to_copy") if mem else None
         verdict = []
-        if mem and bench != "copy":
+        if mem and bench not in ("copy", "fill"):
             if copy is None or copy != copy:
                 verdict.append("no copy figure")
             elif copy < COPY_TARGET:

@@ -227,6 +227,13 @@ static void copy_launch(void *b, int s) {
 /* Device-to-device copy of target/2 bytes (read + write = target), f32
  * random data. Returns GB/s (bytes read + written over the median); with
  * report, records the copy's metrics and checks the copy. */
+static void fill_launch(void *b, int s) {
+  copy_bench *c = b;
+  /* 0x3f: every f32 word 0.747, not zero. */
+  kt_assert_ok(ke_fill_device_async(kt_ctx(), c->dst.t[s].data, 0x3f,
+                                    c->bytes));
+}
+
 static double perf_copy(const perf_cfg *c, int report) {
   int64_t rows = perf_rows(c, 2 * PERF_COLS * 4);
   int64_t shape[2] = {rows, PERF_COLS};
@@ -242,6 +249,11 @@ static double perf_copy(const perf_cfg *c, int report) {
     snprintf(sh, sizeof sh, "%lldx%d", (long long)rows, PERF_COLS);
     perf_report_bw("copy", KE_F32, sh, 2.0 * (double)b.bytes, ms, gbps);
     perf_rotation("copy", KE_F32, nsets, 2 * (int64_t)b.bytes);
+    /* Write-only bandwidth (a memset of the same buffers): the roof for
+     * kernels that mostly write, e.g. KV replication writes Hq/Hkv bytes
+     * for every byte it reads. */
+    double fill_ms = perf_time(c, "fill", fill_launch, &b, nsets);
+    perf_report_bw("fill", KE_F32, sh, (double)b.bytes, fill_ms, gbps);
     int64_t idx[64];
     perf_sample(rows, c->samples, idx);
     double *ref = perf_rows_doubles(&b.src.t[0], PERF_COLS, idx, c->samples);

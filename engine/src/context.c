@@ -235,3 +235,14 @@ int ke_copy_device_async(ke_context *ctx, void *dst, const void *src,
                                   ctx->stream));
   return KE_OK;
 }
+
+int ke_fill_device_async(ke_context *ctx, void *dst, int byte, size_t bytes) {
+  if (!ctx || (bytes && !dst))
+    return ke__fail(KE_EINVAL, "device fill of %zu bytes: NULL argument",
+                    bytes);
+  if (byte < 0 || byte > 255)
+    return ke__fail(KE_EINVAL, "device fill: byte %d is not in 0..255", byte);
+  if (bytes == 0) return KE_OK;
+  KE__TIMED_LAUNCH(ctx, "fill", hipMemsetAsync(dst, byte, bytes, ctx->stream));
+  return KE_OK;
+}

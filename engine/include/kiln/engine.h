@@ -138,6 +138,10 @@ int ke_copy_device(ke_context *ctx, void *dst, const void *src, size_t bytes);
  * bandwidth reference that kernel speeds are measured against. */
 int ke_copy_device_async(ke_context *ctx, void *dst, const void *src,
                          size_t bytes);
+/* Sets bytes of dst to byte on the context stream, not waited for, timed
+ * under the name "fill": the write-only bandwidth, for kernels that write
+ * much more than they read (KV replication, dequantisation). */
+int ke_fill_device_async(ke_context *ctx, void *dst, int byte, size_t bytes);
 /* Packed tensor <-> host arrays of doubles, converting dtype on the host. */
 int ke_tensor_from_doubles(ke_context *ctx, ke_tensor *t, const double *src);
 int ke_tensor_to_doubles(ke_context *ctx, const ke_tensor *t, double *dst);
