@@ -154,32 +154,6 @@ template <typename Tx, typename Ty> struct ke_rope_vec_unroll {
   enum { n = sizeof(Tx) == 4 || sizeof(Ty) == 4 ? 2 : 4 };
 };
 
-/* kd_store_vec, with the 16-byte store spelled out in PTX under nvcc: nvcc
- * 13 for sm_90 splits kd_st16's stores in this kernel into four 4-byte
- * ones (the chunk offsets defeat its alignment reasoning; the loads stay
- * whole), which quadruples the store instructions. */
-__device__ __forceinline__ void ke_rope_st16(void *p, uint4 v) {
-#if defined(KILN_BACKEND_CUDA) && defined(__CUDA_ARCH__)
-  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};"
-               :
-               : "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
-               : "memory");
-#else
-  kd_st16(p, v);
-#endif
-}
-__device__ __forceinline__ void ke_rope_store_vec(float *p, const float *f) {
-  ke_rope_st16(p, make_uint4(kd_f32_bits(f[0]), kd_f32_bits(f[1]),
-                             kd_f32_bits(f[2]), kd_f32_bits(f[3])));
-  ke_rope_st16(p + 4, make_uint4(kd_f32_bits(f[4]), kd_f32_bits(f[5]),
-                                 kd_f32_bits(f[6]), kd_f32_bits(f[7])));
-}
-template <typename T>
-__device__ __forceinline__ void ke_rope_store_vec(T *p, const float *f) {
-  ke_rope_st16(p, make_uint4(kd_pack2<T>(f[0], f[1]), kd_pack2<T>(f[2], f[3]),
-                             kd_pack2<T>(f[4], f[5]), kd_pack2<T>(f[6], f[7])));
-}
-
 __device__ __forceinline__ void ke_rope_turn(float *a, float *b, float c,
                                              float s) {
   const float x1 = *a, x2 = *b;
@@ -257,8 +231,8 @@ ke_rope_vec(ke__rope_args a, int64_t group) {
         if (h + k < h1) {
           ke_rope_turn_chunk<Inter>(v0[k], v1[k], c, sn);
           Ty *yh = yt + (h + k) * a.y_stride[2];
-          ke_rope_store_vec(yh + d0, v0[k]);
-          ke_rope_store_vec(yh + d1, v1[k]);
+          kd_store_vec(yh + d0, v0[k]);
+          kd_store_vec(yh + d1, v1[k]);
         }
     }
   }
@@ -275,7 +249,7 @@ ke_rope_vec(ke__rope_args a, int64_t group) {
     float v[KD_VEC];
     kd_load_vec(x + b * a.x_stride[0] + s * a.x_stride[1] +
                     h * a.x_stride[2] + d, v);
-    ke_rope_store_vec(y + b * a.y_stride[0] + s * a.y_stride[1] +
+    kd_store_vec(y + b * a.y_stride[0] + s * a.y_stride[1] +
                      h * a.y_stride[2] + d, v);
   }
   for (int64_t i = first; i < rows * tail; i += step) {

@@ -48,6 +48,9 @@ def plan(target, lengths, attn_heads):
     rows = ceil_div(target, 2 * COLS * 4)
     mem("copy", "f32", f"{rows}x{COLS}", 2 * rows * COLS * 4,
         2 * rows * COLS * 4, rows=rows)
+    # Write-only roof: a fill of the copy's destinations (suites/perf.c).
+    mem("fill", "f32", f"{rows}x{COLS}", rows * COLS * 4,
+        2 * rows * COLS * 4, rows=rows)
     for dt in MEM_DTYPES:
         es = ES[dt]
         # tensors moved per row, tensors held per set (and the weight)
@@ -190,6 +193,11 @@ def measure(args, cases, results):
             src = [randn((case["rows"], COLS), dt) for _ in range(nsets)]
             dst = [torch.empty_like(s) for s in src]
             fn = lambda i: dst[i].copy_(src[i])
+        elif b == "fill":
+            dst = [torch.empty((case["rows"], COLS), device=dev, dtype=dts[dt])
+                   for _ in range(nsets)]
+            fn = lambda i: dst[i].fill_(0.747)
+            note = "Tensor.fill_ (write only)"
         elif b == "softmax":
             x = [randn((case["rows"], COLS), dt) for _ in range(nsets)]
             fn = lambda i: torch.softmax(x[i], dim=-1)

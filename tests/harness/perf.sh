@@ -166,8 +166,9 @@ if python3 - "$T/table.md" <<'PY'
 import sys
 lines = [l for l in open(sys.argv[1]) if l.startswith("| ") and not l.startswith("| kernel") and "---" not in l]
 rows = {tuple(c.strip() for c in l.strip().strip("|").split("|")[:2]): l for l in lines}
-assert len(rows) == 1 + 8 * 3 + 8, len(rows)       # copy, 8 memory benches x 3, 8 FLOP cases
+assert len(rows) == 2 + 8 * 3 + 8, len(rows)       # copy, fill, 8 memory benches x 3, 8 FLOP cases
 assert "reference" in rows[("copy", "f32")]
+assert "reference" in rows[("fill", "f32")]
 # Host emulation is far below a 2x-copy torch: every memory kernel misses.
 assert "slower than torch" in rows[("softmax", "f32")]
 assert "no torch figure" in rows[("mxfp6_e2m3_dequant", "bf16")]
