@@ -159,6 +159,125 @@ KD_UNROLL
   }
 }
 
+/* f16/bf16 x: the same kernel, but each thread keeps its chunks of x packed
+ * as loaded (one uint4: 4 registers per 8 elements where f32 values take 8)
+ * and converts them again for the sum of squares and for the normalising
+ * pass. With the residual, the packed chunk is the rounded sum exactly as
+ * stored into x. Same math and rounding as above, bit for bit. */
+template <typename T> struct ke_rms_chunk {
+  uint4 u;
+  __device__ __forceinline__ void get(float *f) const {
+    kd_unpack2(T(), u.x, f);
+    kd_unpack2(T(), u.y, f + 2);
+    kd_unpack2(T(), u.z, f + 4);
+    kd_unpack2(T(), u.w, f + 6);
+  }
+  /* Between passes: keeps the compiler from holding the converted values
+   * across the reduction in place of the packed ones. */
+  __device__ __forceinline__ void opaque() {
+#if defined(KILN_BACKEND_HIP) && defined(__HIP_DEVICE_COMPILE__)
+    asm volatile("" : "+v"(u.x), "+v"(u.y), "+v"(u.z), "+v"(u.w));
+#elif defined(KILN_BACKEND_CUDA) && defined(__CUDA_ARCH__)
+    asm volatile("" : "+r"(u.x), "+r"(u.y), "+r"(u.z), "+r"(u.w));
+#endif
+  }
+};
+
+template <typename Tx, typename Tw, typename Ty>
+__global__ void __launch_bounds__(KE_RMS_VEC_BLOCK)
+ke_rmsnorm_vec16(Tx *x, int64_t x_stride, const Tx *res, int64_t res_stride,
+                 const Tw *w, Ty *y, int64_t y_stride, int64_t rows,
+                 int64_t cols, float eps, bool per_warp) {
+  __shared__ float scratch[KD_REDUCE_SCRATCH];
+  const kd_row_group g = kd_row_group_make(per_warp);
+  const int64_t nvec = cols / KD_VEC;
+  const int64_t tail0 = nvec * KD_VEC; /* first element of the tail */
+  const int tail = (int)(cols - tail0);
+  const bool cached = nvec <= (int64_t)KE_RMS_VPT * g.size;
+  for (int64_t r = g.first; r < rows; r += g.step) {
+    Tx *xr = x + r * x_stride;
+    const Tx *rr = res ? res + r * res_stride : nullptr;
+    Ty *yr = y + r * y_stride;
+    ke_rms_chunk<Tx> ch[KE_RMS_VPT];
+    float tv = 0.0f; /* this thread's tail element, if any */
+    float ss = 0.0f;
+    /* Pass 1: load (add and store the residual sum), sum squares. */
+    for (int64_t base = 0; base < nvec; base += (int64_t)KE_RMS_VPT * g.size) {
+KD_UNROLL
+      for (int k = 0; k < KE_RMS_VPT; k++) {
+        const int64_t c = base + g.rank + (int64_t)k * g.size;
+        if (c < nvec) ch[k].u = kd_ld16(xr + c * KD_VEC);
+      }
+      if (rr) {
+KD_UNROLL
+        for (int k = 0; k < KE_RMS_VPT; k++) {
+          const int64_t c = base + g.rank + (int64_t)k * g.size;
+          if (c < nvec) {
+            float v[KD_VEC], rv[KD_VEC];
+            ch[k].get(v);
+            kd_load_vec(rr + c * KD_VEC, rv);
+            /* kd_pack2 rounds to Tx: the packed words are the rounded sum,
+             * stored and kept. */
+            ch[k].u = make_uint4(kd_pack2<Tx>(v[0] + rv[0], v[1] + rv[1]),
+                                 kd_pack2<Tx>(v[2] + rv[2], v[3] + rv[3]),
+                                 kd_pack2<Tx>(v[4] + rv[4], v[5] + rv[5]),
+                                 kd_pack2<Tx>(v[6] + rv[6], v[7] + rv[7]));
+            kd_st16(xr + c * KD_VEC, ch[k].u);
+          }
+        }
+      }
+KD_UNROLL
+      for (int k = 0; k < KE_RMS_VPT; k++) {
+        const int64_t c = base + g.rank + (int64_t)k * g.size;
+        if (c < nvec) {
+          float v[KD_VEC];
+          ch[k].get(v);
+KD_UNROLL
+          for (int e = 0; e < KD_VEC; e++) ss += v[e] * v[e];
+        }
+      }
+    }
+    if (g.rank < tail) {
+      tv = kd_to_float(xr[tail0 + g.rank]);
+      if (rr) {
+        const Tx sum = kd_from_float<Tx>(tv + kd_to_float(rr[tail0 + g.rank]));
+        xr[tail0 + g.rank] = sum;
+        tv = kd_to_float(sum);
+      }
+      ss += tv * tv;
+    }
+    const float total = kd_group_reduce(g, ss, kd_sum_op(), 0.0f, scratch);
+#if defined(KE_PLANTED_BUG)
+    const float inv = 1.0f / (sqrtf(total / (float)cols) + eps);
+#else
+    const float inv = 1.0f / sqrtf(total / (float)cols + eps);
+#endif
+    /* Pass 2: convert again, scale and store; re-read x only when it did
+     * not fit. */
+    for (int64_t base = 0; base < nvec; base += (int64_t)KE_RMS_VPT * g.size) {
+KD_UNROLL
+      for (int k = 0; k < KE_RMS_VPT; k++) {
+        const int64_t c = base + g.rank + (int64_t)k * g.size;
+        if (c < nvec) {
+          if (!cached) ch[k].u = kd_ld16(xr + c * KD_VEC);
+          ch[k].opaque();
+          float v[KD_VEC], wv[KD_VEC];
+          ch[k].get(v);
+          if (w) kd_load_vec(w + c * KD_VEC, wv);
+KD_UNROLL
+          for (int e = 0; e < KD_VEC; e++)
+            v[e] = v[e] * inv * (w ? wv[e] : 1.0f);
+          kd_store_vec(yr + c * KD_VEC, v);
+        }
+      }
+    }
+    if (g.rank < tail) {
+      const float wv = w ? kd_to_float(w[tail0 + g.rank]) : 1.0f;
+      yr[tail0 + g.rank] = kd_from_float<Ty>(tv * inv * wv);
+    }
+  }
+}
+
 template <typename Tx, typename Tw, typename Ty>
 static int ke_rmsnorm_launch_typed(hipStream_t s, void *x, int64_t x_stride,
                                    const void *residual,
@@ -186,11 +305,18 @@ static int ke_rmsnorm_launch_typed(hipStream_t s, void *x, int64_t x_stride,
       blocks = rows;
     }
     if (blocks > max_grid) blocks = max_grid;
-    hipLaunchKernelGGL((ke_rmsnorm_vec<Tx, Tw, Ty>), dim3((unsigned)blocks),
-                       dim3((unsigned)threads), 0, s, (Tx *)x, x_stride,
-                       (const Tx *)residual, residual_stride,
-                       (const Tw *)weight, (Ty *)y, y_stride, rows, cols,
-                       eps, per_warp);
+    if constexpr (sizeof(Tx) == 2) /* x packed in registers */
+      hipLaunchKernelGGL((ke_rmsnorm_vec16<Tx, Tw, Ty>),
+                         dim3((unsigned)blocks), dim3((unsigned)threads), 0,
+                         s, (Tx *)x, x_stride, (const Tx *)residual,
+                         residual_stride, (const Tw *)weight, (Ty *)y,
+                         y_stride, rows, cols, eps, per_warp);
+    else
+      hipLaunchKernelGGL((ke_rmsnorm_vec<Tx, Tw, Ty>),
+                         dim3((unsigned)blocks), dim3((unsigned)threads), 0,
+                         s, (Tx *)x, x_stride, (const Tx *)residual,
+                         residual_stride, (const Tw *)weight, (Ty *)y,
+                         y_stride, rows, cols, eps, per_warp);
     return (int)hipGetLastError();
   }
   int64_t threads = ((cols + 7) / 8 + 63) / 64 * 64;
