@@ -657,16 +657,6 @@ static void kh__print_table(const kh__bench *B, const kh__summary *s) {
 
 /* ---- bench.yaml ------------------------------------------------------------------ */
 
-/* A YAML double-quoted string. */
-static void kh__yq(kh_buf *y, const char *s) {
-  kh__buf_add(y, "\"", 1);
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '"' || *p == '\\') kh__buf_addf(y, "\\%c", *p);
-    else if (*p < 0x20 || *p == 0x7f) kh__buf_addf(y, "\\x%02x", *p);
-    else kh__buf_add(y, p, 1);
-  }
-  kh__buf_add(y, "\"", 1);
-}
 
 static void kh__yn(kh_buf *y, const char *key, double v) {
   if (isnan(v)) kh__buf_addf(y, "%s: null", key);
@@ -689,11 +679,11 @@ static void kh__host_info(kh_buf *y) {
   double load[3] = {NAN, NAN, NAN};
   if (getloadavg(load, 3) < 0) load[0] = NAN;
   kh__buf_add(y, "host: {name: ", 13);
-  kh__yq(y, host);
+  kh__buf_add_yq(y, host);
   kh__buf_add(y, ", kernel: ", 10);
-  kh__yq(y, uname(&u) == 0 ? u.release : "");
+  kh__buf_add_yq(y, uname(&u) == 0 ? u.release : "");
   kh__buf_addf(y, ", cpus: %ld, cpu_model: ", sysconf(_SC_NPROCESSORS_ONLN));
-  kh__yq(y, model);
+  kh__buf_add_yq(y, model);
   kh__buf_add(y, ", ", 2);
   kh__yn(y, "load_avg_1m", load[0]);
   kh__buf_add(y, "}\n", 2);
@@ -715,8 +705,8 @@ static void kh__ypoint(kh_buf *y, const kh__point *p) {
     kh__buf_add(y, ", ", 2), kh__yn(y, "context_open_ms_max", p->open_ms_max);
     kh__buf_add(y, ", ", 2), kh__yn(y, "process_start_ms_mean", p->start_ms_mean);
   }
-  if (p->run_dir[0]) kh__buf_add(y, ", run_dir: ", 11), kh__yq(y, p->run_dir);
-  if (p->note[0]) kh__buf_add(y, ", note: ", 8), kh__yq(y, p->note);
+  if (p->run_dir[0]) kh__buf_add(y, ", run_dir: ", 11), kh__buf_add_yq(y, p->run_dir);
+  if (p->note[0]) kh__buf_add(y, ", note: ", 8), kh__buf_add_yq(y, p->note);
   kh__buf_add(y, "}\n", 2);
 }
 
@@ -764,17 +754,17 @@ static int kh__write_yaml(const kh__bench *B, const kh__summary *s) {
   kh__iso_time(B->start_s, start, sizeof start);
   char *git = kh__git_rev();
   kh__buf_addf(&y, "# kiln bench (docs/performance.md)\nformat_version: 1\n");
-  kh__buf_add(&y, "kiln_version: ", 14), kh__yq(&y, KILN_VERSION);
-  kh__buf_add(&y, "\ngit: ", 6), kh__yq(&y, git);
-  kh__buf_add(&y, "\nstart: ", 8), kh__yq(&y, start);
+  kh__buf_add(&y, "kiln_version: ", 14), kh__buf_add_yq(&y, KILN_VERSION);
+  kh__buf_add(&y, "\ngit: ", 6), kh__buf_add_yq(&y, git);
+  kh__buf_add(&y, "\nstart: ", 8), kh__buf_add_yq(&y, start);
   kh__buf_addf(&y, "\nwall_s: %.3f\nbackend: %s\nrunner: ",
                kh__wall_s() - B->start_s, kh_backend_names[B->bi.backend]);
-  kh__yq(&y, B->bi.runner);
+  kh__buf_add_yq(&y, B->bi.runner);
   kh__buf_add(&y, "\n", 1);
   if (B->bi.ndevices > 0) {
-    kh__buf_add(&y, "device: {name: ", 15), kh__yq(&y, B->bi.dev[0].name);
-    kh__buf_add(&y, ", arch: ", 8), kh__yq(&y, B->bi.dev[0].arch);
-    kh__buf_add(&y, ", visible: ", 11), kh__yq(&y, B->bi.dev[0].visible);
+    kh__buf_add(&y, "device: {name: ", 15), kh__buf_add_yq(&y, B->bi.dev[0].name);
+    kh__buf_add(&y, ", arch: ", 8), kh__buf_add_yq(&y, B->bi.dev[0].arch);
+    kh__buf_add(&y, ", visible: ", 11), kh__buf_add_yq(&y, B->bi.dev[0].visible);
     kh__buf_addf(&y, ", devices_on_host: %d}\n", B->bi.ndevices);
   } else {
     kh__buf_add(&y, "device: null\n", 13);

@@ -359,16 +359,6 @@ static void kh__summary(FILE *out, const kh_rep *b, const kh_rep *n,
       if (kh__kinds[fs->f[i].kind].regression == pass) kh__line(out, &fs->f[i]);
 }
 
-/* A YAML double-quoted string (JSON-compatible escapes). */
-static void kh__yq(kh_buf *y, const char *s) {
-  kh__buf_add(y, "\"", 1);
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '"' || *p == '\\') kh__buf_addf(y, "\\%c", *p);
-    else if (*p < 0x20 || *p == 0x7f) kh__buf_addf(y, "\\x%02x", *p);
-    else kh__buf_add(y, p, 1);
-  }
-  kh__buf_add(y, "\"", 1);
-}
 
 static void kh__yn(kh_buf *y, const char *key, double v) {
   if (isnan(v)) kh__buf_addf(y, ", %s: .nan", key);
@@ -379,18 +369,18 @@ static void kh__yn(kh_buf *y, const char *key, double v) {
 static void kh__yfinding(kh_buf *y, const kh__finding *f) {
   kh__buf_addf(y, "- {kind: %s, regression: %s, test: ", kh__kinds[f->kind].name,
                kh__kinds[f->kind].regression ? "true" : "false");
-  kh__yq(y, f->test);
-  if (f->kind == KH__F_SLOWER_KERNEL) kh__buf_add(y, ", kernel: ", 10), kh__yq(y, f->what);
-  if (f->kind == KH__F_ERROR_GROWTH) kh__buf_add(y, ", check: ", 9), kh__yq(y, f->what);
+  kh__buf_add_yq(y, f->test);
+  if (f->kind == KH__F_SLOWER_KERNEL) kh__buf_add(y, ", kernel: ", 10), kh__buf_add_yq(y, f->what);
+  if (f->kind == KH__F_ERROR_GROWTH) kh__buf_add(y, ", check: ", 9), kh__buf_add_yq(y, f->what);
   if (f->kind == KH__F_LOWER_METRIC) {
-    kh__buf_add(y, ", metric: ", 10), kh__yq(y, f->what);
-    kh__buf_add(y, ", unit: ", 8), kh__yq(y, kh__metric_unit(f));
+    kh__buf_add(y, ", metric: ", 10), kh__buf_add_yq(y, f->what);
+    kh__buf_add(y, ", unit: ", 8), kh__buf_add_yq(y, kh__metric_unit(f));
     kh__yn(y, "base", f->base), kh__yn(y, "new", f->neu);
     kh__yn(y, "factor", f->neu / f->base);
   }
   if (f->kind <= KH__F_NEWLY_FLAKY || f->kind == KH__F_STILL_FAILING) {
     kh__buf_addf(y, ", outcome: %s, message: ", kh_outcome_name(f->rec->outcome));
-    kh__yq(y, f->rec->message);
+    kh__buf_add_yq(y, f->rec->message);
   }
   if (f->kind == KH__F_SLOWER_TEST || f->kind == KH__F_SLOWER_KERNEL) {
     kh__yn(y, "base_ms", f->base), kh__yn(y, "new_ms", f->neu);
@@ -406,9 +396,9 @@ static void kh__yfinding(kh_buf *y, const kh__finding *f) {
 
 static void kh__yrep(kh_buf *y, const char *key, const kh_rep *r) {
   kh__buf_addf(y, "%s: {path: ", key);
-  kh__yq(y, r->path);
-  kh__buf_add(y, ", git: ", 7), kh__yq(y, r->git);
-  kh__buf_add(y, ", start: ", 9), kh__yq(y, r->start);
+  kh__buf_add_yq(y, r->path);
+  kh__buf_add(y, ", git: ", 7), kh__buf_add_yq(y, r->git);
+  kh__buf_add(y, ", start: ", 9), kh__buf_add_yq(y, r->start);
   kh__buf_addf(y, ", tests: %d}\n", r->total);
 }
 

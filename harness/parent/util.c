@@ -344,3 +344,13 @@ int kh__capture(char *const argv[], size_t max, double timeout_s,
   if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
   return WEXITSTATUS(st) == 127 ? -1 : WEXITSTATUS(st);
 }
+
+void kh__buf_add_yq(kh_buf *y, const char *s) {
+  kh__buf_add(y, "\"", 1);
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    if (*p == '"' || *p == '\\') kh__buf_addf(y, "\\%c", *p);
+    else if (*p < 0x20 || *p == 0x7f) kh__buf_addf(y, "\\x%02x", *p);
+    else kh__buf_add(y, p, 1);
+  }
+  kh__buf_add(y, "\"", 1);
+}

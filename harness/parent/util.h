@@ -60,6 +60,8 @@ typedef struct kh_buf {
 } kh_buf;
 
 void kh__buf_add(kh_buf *b, const void *data, size_t n);
+/* s as a YAML double-quoted string (JSON-compatible escapes; NULL: ""). */
+void kh__buf_add_yq(kh_buf *b, const char *s);
 void kh__buf_addf(kh_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void kh__buf_free(kh_buf *b);
