@@ -2,7 +2,10 @@
  * report tools (kiln report diff, the nightly script) can be tested on real
  * runs with planted regressions. Tagged `fault`: run only when named.
  *
- * Environment the tests read (set by tests/harness/reports.sh):
+ * Environment the tests read (set by tests/harness/reports.sh and
+ * scripts/gpu-nightly.sh; KILN_DRIFT_SLOW by the nightly only: on a loaded
+ * host a 2x kernel is not told apart every time, so reports.sh plants the
+ * slowdown in a report instead):
  *   KILN_DRIFT_FAIL=1        drift/new_failure fails
  *   KILN_DRIFT_SLOW=F        drift/slow_kernel's softmax launches do F times
  *                            the work (default 1): a kernel F times slower
