@@ -42,20 +42,25 @@ ke_kv_repeat_copy(const T *__restrict__ in, T *__restrict__ out,
   }
 }
 
-/* Chunks in flight per thread in the vector kernel. */
+/* Input chunks in flight per thread in the vector kernel. */
 #define KE_KV_REPEAT_UNROLL 4
 
 /* I: the index type, uint32_t when every chunk index fits (cheaper
  * divisions), uint64_t otherwise. Strides here are in 16-byte chunks. */
 template <typename I> struct ke_kv_chunks {
-  I planes_hq;               /* Hq */
+  I planes_hkv;              /* Hkv */
   I plane_chunks, row_chunks; /* S * D / V, D / V */
   I ratio;                   /* Hq / Hkv */
   int64_t in_stride[3], out_stride[3];
   bool flat;                 /* [S, D] contiguous in both */
-  I n;                       /* all chunks */
+  I n;                       /* input chunks */
 };
 
+/* Walks the *input's* chunks and writes each to its `ratio` output heads:
+ * every input byte leaves DRAM once. Walking the output instead (one load
+ * per output chunk) read each input plane `ratio` times; on the H100 those
+ * re-reads missed L2 and the kernel moved 1.6x the bytes it had to
+ * (docs/performance.md). */
 template <typename I>
 __global__ void __launch_bounds__(KE_KV_REPEAT_BLOCK)
 ke_kv_repeat_vec(const uint4 *__restrict__ in, uint4 *__restrict__ out,
@@ -71,10 +76,10 @@ ke_kv_repeat_vec(const uint4 *__restrict__ in, uint4 *__restrict__ out,
       dst[k] = -1;
       if (i < a.n) {
         const I p = i / a.plane_chunks, q = i - p * a.plane_chunks;
-        const I b = p / a.planes_hq, h = p - b * a.planes_hq;
-        int64_t src = (int64_t)b * a.in_stride[0] +
-                      (int64_t)(h / a.ratio) * a.in_stride[1];
-        int64_t d = (int64_t)b * a.out_stride[0] + (int64_t)h * a.out_stride[1];
+        const I b = p / a.planes_hkv, h = p - b * a.planes_hkv;
+        int64_t src = (int64_t)b * a.in_stride[0] + (int64_t)h * a.in_stride[1];
+        int64_t d = (int64_t)b * a.out_stride[0] +
+                    (int64_t)(h * a.ratio) * a.out_stride[1];
         if (a.flat) {
           src += q;
           d += q;
@@ -87,9 +92,12 @@ ke_kv_repeat_vec(const uint4 *__restrict__ in, uint4 *__restrict__ out,
         dst[k] = d;
       }
     }
-    KD_UNROLL
-    for (int k = 0; k < KE_KV_REPEAT_UNROLL; k++)
-      if (dst[k] >= 0) kd_st16(out + dst[k], v[k]);
+    for (I j = 0; j < a.ratio; j++) {
+      const int64_t head = (int64_t)j * a.out_stride[1];
+      KD_UNROLL
+      for (int k = 0; k < KE_KV_REPEAT_UNROLL; k++)
+        if (dst[k] >= 0) kd_st16(out + dst[k] + head, v[k]);
+    }
   }
 }
 
@@ -99,7 +107,7 @@ static int ke_kv_repeat_vec_launch(hipStream_t stream, const void *in,
                                    int64_t chunk_elems) {
   ke_kv_chunks<I> a;
   const int64_t row_chunks = d->shape[3] / chunk_elems;
-  a.planes_hq = (I)d->shape[1];
+  a.planes_hkv = (I)d->hkv;
   a.row_chunks = (I)row_chunks;
   a.plane_chunks = (I)(d->shape[2] * row_chunks);
   a.ratio = (I)(d->shape[1] / d->hkv);
@@ -109,7 +117,7 @@ static int ke_kv_repeat_vec_launch(hipStream_t stream, const void *in,
   }
   a.flat = (d->shape[2] == 1 ||
             (d->in_stride[2] == d->shape[3] && d->out_stride[2] == d->shape[3]));
-  a.n = (I)(d->shape[0] * d->shape[1] * d->shape[2] * row_chunks);
+  a.n = (I)(d->shape[0] * d->hkv * d->shape[2] * row_chunks);
   const int64_t per_block = (int64_t)KE_KV_REPEAT_BLOCK * KE_KV_REPEAT_UNROLL;
   int64_t blocks = ((int64_t)a.n + per_block - 1) / per_block;
   if (blocks > 65536) blocks = 65536;
