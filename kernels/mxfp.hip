@@ -11,8 +11,9 @@
  *
  * Dequantisation, vector kernel (packed data 4-byte aligned, every output
  * row start 16-byte aligned): one thread per 8 elements of MXFP4 (one
- * 4-byte load) or 16 of MXFP6 (three 4-byte loads), the scale byte read
- * once per thread, 16-byte stores. Codes decode through a per-block
+ * 4-byte load), 16 of MXFP6 into 16-bit (three 4-byte loads) or 8 of MXFP6
+ * into f32 (three 2-byte loads), the scale byte read once per thread,
+ * 16-byte stores. Codes decode through a per-block
  * shared-memory table of their values at unit scale, multiplied by
  * 2^(scale - 127): exact and identical to the integer decoding whenever
  * the result is normal, zero or overflows (scales 5 .. 254); the few
@@ -120,9 +121,33 @@ __global__ void ke_mxfp_dequant_rows(const uint8_t *__restrict__ data,
   }
 }
 
-/* Elements per thread of the vector dequantisation: 4 bytes of MXFP4, 12
- * of MXFP6. */
-template <int Bits> struct kd_mx_vec { enum { n = Bits == 4 ? 8 : 16 }; };
+/* Elements per thread of the vector dequantisation: 8 (4 bytes) of MXFP4;
+ * 16 (12 bytes, three 4-byte loads) of MXFP6 into 16-bit outputs, 8 (6
+ * bytes, three 2-byte loads) into f32. A thread's output is then at most
+ * 32 contiguous bytes, so each 16-byte store instruction of a warp covers
+ * one half of every 32-byte sector it touches: at 64 bytes per thread
+ * (MXFP6 -> f32 with 16 elements) each store spans twice the cache lines
+ * and the kernel ran at 57 % of copy on the H100 against 91 % for
+ * MXFP4 -> f32 (docs/performance.md). */
+template <int Bits, typename Tout> struct kd_mx_vec {
+  enum { n = Bits == 4 ? 8 : (sizeof(Tout) == 4 ? 8 : 16) };
+};
+
+/* Loads the packed bytes of one thread's N elements into w[] as
+ * little-endian 32-bit words; bytes at p, 4-byte aligned when the thread's
+ * share is a multiple of 4 bytes, else (6 bytes) 2-byte aligned. */
+template <int Bytes>
+__device__ __forceinline__ void kd_mx_load(const uint8_t *p, uint32_t *w) {
+  if constexpr (Bytes % 4 == 0) {
+    KD_UNROLL
+    for (int k = 0; k < Bytes / 4; k++) w[k] = ((const uint32_t *)p)[k];
+  } else {
+    static_assert(Bytes == 6, "2-byte loads are for 6-byte shares");
+    const uint16_t *h = (const uint16_t *)p;
+    w[0] = (uint32_t)h[0] | (uint32_t)h[1] << 16;
+    w[1] = h[2];
+  }
+}
 
 template <int F, typename Tout>
 __global__ void __launch_bounds__(256)
@@ -130,7 +155,7 @@ ke_mxfp_dequant_vec(const uint8_t *__restrict__ data,
                     const uint8_t *__restrict__ scales, int64_t rows,
                     int64_t cols, Tout *__restrict__ out, int64_t ld) {
   constexpr int bits = kd_mx_traits<F>::bits;
-  constexpr int N = kd_mx_vec<bits>::n;
+  constexpr int N = kd_mx_vec<bits, Tout>::n;
   __shared__ float lut[64];
   for (int i = threadIdx.x; i < (1 << bits); i += blockDim.x)
     lut[i] = kd_mx_decode<F>((unsigned)i, 127u);
@@ -144,11 +169,8 @@ ke_mxfp_dequant_vec(const uint8_t *__restrict__ data,
   int64_t r = i0 / per_row, g = i0 - r * per_row;
   while (r < rows) {
     const int64_t c = g * N;
-    const uint32_t *src =
-        (const uint32_t *)(data + r * row_bytes + c * bits / 8);
     uint32_t w[3];
-    KD_UNROLL
-    for (int k = 0; k < N * bits / 32; k++) w[k] = src[k];
+    kd_mx_load<N * bits / 8>(data + r * row_bytes + c * bits / 8, w);
     const unsigned sc = scales[r * row_blocks + c / KE_MX_BLOCK];
     unsigned code[N];
     KD_UNROLL
@@ -194,7 +216,7 @@ static int ke_mxfp_dequant_typed(hipStream_t stream, const void *data,
                                  const void *scales, int64_t rows,
                                  int64_t cols, void *out, int64_t ld) {
   const int threads = 256;
-  constexpr int N = kd_mx_vec<kd_mx_traits<F>::bits>::n;
+  constexpr int N = kd_mx_vec<kd_mx_traits<F>::bits, Tout>::n;
   if ((uintptr_t)data % 4 == 0 && (uintptr_t)out % 16 == 0 &&
       (rows == 1 || (ld * (int64_t)sizeof(Tout)) % 16 == 0)) {
     int64_t blocks = (rows * (cols / N) + threads - 1) / threads;
