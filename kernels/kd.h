@@ -114,6 +114,23 @@ struct kd_sum_op {
   }
 };
 
+/* max that returns NaN when either side is NaN (fmaxf drops it): one
+ * instruction on NVIDIA sm_80 and later. */
+__device__ __forceinline__ float kd_max_nan(float a, float b) {
+#if defined(KILN_BACKEND_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a > b || a != a) ? a : b;
+#endif
+}
+struct kd_max_nan_op {
+  __device__ __forceinline__ float operator()(float a, float b) const {
+    return kd_max_nan(a, b);
+  }
+};
+
 /* Butterfly over the whole warp: every lane ends with the result. The
  * block must be a whole number of warps (launchers use multiples of 64). */
 template <typename Op>
@@ -149,6 +166,28 @@ __device__ __forceinline__ float kd_block_reduce(float v, Op op,
   __syncthreads();
   float r = scratch[0];
   __syncthreads();
+  return r;
+}
+
+/* Block-wide reduction with one barrier instead of three: each warp
+ * leaves its partial in scratch[slot][warp] and every thread folds all of
+ * them. Calls must alternate slot 0 and 1: a slot is written again only
+ * two calls later, after every thread has passed the barrier of the call
+ * in between, so after every thread has read it. scratch holds
+ * 2 * KD_REDUCE_SCRATCH floats of __shared__ memory. */
+template <typename Op>
+__device__ __forceinline__ float kd_block_allreduce(float v, Op op,
+                                                    float identity,
+                                                    float *scratch, int slot) {
+  const int lane = threadIdx.x % warpSize;
+  const int warp = threadIdx.x / warpSize;
+  const int nwarps = blockDim.x / warpSize;
+  float *part = scratch + slot * KD_REDUCE_SCRATCH;
+  v = kd_warp_reduce(v, op);
+  if (lane == 0) part[warp] = v;
+  __syncthreads();
+  float r = identity;
+  for (int w = 0; w < nwarps; w++) r = op(r, part[w]);
   return r;
 }
 
@@ -218,6 +257,23 @@ __device__ __forceinline__ uint32_t kd_pack2(float a, float b) {
   return (uint32_t)kd_from_float<T>(a).bits |
          (uint32_t)kd_from_float<T>(b).bits << 16;
 }
+/* On NVIDIA sm_80 and later one instruction rounds and packs both halves
+ * (same rounding and NaN as the single conversions above); cvt's x2 form
+ * puts its first source in the upper half. */
+#if defined(KILN_BACKEND_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+template <>
+__device__ __forceinline__ uint32_t kd_pack2<kd_half>(float a, float b) {
+  uint32_t w;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(b), "f"(a));
+  return w;
+}
+template <>
+__device__ __forceinline__ uint32_t kd_pack2<kd_bf16>(float a, float b) {
+  uint32_t w;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(b), "f"(a));
+  return w;
+}
+#endif
 
 /* f[0..KD_VEC) = p[0..KD_VEC) as f32; p 16-byte aligned. */
 __device__ __forceinline__ void kd_load_vec(const float *p, float *f) {
@@ -289,6 +345,18 @@ __device__ __forceinline__ kd_row_group kd_row_group_make(bool per_warp) {
     g.size = blockDim.x;
   }
   return g;
+}
+
+/* Reduction over the group with kd_block_allreduce's single barrier
+ * (slot alternating 0, 1 between calls); scratch as there, unused by warp
+ * groups. */
+template <typename Op>
+__device__ __forceinline__ float kd_group_allreduce(const kd_row_group &g,
+                                                    float v, Op op,
+                                                    float identity,
+                                                    float *scratch, int slot) {
+  if (g.per_warp) return kd_warp_reduce(v, op);
+  return kd_block_allreduce(v, op, identity, scratch, slot);
 }
 
 /* Reduction over the group; every thread of it gets the result. scratch

@@ -29,6 +29,38 @@ __device__ __forceinline__ float ke_silu(float v) {
   /* NaN fails both tests above and comes out of expf(v) as NaN. */
 }
 
+/* silu for 16-bit outputs: the hardware's approximate exp and divide (a
+ * few f32 ulps, far below f16's or bf16's rounding) instead of the
+ * IEEE-exact sequences, which cost more instructions than a 16-bit
+ * element's memory time allows: with them the 16-bit kernel ran at 68 % of
+ * copy on the H100 while the f32 one, half the elements per byte, ran at
+ * 98 % (docs/performance.md). Same special values as ke_silu: +inf gives
+ * +inf, -inf and very negative v give -0 (v / inf), NaN stays NaN. */
+__device__ __forceinline__ float ke_silu_fast(float v) {
+  const float r = __fdividef(v, 1.0f + __expf(-v));
+  return v == -INFINITY ? -0.0f : r;
+}
+
+template <typename Tout> struct ke_swiglu_math {
+  static __device__ __forceinline__ float silu(float v) {
+    return ke_silu_fast(v);
+  }
+};
+template <> struct ke_swiglu_math<float> {
+  static __device__ __forceinline__ float silu(float v) { return ke_silu(v); }
+};
+
+template <typename Tout>
+__device__ __forceinline__ float ke_swiglu_f(float g, float u) {
+#if defined(KE_PLANTED_BUG)
+  /* Planted bug (mutant build only): the original engine's form, the swish
+   * on up instead of gate. */
+  return g * ke_swiglu_math<Tout>::silu(u);
+#else
+  return ke_swiglu_math<Tout>::silu(g) * u;
+#endif
+}
+
 template <typename Tin, typename Tout>
 __global__ void __launch_bounds__(KE_SWIGLU_BLOCK)
 ke_swiglu_rows(const Tin *gate, int64_t gate_stride, const Tin *up,
@@ -41,13 +73,7 @@ ke_swiglu_rows(const Tin *gate, int64_t gate_stride, const Tin *up,
   while (r < rows) {
     const float g = kd_to_float(gate[r * gate_stride + c]);
     const float u = kd_to_float(up[r * up_stride + c]);
-#if defined(KE_PLANTED_BUG)
-    /* Planted bug (mutant build only): the original engine's form, the
-     * swish on up instead of gate. */
-    out[r * out_stride + c] = kd_from_float<Tout>(g * ke_silu(u));
-#else
-    out[r * out_stride + c] = kd_from_float<Tout>(ke_silu(g) * u);
-#endif
+    out[r * out_stride + c] = kd_from_float<Tout>(ke_swiglu_f<Tout>(g, u));
     r += step_rows;
     c += step_cols;
     if (c >= cols) {
@@ -65,14 +91,6 @@ ke_swiglu_rows(const Tin *gate, int64_t gate_stride, const Tin *up,
 template <typename Tin> struct ke_swiglu_unroll {
   enum { n = 2 };
 };
-
-__device__ __forceinline__ float ke_swiglu_f(float g, float u) {
-#if defined(KE_PLANTED_BUG)
-  return g * ke_silu(u);
-#else
-  return ke_silu(g) * u;
-#endif
-}
 
 template <typename Tin, typename Tout>
 __global__ void __launch_bounds__(KE_SWIGLU_BLOCK)
@@ -106,7 +124,7 @@ ke_swiglu_vec(const Tin *gate, int64_t gate_stride, const Tin *up,
       for (int k = 0; k < U; k++) {
         if (r[k] < rows) {
           KD_UNROLL
-          for (int e = 0; e < KD_VEC; e++) g[k][e] = ke_swiglu_f(g[k][e], u[k][e]);
+          for (int e = 0; e < KD_VEC; e++) g[k][e] = ke_swiglu_f<Tout>(g[k][e], u[k][e]);
           kd_store_vec(out + r[k] * out_stride + c[k] * KD_VEC, g[k]);
         }
         r[k] += dr;
@@ -126,7 +144,7 @@ ke_swiglu_vec(const Tin *gate, int64_t gate_stride, const Tin *up,
        i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t rr = i / tail, cc = nvec * KD_VEC + (i - rr * tail);
     out[rr * out_stride + cc] =
-        kd_from_float<Tout>(ke_swiglu_f(kd_to_float(gate[rr * gate_stride + cc]),
+        kd_from_float<Tout>(ke_swiglu_f<Tout>(kd_to_float(gate[rr * gate_stride + cc]),
                                         kd_to_float(up[rr * up_stride + cc])));
   }
 }
