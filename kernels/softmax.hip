@@ -109,6 +109,18 @@ __device__ __forceinline__ void ke_softmax_store_vec(T *p, const float *f) {
                                 kd_pack2<T>(f[4], f[5]), kd_pack2<T>(f[6], f[7])));
 }
 
+/* exp for the cached rows: the IEEE-accurate expf for f32 outputs, the
+ * hardware's approximate exp (a few f32 ulps, far below f16's or bf16's
+ * rounding) for 16-bit ones, where a 4096-long row is half the bytes and
+ * the accurate sequence's instructions show (docs/performance.md).
+ * exp(-inf) is 0 either way. */
+template <typename Tout> struct ke_softmax_exp {
+  static __device__ __forceinline__ float of(float x) { return __expf(x); }
+};
+template <> struct ke_softmax_exp<float> {
+  static __device__ __forceinline__ float of(float x) { return expf(x); }
+};
+
 /* Chunks per thread kept in registers, the longest row a warp takes, and
  * the vector kernel's block sizes (512 at most: beyond it the compiler
  * would get 64 registers per thread and spill the cached chunks). */
@@ -124,6 +136,7 @@ ke_softmax_vec(const Tin *__restrict__ x, int64_t x_stride,
                int64_t cols, float scale, int causal, int64_t sq,
                int64_t offset, bool per_warp) {
   __shared__ float scratch[KD_REDUCE_SCRATCH];
+  __shared__ float scratch2[2 * KD_REDUCE_SCRATCH];
   const kd_row_group g = kd_row_group_make(per_warp);
   const int64_t nvec = cols / KD_VEC;
   const int64_t tail0 = nvec * KD_VEC;
@@ -149,10 +162,9 @@ ke_softmax_vec(const Tin *__restrict__ x, int64_t x_stride,
     float tv = has_tail ? scale * kd_to_float(xr[tail0 + g.rank]) : -INFINITY;
     float m = -INFINITY, s = 0.0f;
     if (cached) {
-      /* Max over the cached values; a NaN or +inf marks the row (s = NaN
-       * carries the mark through the sum). */
-      bool bad = isnan(tv) || tv == INFINITY;
-      m = tv > m ? tv : m;
+      /* NaN-keeping max over the cached values: a NaN or +inf anywhere
+       * makes the row's max NaN or +inf, which poisons the row. */
+      m = tv;
       KD_UNROLL
       for (int k = 0; k < KE_SOFTMAX_VPT; k++) {
         const int64_t c = g.rank + (int64_t)k * g.size;
@@ -166,27 +178,29 @@ ke_softmax_vec(const Tin *__restrict__ x, int64_t x_stride,
         for (int e = 0; e < KD_VEC; e++) {
           const float t = scale * v[k][e];
           v[k][e] = (c < nvec && c * KD_VEC + e < end) ? t : -INFINITY;
-          bad = bad || isnan(v[k][e]) || v[k][e] == INFINITY;
-          m = v[k][e] > m ? v[k][e] : m;
+          m = kd_max_nan(m, v[k][e]);
         }
       }
       const float row_max =
-          kd_group_reduce(g, m, kd_max_op(), -INFINITY, scratch);
-      /* exp(-inf - anything) is taken as 0 without evaluating it, so an
-       * all -inf row (row_max = -inf) never forms -inf - -inf. */
-      tv = tv == -INFINITY ? 0.0f : expf(tv - row_max);
+          kd_group_allreduce(g, m, kd_max_nan_op(), -INFINITY, scratch2, 0);
+      const bool poisoned = isnan(row_max) || row_max == INFINITY;
+      /* An all -inf row subtracts 0, so exp(-inf - 0) = 0, never
+       * -inf - -inf. */
+      const float mu = row_max == -INFINITY ? 0.0f : row_max;
+      tv = ke_softmax_exp<Tout>::of(tv - mu);
       s = tv;
       KD_UNROLL
       for (int k = 0; k < KE_SOFTMAX_VPT; k++)
         KD_UNROLL
         for (int e = 0; e < KD_VEC; e++) {
-          v[k][e] = v[k][e] == -INFINITY ? 0.0f : expf(v[k][e] - row_max);
+          v[k][e] = ke_softmax_exp<Tout>::of(v[k][e] - mu);
           s += v[k][e];
         }
-      if (bad) s = NAN;
-      const float row_sum = kd_group_reduce(g, s, kd_sum_op(), 0.0f, scratch);
-      const bool poisoned = isnan(row_sum);
-      const bool empty = row_max == -INFINITY;
+      const float row_sum =
+          kd_group_allreduce(g, s, kd_sum_op(), 0.0f, scratch2, 1);
+      /* Poisoned rows come out NaN, all -inf rows 0 (their sum is 0). */
+      const bool special = poisoned || row_max == -INFINITY;
+      const float fill = poisoned ? NAN : 0.0f;
       const float inv = 1.0f / row_sum;
       KD_UNROLL
       for (int k = 0; k < KE_SOFTMAX_VPT; k++) {
@@ -194,13 +208,12 @@ ke_softmax_vec(const Tin *__restrict__ x, int64_t x_stride,
         if (c < nvec) {
           KD_UNROLL
           for (int e = 0; e < KD_VEC; e++)
-            v[k][e] = poisoned ? NAN : (empty ? 0.0f : v[k][e] * inv);
+            v[k][e] = special ? fill : v[k][e] * inv;
           ke_softmax_store_vec(yr + c * KD_VEC, v[k]);
         }
       }
       if (g.rank < tail)
-        yr[tail0 + g.rank] =
-            kd_from_float<Tout>(poisoned ? NAN : (empty ? 0.0f : tv * inv));
+        yr[tail0 + g.rank] = kd_from_float<Tout>(special ? fill : tv * inv);
       continue;
     }
 
@@ -262,6 +275,174 @@ ke_softmax_vec(const Tin *__restrict__ x, int64_t x_stride,
   }
 }
 
+/* Rows of 16-bit inputs that fit a block (up to 16384 elements): the row
+ * stays in registers as its raw 16-bit words, half the registers of f32
+ * values, and each pass (max, sum of exp, scaled store) converts them and
+ * takes exp again. With the launch bounds below the 128-thread form fits
+ * 48 registers, so ten rows are resident per multiprocessor instead of
+ * five: on the H100, rows of 4096 went from 68 % (f16) and 78 % (bf16) of
+ * copy to 82 % (docs/performance.md; 40 registers spilled and ran slower,
+ * 32 slower still). Full: no element of any row is masked (no causal mask,
+ * cols a multiple of KD_VEC), so no per-element select. */
+#define KE_SOFTMAX16_VPT 4 /* chunks of KD_VEC per thread */
+
+/* Hides a register's value from the optimiser, so that each pass converts
+ * the raw words again instead of keeping last pass's f32 values live. */
+__device__ __forceinline__ uint4 ke_opaque(uint4 v) {
+#if defined(KILN_BACKEND_CUDA) && defined(__CUDA_ARCH__)
+  asm volatile("" : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w));
+#elif defined(KILN_BACKEND_HIP) && defined(__HIP_DEVICE_COMPILE__)
+  asm volatile("" : "+v"(v.x), "+v"(v.y), "+v"(v.z), "+v"(v.w)); /* VGPRs */
+#endif
+  return v;
+}
+
+template <typename Tin>
+__device__ __forceinline__ void ke_unpack16(uint4 raw, float *f) {
+  const uint4 w = ke_opaque(raw);
+  kd_unpack2(Tin(), w.x, f);
+  kd_unpack2(Tin(), w.y, f + 2);
+  kd_unpack2(Tin(), w.z, f + 4);
+  kd_unpack2(Tin(), w.w, f + 6);
+}
+
+template <typename T> struct ke_is16 { enum { v = 1 }; };
+template <> struct ke_is16<float> { enum { v = 0 }; };
+
+template <typename Tin, typename Tout, int MaxThreads, bool Full>
+__global__ void __launch_bounds__(MaxThreads, 1280 / MaxThreads)
+ke_softmax_vec16(const Tin *__restrict__ x, int64_t x_stride,
+                 Tout *__restrict__ y, int64_t y_stride, int64_t rows,
+                 int64_t cols, float scale, int causal, int64_t sq,
+                 int64_t offset) {
+  constexpr int VPT = KE_SOFTMAX16_VPT;
+  __shared__ float scratch2[2 * KD_REDUCE_SCRATCH];
+  const int64_t nvec = cols / KD_VEC;
+  const int64_t tail0 = nvec * KD_VEC;
+  const int tail = (int)(cols - tail0);
+  const int rank = threadIdx.x, size = blockDim.x;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const Tin *xr = x + r * x_stride;
+    Tout *yr = y + r * y_stride;
+    int64_t limit = cols; /* columns at or past limit are masked */
+    if (causal) {
+      limit = r % sq + offset + 1;
+      limit = limit < 0 ? 0 : (limit > cols ? cols : limit);
+    }
+    int64_t end = limit;
+#if defined(KE_PLANTED_BUG)
+    /* Planted bug (mutant build only): the row's last partial warp never
+     * reaches the sum. */
+    end = limit - limit % warpSize;
+#endif
+    uint4 raw[VPT];
+    int live[VPT]; /* unmasked elements of chunk k: 0 .. KD_VEC */
+    KD_UNROLL
+    for (int k = 0; k < VPT; k++) {
+      const int64_t c = rank + (int64_t)k * size;
+      const int64_t left = c < nvec ? end - c * KD_VEC : 0;
+      live[k] = left <= 0 ? 0 : (left >= KD_VEC ? KD_VEC : (int)left);
+      raw[k] = live[k] ? kd_ld16(xr + c * KD_VEC) : make_uint4(0, 0, 0, 0);
+    }
+    const bool has_tail = rank < tail && tail0 + rank < end;
+    const float tv =
+        has_tail ? scale * kd_to_float(xr[tail0 + rank]) : -INFINITY;
+    /* Pass 1: the NaN-keeping max (two chains, for latency). */
+    float m0 = tv, m1 = -INFINITY;
+    KD_UNROLL
+    for (int k = 0; k < VPT; k++) {
+      if (Full && !live[k]) continue;
+      float f[KD_VEC];
+      ke_unpack16<Tin>(raw[k], f);
+      KD_UNROLL
+      for (int e = 0; e < KD_VEC; e += 2) {
+        m0 = kd_max_nan(m0, Full || e < live[k] ? scale * f[e] : -INFINITY);
+        m1 = kd_max_nan(m1,
+                        Full || e + 1 < live[k] ? scale * f[e + 1] : -INFINITY);
+      }
+    }
+    const float row_max = kd_block_allreduce(
+        kd_max_nan(m0, m1), kd_max_nan_op(), -INFINITY, scratch2, 0);
+    const bool poisoned = isnan(row_max) || row_max == INFINITY;
+    /* An all -inf row subtracts 0: exp(-inf - 0) = 0, never -inf - -inf. */
+    const float mu = row_max == -INFINITY ? 0.0f : row_max;
+    /* Pass 2: the sum of exp. */
+    float s0 = ke_softmax_exp<Tout>::of(tv - mu), s1 = 0.0f;
+    KD_UNROLL
+    for (int k = 0; k < VPT; k++) {
+      if (Full && !live[k]) continue;
+      float f[KD_VEC];
+      ke_unpack16<Tin>(raw[k], f);
+      KD_UNROLL
+      for (int e = 0; e < KD_VEC; e += 2) {
+        const float a = ke_softmax_exp<Tout>::of(scale * f[e] - mu);
+        const float b = ke_softmax_exp<Tout>::of(scale * f[e + 1] - mu);
+        s0 += Full || e < live[k] ? a : 0.0f;
+        s1 += Full || e + 1 < live[k] ? b : 0.0f;
+      }
+    }
+    const float row_sum =
+        kd_block_allreduce(s0 + s1, kd_sum_op(), 0.0f, scratch2, 1);
+    /* Poisoned rows come out NaN, all -inf rows 0 (their sum is 0). */
+    const bool special = poisoned || row_max == -INFINITY;
+    const float fill = poisoned ? NAN : 0.0f;
+    const float inv = 1.0f / row_sum;
+    /* Pass 3: exp again, scaled, stored; masked columns get 0. */
+    KD_UNROLL
+    for (int k = 0; k < VPT; k++) {
+      const int64_t c = rank + (int64_t)k * size;
+      if (c < nvec) {
+        float f[KD_VEC];
+        ke_unpack16<Tin>(raw[k], f);
+        KD_UNROLL
+        for (int e = 0; e < KD_VEC; e++) {
+          const float v = ke_softmax_exp<Tout>::of(scale * f[e] - mu) * inv;
+          f[e] = special ? fill : (Full || e < live[k] ? v : 0.0f);
+        }
+        ke_softmax_store_vec(yr + c * KD_VEC, f);
+      }
+    }
+    if (rank < tail)
+      yr[tail0 + rank] = kd_from_float<Tout>(
+          special ? fill : ke_softmax_exp<Tout>::of(tv - mu) * inv);
+  }
+}
+
+/* Launches ke_softmax_vec16 in the smallest block form the row fits;
+ * false when it fits none (longer rows take ke_softmax_vec). */
+template <typename Tin, typename Tout>
+static bool ke_softmax_vec16_launch(hipStream_t stream, const void *x,
+                                    int64_t xs, void *y, int64_t ys,
+                                    int64_t rows, int64_t cols, float scale,
+                                    int causal, int64_t sq, int64_t offset,
+                                    int *status) {
+  const int64_t chunks =
+      (cols / KD_VEC + KE_SOFTMAX16_VPT - 1) / KE_SOFTMAX16_VPT;
+  const int64_t threads = (chunks + 63) / 64 * 64;
+  if (threads > 512) return false;
+  bool full = !causal && cols % KD_VEC == 0;
+#if defined(KE_PLANTED_BUG)
+  full = false; /* the planted bug lives in the masked form */
+#endif
+  const int64_t max_grid = (int64_t)1 << 20;
+  const dim3 grid((unsigned)(rows < max_grid ? rows : max_grid));
+  const dim3 block((unsigned)threads);
+#define KE_SOFTMAX16_GO(B, F)                                                 \
+  hipLaunchKernelGGL((ke_softmax_vec16<Tin, Tout, B, F>), grid, block, 0,      \
+                     stream, (const Tin *)x, xs, (Tout *)y, ys, rows, cols,   \
+                     scale, causal, sq, offset)
+  if (threads <= 128) {
+    if (full) KE_SOFTMAX16_GO(128, true);
+    else KE_SOFTMAX16_GO(128, false);
+  } else {
+    if (full) KE_SOFTMAX16_GO(512, true);
+    else KE_SOFTMAX16_GO(512, false);
+  }
+#undef KE_SOFTMAX16_GO
+  *status = (int)hipGetLastError();
+  return true;
+}
+
 template <typename Tin, typename Tout>
 static int ke_softmax_launch_typed(hipStream_t stream, const void *x,
                                    int64_t xs, void *y, int64_t ys,
@@ -274,6 +455,14 @@ static int ke_softmax_launch_typed(hipStream_t stream, const void *x,
      * stride over more rows). Long rows: a block each, KE_SOFTMAX_VPT
      * chunks per thread. */
     const bool per_warp = cols <= KE_SOFTMAX_WARP_COLS;
+    if constexpr (ke_is16<Tin>::v) {
+      int status = 0;
+      if (!per_warp &&
+          ke_softmax_vec16_launch<Tin, Tout>(stream, x, xs, y, ys, rows, cols,
+                                             scale, causal, sq, offset,
+                                             &status))
+        return status;
+    }
     int64_t threads = KE_SOFTMAX_WARP_BLOCK, blocks;
     if (per_warp) {
       blocks = (rows + KE_SOFTMAX_WARP_BLOCK / 32 - 1) /

@@ -113,22 +113,34 @@ START_TEST(causal) {
 }
 END_TEST
 
-/* Writes values into a [rows, cols] f32 tensor, runs softmax, compares. */
-static void check_special(int64_t rows, int64_t cols, const double *values,
-                          const char *name) {
+/* Writes values into a [rows, cols] tensor of dtype dt (rounded to it),
+ * runs softmax into the same dtype, compares with the reference of the
+ * rounded values. */
+static void check_special_dt(int64_t rows, int64_t cols, const double *values,
+                             ke_dtype dt, const char *name) {
   int64_t shape[2] = {rows, cols};
   ke_tensor x, y;
-  kt_alloc(&x, KE_F32, 2, shape);
-  kt_alloc(&y, KE_F32, 2, shape);
+  kt_alloc(&x, dt, 2, shape);
+  kt_alloc(&y, dt, 2, shape);
   kt_from_doubles(&x, values);
   kt_assert_ok(ke_softmax(kt_ctx(), &x, &y, NULL));
+  double *xd = kt_to_doubles(&x);
   double *ref = malloc((size_t)(rows * cols) * sizeof *ref);
   ck_assert_ptr_nonnull(ref);
-  ke_softmax_ref(values, ref, rows, cols, NULL, rows);
-  kt_assert_close(name, &y, ref, softmax_tol(KE_F32));
+  ke_softmax_ref(xd, ref, rows, cols, NULL, rows);
+  char full[96];
+  snprintf(full, sizeof full, "%s_%lld_%s", name, (long long)cols,
+           ke_dtype_name(dt));
+  kt_assert_close(full, &y, ref, softmax_tol(dt));
   free(ref);
+  free(xd);
   kt_free(&x);
   kt_free(&y);
+}
+
+static void check_special(int64_t rows, int64_t cols, const double *values,
+                          const char *name) {
+  check_special_dt(rows, cols, values, KE_F32, name);
 }
 
 /* Random rows with special values planted in some of them. */
@@ -169,6 +181,53 @@ START_TEST(pos_inf_row) {
   v[1 * cols + 3] = INFINITY;      /* +inf: whole row NaN, as in PyTorch */
   check_special(rows, cols, v, "pos_inf_row");
   free(v);
+}
+END_TEST
+
+/* Every row path in every dtype: warp rows (up to 1024), block rows held
+ * in registers (f32 values, or 16-bit inputs as their raw words), rows too
+ * long for registers; with a partial last chunk, a negative scale, causal
+ * masks and mixed dtypes. */
+START_TEST(row_paths) {
+  static const int64_t lengths[] = {1000, 1031, 4096, 4100, 40000};
+  static const ke_dtype dts[] = {KE_F32, KE_F16, KE_BF16};
+  for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
+    for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
+      ke_softmax_params p;
+      ke_softmax_params_init(&p);
+      check_softmax(3, lengths[i], dts[d], dts[d], NULL, 0.0f, 2.0f);
+      p.scale = -0.5f;
+      check_softmax(2, lengths[i], dts[d], dts[d], &p, 0.0f, 2.0f);
+      ke_softmax_params_init(&p);
+      p.causal = 1;
+      check_softmax(6, lengths[i], dts[d], dts[d], &p, 0.0f, 2.0f);
+      p.causal_offset = 0; /* prefill: rows 0 .. 5 keep 1 .. 6 columns */
+      check_softmax(6, lengths[i], dts[d], dts[d], &p, 0.0f, 2.0f);
+    }
+  check_softmax(3, 4100, KE_F16, KE_F32, NULL, 0.0f, 2.0f);
+  check_softmax(3, 4100, KE_BF16, KE_F16, NULL, 0.0f, 2.0f);
+  check_softmax(3, 4100, KE_F32, KE_BF16, NULL, 0.0f, 2.0f);
+}
+END_TEST
+
+/* The special values of the tests above on every row path and dtype: one
+ * NaN, one +inf, all -inf, some -inf, each in its own row. */
+START_TEST(special_values_all_paths) {
+  static const int64_t lengths[] = {33, 1000, 4096, 4100, 40000};
+  static const ke_dtype dts[] = {KE_F32, KE_F16, KE_BF16};
+  const int64_t rows = 5;
+  for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
+    const int64_t cols = lengths[i];
+    double *v = random_rows(rows, cols);
+    v[0 * cols + cols / 2] = NAN;
+    v[1 * cols + cols - 1] = INFINITY;
+    for (int64_t c = 0; c < cols; c++) v[2 * cols + c] = -INFINITY;
+    v[3 * cols + 0] = -INFINITY;
+    v[3 * cols + cols - 1] = -INFINITY;
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
+      check_special_dt(rows, cols, v, dts[d], "special");
+    free(v);
+  }
 }
 END_TEST
 
@@ -251,6 +310,8 @@ static const kt_test softmax_tests[] = {
     KT_TEST(nan_propagates),
     KT_TEST(all_neg_inf_row),
     KT_TEST(pos_inf_row),
+    KT_TEST(row_paths),
+    KT_TEST(special_values_all_paths),
     KT_TEST(strided_rows),
     KT_TEST(refusals),
 };

@@ -10,7 +10,7 @@
 set -u
 good=$1 mutant=$2
 tests=("${@:3}")
-[ ${#tests[@]} -gt 0 ] || tests=(softmax/sizes_f32 softmax/causal softmax/mixed_dtypes
+[ ${#tests[@]} -gt 0 ] || tests=(softmax/sizes_f32 softmax/causal softmax/mixed_dtypes softmax/row_paths
        rope/large_positions rope/glm_2d rmsnorm/extreme_values
        swiglu/sizes_f32 swiglu/fused_f32
        attention/sizes_f32 attention/decode attention/gqa_ratios)
