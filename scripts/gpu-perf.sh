@@ -2,9 +2,10 @@
 # kiln's perf suite next to PyTorch on a lent NVIDIA GPU (docs/performance.md):
 # `kiln run --backend cuda -- @perf` from the staged build in .device/
 # (`scripts/gpu-run.sh stage` here first), then scripts/torch-compare.py on
-# the same device, then scripts/perf-table.py joining the two. Everything
-# lands flat under $OUT: perf.log, perf-report.yaml, torch.json, torch.log,
-# perf-table.md, summary.txt.
+# the same device, then scripts/perf-table.py joining the two, then the
+# memory-pattern roofs (.device/kernel-limits, from scripts/kernel-limits.cu)
+# into summary.txt. Everything lands flat under $OUT: perf.log,
+# perf-report.yaml, torch.json, torch.log, perf-table.md, summary.txt.
 #
 #   bash scripts/gpu-perf.sh [SELECTORS...]     (default: @perf)
 #
@@ -48,5 +49,10 @@ table_args=("$out/perf-report.yaml")
 python3 scripts/perf-table.py "${table_args[@]}" -o "$out/perf-table.md" \
   >> "$summary" 2>&1
 echo "perf-table.py: exit $?" >> "$summary"
+if [ -x "$stage/kernel-limits" ]; then
+  echo "== memory-pattern roofs (scripts/kernel-limits.cu)" >> "$summary"
+  "$stage/kernel-limits" >> "$summary" 2>&1
+  echo "kernel-limits: exit $?" >> "$summary"
+fi
 cat "$summary" "$out/perf-table.md" 2>/dev/null
 [ "$kiln_rc" -eq 0 ] && [ "$torch_rc" -eq 0 ]

@@ -33,6 +33,10 @@ stage)
   mkdir -p "$stage"
   cp build-gpu/suites/kiln-runner-cuda "$stage/"
   if [ -x build-gpu/harness/parent/kiln ]; then cp build-gpu/harness/parent/kiln "$stage/"; fi
+  # The memory-pattern roofs (docs/performance.md), run by gpu-perf.sh.
+  nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  "$nvcc_bin" -O3 -std=c++17 -arch=sm_90 scripts/kernel-limits.cu \
+    -o "$stage/kernel-limits"
   git rev-parse HEAD > "$stage/REVISION" 2>/dev/null || true
   du -sh "$stage"
   ;;
