@@ -281,9 +281,10 @@ ke_softmax_vec(const Tin *__restrict__ x, int64_t x_stride,
  * takes exp again. With the launch bounds below the 128-thread form fits
  * 48 registers, so ten rows are resident per multiprocessor instead of
  * five: on the H100, rows of 4096 went from 68 % (f16) and 78 % (bf16) of
- * copy to 82 % (docs/performance.md; 40 registers spilled and ran slower,
- * 32 slower still). Full: no element of any row is masked (no causal mask,
- * cols a multiple of KD_VEC), so no per-element select. */
+ * copy to 82 % (40 registers spilled and ran slower, 32 slower still), and
+ * to 99 % with Full (docs/performance.md). Full: no element of any row is
+ * masked (no causal mask, cols a multiple of KD_VEC), so no per-element
+ * select. */
 #define KE_SOFTMAX16_VPT 4 /* chunks of KD_VEC per thread */
 
 /* Hides a register's value from the optimiser, so that each pass converts
