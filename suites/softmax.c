@@ -185,11 +185,13 @@ START_TEST(pos_inf_row) {
 END_TEST
 
 /* Every row path in every dtype: warp rows (up to 1024), block rows held
- * in registers (f32 values, or 16-bit inputs as their raw words), rows too
- * long for registers; with a partial last chunk, a negative scale, causal
- * masks and mixed dtypes. */
+ * in registers (f32 values, or 16-bit inputs as their raw words in the
+ * 128-thread form up to 4096 elements and the 512-thread form up to
+ * 16384), rows too long for registers; with a partial last chunk, a
+ * negative scale, causal masks and mixed dtypes. */
 START_TEST(row_paths) {
-  static const int64_t lengths[] = {1000, 1031, 4096, 4100, 40000};
+  static const int64_t lengths[] = {1000, 1031, 4096, 4100, 10000, 16384,
+                                     40000};
   static const ke_dtype dts[] = {KE_F32, KE_F16, KE_BF16};
   for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
     for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
@@ -213,7 +215,7 @@ END_TEST
 /* The special values of the tests above on every row path and dtype: one
  * NaN, one +inf, all -inf, some -inf, each in its own row. */
 START_TEST(special_values_all_paths) {
-  static const int64_t lengths[] = {33, 1000, 4096, 4100, 40000};
+  static const int64_t lengths[] = {33, 1000, 4096, 4100, 10000, 40000};
   static const ke_dtype dts[] = {KE_F32, KE_F16, KE_BF16};
   const int64_t rows = 5;
   for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
