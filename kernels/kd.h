@@ -91,6 +91,18 @@ template <> __device__ __forceinline__ kd_bf16 kd_from_float<kd_bf16>(float v) {
   return b;
 }
 
+/* Math whose result is rounded to a 16-bit type (f16: 2^-11 relative,
+ * bf16: 2^-8) may use the hardware's approximate exp, divide, sin and cos
+ * (a few f32 ulps); f32 results keep libm's IEEE-accurate forms. The
+ * accurate sequences cost more instructions than a 16-bit element's memory
+ * time allows in SwiGLU, softmax and RoPE (docs/performance.md). */
+template <typename T> struct kd_is16 { enum { v = sizeof(T) == 2 }; };
+
+template <typename Tout> __device__ __forceinline__ float kd_exp_for(float x) {
+  if constexpr (kd_is16<Tout>::v) return __expf(x);
+  else return expf(x);
+}
+
 /* Calls F<Tin, Tout>::run(args...) for the dtype pair chosen at run time.
  * Returns KE_EDTYPE for a dtype outside f32/f16/bf16. */
 #define KD_DISPATCH_IN(dt, T, ...)                                            \

@@ -49,25 +49,9 @@ __device__ __forceinline__ int64_t ke_rope_load_pos(const void *p, int i64,
   return i64 ? ((const int64_t *)p)[i] : (int64_t)((const int32_t *)p)[i];
 }
 
-/* cos and sin of the reduced angle: libm's for f32 outputs; the
- * hardware's approximate ones for 16-bit outputs (absolute error about
- * 2^-21 on [-pi, pi], far below f16's or bf16's rounding): libm's cost
- * more instructions than a 16-bit element's memory time allows (the H100
- * figures are in docs/performance.md). */
-template <typename Ty> struct ke_rope_trig {
-  static __device__ __forceinline__ void of(float r, float *c, float *s) {
-    *c = __cosf(r);
-    *s = __sinf(r);
-  }
-};
-template <> struct ke_rope_trig<float> {
-  static __device__ __forceinline__ void of(float r, float *c, float *s) {
-    *c = cosf(r);
-    *s = sinf(r);
-  }
-};
-
-/* cos and sin of position * inv_freq, reduced in double (see above). */
+/* cos and sin of position * inv_freq, reduced in double (see above);
+ * approximate cos and sin of the reduced angle for 16-bit outputs
+ * (kd_is16). */
 template <typename Ty>
 __device__ __forceinline__ void ke_rope_sincos(int64_t pos, double inv_freq,
                                                float *c, float *s) {
@@ -84,7 +68,14 @@ __device__ __forceinline__ void ke_rope_sincos(int64_t pos, double inv_freq,
   const double a = (double)pos * inv_freq;
   const double k = rint(a * inv_two_pi);
   const double r = fma(-k, two_pi_lo, fma(-k, two_pi_hi, a));
-  ke_rope_trig<Ty>::of((float)r, c, s);
+  const float rf = (float)r;
+  if constexpr (kd_is16<Ty>::v) { /* absolute error about 2^-21 on [-pi, pi] */
+    *c = __cosf(rf);
+    *s = __sinf(rf);
+  } else {
+    *c = cosf(rf);
+    *s = sinf(rf);
+  }
 #endif
 }
 

@@ -109,18 +109,6 @@ __device__ __forceinline__ void ke_softmax_store_vec(T *p, const float *f) {
                                 kd_pack2<T>(f[4], f[5]), kd_pack2<T>(f[6], f[7])));
 }
 
-/* exp for the cached rows: the IEEE-accurate expf for f32 outputs, the
- * hardware's approximate exp (a few f32 ulps, far below f16's or bf16's
- * rounding) for 16-bit ones, where a 4096-long row is half the bytes and
- * the accurate sequence's instructions show (docs/performance.md).
- * exp(-inf) is 0 either way. */
-template <typename Tout> struct ke_softmax_exp {
-  static __device__ __forceinline__ float of(float x) { return __expf(x); }
-};
-template <> struct ke_softmax_exp<float> {
-  static __device__ __forceinline__ float of(float x) { return expf(x); }
-};
-
 /* Chunks per thread kept in registers, the longest row a warp takes, and
  * the vector kernel's block sizes (512 at most: beyond it the compiler
  * would get 64 registers per thread and spill the cached chunks). */
@@ -187,13 +175,13 @@ ke_softmax_vec(const Tin *__restrict__ x, int64_t x_stride,
       /* An all -inf row subtracts 0, so exp(-inf - 0) = 0, never
        * -inf - -inf. */
       const float mu = row_max == -INFINITY ? 0.0f : row_max;
-      tv = ke_softmax_exp<Tout>::of(tv - mu);
+      tv = kd_exp_for<Tout>(tv - mu);
       s = tv;
       KD_UNROLL
       for (int k = 0; k < KE_SOFTMAX_VPT; k++)
         KD_UNROLL
         for (int e = 0; e < KD_VEC; e++) {
-          v[k][e] = ke_softmax_exp<Tout>::of(v[k][e] - mu);
+          v[k][e] = kd_exp_for<Tout>(v[k][e] - mu);
           s += v[k][e];
         }
       const float row_sum =
@@ -307,9 +295,6 @@ __device__ __forceinline__ void ke_unpack16(uint4 raw, float *f) {
   kd_unpack2(Tin(), w.w, f + 6);
 }
 
-template <typename T> struct ke_is16 { enum { v = 1 }; };
-template <> struct ke_is16<float> { enum { v = 0 }; };
-
 template <typename Tin, typename Tout, int MaxThreads, bool Full>
 __global__ void __launch_bounds__(MaxThreads, 1280 / MaxThreads)
 ke_softmax_vec16(const Tin *__restrict__ x, int64_t x_stride,
@@ -368,7 +353,7 @@ ke_softmax_vec16(const Tin *__restrict__ x, int64_t x_stride,
     /* An all -inf row subtracts 0: exp(-inf - 0) = 0, never -inf - -inf. */
     const float mu = row_max == -INFINITY ? 0.0f : row_max;
     /* Pass 2: the sum of exp. */
-    float s0 = ke_softmax_exp<Tout>::of(tv - mu), s1 = 0.0f;
+    float s0 = kd_exp_for<Tout>(tv - mu), s1 = 0.0f;
     KD_UNROLL
     for (int k = 0; k < VPT; k++) {
       if (Full && !live[k]) continue;
@@ -376,8 +361,8 @@ ke_softmax_vec16(const Tin *__restrict__ x, int64_t x_stride,
       ke_unpack16<Tin>(raw[k], f);
       KD_UNROLL
       for (int e = 0; e < KD_VEC; e += 2) {
-        const float a = ke_softmax_exp<Tout>::of(scale * f[e] - mu);
-        const float b = ke_softmax_exp<Tout>::of(scale * f[e + 1] - mu);
+        const float a = kd_exp_for<Tout>(scale * f[e] - mu);
+        const float b = kd_exp_for<Tout>(scale * f[e + 1] - mu);
         s0 += Full || e < live[k] ? a : 0.0f;
         s1 += Full || e + 1 < live[k] ? b : 0.0f;
       }
@@ -397,7 +382,7 @@ ke_softmax_vec16(const Tin *__restrict__ x, int64_t x_stride,
         ke_unpack16<Tin>(raw[k], f);
         KD_UNROLL
         for (int e = 0; e < KD_VEC; e++) {
-          const float v = ke_softmax_exp<Tout>::of(scale * f[e] - mu) * inv;
+          const float v = kd_exp_for<Tout>(scale * f[e] - mu) * inv;
           f[e] = special ? fill : (Full || e < live[k] ? v : 0.0f);
         }
         ke_softmax_store_vec(yr + c * KD_VEC, f);
@@ -405,7 +390,7 @@ ke_softmax_vec16(const Tin *__restrict__ x, int64_t x_stride,
     }
     if (rank < tail)
       yr[tail0 + rank] = kd_from_float<Tout>(
-          special ? fill : ke_softmax_exp<Tout>::of(tv - mu) * inv);
+          special ? fill : kd_exp_for<Tout>(tv - mu) * inv);
   }
 }
 
@@ -456,7 +441,7 @@ static int ke_softmax_launch_typed(hipStream_t stream, const void *x,
      * stride over more rows). Long rows: a block each, KE_SOFTMAX_VPT
      * chunks per thread. */
     const bool per_warp = cols <= KE_SOFTMAX_WARP_COLS;
-    if constexpr (ke_is16<Tin>::v) {
+    if constexpr (kd_is16<Tin>::v) {
       int status = 0;
       if (!per_warp &&
           ke_softmax_vec16_launch<Tin, Tout>(stream, x, xs, y, ys, rows, cols,

@@ -101,49 +101,28 @@ __global__ void probe_swiglu(const uint4 *g, const uint4 *u, uint4 *o,
   }
 }
 
-// --- KV replication shapes: (a) walk the output, one load per output chunk
-// (the input re-read per replica); (b) walk the input, one load and RATIO
-// stores. Planes of `plane` chunks; Hkv input planes.
-__global__ void probe_kv_out(const uint4 *in, uint4 *out, int64_t plane,
-                             int ratio, int64_t n_out) {
+// --- KV replication shapes, planes of `plane` chunks: walk the output, one
+// load per output chunk (the input re-read per replica), or walk the input,
+// one load and RATIO stores.
+template <bool WalkInput>
+__global__ void probe_kv(const uint4 *in, uint4 *out, int64_t plane,
+                         int ratio, int64_t n) {
   const int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-       i0 < n_out; i0 += 4 * step) {
+  for (int64_t i0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i0 < n;
+       i0 += 4 * step) {
     uint4 v[4];
     int64_t d[4];
 #pragma unroll
     for (int k = 0; k < 4; k++) {
       const int64_t i = i0 + k * step;
       d[k] = -1;
-      if (i < n_out) {
+      if (i < n) {
         const int64_t p = i / plane, q = i - p * plane;
-        v[k] = in[(p / ratio) * plane + q];
-        d[k] = i;
+        v[k] = in[WalkInput ? i : (p / ratio) * plane + q];
+        d[k] = WalkInput ? p * ratio * plane + q : i;
       }
     }
-#pragma unroll
-    for (int k = 0; k < 4; k++)
-      if (d[k] >= 0) st16(out + d[k], v[k]);
-  }
-}
-__global__ void probe_kv_in(const uint4 *in, uint4 *out, int64_t plane,
-                            int ratio, int64_t n_in) {
-  const int64_t step = (int64_t)gridDim.x * blockDim.x;
-  for (int64_t i0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-       i0 < n_in; i0 += 4 * step) {
-    uint4 v[4];
-    int64_t d[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-      const int64_t i = i0 + k * step;
-      d[k] = -1;
-      if (i < n_in) {
-        const int64_t p = i / plane, q = i - p * plane;
-        v[k] = in[i];
-        d[k] = p * ratio * plane + q;
-      }
-    }
-    for (int j = 0; j < ratio; j++)
+    for (int j = 0; j < (WalkInput ? ratio : 1); j++)
 #pragma unroll
       for (int k = 0; k < 4; k++)
         if (d[k] >= 0) st16(out + d[k] + j * plane, v[k]);
@@ -364,7 +343,7 @@ int main() {
     }
     const int64_t n_out = hkv * ratio * plane, n_in = hkv * plane;
     double ms = median_ms(n, [&](int i) {
-      probe_kv_out<<<std::min<int64_t>((n_out + 1023) / 1024, 65536), 256>>>(
+      probe_kv<false><<<std::min<int64_t>((n_out + 1023) / 1024, 65536), 256>>>(
           (const uint4 *)in[i], (uint4 *)out[i], plane, ratio, n_out);
     });
     report("kv 8->32 walk output (input re-read x4)", (double)(in_b + out_b), ms);
@@ -372,7 +351,7 @@ int main() {
            "  same launch, bytes actually requested",
            (double)(ratio * in_b + out_b) / ms / 1e6);
     ms = median_ms(n, [&](int i) {
-      probe_kv_in<<<std::min<int64_t>((n_in + 1023) / 1024, 65536), 256>>>(
+      probe_kv<true><<<std::min<int64_t>((n_in + 1023) / 1024, 65536), 256>>>(
           (const uint4 *)in[i], (uint4 *)out[i], plane, ratio, n_in);
     });
     report("kv 8->32 walk input (read once, 4 stores)", (double)(in_b + out_b), ms);
