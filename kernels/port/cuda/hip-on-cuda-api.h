@@ -26,6 +26,10 @@ typedef enum cudaDeviceAttr hipDeviceAttribute_t;
 #define hipErrorInvalidConfiguration cudaErrorInvalidConfiguration
 
 #define hipDeviceAttributeL2CacheSize cudaDevAttrL2CacheSize
+#define hipDeviceAttributeComputeCapabilityMajor \
+  cudaDevAttrComputeCapabilityMajor
+#define hipFuncAttributeMaxDynamicSharedMemorySize \
+  cudaFuncAttributeMaxDynamicSharedMemorySize
 
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
@@ -40,6 +44,7 @@ typedef enum cudaDeviceAttr hipDeviceAttribute_t;
 #define hipGetDeviceCount cudaGetDeviceCount
 #define hipGetDeviceProperties cudaGetDeviceProperties
 #define hipDeviceGetAttribute cudaDeviceGetAttribute
+#define hipFuncSetAttribute cudaFuncSetAttribute
 #define hipSetDevice cudaSetDevice
 #define hipGetDevice cudaGetDevice
 #define hipMemGetInfo cudaMemGetInfo

@@ -67,8 +67,18 @@ typedef struct hipDeviceProp_t {
 
 /* Device attributes kiln reads with hipDeviceGetAttribute. */
 typedef enum hipDeviceAttribute_t {
-  hipDeviceAttributeL2CacheSize = 1  /* bytes; the emulation says 4 MiB */
+  hipDeviceAttributeL2CacheSize = 1, /* bytes; the emulation says 4 MiB */
+  /* 8 at warp 32 (the NVIDIA matrix instructions are emulated), 0 at 64 */
+  hipDeviceAttributeComputeCapabilityMajor = 2
 } hipDeviceAttribute_t;
+
+/* Kernel attributes set with hipFuncSetAttribute. */
+typedef enum hipFuncAttribute {
+  /* Dynamic shared memory a kernel may launch with. The emulation models
+   * the GPU it emulates: at warp 32 (NVIDIA) 48 KiB without the attribute
+   * and at most 227 KiB with it; at warp 64 (AMD CDNA) 64 KiB either way. */
+  hipFuncAttributeMaxDynamicSharedMemorySize = 8
+} hipFuncAttribute;
 
 typedef struct kemu_stream *hipStream_t;   /* NULL is the default stream */
 typedef struct kemu_event *hipEvent_t;
@@ -81,6 +91,8 @@ hipError_t hipGetDeviceCount(int *count);
 hipError_t hipGetDeviceProperties(hipDeviceProp_t *prop, int device);
 hipError_t hipDeviceGetAttribute(int *value, hipDeviceAttribute_t attr,
                                  int device);
+hipError_t hipFuncSetAttribute(const void *func, hipFuncAttribute attr,
+                               int value);
 hipError_t hipSetDevice(int device);
 hipError_t hipGetDevice(int *device);
 hipError_t hipMemGetInfo(size_t *free_bytes, size_t *total_bytes);

@@ -91,6 +91,15 @@ void kemu__syncwarp();
  * lane `src` published (a poison pattern if that lane has exited or does
  * not exist in a partial warp). */
 uint64_t kemu__warp_exchange(uint64_t bits, unsigned int src);
+/* Publishes `bytes` (at most KEMU__GATHER_BYTES) of this lane's data, waits
+ * for the warp, and returns every lane's record: lane l's starts at
+ * table + l * KEMU__GATHER_BYTES. The table stays valid until this lane's
+ * next warp operation. The emulated matrix instructions (matrix-on-host.h)
+ * are built on it; `op` names the instruction in the abort message when
+ * the warp is not whole. */
+#define KEMU__GATHER_BYTES 32
+const unsigned char *kemu__warp_gather(const char *op, const void *mine,
+                                       unsigned int bytes);
 /* Ballot over the lanes of this warp that took part. */
 uint64_t kemu__warp_ballot(int pred, uint64_t *participants);
 void *kemu__dynamic_shared();
@@ -99,6 +108,7 @@ void *kemu__dynamic_shared();
 
 struct kemu__launch_desc {
   const char *kernel;          /* name as written at the launch site */
+  const void *func;            /* the kernel's address (its attributes) */
   dim3 grid, block;
   size_t shared_bytes;
   hipStream_t stream;
@@ -407,7 +417,8 @@ void kemu__launch_kernel(const char *name, void (*kernel)(P...), dim3 grid,
    * the parameter types exactly as a call would convert them. The launch is
    * synchronous, so capturing the caller's values by reference is safe. */
   auto body = [&]() { kernel(args...); };
-  kemu__launch_desc desc = {name, grid, block, shared_bytes, stream,
+  kemu__launch_desc desc = {name, (const void *)kernel, grid, block,
+                            shared_bytes, stream,
                             &kemu__run_body<decltype(body)>, &body};
   kemu__launch(&desc);
 }
@@ -420,5 +431,9 @@ void kemu__launch_kernel(const char *name, void (*kernel)(P...), dim3 grid,
 #define hipLaunchKernelGGL(kernel, ...) \
   kemu__launch_kernel(#kernel, kernel, __VA_ARGS__)
 #define HIP_KERNEL_NAME(...) __VA_ARGS__
+
+/* ==== Matrix instructions (NVIDIA mma/ldmatrix, AMD MFMA) ================ */
+
+#include "matrix-on-host.h"
 
 #endif

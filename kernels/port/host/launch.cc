@@ -64,6 +64,9 @@ struct warp_state {
   uint64_t live_mask;
   uint64_t participants[2];
   uint64_t slot[2][MAX_LANES];
+  /* Wider per-lane records for the emulated matrix instructions
+   * (kemu__warp_gather), double-buffered like slot. */
+  unsigned char gather[2][MAX_LANES][KEMU__GATHER_BYTES];
 };
 
 /* Everything one OS thread needs to run blocks; created on its first launch
@@ -367,6 +370,29 @@ void run_block(sched *s, unsigned int bx, unsigned int by, unsigned int bz) {
   /* Back here once every thread of the block has returned. */
 }
 
+/* Dynamic shared memory limits of the emulated GPU (hip-on-host-api.h):
+ * NVIDIA at warp 32, AMD CDNA at warp 64. */
+size_t dyn_shared_default() { return kemu__warp_size_value == 32 ? 48 << 10 : 64 << 10; }
+size_t dyn_shared_max() { return kemu__warp_size_value == 32 ? 227 << 10 : 64 << 10; }
+
+/* Kernels whose dynamic shared memory limit was raised; a handful at most. */
+struct func_attr {
+  const void *func;
+  size_t max_dyn;
+};
+std::mutex attr_lock;
+func_attr attrs[256];
+unsigned int nattrs;
+
+size_t dyn_shared_limit(const void *func) {
+  std::lock_guard<std::mutex> hold(attr_lock);
+  for (unsigned int i = 0; i < nattrs; i++)
+    if (attrs[i].func == func)
+      return attrs[i].max_dyn < dyn_shared_max() ? attrs[i].max_dyn
+                                                 : dyn_shared_max();
+  return dyn_shared_default();
+}
+
 bool config_ok(const kemu__launch_desc *d) {
   const dim3 g = d->grid, b = d->block;
   if (b.x < 1 || b.y < 1 || b.z < 1) return false;
@@ -374,7 +400,7 @@ bool config_ok(const kemu__launch_desc *d) {
   if ((uint64_t)b.x * b.y * b.z > MAX_THREADS) return false;
   if (g.x < 1 || g.y < 1 || g.z < 1) return false;
   if (g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535) return false;
-  return d->shared_bytes <= 65536;
+  return d->shared_bytes <= dyn_shared_limit(d->func);
 }
 
 } // namespace
@@ -470,6 +496,57 @@ uint64_t kemu__warp_ballot(int pred, uint64_t *participants) {
     if ((part >> l & 1) && w->slot[p][l]) mask |= (uint64_t)1 << l;
   if (participants) *participants = part;
   return mask;
+}
+
+const unsigned char *kemu__warp_gather(const char *op, const void *mine,
+                                       unsigned int bytes) {
+  sched *s = running(op);
+  fiber *me = s->cur;
+  warp_state *w = &s->warps[me->warp];
+  if (bytes > KEMU__GATHER_BYTES)
+    die("%s: %u bytes per lane exceed the emulation's %d", op, bytes,
+        KEMU__GATHER_BYTES);
+  const unsigned int p = w->gen & 1;
+  memcpy(w->gather[p][me->lane], mine, bytes);
+  warp_arrive(s, me, w);
+  /* Matrix instructions are .aligned: every lane of a whole warp executes
+   * them together. A partial warp or a lane that has returned would leave
+   * part of the matrices undefined on a GPU. */
+  const uint64_t all = s->warp_size == 64 ? ~(uint64_t)0
+                                          : ((uint64_t)1 << s->warp_size) - 1;
+  if (w->lanes != s->warp_size || w->participants[p] != all)
+    die("%s in kernel %s needs all %u lanes of warp %u; %d took part", op,
+        s->desc->kernel, s->warp_size, me->warp,
+        __builtin_popcountll(w->participants[p]));
+  return &w->gather[p][0][0];
+}
+
+hipError_t hipFuncSetAttribute(const void *func, hipFuncAttribute attr,
+                               int value) {
+  if (!func || attr != hipFuncAttributeMaxDynamicSharedMemorySize ||
+      value < 0 || (size_t)value > dyn_shared_max()) {
+    kemu__record_error(hipErrorInvalidValue);
+    return hipErrorInvalidValue;
+  }
+  std::lock_guard<std::mutex> hold(attr_lock);
+  for (unsigned int i = 0; i < nattrs; i++)
+    if (attrs[i].func == func) {
+      attrs[i].max_dyn = (size_t)value;
+      return hipSuccess;
+    }
+  if (nattrs == sizeof attrs / sizeof attrs[0]) {
+    kemu__record_error(hipErrorOutOfMemory);
+    return hipErrorOutOfMemory;
+  }
+  attrs[nattrs++] = {func, (size_t)value};
+  return hipSuccess;
+}
+
+void kemu__bad_warp(const char *op, int needs) {
+  die("%s in kernel %s needs a warp of %d lanes; this emulation runs %d "
+      "(KILN_WARP_SIZE)",
+      op, t_sched && t_sched->desc ? t_sched->desc->kernel : "?", needs,
+      kemu__warp_size_value);
 }
 
 void *kemu__dynamic_shared() {

@@ -337,6 +337,9 @@ hipError_t hipDeviceGetAttribute(int *value, hipDeviceAttribute_t attr,
   if (device < 0 || device >= cfg().devices) return ret(hipErrorInvalidDevice);
   switch (attr) {
   case hipDeviceAttributeL2CacheSize: *value = 4 << 20; return hipSuccess;
+  case hipDeviceAttributeComputeCapabilityMajor:
+    *value = kemu_warp_size() == 32 ? 8 : 0;
+    return hipSuccess;
   }
   return ret(hipErrorInvalidValue);
 }

@@ -242,6 +242,114 @@ __global__ void votes(unsigned long long *ballot, int *flags) {
   flags[t * 5 + 4] = (int)lane;
 }
 
+/* ---- Matrix instructions (matrix-on-host.h) ------------------------------ */
+
+/* 16-bit "elements" here are small integer codes, so that the products and
+ * sums are exact and the test checks where each element went, whatever the
+ * float format. */
+struct code_cvt {
+  static float f32(uint16_t p) { return (float)p - 300.0f; }
+};
+
+static uint32_t pack2(uint16_t lo, uint16_t hi) {
+  return (uint32_t)lo | (uint32_t)hi << 16;
+}
+
+/* NVIDIA m16n8k16: a is 16 x 16, b is 16 x 8 ([k][n]), d = 0.5 + a * b,
+ * fragments placed by the PTX ISA's tables, written out here on their own. */
+__global__ void mma_nv(const uint16_t *a, const uint16_t *b, float *d) {
+  const unsigned l = threadIdx.x, g = l / 4, t = l % 4;
+  uint32_t fa[4], fb[2];
+  float fd[4];
+  for (unsigned r = 0; r < 4; r++) {
+    const unsigned row = g + 8 * (r % 2), col = 2 * t + 8 * (r / 2);
+    fa[r] = pack2(a[row * 16 + col], a[row * 16 + col + 1]);
+  }
+  for (unsigned r = 0; r < 2; r++) {
+    const unsigned k = 2 * t + 8 * r;
+    fb[r] = pack2(b[k * 8 + g], b[(k + 1) * 8 + g]);
+  }
+  for (int i = 0; i < 4; i++) fd[i] = 0.5f;
+  kemu_mma_m16n8k16<code_cvt>(fd, fa, fb);
+  for (unsigned i = 0; i < 4; i++)
+    d[(g + 8 * (i / 2)) * 8 + 2 * t + i % 2] = fd[i];
+}
+
+/* AMD 16x16x16: a, b and d all 16 x 16, by the CDNA instruction tables. */
+__global__ void mfma_cdna(const uint16_t *a, const uint16_t *b, float *d) {
+  const unsigned l = threadIdx.x, q = l / 16, c = l % 16;
+  uint32_t fa[2], fb[2];
+  float fd[4];
+  for (unsigned r = 0; r < 2; r++) {
+    fa[r] = pack2(a[c * 16 + 4 * q + 2 * r], a[c * 16 + 4 * q + 2 * r + 1]);
+    fb[r] = pack2(b[(4 * q + 2 * r) * 16 + c], b[(4 * q + 2 * r + 1) * 16 + c]);
+  }
+  for (int i = 0; i < 4; i++) fd[i] = 0.5f;
+  kemu_mfma_16x16x16<code_cvt>(fd, fa, fb);
+  for (unsigned i = 0; i < 4; i++) d[(4 * q + i) * 16 + c] = fd[i];
+}
+
+/* ldmatrix x4 over four 8 x 8 matrices m[q][r][c]: lane l points at row
+ * l % 8 of matrix l / 8; out[l][q] is what lane l received for matrix q. */
+__global__ void ldmatrix_x4(const uint16_t *m, int trans, uint32_t *out) {
+  const unsigned l = threadIdx.x;
+  uint32_t r[4];
+  kemu_ldmatrix_x4(r, m + (l / 8) * 64 + (l % 8) * 8, trans != 0);
+  for (int q = 0; q < 4; q++) out[l * 4 + q] = r[q];
+}
+
+static void test_matrix() {
+  uint16_t *a = dev_alloc<uint16_t>(256), *b = dev_alloc<uint16_t>(256);
+  float *d = dev_alloc<float>(256);
+  for (unsigned i = 0; i < 256; i++) {
+    a[i] = (uint16_t)(300 + (i * 37 + 11) % 23 - 11);
+    b[i] = (uint16_t)(300 + (i * 53 + 5) % 19 - 9);
+  }
+  HIP_OK(kemu_set_warp_size(32));
+  hipLaunchKernelGGL(mma_nv, 1, 32, 0, 0, a, b, d);
+  HIP_OK(hipGetLastError());
+  for (unsigned m = 0; m < 16; m++)
+    for (unsigned n = 0; n < 8; n++) {
+      float want = 0.5f;
+      for (unsigned k = 0; k < 16; k++)
+        want += code_cvt::f32(a[m * 16 + k]) * code_cvt::f32(b[k * 8 + n]);
+      CHECK(d[m * 8 + n] == want, "mma.m16n8k16 d[%u][%u] = %g, want %g", m,
+            n, d[m * 8 + n], want);
+    }
+
+  uint32_t *out = dev_alloc<uint32_t>(128);
+  for (int trans = 0; trans < 2; trans++) {
+    hipLaunchKernelGGL(ldmatrix_x4, 1, 32, 0, 0, a, trans, out);
+    HIP_OK(hipGetLastError());
+    for (unsigned l = 0; l < 32; l++)
+      for (unsigned q = 0; q < 4; q++) {
+        const uint16_t *mq = a + q * 64;
+        const unsigned r0 = trans ? 2 * (l % 4) : l / 4;
+        const unsigned c0 = trans ? l / 4 : 2 * (l % 4);
+        const unsigned r1 = trans ? r0 + 1 : r0, c1 = trans ? c0 : c0 + 1;
+        CHECK(out[l * 4 + q] == pack2(mq[r0 * 8 + c0], mq[r1 * 8 + c1]),
+              "ldmatrix%s lane %u matrix %u", trans ? ".trans" : "", l, q);
+      }
+  }
+
+  HIP_OK(kemu_set_warp_size(64));
+  hipLaunchKernelGGL(mfma_cdna, 1, 64, 0, 0, a, b, d);
+  HIP_OK(hipGetLastError());
+  for (unsigned m = 0; m < 16; m++)
+    for (unsigned n = 0; n < 16; n++) {
+      float want = 0.5f;
+      for (unsigned k = 0; k < 16; k++)
+        want += code_cvt::f32(a[m * 16 + k]) * code_cvt::f32(b[k * 16 + n]);
+      CHECK(d[m * 16 + n] == want, "mfma.16x16x16 d[%u][%u] = %g, want %g",
+            m, n, d[m * 16 + n], want);
+    }
+  HIP_OK(kemu_set_warp_size(32));
+  dev_free(a);
+  dev_free(b);
+  dev_free(d);
+  dev_free(out);
+}
+
 static void test_warps(unsigned ws) {
   HIP_OK(kemu_set_warp_size((int)ws));
   CHECK(warpSize == (int)ws, "warpSize %d after kemu_set_warp_size(%u)",
@@ -503,13 +611,32 @@ static void test_launch_config() {
   expect_config_error("grid x 0", dim3(0), 32, 0);
   expect_config_error("grid y 65536", dim3(1, 65536), 32, 0);
   expect_config_error("grid x 2^31", dim3(0x80000000u), 32, 0);
-  expect_config_error("64 KiB + 1 shared", 1, 32, 65537);
+  /* Dynamic shared memory as on the emulated GPU: at warp 32 (NVIDIA)
+   * 48 KiB unless the kernel's limit is raised, at most 227 KiB. */
+  expect_config_error("48 KiB + 1 shared", 1, 32, (48 << 10) + 1);
+  CHECK(hipFuncSetAttribute((const void *)set_flag,
+                            hipFuncAttributeMaxDynamicSharedMemorySize,
+                            (227 << 10) + 1) == hipErrorInvalidValue,
+        "a limit above 227 KiB was accepted");
+  CHECK(hipGetLastError() == hipErrorInvalidValue, "error not recorded");
+  HIP_OK(hipFuncSetAttribute((const void *)set_flag,
+                             hipFuncAttributeMaxDynamicSharedMemorySize,
+                             96 << 10));
+  expect_config_error("raised limit + 1", 1, 32, (96 << 10) + 1);
 
   int *flag = dev_alloc<int>(1);
   *flag = 0;
-  hipLaunchKernelGGL(set_flag, dim3(1, 1, 1), dim3(1024), 65536, 0, flag);
+  hipLaunchKernelGGL(set_flag, dim3(1, 1, 1), dim3(1024), 96 << 10, 0, flag);
   CHECK(hipGetLastError() == hipSuccess && *flag == 1,
         "largest valid configuration did not run");
+  /* At warp 64 (AMD CDNA) the ceiling is 64 KiB, whatever was set. */
+  HIP_OK(kemu_set_warp_size(64));
+  expect_config_error("64 KiB + 1 shared at warp 64", 1, 64, 65537);
+  *flag = 0;
+  hipLaunchKernelGGL(set_flag, dim3(1, 1, 1), dim3(1024), 65536, 0, flag);
+  CHECK(hipGetLastError() == hipSuccess && *flag == 1,
+        "64 KiB at warp 64 did not run");
+  HIP_OK(kemu_set_warp_size(32));
 
   /* Streams: work runs at once; a destroyed stream is refused. */
   hipStream_t st = nullptr;
@@ -984,6 +1111,7 @@ int main(int argc, char **argv) {
   test_early_exit();
   test_warps(32);
   test_warps(64);
+  test_matrix();
   HIP_OK(kemu_set_warp_size(32));
   test_atomics();
   test_dynamic_shared();

@@ -1,0 +1,134 @@
+/* Matrix instructions of the GPUs, executed lane by lane on the host.
+ *
+ * kernels/kd-mma.h (the matrix-core layer) calls the real instructions on a
+ * GPU (NVIDIA's ldmatrix and mma.sync, AMD's MFMA) and these functions on
+ * the host. Each one has the instruction's own contract: it is executed by
+ * every lane of a whole warp of the instruction's width, each lane passes
+ * its own registers, and each lane gets back exactly the elements that the
+ * vendor's fragment tables give that lane. So a kernel whose fragment
+ * indexing is wrong computes the wrong result here as it would on the GPU.
+ * The lanes' registers meet through kemu__warp_gather (launch.cc).
+ *
+ * 16-bit elements travel as raw patterns, two to a 32-bit register, the
+ * lower-numbered element in the low half (as on both vendors); Cvt turns a
+ * pattern into a float (the caller's f16 or bf16 conversion). Products of
+ * 16-bit values are exact in f32; they are summed in k order with fused
+ * multiply-add onto the accumulator (the hardware's order is unspecified;
+ * kernel tolerances cover the difference).
+ */
+#ifndef KILN_MATRIX_ON_HOST_H
+#define KILN_MATRIX_ON_HOST_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+[[noreturn]] void kemu__bad_warp(const char *op, int needs);
+
+inline void kemu__require_warp(const char *op, int width) {
+  if (warpSize != width) kemu__bad_warp(op, width);
+}
+
+/* Element e (0 or 1) of a register holding two 16-bit patterns. */
+inline uint16_t kemu__half_of(uint32_t reg, int e) {
+  return (uint16_t)(e ? reg >> 16 : reg & 0xffffu);
+}
+inline uint32_t kemu__pack_halves(uint16_t lo, uint16_t hi) {
+  return (uint32_t)lo | (uint32_t)hi << 16;
+}
+
+/* ---- NVIDIA (warp of 32) ------------------------------------------------- */
+
+/* ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16. Lane l supplies the
+ * address of row l % 8 of matrix l / 8 (eight contiguous 16-bit elements).
+ * Without trans, lane l receives in out[q] the elements (l / 4, 2 (l % 4))
+ * and (l / 4, 2 (l % 4) + 1) of matrix q; with trans, the elements
+ * (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4). */
+inline void kemu_ldmatrix_x4(uint32_t out[4], const void *row, bool trans) {
+  kemu__require_warp("ldmatrix", 32);
+  const unsigned char *t = kemu__warp_gather("ldmatrix", &row, sizeof row);
+  const unsigned int l = kemu__lane;
+  for (int q = 0; q < 4; q++) {
+    uint16_t e[2];
+    for (int h = 0; h < 2; h++) {
+      const unsigned int r = trans ? 2 * (l % 4) + h : l / 4;
+      const unsigned int c = trans ? l / 4 : 2 * (l % 4) + h;
+      const void *addr;
+      memcpy(&addr, t + (8 * q + r) * KEMU__GATHER_BYTES, sizeof addr);
+      memcpy(&e[h], (const unsigned char *)addr + 2 * c, 2);
+    }
+    out[q] = kemu__pack_halves(e[0], e[1]);
+  }
+}
+
+/* mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32:
+ * d[16 x 8] += a[16 x 16] * b[16 x 8]. With g = l / 4 and t = l % 4, lane l
+ * holds a (row g + 8 (r % 2), columns 2t + 8 (r / 2) + {0, 1}) in a[r],
+ * b (rows 2t + 8 r + {0, 1}, column g) in b[r], and d (row g + 8 (i / 2),
+ * column 2t + i % 2) in d[i]. */
+template <class Cvt>
+inline void kemu_mma_m16n8k16(float d[4], const uint32_t a[4],
+                              const uint32_t b[2]) {
+  kemu__require_warp("mma.m16n8k16", 32);
+  uint32_t mine[6];
+  memcpy(mine, a, 16);
+  memcpy(mine + 4, b, 8);
+  const unsigned char *t =
+      kemu__warp_gather("mma.m16n8k16", mine, sizeof mine);
+  auto reg = [&](unsigned int lane, int r) {
+    uint32_t v;
+    memcpy(&v, t + lane * KEMU__GATHER_BYTES + 4 * r, 4);
+    return v;
+  };
+  auto a_at = [&](int row, int k) { /* element (row, k) of a */
+    const uint32_t v = reg(4 * (row % 8) + (k % 8) / 2,
+                           (row / 8) + 2 * (k / 8));
+    return Cvt::f32(kemu__half_of(v, k % 2));
+  };
+  auto b_at = [&](int k, int col) { /* element (k, col) of b */
+    const uint32_t v = reg(4 * col + (k % 8) / 2, 4 + k / 8);
+    return Cvt::f32(kemu__half_of(v, k % 2));
+  };
+  const int g = (int)kemu__lane / 4, tq = (int)kemu__lane % 4;
+  for (int i = 0; i < 4; i++) {
+    const int row = g + 8 * (i / 2), col = 2 * tq + i % 2;
+    float acc = d[i];
+    for (int k = 0; k < 16; k++) acc = fmaf(a_at(row, k), b_at(k, col), acc);
+    d[i] = acc;
+  }
+}
+
+/* ---- AMD CDNA (wave of 64) ----------------------------------------------- */
+
+/* v_mfma_f32_16x16x16f16 / v_mfma_f32_16x16x16bf16_1k: d[16 x 16] +=
+ * a[16 x 16] * b[16 x 16]. Lane l holds a (row l % 16, columns
+ * 4 (l / 16) + {0..3}) in a[0..1], b (rows 4 (l / 16) + {0..3}, column
+ * l % 16) in b[0..1], and d (row 4 (l / 16) + i, column l % 16) in d[i]. */
+template <class Cvt>
+inline void kemu_mfma_16x16x16(float d[4], const uint32_t a[2],
+                               const uint32_t b[2]) {
+  kemu__require_warp("mfma.16x16x16", 64);
+  uint32_t mine[4];
+  memcpy(mine, a, 8);
+  memcpy(mine + 2, b, 8);
+  const unsigned char *t =
+      kemu__warp_gather("mfma.16x16x16", mine, sizeof mine);
+  auto elem = [&](unsigned int lane, int r, int k) {
+    uint32_t v;
+    memcpy(&v, t + lane * KEMU__GATHER_BYTES + 4 * r, 4);
+    return Cvt::f32(kemu__half_of(v, k % 2));
+  };
+  const int l = (int)kemu__lane;
+  for (int i = 0; i < 4; i++) {
+    const int row = 4 * (l / 16) + i, col = l % 16;
+    float acc = d[i];
+    for (int k = 0; k < 16; k++) {
+      const unsigned int la = (unsigned int)(row + 16 * (k / 4));
+      const unsigned int lb = (unsigned int)(col + 16 * (k / 4));
+      acc = fmaf(elem(la, (k % 4) / 2, k), elem(lb, 2 + (k % 4) / 2, k), acc);
+    }
+    d[i] = acc;
+  }
+}
+
+#endif
