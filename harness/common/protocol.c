@@ -9,14 +9,15 @@
 #include <unistd.h>
 
 /* Bytes that travel unescaped in a value. */
-static int kp__plain(unsigned char c) {
+static int plain(unsigned char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
          (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-' ||
          c == '/' || c == ':' || c == '@' || c == '+' || c == ',' ||
          c == '*' || c == '(' || c == ')' || c == '[' || c == ']';
 }
 
-static void kp__append(kp_record_out *r, const char *s, size_t n) {
+static void append(kp_record_out *r, const char *s, size_t n) {
+  r->wanted += n;
   if (r->overflow || r->len + n + 1 >= sizeof r->buf) {
     r->overflow = 1;
     return;
@@ -26,23 +27,24 @@ static void kp__append(kp_record_out *r, const char *s, size_t n) {
 }
 
 void kp_begin(kp_record_out *r, const char *tag) {
-  r->len = 0;
+  r->len = r->wanted = 0;
   r->overflow = 0;
-  kp__append(r, tag, strlen(tag));
+  snprintf(r->tag, sizeof r->tag, "%s", tag);
+  append(r, tag, strlen(tag));
 }
 
 void kp_add_str(kp_record_out *r, const char *key, const char *value) {
   static const char hex[] = "0123456789ABCDEF";
-  kp__append(r, " ", 1);
-  kp__append(r, key, strlen(key));
-  kp__append(r, "=", 1);
+  append(r, " ", 1);
+  append(r, key, strlen(key));
+  append(r, "=", 1);
   for (const unsigned char *p = (const unsigned char *)(value ? value : "");
        *p; p++) {
-    if (kp__plain(*p)) {
-      kp__append(r, (const char *)p, 1);
+    if (plain(*p)) {
+      append(r, (const char *)p, 1);
     } else {
       char esc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
-      kp__append(r, esc, 3);
+      append(r, esc, 3);
     }
   }
 }
@@ -71,7 +73,12 @@ void kp_add_double(kp_record_out *r, const char *key, double value) {
 int kp_send(kp_record_out *r, int fd) {
   if (r->overflow) {
     /* Never send a cut record: send a marker the parent can report. */
+    char tag[sizeof r->tag];
+    long long wanted = (long long)r->wanted + 1;
+    memcpy(tag, r->tag, sizeof tag);
     kp_begin(r, "truncated");
+    kp_add_str(r, "tag", tag);
+    kp_add_int(r, "bytes", wanted);
   }
   r->buf[r->len++] = '\n';
   size_t off = 0;
@@ -88,14 +95,14 @@ int kp_send(kp_record_out *r, int fd) {
   return 0;
 }
 
-static int kp__hexval(char c) {
+static int hexval(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
 }
 
-static int kp__tag_ok(const char *s) {
+static int tag_ok(const char *s) {
   if (!*s) return 0;
   for (; *s; s++)
     if (!((*s >= 'a' && *s <= 'z') || *s == '_')) return 0;
@@ -109,7 +116,7 @@ int kp_parse(char *line, kp_record *rec, const char **why) {
   char *save = NULL;
   char *tok = strtok_r(line, " ", &save);
   if (!tok) return *why = "empty line", -1;
-  if (!kp__tag_ok(tok)) return *why = "record tag is not [a-z_]+", -1;
+  if (!tag_ok(tok)) return *why = "record tag is not [a-z_]+", -1;
   rec->tag = tok;
   while ((tok = strtok_r(NULL, " ", &save)) != NULL) {
     char *eq = strchr(tok, '=');
@@ -119,8 +126,8 @@ int kp_parse(char *line, kp_record *rec, const char **why) {
     char *src = eq + 1, *dst = eq + 1;
     while (*src) {
       if (*src == '%') {
-        int hi = kp__hexval(src[1]);
-        int lo = hi < 0 ? -1 : kp__hexval(src[2]);
+        int hi = hexval(src[1]);
+        int lo = hi < 0 ? -1 : hexval(src[2]);
         if (hi < 0 || lo < 0) return *why = "bad %-escape in value", -1;
         *dst++ = (char)(hi * 16 + lo);
         src += 3;

@@ -12,6 +12,7 @@
 
 #include "kiln-config.h"
 #include "protocol.h"
+#include "select.h"
 
 /* ---- Runners --------------------------------------------------------------- */
 
@@ -117,141 +118,16 @@ void kh_registry_free(kh_registry *reg) {
   memset(reg, 0, sizeof *reg);
 }
 
-int kh_test_has_tag(const kh_test *t, const char *tag) {
-  size_t n = strlen(tag);
-  for (const char *p = t->tags; p && *p;) {
-    const char *comma = strchr(p, ',');
-    size_t len = comma ? (size_t)(comma - p) : strlen(p);
-    if (len == n && strncmp(p, tag, n) == 0) return 1;
-    p = comma ? comma + 1 : p + len;
-  }
-  return 0;
-}
-
-/* ---- Selection ----------------------------------------------------------------- */
-
-static int kh__sel_matches(const char *sel, const kh_test *t) {
-  if (sel[0] == '@') return kh_test_has_tag(t, sel + 1);
-  return strcmp(sel, t->suite) == 0 || fnmatch(sel, t->id, 0) == 0;
-}
-
-/* Tags whose tests a sweep (no selector, another suite's glob, another tag)
- * leaves out: they run only when a selector names them. One row per tag.
- *   host_only  held back only on the host backend (hold_slow)
- *   by_suite   named also by the test's suite, or a glob starting
- *              "suite/"; otherwise only by @tag or the exact id
- *   counted    kiln says how many it left out (a GPU run would take them) */
-typedef struct kh__held_tag {
-  const char *tag;
-  int host_only, by_suite, counted;
-} kh__held_tag;
-
-static const kh__held_tag kh__held[] = {
-    {"fault", 0, 1, 0},   /* the fault suite: goes wrong on purpose */
-    {"bench", 0, 1, 0},   /* kiln bench's trivial tests */
-    {"perf", 0, 1, 0},    /* benchmarks: the whole device, minutes of it */
-    {"slow", 1, 0, 1},    /* GPU-sized: minutes each in emulation */
-};
-#define KH__NHELD (sizeof kh__held / sizeof kh__held[0])
-
-/* Is row h in force for test t on this backend? */
-static int kh__held_applies(const kh__held_tag *h, const kh_test *t,
-                            int hold_slow) {
-  return (!h->host_only || hold_slow) && kh_test_has_tag(t, h->tag);
-}
-
-/* Does the selector name t on purpose for row h, rather than sweep it up? */
-static int kh__held_named(const kh__held_tag *h, const char *sel,
-                          const kh_test *t) {
-  if (sel[0] == '@' && strcmp(sel + 1, h->tag) == 0) return 1;
-  if (strcmp(sel, t->id) == 0) return 1;
-  if (!h->by_suite) return 0;
-  size_t n = strlen(t->suite);
-  return strcmp(sel, t->suite) == 0 ||
-         (strncmp(sel, t->suite, n) == 0 && sel[n] == '/');
-}
-
-/* Would a sweep take t? */
-static int kh__sweepable(const kh_test *t, int hold_slow) {
-  for (size_t h = 0; h < KH__NHELD; h++)
-    if (kh__held_applies(&kh__held[h], t, hold_slow)) return 0;
-  return 1;
-}
-
-/* 1: sel takes t; 0: sel matched t but a held tag keeps it out, with
- * *counted set when that tag's leaving-out is reported. */
-static int kh__sel_takes(const char *sel, const kh_test *t, int hold_slow,
-                         int *counted) {
-  int take = 1;
-  for (size_t h = 0; h < KH__NHELD; h++) {
-    const kh__held_tag *row = &kh__held[h];
-    if (!kh__held_applies(row, t, hold_slow) || kh__held_named(row, sel, t))
-      continue;
-    take = 0;
-    *counted |= row->counted;
-  }
-  return take;
-}
-
-/* Held back by a counted (backend-specific) row only: a GPU run would have
- * taken it. */
-static int kh__held_counted(const kh_test *t, int hold_slow) {
-  int counted = 0;
-  for (size_t h = 0; h < KH__NHELD; h++)
-    if (kh__held_applies(&kh__held[h], t, hold_slow)) {
-      if (!kh__held[h].counted) return 0;
-      counted = 1;
-    }
-  return counted;
-}
-
 int kh_select(const kh_registry *reg, char *const *sel, int nsel,
               int hold_slow, unsigned char *chosen, int *held, kh_err *err) {
-  int npos = 0;
-  for (int s = 0; s < nsel; s++) npos += sel[s][0] != '-';
+  ksel_test *views = kh__xcalloc((size_t)reg->n + 1, sizeof *views);
   for (int i = 0; i < reg->n; i++)
-    chosen[i] = npos == 0 && kh__sweepable(&reg->tests[i], hold_slow);
-  unsigned char *swept = calloc((size_t)reg->n + 1, 1);
-  if (!swept) return kh__errf(err, "out of memory");
-  for (int s = 0; s < nsel; s++) {
-    int neg = sel[s][0] == '-';
-    const char *pat = sel[s] + neg;
-    int hits = 0;
-    for (int i = 0; i < reg->n; i++) {
-      const kh_test *t = &reg->tests[i];
-      if (!kh__sel_matches(pat, t)) continue;
-      hits++;
-      if (neg) {
-        chosen[i] = 0;
-      } else {
-        int counted = 0;
-        if (kh__sel_takes(pat, t, hold_slow, &counted)) chosen[i] = 1;
-        else if (counted) swept[i] = 1;  /* held back on this backend */
-      }
-    }
-    if (!*pat || hits == 0) {
-      free(swept);
-      return kh__errf(err, "selector '%s' matches no test (see `kiln list`)",
-                      sel[s]);
-    }
-  }
-  /* Exclusions win whatever their position. */
-  for (int s = 0; s < nsel; s++) {
-    if (sel[s][0] != '-') continue;
-    for (int i = 0; i < reg->n; i++)
-      if (kh__sel_matches(sel[s] + 1, &reg->tests[i])) chosen[i] = 0;
-  }
-  /* Count what the host left out that a GPU run would have taken. */
-  int n_held = 0;
-  for (int i = 0; i < reg->n; i++) {
-    const kh_test *t = &reg->tests[i];
-    int wanted = npos == 0 ? kh__held_counted(t, hold_slow) : swept[i];
-    for (int s = 0; wanted && s < nsel; s++)
-      if (sel[s][0] == '-' && kh__sel_matches(sel[s] + 1, t)) wanted = 0;
-    n_held += wanted && !chosen[i];
-  }
-  if (held) *held = n_held;
-  free(swept);
+    views[i] = (ksel_test){reg->tests[i].id, reg->tests[i].suite, reg->tests[i].tags};
+  int bad = ksel_select(views, (size_t)reg->n, sel, nsel, hold_slow, chosen, held);
+  free(views);
+  if (bad)
+    return kh__errf(err, "selector '%s' matches no test (see `kiln list`)",
+                    sel[bad - 1]);
   return 0;
 }
 

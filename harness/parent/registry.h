@@ -38,7 +38,6 @@ typedef struct kh_registry {
 
 int kh_registry_load(const char *runner, kh_registry *reg, kh_err *err);
 void kh_registry_free(kh_registry *reg);
-int kh_test_has_tag(const kh_test *t, const char *tag);
 
 /* ---- Selection -------------------------------------------------------------- */
 

@@ -13,6 +13,7 @@
 #include <yaml.h>
 
 #include "kiln-config.h"
+#include "select.h"
 
 const char *const kh_backend_names[] = {"auto", "host", "hip", "cuda", NULL};
 static const char *const kh__isolation_names[] = {"process", "none", NULL};
@@ -287,21 +288,11 @@ static void kh__add_tol(kh_settings *s, const char *match, double atol,
 }
 
 int kh_setting_add_tolerance(kh_settings *s, const char *spec, kh_err *err) {
-  const char *eq = strrchr(spec, '=');
-  const char *colon = eq ? strchr(eq, ':') : NULL;
-  double atol, rtol;
-  if (!eq || eq == spec || !colon || (size_t)(eq - spec) >= 256)
-    return kh__errf(err, "tolerance: '%s' is not GLOB=ATOL:RTOL", spec);
-  char *a = kh__strndup(eq + 1, (size_t)(colon - eq - 1));
-  int ok = kh__parse_double(a, 0, 1e30, &atol) == 0 &&
-           kh__parse_double(colon + 1, 0, 1e30, &rtol) == 0;
-  free(a);
-  if (!ok)
-    return kh__errf(err, "tolerance: '%s': ATOL and RTOL must be numbers >= 0",
-                    spec);
-  char *match = kh__strndup(spec, (size_t)(eq - spec));
-  kh__add_tol(s, match, atol, rtol);
-  free(match);
+  ksel_tol t;
+  if (ksel_tol_parse(spec, &t) != 0)
+    return kh__errf(err, "tolerance: '%s' is not GLOB=ATOL:RTOL with ATOL and "
+                    "RTOL numbers from 0 to 1e30", spec);
+  kh__add_tol(s, t.match, t.atol, t.rtol);
   return 0;
 }
 
