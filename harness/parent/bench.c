@@ -32,7 +32,7 @@
 #include "registry.h"
 #include "run.h"
 #include "settings.h"
-#include "util.h"
+#include "base.h"
 
 /* Targets from the "Speed" issue: kiln within 90% of the ceiling; on the
  * host backend with 2 jobs, at most 3 ms of CPU and at least 300 no-op
@@ -115,12 +115,12 @@ static void kh__bench_usage(FILE *f) {
 
 /* "1,2,4" into B->conc. */
 static int kh__parse_conc(kh__bench *B, const char *text) {
-  char *copy = kh__strdup(text), *save = NULL;
+  char *copy = kh_strdup(text), *save = NULL;
   B->nconc = 0;
   int rc = 0;
   for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
     long long v;
-    if (B->nconc == KH__MAX_CONC || kh__parse_ll(w, 1, 256, &v) != 0) {
+    if (B->nconc == KH__MAX_CONC || kh_parse_ll(w, 1, 256, &v) != 0) {
       fprintf(stderr, "kiln bench: --concurrency: '%s' in '%s' is not a "
                       "count from 1 to 256 (at most %d of them)\n",
               w, text, KH__MAX_CONC);
@@ -138,7 +138,7 @@ static int kh__parse_conc(kh__bench *B, const char *text) {
 }
 
 static int kh__parse_skip(kh__bench *B, const char *text) {
-  char *copy = kh__strdup(text), *save = NULL;
+  char *copy = kh_strdup(text), *save = NULL;
   int rc = 0;
   for (char *w = strtok_r(copy, ",", &save); w && rc == 0;
        w = strtok_r(NULL, ",", &save)) {
@@ -157,7 +157,7 @@ static int kh__parse_skip(kh__bench *B, const char *text) {
 
 static int kh__parse_count(const char *flag, const char *text, int *out) {
   long long v;
-  if (kh__parse_ll(text, 1, 1000000, &v) != 0) {
+  if (kh_parse_ll(text, 1, 1000000, &v) != 0) {
     fprintf(stderr, "kiln bench: %s: '%s' is not a count from 1 to 1000000\n",
             flag, text);
     return -1;
@@ -212,7 +212,7 @@ static int kh__bench_args(kh__bench *B, int argc, char **argv) {
       bad = kh__parse_skip(B, v);
     } else if ((v = kh__flag("--out", argc, argv, &i, &missing))) {
       free(B->out);
-      B->out = kh__strdup(v);
+      B->out = kh_strdup(v);
     } else if ((v = kh__flag("--runner-dir", argc, argv, &i, &missing))) {
       B->runner_dir = v;
     } else if (!missing) {
@@ -243,7 +243,7 @@ static void kh__child_exec(const kh__bench *B, int narrow, int out_fd,
   dup2(out_fd, 2);
   if (narrow && B->bi.ndevices > 0) kh_visible_narrow(&B->bi, 0);
   char spawn[32];
-  snprintf(spawn, sizeof spawn, "%.3f", kh__now_ms());
+  snprintf(spawn, sizeof spawn, "%.3f", kh_now_ms());
   setenv("KILN_SPAWN_MS", spawn, 1);
   execv(argv[0], argv);
   fprintf(stderr, "kiln bench: cannot run %s: %s\n", argv[0], strerror(errno));
@@ -277,11 +277,11 @@ static int kh__probe_parse(kh__probe *p, kh__probe_sum *s) {
   int passed = 0;
   char *save = NULL;
   const char *last = "";
-  kh__buf_add(&p->out, "", 1);
+  kh_buf_add(&p->out, "", 1);
   for (char *line = strtok_r(p->out.data, "\n", &save); line;
        line = strtok_r(NULL, "\n", &save)) {
     last = line;
-    char *copy = kh__strdup(line);
+    char *copy = kh_strdup(line);
     kp_record r;
     double ms;
     if (kp_parse(copy, &r, NULL) == 0) {
@@ -313,7 +313,7 @@ static void kh__probe_start(const kh__bench *B, kh__probe *p) {
   p->fd = -1;
   if (pipe2(fds, O_CLOEXEC) != 0) return;
   char *argv[] = {(char *)B->bi.runner, "--context-probe", NULL};
-  p->t0 = kh__now_ms();
+  p->t0 = kh_now_ms();
   p->pid = fork();
   if (p->pid == 0) kh__child_exec(B, 1, fds[1], argv);
   close(fds[1]);
@@ -340,17 +340,17 @@ static void kh__probe_finish(kh__probe *p, kh__probe_sum *s) {
                WIFSIGNALED(st) ? "killed by signal" : "exited",
                WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
   }
-  kh__buf_free(&p->out);
+  kh_buf_free(&p->out);
   memset(p, 0, sizeof *p);
   p->fd = -1;
 }
 
 static void kh__ceiling_point(kh__bench *B, int conc, kh__point *pt) {
-  kh__probe *act = kh__xcalloc((size_t)conc, sizeof *act);
+  kh__probe *act = kh_xcalloc((size_t)conc, sizeof *act);
   kh__probe_sum s = {0};
   for (int i = 0; i < conc; i++) act[i].fd = -1;
   int started = 0, finished = 0;
-  double t0 = kh__now_ms();
+  double t0 = kh_now_ms();
   while (finished < B->tests) {
     for (int i = 0; i < conc && started < B->tests; i++)
       if (act[i].pid == 0) {
@@ -377,19 +377,19 @@ static void kh__ceiling_point(kh__bench *B, int conc, kh__point *pt) {
       int done = 0;
       if (pfd[k].revents) {
         char chunk[4096];
-        ssize_t got = kh__read(p->fd, chunk, sizeof chunk);
+        ssize_t got = kh_read(p->fd, chunk, sizeof chunk);
         if (got > 0 && p->out.len < (64u << 10))
-          kh__buf_add(&p->out, chunk, (size_t)got);
+          kh_buf_add(&p->out, chunk, (size_t)got);
         done = got == 0 || (got < 0 && errno != EAGAIN);
       }
-      if (!done && kh__now_ms() - p->t0 > KH__PROBE_TIMEOUT_MS) {
+      if (!done && kh_now_ms() - p->t0 > KH__PROBE_TIMEOUT_MS) {
         kill(p->pid, SIGKILL);
         done = 1;
       }
       if (done) kh__probe_finish(p, &s), finished++;
     }
   }
-  double wall_ms = kh__now_ms() - t0;
+  double wall_ms = kh_now_ms() - t0;
   free(act);
   pt->what = "ceiling", pt->conc = conc, pt->tests = B->tests;
   pt->available = 1;
@@ -412,16 +412,16 @@ static void kh__ceiling_point(kh__bench *B, int conc, kh__point *pt) {
 static int kh__kiln_run(const kh__bench *B, int narrow, char **args, int nargs,
                         const char *dir, double *wall_s, double *cpu_ms,
                         int *status) {
-  if (kh__mkdir_p(dir, 0755) != 0) return -1;
-  char *log = kh__asprintf("%s/console.txt", dir);
+  if (kh_mkdir_p(dir, 0755) != 0) return -1;
+  char *log = kh_asprintf("%s/console.txt", dir);
   int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   free(log);
   if (fd < 0) return -1;
-  char **argv = kh__xcalloc((size_t)nargs + 3, sizeof *argv);
+  char **argv = kh_xcalloc((size_t)nargs + 3, sizeof *argv);
   argv[0] = (char *)B->self;
   argv[1] = "run";
   memcpy(argv + 2, args, (size_t)nargs * sizeof *argv);
-  double t0 = kh__now_ms();
+  double t0 = kh_now_ms();
   pid_t pid = fork();
   if (pid == 0) kh__child_exec(B, narrow, fd, argv);
   close(fd);
@@ -430,7 +430,7 @@ static int kh__kiln_run(const kh__bench *B, int narrow, char **args, int nargs,
   struct rusage ru;
   while (wait4(pid, status, 0, &ru) < 0 && errno == EINTR) {
   }
-  *wall_s = (kh__now_ms() - t0) / 1e3;
+  *wall_s = (kh_now_ms() - t0) / 1e3;
   *cpu_ms = kh__cpu_ms(&ru);
   return 0;
 }
@@ -481,7 +481,7 @@ static void kh__kiln_point(kh__bench *B, const char *what, int conc,
 static int kh__has_warm(const kh__bench *B) {
   char *argv[] = {(char *)B->self, "--help", NULL};
   char *out = NULL;
-  int st = kh__capture(argv, 1 << 20, 30, &out, NULL);
+  int st = kh_capture(argv, 1 << 20, 30, &out, NULL);
   int has = st == 0 && out && strstr(out, "--warm") != NULL;
   free(out);
   return has;
@@ -659,9 +659,9 @@ static void kh__print_table(const kh__bench *B, const kh__summary *s) {
 
 
 static void kh__yn(kh_buf *y, const char *key, double v) {
-  if (isnan(v)) kh__buf_addf(y, "%s: null", key);
-  else if (isinf(v)) kh__buf_addf(y, "%s: %s.inf", key, v < 0 ? "-" : "");
-  else kh__buf_addf(y, "%s: %.6g", key, v);
+  if (isnan(v)) kh_buf_addf(y, "%s: null", key);
+  else if (isinf(v)) kh_buf_addf(y, "%s: %s.inf", key, v < 0 ? "-" : "");
+  else kh_buf_addf(y, "%s: %.6g", key, v);
 }
 
 static void kh__host_info(kh_buf *y) {
@@ -669,7 +669,7 @@ static void kh__host_info(kh_buf *y) {
   gethostname(host, sizeof host - 1);
   struct utsname u;
   char *cpuinfo = NULL, model[256] = "";
-  if (kh__read_file("/proc/cpuinfo", 1 << 20, &cpuinfo, NULL) == 0) {
+  if (kh_read_file("/proc/cpuinfo", 1 << 20, &cpuinfo, NULL) == 0) {
     char *m = strstr(cpuinfo, "model name");
     char *colon = m ? strchr(m, ':') : NULL;
     if (colon) snprintf(model, sizeof model, "%.*s",
@@ -678,66 +678,66 @@ static void kh__host_info(kh_buf *y) {
   free(cpuinfo);
   double load[3] = {NAN, NAN, NAN};
   if (getloadavg(load, 3) < 0) load[0] = NAN;
-  kh__buf_add(y, "host: {name: ", 13);
-  kh__buf_add_yq(y, host);
-  kh__buf_add(y, ", kernel: ", 10);
-  kh__buf_add_yq(y, uname(&u) == 0 ? u.release : "");
-  kh__buf_addf(y, ", cpus: %ld, cpu_model: ", sysconf(_SC_NPROCESSORS_ONLN));
-  kh__buf_add_yq(y, model);
-  kh__buf_add(y, ", ", 2);
+  kh_buf_add(y, "host: {name: ", 13);
+  kh_buf_add_yq(y, host);
+  kh_buf_add(y, ", kernel: ", 10);
+  kh_buf_add_yq(y, uname(&u) == 0 ? u.release : "");
+  kh_buf_addf(y, ", cpus: %ld, cpu_model: ", sysconf(_SC_NPROCESSORS_ONLN));
+  kh_buf_add_yq(y, model);
+  kh_buf_add(y, ", ", 2);
   kh__yn(y, "load_avg_1m", load[0]);
-  kh__buf_add(y, "}\n", 2);
+  kh_buf_add(y, "}\n", 2);
 }
 
 static void kh__ypoint(kh_buf *y, const kh__point *p) {
-  kh__buf_addf(y, "  - {what: %s, available: %s", p->what,
+  kh_buf_addf(y, "  - {what: %s, available: %s", p->what,
                p->available ? "true" : "false");
   if (p->available) {
-    kh__buf_addf(y, ", concurrency: %d, tests: %d, failed: %d, ", p->conc,
+    kh_buf_addf(y, ", concurrency: %d, tests: %d, failed: %d, ", p->conc,
                  p->tests, p->failed);
-    kh__yn(y, "wall_s", p->wall_s), kh__buf_add(y, ", ", 2);
-    kh__yn(y, "tests_per_s", p->tests_per_s), kh__buf_add(y, ", ", 2);
-    kh__yn(y, "cpu_ms_per_test", p->cpu_ms_per_test), kh__buf_add(y, ", ", 2);
+    kh__yn(y, "wall_s", p->wall_s), kh_buf_add(y, ", ", 2);
+    kh__yn(y, "tests_per_s", p->tests_per_s), kh_buf_add(y, ", ", 2);
+    kh__yn(y, "cpu_ms_per_test", p->cpu_ms_per_test), kh_buf_add(y, ", ", 2);
     kh__yn(y, "ratio_to_ceiling", p->ratio);
   }
   if (strcmp(p->what, "ceiling") == 0 && p->available) {
-    kh__buf_add(y, ", ", 2), kh__yn(y, "context_open_ms_mean", p->open_ms_mean);
-    kh__buf_add(y, ", ", 2), kh__yn(y, "context_open_ms_max", p->open_ms_max);
-    kh__buf_add(y, ", ", 2), kh__yn(y, "process_start_ms_mean", p->start_ms_mean);
+    kh_buf_add(y, ", ", 2), kh__yn(y, "context_open_ms_mean", p->open_ms_mean);
+    kh_buf_add(y, ", ", 2), kh__yn(y, "context_open_ms_max", p->open_ms_max);
+    kh_buf_add(y, ", ", 2), kh__yn(y, "process_start_ms_mean", p->start_ms_mean);
   }
-  if (p->run_dir[0]) kh__buf_add(y, ", run_dir: ", 11), kh__buf_add_yq(y, p->run_dir);
-  if (p->note[0]) kh__buf_add(y, ", note: ", 8), kh__buf_add_yq(y, p->note);
-  kh__buf_add(y, "}\n", 2);
+  if (p->run_dir[0]) kh_buf_add(y, ", run_dir: ", 11), kh_buf_add_yq(y, p->run_dir);
+  if (p->note[0]) kh_buf_add(y, ", note: ", 8), kh_buf_add_yq(y, p->note);
+  kh_buf_add(y, "}\n", 2);
 }
 
 static void kh__ysummary(kh_buf *y, const kh__summary *s) {
-  kh__buf_add(y, "summary:\n", 9);
+  kh_buf_add(y, "summary:\n", 9);
   if (s->ceiling)
-    kh__buf_addf(y, "  ceiling: {tests_per_s: %.6g, concurrency: %d}\n",
+    kh_buf_addf(y, "  ceiling: {tests_per_s: %.6g, concurrency: %d}\n",
                  s->ceiling->tests_per_s, s->ceiling->conc);
   else
-    kh__buf_add(y, "  ceiling: null\n", 16);
+    kh_buf_add(y, "  ceiling: null\n", 16);
   if (s->kiln) {
-    kh__buf_addf(y, "  kiln: {tests_per_s: %.6g, concurrency: %d, ",
+    kh_buf_addf(y, "  kiln: {tests_per_s: %.6g, concurrency: %d, ",
                  s->kiln->tests_per_s, s->kiln->conc);
     kh__yn(y, "ratio_to_ceiling", s->kiln->ratio);
-    kh__buf_addf(y, ", target_ratio: %g", KH__TARGET_RATIO);
+    kh_buf_addf(y, ", target_ratio: %g", KH__TARGET_RATIO);
     if (s->ceiling)
-      kh__buf_addf(y, ", pass: %s", s->kiln->ratio >= KH__TARGET_RATIO
+      kh_buf_addf(y, ", pass: %s", s->kiln->ratio >= KH__TARGET_RATIO
                                         ? "true" : "false");
-    kh__buf_add(y, "}\n", 2);
+    kh_buf_add(y, "}\n", 2);
   } else {
-    kh__buf_add(y, "  kiln: null\n", 13);
+    kh_buf_add(y, "  kiln: null\n", 13);
   }
   if (s->none) {
-    kh__buf_addf(y, "  isolation_none: {tests_per_s: %.6g, ", s->none->tests_per_s);
+    kh_buf_addf(y, "  isolation_none: {tests_per_s: %.6g, ", s->none->tests_per_s);
     kh__yn(y, "ratio_to_ceiling", s->none->ratio);
-    kh__buf_add(y, "}\n", 2);
+    kh_buf_add(y, "}\n", 2);
   } else {
-    kh__buf_add(y, "  isolation_none: null\n", 23);
+    kh_buf_add(y, "  isolation_none: null\n", 23);
   }
   if (s->host)
-    kh__buf_addf(y, "  host: {cpu_ms_per_test: %.6g, target_cpu_ms: %g, "
+    kh_buf_addf(y, "  host: {cpu_ms_per_test: %.6g, target_cpu_ms: %g, "
                  "cpu_pass: %s, tests_per_s: %.6g, target_tests_per_s: %g, "
                  "tests_per_s_pass: %s, jobs: 2}\n",
                  s->host->cpu_ms_per_test, KH__TARGET_CPU_MS,
@@ -745,48 +745,48 @@ static void kh__ysummary(kh_buf *y, const kh__summary *s) {
                  s->host->tests_per_s, KH__TARGET_TESTS_S,
                  s->host->tests_per_s >= KH__TARGET_TESTS_S ? "true" : "false");
   else
-    kh__buf_add(y, "  host: null\n", 13);
+    kh_buf_add(y, "  host: null\n", 13);
 }
 
 static int kh__write_yaml(const kh__bench *B, const kh__summary *s) {
   kh_buf y = {0};
   char start[40];
-  kh__iso_time(B->start_s, start, sizeof start);
+  kh_iso_time(B->start_s, start, sizeof start);
   char *git = kh__git_rev();
-  kh__buf_addf(&y, "# kiln bench (docs/performance.md)\nformat_version: 1\n");
-  kh__buf_add(&y, "kiln_version: ", 14), kh__buf_add_yq(&y, KILN_VERSION);
-  kh__buf_add(&y, "\ngit: ", 6), kh__buf_add_yq(&y, git);
-  kh__buf_add(&y, "\nstart: ", 8), kh__buf_add_yq(&y, start);
-  kh__buf_addf(&y, "\nwall_s: %.3f\nbackend: %s\nrunner: ",
-               kh__wall_s() - B->start_s, kh_backend_names[B->bi.backend]);
-  kh__buf_add_yq(&y, B->bi.runner);
-  kh__buf_add(&y, "\n", 1);
+  kh_buf_addf(&y, "# kiln bench (docs/performance.md)\nformat_version: 1\n");
+  kh_buf_add(&y, "kiln_version: ", 14), kh_buf_add_yq(&y, KILN_VERSION);
+  kh_buf_add(&y, "\ngit: ", 6), kh_buf_add_yq(&y, git);
+  kh_buf_add(&y, "\nstart: ", 8), kh_buf_add_yq(&y, start);
+  kh_buf_addf(&y, "\nwall_s: %.3f\nbackend: %s\nrunner: ",
+               kh_wall_s() - B->start_s, kh_backend_names[B->bi.backend]);
+  kh_buf_add_yq(&y, B->bi.runner);
+  kh_buf_add(&y, "\n", 1);
   if (B->bi.ndevices > 0) {
-    kh__buf_add(&y, "device: {name: ", 15), kh__buf_add_yq(&y, B->bi.dev[0].name);
-    kh__buf_add(&y, ", arch: ", 8), kh__buf_add_yq(&y, B->bi.dev[0].arch);
-    kh__buf_add(&y, ", visible: ", 11), kh__buf_add_yq(&y, B->bi.dev[0].visible);
-    kh__buf_addf(&y, ", devices_on_host: %d}\n", B->bi.ndevices);
+    kh_buf_add(&y, "device: {name: ", 15), kh_buf_add_yq(&y, B->bi.dev[0].name);
+    kh_buf_add(&y, ", arch: ", 8), kh_buf_add_yq(&y, B->bi.dev[0].arch);
+    kh_buf_add(&y, ", visible: ", 11), kh_buf_add_yq(&y, B->bi.dev[0].visible);
+    kh_buf_addf(&y, ", devices_on_host: %d}\n", B->bi.ndevices);
   } else {
-    kh__buf_add(&y, "device: null\n", 13);
+    kh_buf_add(&y, "device: null\n", 13);
   }
   kh__host_info(&y);
-  kh__buf_addf(&y, "settings: {tests: %d, host_tests: %d, warm_flag: %s, "
+  kh_buf_addf(&y, "settings: {tests: %d, host_tests: %d, warm_flag: %s, "
                "concurrency: [", B->tests, B->host_tests,
                B->has_warm ? "true" : "false");
   for (int i = 0; i < B->nconc; i++)
-    kh__buf_addf(&y, "%s%d", i ? ", " : "", B->conc[i]);
-  kh__buf_add(&y, "], skip: [", 10);
+    kh_buf_addf(&y, "%s%d", i ? ", " : "", B->conc[i]);
+  kh_buf_add(&y, "], skip: [", 10);
   for (int i = 0, n = 0; i < 4; i++)
-    if (B->skip & (1u << i)) kh__buf_addf(&y, "%s%s", n++ ? ", " : "", kh__sections[i]);
-  kh__buf_add(&y, "]}\npoints:\n", 11);
+    if (B->skip & (1u << i)) kh_buf_addf(&y, "%s%s", n++ ? ", " : "", kh__sections[i]);
+  kh_buf_add(&y, "]}\npoints:\n", 11);
   for (int i = 0; i < B->npts; i++) kh__ypoint(&y, &B->pts[i]);
-  if (B->npts == 0) kh__buf_add(&y, "  []\n", 5);
+  if (B->npts == 0) kh_buf_add(&y, "  []\n", 5);
   kh__ysummary(&y, s);
-  char *path = kh__asprintf("%s/bench.yaml", B->out);
-  int rc = kh__write_atomic(path, y.data, y.len);
+  char *path = kh_asprintf("%s/bench.yaml", B->out);
+  int rc = kh_write_atomic(path, y.data, y.len);
   if (rc != 0) fprintf(stderr, "kiln bench: %s: %s\n", path, strerror(errno));
   free(path), free(git);
-  kh__buf_free(&y);
+  kh_buf_free(&y);
   return rc;
 }
 
@@ -799,10 +799,10 @@ static char *kh__bench_default_out(void) {
   struct tm tm;
   gmtime_r(&now, &tm);
   strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-  kh__mkdir_p("reports/runs", 0755);
+  kh_mkdir_p("reports/runs", 0755);
   for (int n = 1; n < 1000; n++) {
-    char *p = n == 1 ? kh__asprintf("reports/runs/%s-bench", stamp)
-                     : kh__asprintf("reports/runs/%s-bench-%d", stamp, n);
+    char *p = n == 1 ? kh_asprintf("reports/runs/%s-bench", stamp)
+                     : kh_asprintf("reports/runs/%s-bench-%d", stamp, n);
     if (mkdir(p, 0755) == 0) return p;
     free(p);
   }
@@ -829,7 +829,7 @@ static int kh__bench_setup(kh__bench *B) {
     return KH_EXIT_INFRA;
   }
   if (!B->out) B->out = kh__bench_default_out();
-  if (!B->out || kh__mkdir_p(B->out, 0755) != 0) {
+  if (!B->out || kh_mkdir_p(B->out, 0755) != 0) {
     fprintf(stderr, "kiln bench: cannot create the bench folder %s: %s\n",
             B->out ? B->out : "under reports/runs", strerror(errno));
     return KH_EXIT_INFRA;
@@ -838,11 +838,11 @@ static int kh__bench_setup(kh__bench *B) {
 }
 
 int kh_bench_main(int argc, char **argv) {
-  kh__bench *B = kh__xcalloc(1, sizeof *B);
+  kh__bench *B = kh_xcalloc(1, sizeof *B);
   int rc = kh__bench_args(B, argc, argv);
   if (rc == 0) rc = kh__bench_setup(B);
   if (rc == 0) {
-    B->start_s = kh__wall_s();
+    B->start_s = kh_wall_s();
     fprintf(stderr, "kiln bench: backend %s, device %s, %d tests per point, "
                     "folder %s\n", kh_backend_names[B->bi.backend],
             B->bi.dev[0].name, B->tests, B->out);

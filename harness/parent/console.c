@@ -7,7 +7,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "base.h"
 
 /* Lines of a failing test's log shown on the console (the report has
  * more, the log file everything that was kept). */
@@ -21,7 +21,7 @@ void kh_console_init(kh_console *c, int verbose, int total) {
   c->color = c->tty && !(nc && *nc);
   c->verbose = verbose;
   c->total = total;
-  c->start_ms = kh__now_ms();
+  c->start_ms = kh_now_ms();
 }
 
 static void kh__clear(kh_console *c) {
@@ -94,7 +94,7 @@ void kh_console_result(kh_console *c, const kh_result *r) {
 
 void kh_console_progress(kh_console *c, char *const *running, int nrunning) {
   if (!c->tty) return;
-  double el = (kh__now_ms() - c->start_ms) / 1e3;
+  double el = (kh_now_ms() - c->start_ms) / 1e3;
   char eta[32] = "?";
   if (c->done > 0 && c->total >= c->done)
     snprintf(eta, sizeof eta, "%.0fs", el / c->done * (c->total - c->done));

@@ -67,14 +67,14 @@ static kh__agg *kh__find(const kh__fold *f, const char *id) {
 static kh__named *kh__slot(kh__named **list, int *n, const char *name) {
   for (int i = 0; i < *n; i++)
     if (strcmp((*list)[i].name, name) == 0) return &(*list)[i];
-  *list = kh__xrealloc(*list, (size_t)(*n + 1) * sizeof **list);
+  *list = kh_xrealloc(*list, (size_t)(*n + 1) * sizeof **list);
   (*list)[*n] = (kh__named){name, NAN, 0.0, 0, NULL};
   return &(*list)[(*n)++];
 }
 
 /* Kernel medians across repeats: collect, then take the median. */
 static void kh__fold_kernels(const kh_rep *rep, kh__agg *g) {
-  double *v = kh__xmalloc(((size_t)rep->ntests + 1) * sizeof *v);
+  double *v = kh_xmalloc(((size_t)rep->ntests + 1) * sizeof *v);
   for (int i = 0; i < rep->ntests; i++) {
     const kh_rtest *t = &rep->tests[i];
     if (!t->final || strcmp(t->id, g->id) != 0) continue;
@@ -115,7 +115,7 @@ static void kh__fold_metrics(const kh_rep *rep, kh__agg *g) {
             continue;
           if (n == cap) {
             cap = cap ? 2 * cap : 16;
-            v = kh__xrealloc(v, cap * sizeof *v);
+            v = kh_xrealloc(v, cap * sizeof *v);
           }
           v[n++] = u->metrics[m].value;
         }
@@ -143,9 +143,9 @@ static void kh__fold_test(const kh_rep *rep, const kh_rtest *t, kh__agg *g,
 }
 
 static void kh__fold_rep(const kh_rep *rep, kh__fold *f) {
-  f->a = kh__xcalloc((size_t)rep->ntests + 1, sizeof *f->a);
+  f->a = kh_xcalloc((size_t)rep->ntests + 1, sizeof *f->a);
   f->n = 0;
-  double *times = kh__xmalloc(((size_t)rep->ntests + 1) * sizeof *times);
+  double *times = kh_xmalloc(((size_t)rep->ntests + 1) * sizeof *times);
   for (int i = 0; i < rep->ntests; i++) {
     const kh_rtest *t = &rep->tests[i];
     if (!t->final || kh__find(f, t->id)) continue;
@@ -211,7 +211,7 @@ typedef struct kh__findings {
 } kh__findings;
 
 static void kh__add(kh__findings *fs, kh__finding f) {
-  fs->f = kh__xrealloc(fs->f, (size_t)(fs->n + 1) * sizeof *fs->f);
+  fs->f = kh_xrealloc(fs->f, (size_t)(fs->n + 1) * sizeof *fs->f);
   fs->f[fs->n++] = f;
   fs->counts[f.kind]++;
 }
@@ -361,26 +361,26 @@ static void kh__summary(FILE *out, const kh_rep *b, const kh_rep *n,
 
 
 static void kh__yn(kh_buf *y, const char *key, double v) {
-  if (isnan(v)) kh__buf_addf(y, ", %s: .nan", key);
-  else if (isinf(v)) kh__buf_addf(y, ", %s: %s.inf", key, v < 0 ? "-" : "");
-  else kh__buf_addf(y, ", %s: %.6g", key, v);
+  if (isnan(v)) kh_buf_addf(y, ", %s: .nan", key);
+  else if (isinf(v)) kh_buf_addf(y, ", %s: %s.inf", key, v < 0 ? "-" : "");
+  else kh_buf_addf(y, ", %s: %.6g", key, v);
 }
 
 static void kh__yfinding(kh_buf *y, const kh__finding *f) {
-  kh__buf_addf(y, "- {kind: %s, regression: %s, test: ", kh__kinds[f->kind].name,
+  kh_buf_addf(y, "- {kind: %s, regression: %s, test: ", kh__kinds[f->kind].name,
                kh__kinds[f->kind].regression ? "true" : "false");
-  kh__buf_add_yq(y, f->test);
-  if (f->kind == KH__F_SLOWER_KERNEL) kh__buf_add(y, ", kernel: ", 10), kh__buf_add_yq(y, f->what);
-  if (f->kind == KH__F_ERROR_GROWTH) kh__buf_add(y, ", check: ", 9), kh__buf_add_yq(y, f->what);
+  kh_buf_add_yq(y, f->test);
+  if (f->kind == KH__F_SLOWER_KERNEL) kh_buf_add(y, ", kernel: ", 10), kh_buf_add_yq(y, f->what);
+  if (f->kind == KH__F_ERROR_GROWTH) kh_buf_add(y, ", check: ", 9), kh_buf_add_yq(y, f->what);
   if (f->kind == KH__F_LOWER_METRIC) {
-    kh__buf_add(y, ", metric: ", 10), kh__buf_add_yq(y, f->what);
-    kh__buf_add(y, ", unit: ", 8), kh__buf_add_yq(y, kh__metric_unit(f));
+    kh_buf_add(y, ", metric: ", 10), kh_buf_add_yq(y, f->what);
+    kh_buf_add(y, ", unit: ", 8), kh_buf_add_yq(y, kh__metric_unit(f));
     kh__yn(y, "base", f->base), kh__yn(y, "new", f->neu);
     kh__yn(y, "factor", f->neu / f->base);
   }
   if (f->kind <= KH__F_NEWLY_FLAKY || f->kind == KH__F_STILL_FAILING) {
-    kh__buf_addf(y, ", outcome: %s, message: ", kh_outcome_name(f->rec->outcome));
-    kh__buf_add_yq(y, f->rec->message);
+    kh_buf_addf(y, ", outcome: %s, message: ", kh_outcome_name(f->rec->outcome));
+    kh_buf_add_yq(y, f->rec->message);
   }
   if (f->kind == KH__F_SLOWER_TEST || f->kind == KH__F_SLOWER_KERNEL) {
     kh__yn(y, "base_ms", f->base), kh__yn(y, "new_ms", f->neu);
@@ -391,37 +391,37 @@ static void kh__yfinding(kh_buf *y, const kh__finding *f) {
     kh__yn(y, "factor", f->base > 0 ? f->neu / f->base : INFINITY);
     kh__yn(y, "new_error_to_tolerance", f->ratio);
   }
-  kh__buf_add(y, "}\n", 2);
+  kh_buf_add(y, "}\n", 2);
 }
 
 static void kh__yrep(kh_buf *y, const char *key, const kh_rep *r) {
-  kh__buf_addf(y, "%s: {path: ", key);
-  kh__buf_add_yq(y, r->path);
-  kh__buf_add(y, ", git: ", 7), kh__buf_add_yq(y, r->git);
-  kh__buf_add(y, ", start: ", 9), kh__buf_add_yq(y, r->start);
-  kh__buf_addf(y, ", tests: %d}\n", r->total);
+  kh_buf_addf(y, "%s: {path: ", key);
+  kh_buf_add_yq(y, r->path);
+  kh_buf_add(y, ", git: ", 7), kh_buf_add_yq(y, r->git);
+  kh_buf_add(y, ", start: ", 9), kh_buf_add_yq(y, r->start);
+  kh_buf_addf(y, ", tests: %d}\n", r->total);
 }
 
 static int kh__yaml(const kh_rep *b, const kh_rep *n, const kh_diff_opts *o,
                     const kh__findings *fs, int regressions, kh_err *err) {
   kh_buf y = {0};
-  kh__buf_addf(&y, "# kiln report diff (docs/reports.md)\nformat_version: 1\n");
+  kh_buf_addf(&y, "# kiln report diff (docs/reports.md)\nformat_version: 1\n");
   kh__yrep(&y, "base", b);
   kh__yrep(&y, "new", n);
-  kh__buf_addf(&y, "thresholds: {time_rel: %g, test_abs_ms: %g, kernel_abs_ms: %g, "
+  kh_buf_addf(&y, "thresholds: {time_rel: %g, test_abs_ms: %g, kernel_abs_ms: %g, "
                "drift_factor: %g, metric_rel: %g}\nregressed: %s\nregressions: %d\n"
                "counts:\n",
                o->time_rel, o->test_abs_ms, o->kernel_abs_ms, o->drift_factor,
                o->metric_rel,
                regressions ? "true" : "false", regressions);
   for (int k = 0; k < KH__NFIND; k++)
-    kh__buf_addf(&y, "  %s: %d\n", kh__kinds[k].name, fs->counts[k]);
-  kh__buf_addf(&y, "findings:%s\n", fs->n ? "" : " []");
+    kh_buf_addf(&y, "  %s: %d\n", kh__kinds[k].name, fs->counts[k]);
+  kh_buf_addf(&y, "findings:%s\n", fs->n ? "" : " []");
   for (int i = 0; i < fs->n; i++) kh__yfinding(&y, &fs->f[i]);
   int rc = 0;
-  if (kh__write_atomic(o->yaml_path, y.data, y.len) != 0)
-    rc = kh__errf(err, "%s: %s", o->yaml_path, strerror(errno));
-  kh__buf_free(&y);
+  if (kh_write_atomic(o->yaml_path, y.data, y.len) != 0)
+    rc = kh_errf(err, "%s: %s", o->yaml_path, strerror(errno));
+  kh_buf_free(&y);
   return rc;
 }
 

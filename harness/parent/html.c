@@ -17,7 +17,7 @@
 #include "result.h"
 
 /* Appends a string literal. */
-#define KH__LIT(b, s) kh__buf_add((b), (s), sizeof(s) - 1)
+#define KH__LIT(b, s) kh_buf_add((b), (s), sizeof(s) - 1)
 
 /* ---- Style and script ------------------------------------------------------ */
 
@@ -69,7 +69,7 @@ static void kh__a(kh_buf *b, const char *s) { kh_xml_text(b, s, 1); }
 
 static void kh__num(kh_buf *b, double v) {
   if (isnan(v)) KH__LIT(b, "-");
-  else kh__buf_addf(b, "%.4g", v);
+  else kh_buf_addf(b, "%.4g", v);
 }
 
 /* ---- SVG plots ----------------------------------------------------------------- */
@@ -84,7 +84,7 @@ typedef struct kh__pt {
 } kh__pt;
 
 static void kh__svg_open_h(kh_buf *b, const char *id, const char *caption, int h) {
-  kh__buf_addf(b, "<figure><figcaption>%s</figcaption><svg id=\"%s\" width=\"%d\" "
+  kh_buf_addf(b, "<figure><figcaption>%s</figcaption><svg id=\"%s\" width=\"%d\" "
                "height=\"%d\" viewBox=\"0 0 %d %d\" xmlns=\"http://www.w3.org/2000/svg\">\n",
                caption, id, KH__W, h, KH__W, h);
 }
@@ -104,12 +104,12 @@ static void kh__bars(kh_buf *b, const char *id, const char *caption,
   for (int i = 0; i < n; i++) {
     double w = max > 0 ? p[i].y / max * (KH__W - KH__L - KH__R - 60) : 0;
     double y = KH__T + i * row;
-    kh__buf_addf(b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", KH__L - 6, y + row * 0.65);
+    kh_buf_addf(b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", KH__L - 6, y + row * 0.65);
     kh__t(b, p[i].label);
-    kh__buf_addf(b, "</text><rect class=\"pt bar\" x=\"%d\" y=\"%.1f\" width=\"%.1f\" "
+    kh_buf_addf(b, "</text><rect class=\"pt bar\" x=\"%d\" y=\"%.1f\" width=\"%.1f\" "
                  "height=\"%.1f\" fill=\"#4c78a8\"><title>", KH__L, y + 2, w, row - 4);
     kh__t(b, p[i].title);
-    kh__buf_addf(b, "</title></rect><text x=\"%.1f\" y=\"%.1f\">%.3g %s</text>\n",
+    kh_buf_addf(b, "</title></rect><text x=\"%.1f\" y=\"%.1f\">%.3g %s</text>\n",
                  KH__L + w + 4, y + row * 0.65, p[i].y, unit);
   }
   kh__svg_close(b);
@@ -129,14 +129,14 @@ static double kh__ypix(const kh__axis *a, double v) {
 
 static void kh__yaxis(kh_buf *b, const kh__axis *a, const char *unit) {
   int L = 60;
-  kh__buf_addf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#999\"/>\n", L,
+  kh_buf_addf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#999\"/>\n", L,
                KH__T, L, KH__H - KH__B);
   for (int i = 0; i <= 4; i++) {
     double v = a->log ? pow(10, a->lo + (a->hi - a->lo) * i / 4.0)
                       : a->lo + (a->hi - a->lo) * i / 4.0;
     if (a->log && (a->hi - a->lo) >= 4) v = pow(10, round(log10(v)));
     double y = kh__ypix(a, v);
-    kh__buf_addf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>"
+    kh_buf_addf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eee\"/>"
                  "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.3g%s</text>\n", L, y,
                  KH__W - KH__R, y, L - 4, y + 4, v, unit);
   }
@@ -160,19 +160,19 @@ static void kh__points(kh_buf *b, const kh__pt *p, int n, const kh__axis *a, int
   if (line && n > 1) {
     KH__LIT(b, "<polyline fill=\"none\" stroke=\"#4c78a8\" points=\"");
     for (int i = 0; i < n; i++)
-      kh__buf_addf(b, "%.1f,%.1f ", L + 30 + span * p[i].x, kh__ypix(a, p[i].y));
+      kh_buf_addf(b, "%.1f,%.1f ", L + 30 + span * p[i].x, kh__ypix(a, p[i].y));
     KH__LIT(b, "\"/>\n");
   }
   for (int i = 0; i < n; i++) {
     double x = L + 30 + span * p[i].x;
     double v = a->log && !(p[i].y > 0) ? pow(10, a->lo) : p[i].y;
-    kh__buf_addf(b, "<circle class=\"pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"%d\" fill=\"%s\">"
+    kh_buf_addf(b, "<circle class=\"pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"%d\" fill=\"%s\">"
                  "<title>", x, kh__ypix(a, v), line ? 4 : 3,
                  p[i].bad ? "#b3261e" : "#4c78a8");
     kh__t(b, p[i].title);
     KH__LIT(b, "</title></circle>\n");
     if (line && p[i].label) {
-      kh__buf_addf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">", x, KH__H - KH__B + 16);
+      kh_buf_addf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">", x, KH__H - KH__B + 16);
       kh__t(b, p[i].label);
       KH__LIT(b, "</text>\n");
     }
@@ -182,7 +182,7 @@ static void kh__points(kh_buf *b, const kh__pt *p, int n, const kh__axis *a, int
 /* ---- Plot data ------------------------------------------------------------------ */
 
 static void kh__plot_suites(kh_buf *b, const kh_rep *rep) {
-  kh__pt *p = kh__xcalloc((size_t)rep->ntests + 1, sizeof *p);
+  kh__pt *p = kh_xcalloc((size_t)rep->ntests + 1, sizeof *p);
   int n = 0;
   for (int i = 0; i < rep->ntests; i++) {
     const kh_rtest *t = &rep->tests[i];
@@ -201,7 +201,7 @@ static void kh__plot_suites(kh_buf *b, const kh_rep *rep) {
 static void kh__plot_checks(kh_buf *b, const kh_rep *rep) {
   int total = 0;
   for (int i = 0; i < rep->ntests; i++) total += rep->tests[i].nchecks;
-  kh__pt *p = kh__xcalloc((size_t)total + 1, sizeof *p);
+  kh__pt *p = kh_xcalloc((size_t)total + 1, sizeof *p);
   int n = 0;
   for (int i = 0; i < rep->ntests; i++)
     for (int c = 0; c < rep->tests[i].nchecks; c++, n++) {
@@ -217,11 +217,11 @@ static void kh__plot_checks(kh_buf *b, const kh_rep *rep) {
   kh__svg_open(b, "plot-checks", "Error / tolerance per numeric check (log; 1 = at the limit)");
   kh__yaxis(b, &a, "");
   double one = kh__ypix(&a, 1.0);
-  kh__buf_addf(b, "<line x1=\"60\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#b3261e\" "
+  kh_buf_addf(b, "<line x1=\"60\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#b3261e\" "
                "stroke-dasharray=\"4 3\"/><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">"
                "tolerance</text>\n", one, KH__W - KH__R, one, KH__W - KH__R, one - 4);
   kh__points(b, p, n, &a, 0);
-  kh__buf_addf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%d checks, in report "
+  kh_buf_addf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%d checks, in report "
                "order</text>\n", KH__W / 2, KH__H - 8, n);
   kh__svg_close(b);
   free(p);
@@ -241,8 +241,8 @@ static int kh__by_start(const void *x, const void *y) {
 
 static void kh__trend(kh_buf *b, const char *id, const char *caption,
                       const kh_rep **nights, int n, int which) {
-  kh__pt *p = kh__xcalloc((size_t)n + 1, sizeof *p);
-  char (*labels)[12] = kh__xcalloc((size_t)n + 1, sizeof *labels);
+  kh__pt *p = kh_xcalloc((size_t)n + 1, sizeof *p);
+  char (*labels)[12] = kh_xcalloc((size_t)n + 1, sizeof *labels);
   double hi = 0;
   for (int i = 0; i < n; i++) {
     const kh_rep *r = nights[i];
@@ -270,7 +270,7 @@ static void kh__plots(kh_buf *b, const kh_rep *rep, const kh_rep *hist, int nhis
   KH__LIT(b, "<h2>Plots</h2><div class=\"plots\">\n");
   kh__plot_suites(b, rep);
   kh__plot_checks(b, rep);
-  const kh_rep **nights = kh__xcalloc((size_t)nhist + 2, sizeof *nights);
+  const kh_rep **nights = kh_xcalloc((size_t)nhist + 2, sizeof *nights);
   int n = 0;
   for (int i = 0; i < nhist; i++) nights[n++] = &hist[i];
   nights[n++] = rep;
@@ -288,21 +288,21 @@ static void kh__summary(kh_buf *b, const kh_rep *r) {
   kh__t(b, r->backend), KH__LIT(b, " backend on "), kh__t(b, r->host);
   KH__LIT(b, " &middot; git "), kh__t(b, *r->git ? r->git : "unknown");
   KH__LIT(b, " &middot; "), kh__t(b, r->start);
-  kh__buf_addf(b, " &middot; %.1f s%s<br><code>", r->duration_s,
+  kh_buf_addf(b, " &middot; %.1f s%s<br><code>", r->duration_s,
                r->interrupted ? " &middot; <b class=bad>INTERRUPTED</b>" : "");
   kh__t(b, r->command);
-  kh__buf_addf(b, "</code></div><div class=\"chips\" id=\"summary\"><span>%d tests</span>",
+  kh_buf_addf(b, "</code></div><div class=\"chips\" id=\"summary\"><span>%d tests</span>",
                r->total);
   for (int o = 0; o < KH_NOUTCOMES; o++)
     if (r->counts[o])
-      kh__buf_addf(b, "<span class=\"o-%s\">%d %s</span>", kh_outcome_name(o), r->counts[o],
+      kh_buf_addf(b, "<span class=\"o-%s\">%d %s</span>", kh_outcome_name(o), r->counts[o],
                    kh_outcome_name(o));
   KH__LIT(b, "</div>\n");
 }
 
 /* A select with every distinct value (values: a NULL-terminated list). */
 static void kh__select(kh_buf *b, const char *id, const char *label, const char **v, int n) {
-  kh__buf_addf(b, "<label>%s <select id=\"%s\"><option value=\"\">all</option>", label, id);
+  kh_buf_addf(b, "<label>%s <select id=\"%s\"><option value=\"\">all</option>", label, id);
   for (int i = 0; i < n; i++) {
     KH__LIT(b, "<option>"), kh__t(b, v[i]), KH__LIT(b, "</option>");
   }
@@ -312,7 +312,7 @@ static void kh__select(kh_buf *b, const char *id, const char *label, const char 
 static void kh__uniq(const char ***list, int *n, const char *v) {
   for (int i = 0; i < *n; i++)
     if (strcmp((*list)[i], v) == 0) return;
-  *list = kh__xrealloc(*list, (size_t)(*n + 1) * sizeof **list);
+  *list = kh_xrealloc(*list, (size_t)(*n + 1) * sizeof **list);
   (*list)[(*n)++] = v;
 }
 
@@ -350,14 +350,14 @@ static void kh__detail_checks(kh_buf *b, const kh_rtest *t) {
     const kh_rcheck *k = &t->checks[c];
     KH__LIT(b, "<tr><td>"), kh__t(b, k->name), KH__LIT(b, "</td><td>");
     kh__t(b, k->dtype);
-    kh__buf_addf(b, "</td><td class=num>%lld</td>", k->n);
+    kh_buf_addf(b, "</td><td class=num>%lld</td>", k->n);
     double v[] = {k->max_abs, k->max_rel, k->atol, k->rtol, k->ratio};
     for (int i = 0; i < 5; i++) {
-      kh__buf_addf(b, "<td class=\"num%s\">", i == 4 && k->ratio > 1 ? " bad" : "");
+      kh_buf_addf(b, "<td class=\"num%s\">", i == 4 && k->ratio > 1 ? " bad" : "");
       kh__num(b, v[i]);
       KH__LIT(b, "</td>");
     }
-    kh__buf_addf(b, "<td class=num>%lld</td><td class=\"%s\">%s</td></tr>", k->over,
+    kh_buf_addf(b, "<td class=num>%lld</td><td class=\"%s\">%s</td></tr>", k->over,
                  k->pass ? "o-pass" : "o-fail", k->pass ? "yes" : "NO");
   }
   KH__LIT(b, "</table>");
@@ -369,7 +369,7 @@ static void kh__detail_kernels(kh_buf *b, const kh_rtest *t) {
                  "<th>median ms</th></tr>");
   for (int k = 0; k < t->nkernels; k++) {
     KH__LIT(b, "<tr><td>"), kh__t(b, t->kernels[k].name);
-    kh__buf_addf(b, "</td><td class=num>%lld</td><td class=num>", t->kernels[k].launches);
+    kh_buf_addf(b, "</td><td class=num>%lld</td><td class=num>", t->kernels[k].launches);
     kh__num(b, t->kernels[k].total_ms);
     KH__LIT(b, "</td><td class=num>");
     kh__num(b, t->kernels[k].median_ms);
@@ -391,10 +391,10 @@ static void kh__detail_metrics(kh_buf *b, const kh_rtest *t) {
 }
 
 static void kh__detail(kh_buf *b, const kh_rtest *t, int row) {
-  kh__buf_addf(b, "<tr class=\"detail hidden\" id=\"d-%d\"><td colspan=\"7\">", row);
+  kh_buf_addf(b, "<tr class=\"detail hidden\" id=\"d-%d\"><td colspan=\"7\">", row);
   if (*t->message) {
     KH__LIT(b, "<p><b>");
-    if (*t->file) kh__t(b, t->file), kh__buf_addf(b, ":%d: ", t->line);
+    if (*t->file) kh__t(b, t->file), kh_buf_addf(b, ":%d: ", t->line);
     KH__LIT(b, "</b>"), kh__t(b, t->message), KH__LIT(b, "</p>");
   }
   kh__detail_checks(b, t);
@@ -408,7 +408,7 @@ static void kh__detail(kh_buf *b, const kh_rtest *t, int row) {
 
 static void kh__row(kh_buf *b, const kh_rtest *t, int row) {
   const char *o = kh_outcome_name(t->outcome);
-  kh__buf_addf(b, "<tr class=\"test\" data-row=\"%d\" data-outcome=\"%s\" data-suite=\"", row, o);
+  kh_buf_addf(b, "<tr class=\"test\" data-row=\"%d\" data-outcome=\"%s\" data-suite=\"", row, o);
   kh__a(b, t->suite), KH__LIT(b, "\" data-tags=\"");
   for (int k = 0; k < t->ntags; k++) {
     if (k) KH__LIT(b, " ");
@@ -418,12 +418,12 @@ static void kh__row(kh_buf *b, const kh_rtest *t, int row) {
   kh__t(b, t->id);
   KH__LIT(b, "</td><td>");
   for (int k = 0; k < t->ntags; k++) KH__LIT(b, " "), kh__t(b, t->tags[k]);
-  kh__buf_addf(b, "</td><td class=\"o-%s\">%s%s</td><td class=num>%d/%d</td>"
+  kh_buf_addf(b, "</td><td class=\"o-%s\">%s%s</td><td class=num>%d/%d</td>"
                "<td class=num>", o, o, t->final ? "" : " (retried)", t->repeat, t->attempt);
   kh__num(b, t->wall_ms);
   KH__LIT(b, "</td><td class=num>");
   kh__num(b, kh__worst(t));
-  kh__buf_addf(b, "</td><td class=num>%d</td></tr>\n", t->nkernels);
+  kh_buf_addf(b, "</td><td class=num>%d</td></tr>\n", t->nkernels);
   kh__detail(b, t, row);
 }
 
@@ -442,15 +442,15 @@ int kh_html_write(const kh_rep *rep, const kh_rep *history, int nhistory,
   KH__LIT(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                   "<title>kiln report ");
   kh__t(&b, rep->start);
-  kh__buf_addf(&b, "</title><style>%s</style></head><body>\n", kh__css);
+  kh_buf_addf(&b, "</title><style>%s</style></head><body>\n", kh__css);
   kh__summary(&b, rep);
   kh__plots(&b, rep, history, nhistory);
   kh__table(&b, rep);
-  kh__buf_addf(&b, "<script>%s</script></body></html>\n", kh__js);
+  kh_buf_addf(&b, "<script>%s</script></body></html>\n", kh__js);
   int rc = 0;
-  if (strcmp(path, "-") == 0 ? kh__write_all(STDOUT_FILENO, b.data, b.len)
-                             : kh__write_atomic(path, b.data, b.len))
-    rc = kh__errf(err, "%s: %s", path, strerror(errno));
-  kh__buf_free(&b);
+  if (strcmp(path, "-") == 0 ? kh_write_all(STDOUT_FILENO, b.data, b.len)
+                             : kh_write_atomic(path, b.data, b.len))
+    rc = kh_errf(err, "%s: %s", path, strerror(errno));
+  kh_buf_free(&b);
   return rc;
 }

@@ -15,7 +15,7 @@
 #include "result.h"
 
 /* Appends a string literal. */
-#define KH__LIT(b, s) kh__buf_add((b), (s), sizeof(s) - 1)
+#define KH__LIT(b, s) kh_buf_add((b), (s), sizeof(s) - 1)
 
 /* ---- Characters XML can hold -------------------------------------------- */
 
@@ -55,14 +55,14 @@ void kh_xml_text(kh_buf *b, const char *text, int esc_attr) {
     const char *rep = c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;"
                     : !esc_attr ? NULL : c == '"' ? "&quot;" : c == '\n' ? "&#10;"
                     : c == '\r' ? "&#13;" : c == '\t' ? "&#9;" : NULL;
-    if (rep) kh__buf_add(b, rep, strlen(rep));
-    else kh__buf_add(b, p, n);
+    if (rep) kh_buf_add(b, rep, strlen(rep));
+    else kh_buf_add(b, p, n);
     p += n;
   }
 }
 
 static void kh__attr(kh_buf *b, const char *name, const char *value) {
-  kh__buf_addf(b, " %s=\"", name);
+  kh_buf_addf(b, " %s=\"", name);
   kh_xml_text(b, value, 1);
   KH__LIT(b, "\"");
 }
@@ -87,38 +87,38 @@ static const char *kh__element(int outcome) {
 /* The body of a failure: where, failing checks, the log tail. */
 static void kh__details(kh_buf *b, const kh_rtest *t) {
   kh_buf d = {0};
-  if (*t->file) kh__buf_addf(&d, "%s:%d: ", t->file, t->line);
-  kh__buf_addf(&d, "%s\n", t->message);
-  if (*t->signal) kh__buf_addf(&d, "signal: %s\n", t->signal);
+  if (*t->file) kh_buf_addf(&d, "%s:%d: ", t->file, t->line);
+  kh_buf_addf(&d, "%s\n", t->message);
+  if (*t->signal) kh_buf_addf(&d, "signal: %s\n", t->signal);
   for (int i = 0; i < t->nchecks; i++) {
     const kh_rcheck *c = &t->checks[i];
     if (c->pass) continue;
-    kh__buf_addf(&d, "check %s: %lld of %lld over tolerance, max abs %g, "
+    kh_buf_addf(&d, "check %s: %lld of %lld over tolerance, max abs %g, "
                  "worst %g expected %g (atol %g rtol %g)\n", c->name, c->over,
                  c->n, c->max_abs, c->worst_actual, c->worst_expected, c->atol,
                  c->rtol);
   }
-  if (*t->log_path) kh__buf_addf(&d, "log: %s\n", t->log_path);
-  if (*t->log_tail) kh__buf_addf(&d, "--- log tail ---\n%s", t->log_tail);
+  if (*t->log_path) kh_buf_addf(&d, "log: %s\n", t->log_path);
+  if (*t->log_tail) kh_buf_addf(&d, "--- log tail ---\n%s", t->log_tail);
   kh_xml_text(b, d.data ? d.data : "", 0);
-  kh__buf_free(&d);
+  kh_buf_free(&d);
 }
 
 static void kh__verdict(kh_buf *b, const char *elem, const kh_rtest *t,
                         int nested) {
   char msg[1024];
   snprintf(msg, sizeof msg, "%s", *t->message ? t->message : kh_outcome_name(t->outcome));
-  kh__buf_addf(b, "      <%s", elem);
+  kh_buf_addf(b, "      <%s", elem);
   kh__attr(b, "message", msg);
   kh__attr(b, "type", kh_outcome_name(t->outcome));
   KH__LIT(b, ">");
   if (nested) {
     KH__LIT(b, "<stackTrace>");
     kh__details(b, t);
-    kh__buf_addf(b, "</stackTrace></%s>\n", elem);
+    kh_buf_addf(b, "</stackTrace></%s>\n", elem);
   } else {
     kh__details(b, t);
-    kh__buf_addf(b, "</%s>\n", elem);
+    kh_buf_addf(b, "</%s>\n", elem);
   }
 }
 
@@ -148,7 +148,7 @@ static void kh__testcase(kh_buf *b, const kh_rep *rep, const kh_rtest *t) {
   kh__attr(b, "time", time);
   if (*t->file) {
     kh__attr(b, "file", t->file);
-    kh__buf_addf(b, " line=\"%d\"", t->line);
+    kh_buf_addf(b, " line=\"%d\"", t->line);
   }
   KH__LIT(b, ">\n");
   const char *e = kh__element(t->outcome);
@@ -184,7 +184,7 @@ static void kh__count(kh__tally *s, const kh_rtest *t) {
 }
 
 static void kh__tally_attrs(kh_buf *b, const kh__tally *s) {
-  kh__buf_addf(b, " tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" "
+  kh_buf_addf(b, " tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" "
                "time=\"%.3f\"", s->tests, s->failures, s->errors, s->skipped,
                s->seconds);
 }
@@ -200,7 +200,7 @@ static void kh__suite(kh_buf *b, const kh_rep *rep, const char *suite, int id) {
   }
   char ts[20];  /* Surefire's timestamp has no zone or fraction: UTC here */
   snprintf(ts, sizeof ts, "%s", stamp);
-  kh__buf_addf(b, "  <testsuite id=\"%d\"", id);
+  kh_buf_addf(b, "  <testsuite id=\"%d\"", id);
   kh__attr(b, "name", suite);
   kh__tally_attrs(b, &s);
   kh__attr(b, "timestamp", ts);
@@ -234,7 +234,7 @@ int kh_junit_write(const kh_rep *rep, const char *path, kh_err *err) {
   kh__tally all = {0};
   for (int i = 0; i < rep->ntests; i++)
     if (rep->tests[i].final) kh__count(&all, &rep->tests[i]);
-  kh__buf_addf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"kiln\"");
+  kh_buf_addf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"kiln\"");
   kh__tally_attrs(&b, &all);
   KH__LIT(&b, ">\n");
   int id = 0;
@@ -244,11 +244,11 @@ int kh_junit_write(const kh_rep *rep, const char *path, kh_err *err) {
   KH__LIT(&b, "</testsuites>\n");
   int rc = 0;
   if (strcmp(path, "-") == 0) {
-    if (kh__write_all(STDOUT_FILENO, b.data, b.len) != 0)
-      rc = kh__errf(err, "stdout: %s", strerror(errno));
-  } else if (kh__write_atomic(path, b.data, b.len) != 0) {
-    rc = kh__errf(err, "%s: %s", path, strerror(errno));
+    if (kh_write_all(STDOUT_FILENO, b.data, b.len) != 0)
+      rc = kh_errf(err, "stdout: %s", strerror(errno));
+  } else if (kh_write_atomic(path, b.data, b.len) != 0) {
+    rc = kh_errf(err, "%s: %s", path, strerror(errno));
   }
-  kh__buf_free(&b);
+  kh_buf_free(&b);
   return rc;
 }

@@ -22,7 +22,7 @@
 #include "settings.h"
 #include "shard.h"
 #include "tokens.h"
-#include "util.h"
+#include "base.h"
 
 /* ---- Options ------------------------------------------------------------ */
 
@@ -163,13 +163,13 @@ static int kh__apply(kh__cli *c, const kh__opt *o, const char *val) {
   case KH_O_VERSION: c->version = 1; return 0;
   default:
     free(*slot[o->kind]);
-    *slot[o->kind] = kh__strdup(val);
+    *slot[o->kind] = kh_strdup(val);
     return 0;
   }
 }
 
 static void kh__add_pos(kh__cli *c, const char *a) {
-  c->pos = kh__xrealloc(c->pos, (size_t)(c->npos + 1) * sizeof *c->pos);
+  c->pos = kh_xrealloc(c->pos, (size_t)(c->npos + 1) * sizeof *c->pos);
   c->pos[c->npos++] = (char *)a;
 }
 
@@ -240,7 +240,7 @@ static int kh__settings(kh__cli *c, kh_settings *s, char **config_path) {
   if (c->spec) {
     char *buf;
     size_t len;
-    if (kh__read_file(c->spec, 1 << 20, &buf, &len) != 0) {
+    if (kh_read_file(c->spec, 1 << 20, &buf, &len) != 0) {
       fprintf(stderr, "kiln: --resource-spec: %s: %s\n", c->spec, strerror(errno));
       return -1;
     }
@@ -270,7 +270,7 @@ static void kh__selectors(kh__cli *c, const kh_settings *s, int first,
 
 static char *kh__command_line(int argc, char **argv) {
   kh_buf b = {0};
-  for (int i = 0; i < argc; i++) kh__buf_addf(&b, "%s%s", i ? " " : "", argv[i]);
+  for (int i = 0; i < argc; i++) kh_buf_addf(&b, "%s%s", i ? " " : "", argv[i]);
   return b.data;
 }
 
@@ -315,7 +315,7 @@ static int kh__load_selected(const char *runner, char **sel, int nsel,
     fprintf(stderr, "kiln: cannot list tests: %s\n", err.msg);
     return KH_EXIT_INFRA;
   }
-  *chosen = kh__xcalloc((size_t)reg->n + 1, 1);
+  *chosen = kh_xcalloc((size_t)reg->n + 1, 1);
   int held = 0;
   if (kh_select(reg, sel, nsel, backend == KH_BACKEND_HOST, *chosen, &held,
                 &err) != 0) {
@@ -358,9 +358,9 @@ static int kh__cmd_list(kh__cli *c, kh_settings *s) {
 /* ---- kiln devices --------------------------------------------------------------- */
 
 static char *kh__token_key(const kh__cli *c, int backend) {
-  if (c->token_key) return kh__strdup(c->token_key);
+  if (c->token_key) return kh_strdup(c->token_key);
   const char *env = getenv("KILN_TOKEN_KEY");
-  if (env && *env) return kh__strdup(env);
+  if (env && *env) return kh_strdup(env);
   return kh_tokens_default_path(kh_backend_names[backend]);
 }
 
@@ -412,10 +412,10 @@ static char *kh__default_out(int backend) {
   struct tm tm;
   gmtime_r(&now, &tm);
   strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-  kh__mkdir_p("reports/runs", 0755);
+  kh_mkdir_p("reports/runs", 0755);
   for (int n = 1; n < 1000; n++) {
-    char *p = n == 1 ? kh__asprintf("reports/runs/%s-%s", stamp, kh_backend_names[backend])
-                     : kh__asprintf("reports/runs/%s-%s-%d", stamp,
+    char *p = n == 1 ? kh_asprintf("reports/runs/%s-%s", stamp, kh_backend_names[backend])
+                     : kh_asprintf("reports/runs/%s-%s-%d", stamp,
                                     kh_backend_names[backend], n);
     if (mkdir(p, 0755) == 0) return p;
     free(p);
@@ -450,7 +450,7 @@ static int kh__cmd_run(kh__cli *c, kh_settings *s, const char *config_path,
   if (rc == 0) rc = kh__shard(c, &reg, chosen, &shard);
   char *out = NULL, *key = NULL;
   if (rc == 0) {
-    out = c->out ? kh__strdup(c->out) : kh__default_out(bi.backend);
+    out = c->out ? kh_strdup(c->out) : kh__default_out(bi.backend);
     if (!out) {
       fprintf(stderr, "kiln: cannot create a run folder under reports/runs\n");
       rc = KH_EXIT_INFRA;
@@ -488,8 +488,8 @@ static int kh__cmd_report(kh__cli *c) {
     return KH_EXIT_OK;
   }
   kh_report rep;
-  char *journal = kh__asprintf("%s/journal", c->pos[2]);
-  char *path = kh__asprintf("%s/report.yaml", c->pos[2]);
+  char *journal = kh_asprintf("%s/journal", c->pos[2]);
+  char *path = kh_asprintf("%s/report.yaml", c->pos[2]);
   int rc = KH_EXIT_OK;
   if (kh_journal_read(journal, &rep, &err) != 0) {
     fprintf(stderr, "kiln: %s\n", err.msg);

@@ -22,7 +22,7 @@ static int kh__check_revisions(kh_rep *reps, int n, const kh_merge_opts *o,
   for (int i = 1; i < n; i++) {
     if (strcmp(reps[i].git, reps[0].git) == 0) continue;
     if (!o->force)
-      return kh__errf(err, "%s is from revision '%s' but %s is from '%s' "
+      return kh_errf(err, "%s is from revision '%s' but %s is from '%s' "
                       "(--force merges them anyway)", reps[i].path, reps[i].git,
                       reps[0].path, reps[0].git);
     fprintf(log, "kiln: warning: merging revisions '%s' and '%s' (--force)\n",
@@ -42,7 +42,7 @@ static int kh__check_duplicates(kh_rep *reps, int n, kh_err *err) {
       for (int a = 0; a < reps[i].ntests; a++)
         for (int b = 0; b < reps[j].ntests; b++)
           if (kh__same_run(&reps[i].tests[a], &reps[j].tests[b]))
-            return kh__errf(err, "%s (repeat %d, attempt %d) is in both %s and %s: "
+            return kh_errf(err, "%s (repeat %d, attempt %d) is in both %s and %s: "
                             "the reports overlap", reps[i].tests[a].id,
                             reps[i].tests[a].repeat, reps[i].tests[a].attempt,
                             reps[i].path, reps[j].path);
@@ -69,24 +69,24 @@ static int kh__check_shards(kh_rep *reps, int n, kh_err *err) {
   for (int i = 0; i < n; i++) sharded += reps[i].shard_count > 0;
   if (sharded == 0) return 0;
   if (sharded != n)
-    return kh__errf(err, "some of the reports are shards and some are not");
+    return kh_errf(err, "some of the reports are shards and some are not");
   int count = reps[0].shard_count;
   for (int k = 1; k <= count; k++) {
     int have = 0;
     for (int i = 0; i < n; i++) {
       if (reps[i].shard_count != count)
-        return kh__errf(err, "%s is shard %d/%d but %s is a shard of %d",
+        return kh_errf(err, "%s is shard %d/%d but %s is a shard of %d",
                         reps[i].path, reps[i].shard_index, reps[i].shard_count,
                         reps[0].path, count);
       have += reps[i].shard_index == k;
     }
     if (have != 1)
-      return kh__errf(err, "shard %d/%d is %s", k, count,
+      return kh_errf(err, "shard %d/%d is %s", k, count,
                       have ? "given more than once" : "missing");
   }
   int ids = kh__distinct_ids(reps, n);
   if (reps[0].shard_total && ids + reps[0].not_run < reps[0].shard_total)
-    return kh__errf(err, "the shards selected %d tests but hold %d: a shard lost "
+    return kh_errf(err, "the shards selected %d tests but hold %d: a shard lost "
                     "tests (interrupted?)", reps[0].shard_total, ids);
   return 0;
 }
@@ -273,7 +273,7 @@ static void kh__document(kh__em *e, kh_rep *reps, int n) {
 }
 
 static int kh__out(void *data, unsigned char *buffer, size_t size) {
-  kh__buf_add(data, buffer, size);
+  kh_buf_add(data, buffer, size);
   return 1;
 }
 
@@ -297,11 +297,11 @@ int kh_merge(kh_rep *reps, int n, const kh_merge_opts *o, FILE *log, kh_err *err
   kh__document(&e, reps, n);
   int rc = 0;
   if (e.failed)
-    rc = kh__errf(err, "YAML emitter: %s", e.em.problem ? e.em.problem : "failed");
-  else if (strcmp(o->out_path, "-") == 0 ? kh__write_all(STDOUT_FILENO, out.data, out.len)
-                                         : kh__write_atomic(o->out_path, out.data, out.len))
-    rc = kh__errf(err, "%s: %s", o->out_path, strerror(errno));
+    rc = kh_errf(err, "YAML emitter: %s", e.em.problem ? e.em.problem : "failed");
+  else if (strcmp(o->out_path, "-") == 0 ? kh_write_all(STDOUT_FILENO, out.data, out.len)
+                                         : kh_write_atomic(o->out_path, out.data, out.len))
+    rc = kh_errf(err, "%s: %s", o->out_path, strerror(errno));
   yaml_emitter_delete(&e.em);
-  kh__buf_free(&out);
+  kh_buf_free(&out);
   return rc;
 }

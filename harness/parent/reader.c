@@ -70,7 +70,7 @@ static yaml_node_t *kh__seq_at(const kh_rep *rep, yaml_node_t *n, int i) {
 static void kh__read_kernels(const kh_rep *rep, kh_rtest *t) {
   yaml_node_t *ks = kh_rep_node(rep, t->node, "kernels");
   t->nkernels = kh__seq_len(ks);
-  t->kernels = kh__xcalloc((size_t)t->nkernels + 1, sizeof *t->kernels);
+  t->kernels = kh_xcalloc((size_t)t->nkernels + 1, sizeof *t->kernels);
   for (int i = 0; i < t->nkernels; i++) {
     yaml_node_t *k = kh__seq_at(rep, ks, i);
     kh_rkernel *x = &t->kernels[i];
@@ -94,7 +94,7 @@ static double kh__check_ratio(const kh_rcheck *c) {
 static void kh__read_checks(const kh_rep *rep, kh_rtest *t) {
   yaml_node_t *cs = kh_rep_node(rep, t->node, "checks");
   t->nchecks = kh__seq_len(cs);
-  t->checks = kh__xcalloc((size_t)t->nchecks + 1, sizeof *t->checks);
+  t->checks = kh_xcalloc((size_t)t->nchecks + 1, sizeof *t->checks);
   for (int i = 0; i < t->nchecks; i++) {
     yaml_node_t *c = kh__seq_at(rep, cs, i);
     kh_rcheck *x = &t->checks[i];
@@ -117,7 +117,7 @@ static void kh__read_checks(const kh_rep *rep, kh_rtest *t) {
 static void kh__read_metrics(const kh_rep *rep, kh_rtest *t) {
   yaml_node_t *ms = kh_rep_node(rep, t->node, "metrics");
   t->nmetrics = kh__seq_len(ms);
-  t->metrics = kh__xcalloc((size_t)t->nmetrics + 1, sizeof *t->metrics);
+  t->metrics = kh_xcalloc((size_t)t->nmetrics + 1, sizeof *t->metrics);
   for (int i = 0; i < t->nmetrics; i++) {
     yaml_node_t *m = kh__seq_at(rep, ms, i);
     kh_rmetric *x = &t->metrics[i];
@@ -130,7 +130,7 @@ static void kh__read_metrics(const kh_rep *rep, kh_rtest *t) {
 static void kh__read_tags(const kh_rep *rep, kh_rtest *t) {
   yaml_node_t *tags = kh_rep_node(rep, t->node, "tags");
   t->ntags = kh__seq_len(tags);
-  t->tags = kh__xcalloc((size_t)t->ntags + 1, sizeof *t->tags);
+  t->tags = kh_xcalloc((size_t)t->ntags + 1, sizeof *t->tags);
   for (int i = 0; i < t->ntags; i++) {
     yaml_node_t *s = kh__seq_at(rep, tags, i);
     t->tags[i] = s->type == YAML_SCALAR_NODE ? (const char *)s->data.scalar.value : "";
@@ -192,7 +192,7 @@ static void kh__read_meta(kh_rep *rep) {
 static void kh__read_tests(kh_rep *rep) {
   yaml_node_t *tests = kh_rep_node(rep, rep->root, "tests");
   rep->ntests = kh__seq_len(tests);
-  rep->tests = kh__xcalloc((size_t)rep->ntests + 1, sizeof *rep->tests);
+  rep->tests = kh_xcalloc((size_t)rep->ntests + 1, sizeof *rep->tests);
   for (int i = 0; i < rep->ntests; i++) {
     kh_rtest *t = &rep->tests[i];
     kh__read_test(rep, kh__seq_at(rep, tests, i), t);
@@ -206,7 +206,7 @@ static int kh__parse(kh_rep *rep, const char *buf, size_t len, kh_err *err) {
   yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
   int rc = 0;
   if (!yaml_parser_load(&p, &rep->doc)) {
-    rc = kh__errf(err, "%s:%zu:%zu: %s", rep->path, p.problem_mark.line + 1,
+    rc = kh_errf(err, "%s:%zu:%zu: %s", rep->path, p.problem_mark.line + 1,
                   p.problem_mark.column + 1, p.problem ? p.problem : "bad YAML");
     memset(&rep->doc, 0, sizeof rep->doc);
   }
@@ -218,20 +218,20 @@ int kh_rep_load(const char *arg, kh_rep *rep, kh_err *err) {
   struct stat st;
   memset(rep, 0, sizeof *rep);
   rep->path = stat(arg, &st) == 0 && S_ISDIR(st.st_mode)
-                  ? kh__asprintf("%s/report.yaml", arg) : kh__strdup(arg);
+                  ? kh_asprintf("%s/report.yaml", arg) : kh_strdup(arg);
   char *buf;
   size_t len;
-  if (kh__read_file(rep->path, 512u << 20, &buf, &len) != 0)
-    return kh__errf(err, "%s: %s", rep->path, strerror(errno));
+  if (kh_read_file(rep->path, 512u << 20, &buf, &len) != 0)
+    return kh_errf(err, "%s: %s", rep->path, strerror(errno));
   int rc = kh__parse(rep, buf, len, err);
   free(buf);
   if (rc != 0) return rc;
   rep->root = yaml_document_get_root_node(&rep->doc);
   if (!rep->root || !kh_rep_node(rep, rep->root, "format_version"))
-    return kh__errf(err, "%s: not a kiln report (no format_version)", rep->path);
+    return kh_errf(err, "%s: not a kiln report (no format_version)", rep->path);
   int fmt = kh__rep_int(rep, rep->root, "format_version", 0);
   if (fmt != 1)
-    return kh__errf(err, "%s: report format_version %d; this kiln reads 1",
+    return kh_errf(err, "%s: report format_version %d; this kiln reads 1",
                     rep->path, fmt);
   kh__read_meta(rep);
   kh__read_tests(rep);

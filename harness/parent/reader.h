@@ -8,7 +8,7 @@
 
 #include <yaml.h>
 
-#include "util.h"
+#include "base.h"
 
 typedef struct kh_rkernel {
   const char *name;

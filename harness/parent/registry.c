@@ -24,7 +24,7 @@ static char *kh__exe_dir(void) {
   char *slash = strrchr(buf, '/');
   if (!slash) return NULL;
   *slash = '\0';
-  return kh__strdup(buf);
+  return kh_strdup(buf);
 }
 
 char *kh_runner_find(const char *backend, const char *dir, kh_err *err) {
@@ -35,18 +35,18 @@ char *kh_runner_find(const char *backend, const char *dir, kh_err *err) {
   char *found = NULL;
   for (size_t i = 0; i < sizeof dirs / sizeof dirs[0] && !found; i++) {
     if (!dirs[i] || !*dirs[i]) continue;
-    char *p = kh__asprintf("%s/kiln-runner-%s", dirs[i], backend);
+    char *p = kh_asprintf("%s/kiln-runner-%s", dirs[i], backend);
     /* Say why a runner that is there was passed over. */
     const char *why = access(p, F_OK) != 0 ? "" : " (not executable)";
     if (access(p, X_OK) == 0) found = p;
-    else kh__buf_addf(&tried, "%s%s%s", tried.len ? ", " : "", p, why), free(p);
+    else kh_buf_addf(&tried, "%s%s%s", tried.len ? ", " : "", p, why), free(p);
     /* An explicit directory is the only place to look. */
     if (i == 0 && dir) break;
   }
   if (!found)
-    kh__errf(err, "no runner for backend '%s' (tried %s)", backend,
+    kh_errf(err, "no runner for backend '%s' (tried %s)", backend,
              tried.data ? tried.data : "nothing");
-  kh__buf_free(&tried);
+  kh_buf_free(&tried);
   free(exe_dir);
   return found;
 }
@@ -58,9 +58,9 @@ static int kh__runner_records(const char *runner, const char *flag,
   char *argv[] = {(char *)runner, (char *)flag, NULL};
   char *out = NULL;
   size_t len = 0;
-  int st = kh__capture(argv, 16 << 20, 120, &out, &len);
+  int st = kh_capture(argv, 16 << 20, 120, &out, &len);
   if (st != 0) {
-    kh__errf(err, "%s %s %s", runner, flag,
+    kh_errf(err, "%s %s %s", runner, flag,
              st < 0 ? (errno == ETIMEDOUT ? "timed out after 120 s"
                                           : "could not be started")
                     : "failed");
@@ -84,13 +84,13 @@ static int kh__runner_records(const char *runner, const char *flag,
 
 static char *kh__field(const kp_record *r, const char *key) {
   const char *v = kp_get(r, key);
-  return kh__strdup(v ? v : "");
+  return kh_strdup(v ? v : "");
 }
 
 static void kh__add_test(kp_record *r, void *arg) {
   kh_registry *reg = arg;
   if (strcmp(r->tag, "test") != 0 || !kp_get(r, "id")) return;
-  reg->tests = kh__xrealloc(reg->tests, (size_t)(reg->n + 1) * sizeof *reg->tests);
+  reg->tests = kh_xrealloc(reg->tests, (size_t)(reg->n + 1) * sizeof *reg->tests);
   kh_test *t = &reg->tests[reg->n++];
   long long v;
   t->id = kh__field(r, "id");
@@ -120,13 +120,13 @@ void kh_registry_free(kh_registry *reg) {
 
 int kh_select(const kh_registry *reg, char *const *sel, int nsel,
               int hold_slow, unsigned char *chosen, int *held, kh_err *err) {
-  ksel_test *views = kh__xcalloc((size_t)reg->n + 1, sizeof *views);
+  ksel_test *views = kh_xcalloc((size_t)reg->n + 1, sizeof *views);
   for (int i = 0; i < reg->n; i++)
     views[i] = (ksel_test){reg->tests[i].id, reg->tests[i].suite, reg->tests[i].tags};
   int bad = ksel_select(views, (size_t)reg->n, sel, nsel, hold_slow, chosen, held);
   free(views);
   if (bad)
-    return kh__errf(err, "selector '%s' matches no test (see `kiln list`)",
+    return kh_errf(err, "selector '%s' matches no test (see `kiln list`)",
                     sel[bad - 1]);
   return 0;
 }
@@ -193,7 +193,7 @@ static int kh__outer_mask(int backend, char out[][64]) {
   int nsel = kh__split_mask(hip, sel, KH_MAX_DEVICES), n = 0;
   for (int i = 0; i < nsel; i++) {
     long long k;
-    if (kh__parse_ll(sel[i], 0, nbase - 1, &k) == 0)
+    if (kh_parse_ll(sel[i], 0, nbase - 1, &k) == 0)
       memcpy(out[n++], base[k], 64);
   }
   return n;
@@ -236,7 +236,7 @@ int kh_devices_probe(int backend, const char *runner, kh_backend_info *bi,
     long long phys = d->index;
     if (nmask >= 0 && d->index < nmask) {
       snprintf(d->visible, sizeof d->visible, "%s", mask[d->index]);
-      if (kh__parse_ll(d->visible, 0, KH_MAX_DEVICES - 1, &phys) != 0)
+      if (kh_parse_ll(d->visible, 0, KH_MAX_DEVICES - 1, &phys) != 0)
         phys = d->index;    /* a UUID: fall back to the position */
     } else {
       snprintf(d->visible, sizeof d->visible, "%d", d->index);

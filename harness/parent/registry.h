@@ -8,7 +8,7 @@
 #define KILN_PARENT_REGISTRY_H
 
 #include "settings.h"
-#include "util.h"
+#include "base.h"
 
 /* ---- Runners ------------------------------------------------------------- */
 

@@ -42,14 +42,14 @@ void kh_report_free(kh_report *rep) {
 }
 
 void kh_report_add(kh_report *rep, kh_result *r) {
-  rep->results = kh__xrealloc(rep->results,
+  rep->results = kh_xrealloc(rep->results,
                               (size_t)(rep->nresults + 1) * sizeof *rep->results);
   rep->results[rep->nresults++] = r;
 }
 
 static void kh__push(char ***list, int *n, const char *v) {
-  *list = kh__xrealloc(*list, (size_t)(*n + 1) * sizeof **list);
-  (*list)[(*n)++] = kh__strdup(v ? v : "");
+  *list = kh_xrealloc(*list, (size_t)(*n + 1) * sizeof **list);
+  (*list)[(*n)++] = kh_strdup(v ? v : "");
 }
 
 /* ---- Journal: writing ------------------------------------------------------- */
@@ -61,8 +61,8 @@ static void kh__jsend(int fd, kp_record_out *r) {
 int kh_journal_open(const kh_report *rep, const char *path, kh_err *err) {
   int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0)
-    return kh__errf(err, "journal %s: %s", path, strerror(errno));
-  kp_record_out *r = kh__xmalloc(sizeof *r);
+    return kh_errf(err, "journal %s: %s", path, strerror(errno));
+  kp_record_out *r = kh_xmalloc(sizeof *r);
   kp_begin(r, "kiln");
   kp_add_int(r, "format", KH_REPORT_FORMAT);
   kp_add_str(r, "version", rep->kiln_version);
@@ -123,7 +123,7 @@ static void kh__add_text(kp_record_out *r, const char *key, const char *v) {
 
 void kh_journal_result(int fd, const kh_result *x) {
   if (fd < 0) return;
-  kp_record_out *r = kh__xmalloc(sizeof *r);
+  kp_record_out *r = kh_xmalloc(sizeof *r);
   kp_begin(r, "run");
   kp_add_str(r, "id", x->id);
   kp_add_int(r, "seq", x->seq);
@@ -156,12 +156,12 @@ void kh_journal_result(int fd, const kh_result *x) {
   kh__jsend(fd, r);
   kh_buf b = {0};
   for (int i = 0; i < x->nlines; i++) {
-    kh__buf_add(&b, "rec ", 4);
-    kh__buf_add(&b, x->lines[i], strlen(x->lines[i]));
-    kh__buf_add(&b, "\n", 1);
+    kh_buf_add(&b, "rec ", 4);
+    kh_buf_add(&b, x->lines[i], strlen(x->lines[i]));
+    kh_buf_add(&b, "\n", 1);
   }
-  if (b.len) (void)kh__write_all(fd, b.data, b.len);
-  kh__buf_free(&b);
+  if (b.len) (void)kh_write_all(fd, b.data, b.len);
+  kh_buf_free(&b);
   kp_begin(r, "tail");
   kh__add_text(r, "text", x->log_tail);
   kh__jsend(fd, r);
@@ -177,7 +177,7 @@ void kh_journal_result(int fd, const kh_result *x) {
 
 void kh_journal_finish(int fd, const kh_report *rep) {
   if (fd < 0) return;
-  kp_record_out *r = kh__xmalloc(sizeof *r);
+  kp_record_out *r = kh_xmalloc(sizeof *r);
   kp_begin(r, "finish");
   kp_add_double(r, "end", rep->end_s);
   kp_add_int(r, "interrupted", rep->interrupted);
@@ -192,7 +192,7 @@ void kh_journal_finish(int fd, const kh_report *rep) {
 
 static char *kh__get(const kp_record *r, const char *key) {
   const char *v = kp_get(r, key);
-  return kh__strdup(v ? v : "");
+  return kh_strdup(v ? v : "");
 }
 
 static int kh__geti(const kp_record *r, const char *key, int dflt) {
@@ -270,9 +270,9 @@ static kh_result *kh__read_run(const kp_record *r) {
 static void kh__read_line(kh_report *rep, kh_result **cur, char *line) {
   if (strncmp(line, "rec ", 4) == 0) {
     if (*cur) {
-      (*cur)->lines = kh__xrealloc((*cur)->lines,
+      (*cur)->lines = kh_xrealloc((*cur)->lines,
                                    (size_t)((*cur)->nlines + 1) * sizeof(char *));
-      (*cur)->lines[(*cur)->nlines++] = kh__strdup(line + 4);
+      (*cur)->lines[(*cur)->nlines++] = kh_strdup(line + 4);
     }
     return;
   }
@@ -320,7 +320,7 @@ static int kh__by_seq(const void *a, const void *b) {
 
 int kh_journal_read(const char *path, kh_report *rep, kh_err *err) {
   FILE *f = fopen(path, "re");
-  if (!f) return kh__errf(err, "%s: %s", path, strerror(errno));
+  if (!f) return kh_errf(err, "%s: %s", path, strerror(errno));
   kh_report_init(rep);
   char *line = NULL;
   size_t cap = 0;
@@ -335,7 +335,7 @@ int kh_journal_read(const char *path, kh_report *rep, kh_err *err) {
   free(line);
   fclose(f);
   if (!rep->kiln_version)
-    return kh__errf(err, "%s: not a kiln journal (no header record)", path);
+    return kh_errf(err, "%s: not a kiln journal (no header record)", path);
   if (rep->nresults > 1)
     qsort(rep->results, (size_t)rep->nresults, sizeof *rep->results, kh__by_seq);
   if (!rep->finished) {
@@ -405,8 +405,8 @@ static int kh__misreads(const char *s) {
 }
 
 static void kh__y_str(kh__y *y, const char *text) {
-  char *clean = kh__strdup(text ? text : "");
-  kh__text_clean(clean);
+  char *clean = kh_strdup(text ? text : "");
+  kh_text_clean(clean);
   yaml_scalar_style_t style = YAML_ANY_SCALAR_STYLE;
   if (kh__misreads(clean)) style = YAML_DOUBLE_QUOTED_SCALAR_STYLE;
   else if (strchr(clean, '\n')) style = YAML_LITERAL_SCALAR_STYLE;
@@ -471,14 +471,14 @@ static void kh__y_null(kh__y *y, const char *key) {
 
 static void kh__y_time(kh__y *y, const char *key, double wall_s) {
   char iso[40];
-  kh__iso_time(wall_s, iso, sizeof iso);
+  kh_iso_time(wall_s, iso, sizeof iso);
   kh__y_kv(y, key, iso);
 }
 
 static void kh__y_tags(kh__y *y, const char *tags) {
   kh__y_key(y, "tags");
   kh__y_seq(y, 1);
-  char *copy = kh__strdup(tags), *save = NULL;
+  char *copy = kh_strdup(tags), *save = NULL;
   for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
     kh__y_str(y, t);
   free(copy);
@@ -491,7 +491,7 @@ static void kh__y_tags(kh__y *y, const char *tags) {
 static void kh__each(const kh_result *r, const char *tag,
                      void (*fn)(kh__y *, const kp_record *, void *), kh__y *y,
                      void *arg) {
-  char *buf = kh__xmalloc(KP_MAX_LINE);
+  char *buf = kh_xmalloc(KP_MAX_LINE);
   size_t tlen = strlen(tag);
   for (int i = 0; i < r->nlines; i++) {
     if (strncmp(r->lines[i], tag, tlen) != 0 ||
@@ -542,7 +542,7 @@ static void kh__phase(kh__y *y, const kp_record *rec, void *seen_buf) {
   char tag[80];
   snprintf(tag, sizeof tag, "|%s|", name);
   if (seen->data && strstr(seen->data, tag)) return;
-  kh__buf_add(seen, tag, strlen(tag));
+  kh_buf_add(seen, tag, strlen(tag));
   char key[80];
   snprintf(key, sizeof key, "%s_ms", name);
   kh__y_key(y, key);
@@ -562,7 +562,7 @@ static void kh__emit_times(kh__y *y, const kh_result *r) {
   kh__y_map(y, 0);
   kh_buf seen = {0};
   kh__each(r, "phase", kh__phase, y, &seen);
-  kh__buf_free(&seen);
+  kh_buf_free(&seen);
   if (r->warm && r->startup_ms >= 0) kh__y_kvd(y, "startup_ms", r->startup_ms);
   if (r->warm) kh__y_kvd(y, "ready_wait_ms", r->ready_wait_ms);
   kh__y_kvd(y, "wall_ms", r->wall_ms);
@@ -592,7 +592,7 @@ static void kh__emit_log(kh__y *y, const kh_result *r) {
 }
 
 static void kh__emit_result(kh__y *y, const kh_result *r) {
-  char *buf = kh__xmalloc(KP_MAX_LINE);
+  char *buf = kh_xmalloc(KP_MAX_LINE);
   kh__y_map(y, 0);
   kh__y_kv(y, "id", r->id);
   kh__y_kv(y, "suite", r->suite);
@@ -723,7 +723,7 @@ static void kh__emit_summary(kh__y *y, const kh_report *rep) {
 }
 
 static int kh__y_out(void *data, unsigned char *buffer, size_t size) {
-  kh__buf_add(data, buffer, size);
+  kh_buf_add(data, buffer, size);
   return 1;
 }
 
@@ -732,7 +732,7 @@ int kh_report_write(const kh_report *rep, const char *path, kh_err *err) {
   kh_buf out = {0};
   yaml_event_t ev;
   if (!yaml_emitter_initialize(&y.em))
-    return kh__errf(err, "%s: cannot start the YAML emitter", path);
+    return kh_errf(err, "%s: cannot start the YAML emitter", path);
   yaml_emitter_set_output(&y.em, kh__y_out, &out);
   yaml_emitter_set_width(&y.em, 100);
   yaml_emitter_set_unicode(&y.em, 1);
@@ -752,12 +752,12 @@ int kh_report_write(const kh_report *rep, const char *path, kh_err *err) {
   kh__y_emit(&y, &ev, yaml_stream_end_event_initialize(&ev));
   int rc = 0;
   if (y.failed)
-    rc = kh__errf(err, "%s: YAML emitter: %s", path,
+    rc = kh_errf(err, "%s: YAML emitter: %s", path,
                   y.em.problem ? y.em.problem : "failed");
-  else if (kh__write_atomic(path, out.data, out.len) != 0)
-    rc = kh__errf(err, "%s: %s", path, strerror(errno));
+  else if (kh_write_atomic(path, out.data, out.len) != 0)
+    rc = kh_errf(err, "%s: %s", path, strerror(errno));
   yaml_emitter_delete(&y.em);
-  kh__buf_free(&out);
+  kh_buf_free(&out);
   return rc;
 }
 
@@ -842,11 +842,11 @@ static void kh__show_summary(kh__doc *doc, yaml_node_t *root, FILE *out) {
 int kh_report_show(const char *arg, FILE *out, kh_err *err) {
   struct stat st;
   char *path = stat(arg, &st) == 0 && S_ISDIR(st.st_mode)
-                   ? kh__asprintf("%s/report.yaml", arg) : kh__strdup(arg);
+                   ? kh_asprintf("%s/report.yaml", arg) : kh_strdup(arg);
   char *buf;
   size_t len;
-  if (kh__read_file(path, 256u << 20, &buf, &len) != 0) {
-    kh__errf(err, "%s: %s", path, strerror(errno));
+  if (kh_read_file(path, 256u << 20, &buf, &len) != 0) {
+    kh_errf(err, "%s: %s", path, strerror(errno));
     free(path);
     return -1;
   }
@@ -856,12 +856,12 @@ int kh_report_show(const char *arg, FILE *out, kh_err *err) {
   yaml_parser_set_input_string(&p, (unsigned char *)buf, len);
   int rc = 0;
   if (!yaml_parser_load(&p, &doc.d)) {
-    rc = kh__errf(err, "%s:%zu:%zu: %s", path, p.problem_mark.line + 1,
+    rc = kh_errf(err, "%s:%zu:%zu: %s", path, p.problem_mark.line + 1,
                   p.problem_mark.column + 1, p.problem ? p.problem : "bad YAML");
   } else {
     yaml_node_t *root = yaml_document_get_root_node(&doc.d);
     if (!kh__node(&doc, root, "format_version")) {
-      rc = kh__errf(err, "%s: not a kiln report (no format_version)", path);
+      rc = kh_errf(err, "%s: not a kiln report (no format_version)", path);
     } else {
       fprintf(out, "kiln report %s (format %s)\n", path,
               kh__text(&doc, root, "format_version"));

@@ -13,7 +13,7 @@
 #include "junit.h"
 #include "merge.h"
 #include "reader.h"
-#include "util.h"
+#include "base.h"
 
 typedef struct kh__args {
   int help;                 /* -h/--help: print the tool's usage */
@@ -33,7 +33,7 @@ typedef struct kh__dopt {
 } kh__dopt;
 
 static int kh__number(const kh__dopt *d, const char *v) {
-  if (kh__parse_double(v, d->lo, d->hi, d->slot) == 0) return 0;
+  if (kh_parse_double(v, d->lo, d->hi, d->slot) == 0) return 0;
   fprintf(stderr, "kiln: --%s %s: expected a number in %g..%g\n", d->name, v, d->lo, d->hi);
   return -1;
 }
@@ -62,7 +62,7 @@ static int kh__option(kh__args *a, int argc, char **argv, int *i) {
   if ((len == 1 && *arg == 'o') || (len == 3 && strncmp(arg, "out", 3) == 0)) return a->out = v, 0;
   if (len == 4 && strncmp(arg, "yaml", 4) == 0) return a->diff.yaml_path = v, 0;
   if (len == 7 && strncmp(arg, "history", 7) == 0) {
-    a->history = kh__xrealloc(a->history, (size_t)(a->nhistory + 1) * sizeof *a->history);
+    a->history = kh_xrealloc(a->history, (size_t)(a->nhistory + 1) * sizeof *a->history);
     a->history[a->nhistory++] = v;
     return 0;
   }
@@ -73,7 +73,7 @@ static int kh__option(kh__args *a, int argc, char **argv, int *i) {
 static int kh__parse(kh__args *a, int argc, char **argv) {
   memset(a, 0, sizeof *a);
   kh_diff_opts_default(&a->diff);
-  a->pos = kh__xcalloc((size_t)argc + 1, sizeof *a->pos);
+  a->pos = kh_xcalloc((size_t)argc + 1, sizeof *a->pos);
   for (int i = 1; i < argc; i++) {
     if (argv[i][0] == '-' && argv[i][1]) {
       if (kh__option(a, argc, argv, &i) != 0) return -1;
@@ -86,7 +86,7 @@ static int kh__parse(kh__args *a, int argc, char **argv) {
 
 /* Loads n reports; on failure prints the error and frees what loaded. */
 static kh_rep *kh__load(const char **paths, int n) {
-  kh_rep *reps = kh__xcalloc((size_t)n + 1, sizeof *reps);
+  kh_rep *reps = kh_xcalloc((size_t)n + 1, sizeof *reps);
   for (int i = 0; i < n; i++) {
     kh_err err;
     if (kh_rep_load(paths[i], &reps[i], &err) != 0) {
@@ -189,11 +189,11 @@ static int kh__html(kh__args *a) {
     kh__free_reps(r, 1);
     return KH_EXIT_USAGE;
   }
-  char *out = a->out ? kh__strdup(a->out) : NULL;
+  char *out = a->out ? kh_strdup(a->out) : NULL;
   if (!out) {  /* beside the report */
     const char *slash = strrchr(r->path, '/');
-    out = slash ? kh__asprintf("%.*s/report.html", (int)(slash - r->path), r->path)
-                : kh__strdup("report.html");
+    out = slash ? kh_asprintf("%.*s/report.html", (int)(slash - r->path), r->path)
+                : kh_strdup("report.html");
   }
   kh_err err;
   int rc = kh_html_write(r, h, a->nhistory, out, &err);

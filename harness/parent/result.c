@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "base.h"
 
 /* A child may send this much per test; past it, records are counted and
  * dropped so that a runaway child cannot exhaust the parent's memory. */
@@ -59,10 +59,10 @@ void kh_signal_name(int sig, char *out, size_t n) {
 /* ---- Results --------------------------------------------------------------------- */
 
 kh_result *kh_result_new(const char *id, const char *suite, const char *tags) {
-  kh_result *r = kh__xcalloc(1, sizeof *r);
-  r->id = kh__strdup(id);
-  r->suite = kh__strdup(suite);
-  r->tags = kh__strdup(tags ? tags : "");
+  kh_result *r = kh_xcalloc(1, sizeof *r);
+  r->id = kh_strdup(id);
+  r->suite = kh_strdup(suite);
+  r->tags = kh_strdup(tags ? tags : "");
   r->repeat = r->attempt = 1;
   r->device = -1;
   r->slots = 1;
@@ -83,7 +83,7 @@ void kh_result_free(kh_result *r) {
 
 void kh_result_set(char **field, const char *value) {
   free(*field);
-  *field = kh__strdup(value);
+  *field = kh_strdup(value);
 }
 
 static void kh__keep_line(kh_result *r, const char *line) {
@@ -94,9 +94,9 @@ static void kh__keep_line(kh_result *r, const char *line) {
   }
   if (r->nlines == r->lines_cap) {
     r->lines_cap = r->lines_cap ? 2 * r->lines_cap : 32;
-    r->lines = kh__xrealloc(r->lines, (size_t)r->lines_cap * sizeof *r->lines);
+    r->lines = kh_xrealloc(r->lines, (size_t)r->lines_cap * sizeof *r->lines);
   }
-  r->lines[r->nlines++] = kh__strndup(line, n);
+  r->lines[r->nlines++] = kh_strndup(line, n);
   r->lines_bytes += n;
 }
 
@@ -104,9 +104,9 @@ void kh_result_protocol_error(kh_result *r, const char *why, const char *line) {
   if (r->proto_error) return;
   char excerpt[121];
   snprintf(excerpt, sizeof excerpt, "%s", line ? line : "");
-  kh__text_clean(excerpt);
-  r->proto_error = line ? kh__asprintf("%s: '%s'", why, excerpt)
-                        : kh__strdup(why);
+  kh_text_clean(excerpt);
+  r->proto_error = line ? kh_asprintf("%s: '%s'", why, excerpt)
+                        : kh_strdup(why);
 }
 
 static const char *const kh__statuses[] = {"pass", "fail", "error", "skip", NULL};
@@ -142,7 +142,7 @@ static const char *kh__order_error(kh_result *r, const kp_record *rec) {
 
 int kh_result_line(kh_result *r, const char *line) {
   if (r->proto_error) return -1;
-  char *copy = kh__strdup(line);
+  char *copy = kh_strdup(line);
   kp_record rec;
   const char *why = NULL;
   if (kp_parse(copy, &rec, &why) != 0) {
@@ -163,7 +163,7 @@ int kh_result_line(kh_result *r, const char *line) {
     bad = "result record with an unknown status";
   else if (strcmp(rec.tag, "leak") == 0 &&
            (!kp_get(&rec, "bytes") ||
-            kh__parse_ll(kp_get(&rec, "bytes"), 0, LLONG_MAX, &bytes) != 0))
+            kh_parse_ll(kp_get(&rec, "bytes"), 0, LLONG_MAX, &bytes) != 0))
     bad = "leak record without a byte count from 0 up";
   else if (strcmp(rec.tag, "end") == 0) r->ended = 1;
   free(copy);
@@ -194,14 +194,14 @@ const char *kh_result_find(const kh_result *r, const char *tag, int n,
 long long kh_result_leaked(const kh_result *r, int *count) {
   long long total = 0;
   int n = 0;
-  char *buf = kh__xmalloc(KP_MAX_LINE);
+  char *buf = kh_xmalloc(KP_MAX_LINE);
   const char *v;
   /* Saturating: a child may claim any number (tests/fuzz/fuzz-record
    * found the overflow); kh_result_line refuses negative or non-numeric
    * byte counts, so only a sum past LLONG_MAX needs care here. */
   while ((v = kh_result_find(r, "leak", n, "bytes", buf)) != NULL) {
     long long b = 0;
-    if (kh__parse_ll(v, 0, LLONG_MAX, &b) != 0) b = 0;
+    if (kh_parse_ll(v, 0, LLONG_MAX, &b) != 0) b = 0;
     total = b > LLONG_MAX - total ? LLONG_MAX : total + b;
     n++;
   }
@@ -247,7 +247,7 @@ static void kh__decide_ended(kh_result *r, const kh_exit_info *x,
     /* Point at the allocation, not at Check's last line. */
     kh_result_set(&r->file, file);
     long long ln = 0;
-    r->line = line && kh__parse_ll(line, 0, INT_MAX, &ln) == 0 ? (int)ln : 0;
+    r->line = line && kh_parse_ll(line, 0, INT_MAX, &ln) == 0 ? (int)ln : 0;
   }
   /* A runner that passed its one test exits 0; any other status comes from
    * a --wrap tool (valgrind --error-exitcode) or a sanitizer at exit. */

@@ -164,14 +164,14 @@ static int kh__pick(kh__run *R, const kh_test *t) {
 static void kh__log_add(kh__log *l, const char *d, size_t n) {
   l->total += (long long)n;
   if (l->head_len < KH__LOG_HEAD) {
-    if (!l->head) l->head = kh__xmalloc(KH__LOG_HEAD);
+    if (!l->head) l->head = kh_xmalloc(KH__LOG_HEAD);
     size_t take = n < KH__LOG_HEAD - l->head_len ? n : KH__LOG_HEAD - l->head_len;
     memcpy(l->head + l->head_len, d, take);
     l->head_len += take;
     d += take, n -= take;
   }
   if (n == 0) return;
-  if (!l->ring) l->ring = kh__xmalloc(KH__LOG_TAIL);
+  if (!l->ring) l->ring = kh_xmalloc(KH__LOG_TAIL);
   if (n > KH__LOG_TAIL) d += n - KH__LOG_TAIL, n = KH__LOG_TAIL;
   while (n > 0) {
     size_t take = KH__LOG_TAIL - l->ring_pos < n ? KH__LOG_TAIL - l->ring_pos : n;
@@ -184,7 +184,7 @@ static void kh__log_add(kh__log *l, const char *d, size_t n) {
 
 /* The ring in order, NUL-terminated. */
 static char *kh__log_ring(const kh__log *l) {
-  char *out = kh__xmalloc(l->ring_len + 1);
+  char *out = kh_xmalloc(l->ring_len + 1);
   size_t start = (l->ring_pos + KH__LOG_TAIL - l->ring_len) % KH__LOG_TAIL;
   size_t first = KH__LOG_TAIL - start < l->ring_len ? KH__LOG_TAIL - start : l->ring_len;
   if (l->ring_len) {
@@ -201,7 +201,7 @@ static long long kh__log_dropped(const kh__log *l) {
 
 static char *kh__log_tail(const kh__log *l) {
   char *all = l->ring_len ? kh__log_ring(l)
-                          : kh__strndup(l->head ? l->head : "", l->head_len);
+                          : kh_strndup(l->head ? l->head : "", l->head_len);
   size_t len = strlen(all);     /* output holding NUL bytes stops there */
   const char *p = all + len;
   int lines = 0;
@@ -210,26 +210,26 @@ static char *kh__log_tail(const kh__log *l) {
     if (p[-1] == '\n' && ++lines == KH__TAIL_LINES) break;
     p--;
   }
-  char *tail = kh__strdup(p);
+  char *tail = kh_strdup(p);
   free(all);
-  kh__text_clean(tail);
+  kh_text_clean(tail);
   return tail;
 }
 
 static void kh__log_write(const kh__log *l, const char *path) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return;
-  if (l->head_len) (void)kh__write_all(fd, l->head, l->head_len);
+  if (l->head_len) (void)kh_write_all(fd, l->head, l->head_len);
   long long dropped = kh__log_dropped(l);
   if (dropped > 0) {
     char mark[128];
     int n = snprintf(mark, sizeof mark, "\n[kiln: %lld bytes of output "
                                         "dropped here]\n", dropped);
-    (void)kh__write_all(fd, mark, (size_t)n);
+    (void)kh_write_all(fd, mark, (size_t)n);
   }
   if (l->ring_len) {
     char *ring = kh__log_ring(l);
-    (void)kh__write_all(fd, ring, l->ring_len);
+    (void)kh_write_all(fd, ring, l->ring_len);
     free(ring);
   }
   close(fd);
@@ -237,13 +237,13 @@ static void kh__log_write(const kh__log *l, const char *path) {
 
 /* logs/<suite>/<test>[.rN][.aN].log, relative to the run folder. */
 static char *kh__log_name(const kh__job *j) {
-  if (j->nrecs > 1) return kh__strdup("logs/shared-process.log");
+  if (j->nrecs > 1) return kh_strdup("logs/shared-process.log");
   const kh_result *r = j->recs[0];
   kh_buf b = {0};
-  kh__buf_addf(&b, "logs/%s", r->id);
-  if (r->repeat > 1) kh__buf_addf(&b, ".r%d", r->repeat);
-  if (r->attempt > 1) kh__buf_addf(&b, ".a%d", r->attempt);
-  kh__buf_addf(&b, ".log");
+  kh_buf_addf(&b, "logs/%s", r->id);
+  if (r->repeat > 1) kh_buf_addf(&b, ".r%d", r->repeat);
+  if (r->attempt > 1) kh_buf_addf(&b, ".a%d", r->attempt);
+  kh_buf_addf(&b, ".log");
   return b.data;
 }
 
@@ -256,7 +256,7 @@ typedef struct kh__exec_report {
 
 static void kh__child_fail(int stage) {
   kh__exec_report rep = {stage, errno};
-  (void)kh__write_all(4, &rep, sizeof rep);
+  (void)kh_write_all(4, &rep, sizeof rep);
   _exit(127);
 }
 
@@ -326,12 +326,12 @@ static void kh__child(kh__run *R, kh__job *j, char **argv, pid_t parent,
   double waited = 0;
   if (R->use_tokens && j->dev >= 0) {
     int phys = R->o->bi->dev[j->dev].physical;
-    double t0 = kh__now_ms();
+    double t0 = kh_now_ms();
     if (kh_tokens_take(&R->tok, phys, j->slots) != 0) kh__child_fail(1);
-    waited = kh__now_ms() - t0;
+    waited = kh_now_ms() - t0;
     kh_tokens_holder_add(&R->tok, phys, getpid(), j->recs[0]->id, j->slots);
   }
-  kp_record_out *rec = kh__xmalloc(sizeof *rec);
+  kp_record_out *rec = kh_xmalloc(sizeof *rec);
   kp_begin(rec, "phase");
   kp_add_str(rec, "name", "token_wait");
   kp_add_double(rec, "ms", waited);
@@ -346,24 +346,24 @@ static void kh__child(kh__run *R, kh__job *j, char **argv, pid_t parent,
 static char **kh__argv(kh__run *R, const kh__job *j) {
   const kh_settings *s = R->s;
   int max = R->nwrap + 16 + 2 * s->ntol + j->nrecs;
-  char **argv = kh__xcalloc((size_t)max, sizeof *argv);
+  char **argv = kh_xcalloc((size_t)max, sizeof *argv);
   int n = 0;
-  for (int i = 0; i < R->nwrap; i++) argv[n++] = kh__strdup(R->wrap[i]);
-  argv[n++] = kh__strdup(R->o->bi->runner);
-  argv[n++] = kh__strdup("--result-fd");
-  argv[n++] = kh__strdup("3");
-  if (s->poison) argv[n++] = kh__strdup("--poison");
-  if (kh_setting_is_set(s, "seed")) argv[n++] = kh__asprintf("--seed=%llu", s->seed);
-  if (s->cap > 0) argv[n++] = kh__asprintf("--cap=%g", s->cap);
+  for (int i = 0; i < R->nwrap; i++) argv[n++] = kh_strdup(R->wrap[i]);
+  argv[n++] = kh_strdup(R->o->bi->runner);
+  argv[n++] = kh_strdup("--result-fd");
+  argv[n++] = kh_strdup("3");
+  if (s->poison) argv[n++] = kh_strdup("--poison");
+  if (kh_setting_is_set(s, "seed")) argv[n++] = kh_asprintf("--seed=%llu", s->seed);
+  if (s->cap > 0) argv[n++] = kh_asprintf("--cap=%g", s->cap);
   for (int i = 0; i < s->ntol; i++)
-    argv[n++] = kh__asprintf("--tolerance=%s=%.17g:%.17g", s->tol[i].match,
+    argv[n++] = kh_asprintf("--tolerance=%s=%.17g:%.17g", s->tol[i].match,
                              s->tol[i].atol, s->tol[i].rtol);
   if (j->warm) {
-    argv[n++] = kh__strdup("--warm");
+    argv[n++] = kh_strdup("--warm");
     return argv;
   }
-  argv[n++] = kh__strdup("--");
-  for (int i = 0; i < j->nrecs; i++) argv[n++] = kh__strdup(j->recs[i]->id);
+  argv[n++] = kh_strdup("--");
+  for (int i = 0; i < j->nrecs; i++) argv[n++] = kh_strdup(j->recs[i]->id);
   return argv;
 }
 
@@ -375,9 +375,9 @@ static void kh__argv_free(char **argv) {
 static void kh__verbose_argv(kh__run *R, char **argv) {
   if (!R->o->verbose) return;
   kh_buf b = {0};
-  for (char **a = argv; *a; a++) kh__buf_addf(&b, "%s%s", a == argv ? "" : " ", *a);
+  for (char **a = argv; *a; a++) kh_buf_addf(&b, "%s%s", a == argv ? "" : " ", *a);
   kh_console_note(&R->con, "exec: %s", b.data);
-  kh__buf_free(&b);
+  kh_buf_free(&b);
 }
 
 static int kh__pipe(int p[2]) { return pipe2(p, O_CLOEXEC); }
@@ -400,8 +400,8 @@ static int kh__spawn(kh__run *R, kh__job *j) {
     return -1;
   }
   if (!j->warm) {
-    j->tmpdir = kh__asprintf("%s/tmp/%d", R->o->out_dir, ++R->seq);
-    kh__mkdir_p(j->tmpdir, 0700);
+    j->tmpdir = kh_asprintf("%s/tmp/%d", R->o->out_dir, ++R->seq);
+    kh_mkdir_p(j->tmpdir, 0700);
   }
   char **argv = kh__argv(R, j);
   kh__verbose_argv(R, argv);
@@ -421,16 +421,16 @@ static int kh__spawn(kh__run *R, kh__job *j) {
   j->pid = pid;
   j->fd_res = res[0], j->fd_out = out[0], j->fd_exec = ex[0], j->fd_in = in[1];
   kh__nonblock(j->fd_res), kh__nonblock(j->fd_out), kh__nonblock(j->fd_exec);
-  j->rd = kh__xmalloc(sizeof *j->rd);
+  j->rd = kh_xmalloc(sizeof *j->rd);
   kp_reader_init(j->rd);
-  j->spawn_ms = kh__now_ms();
+  j->spawn_ms = kh_now_ms();
   j->active = 1;
   if (j->warm) return 0;      /* no test, no slots yet */
   R->nrunning++;
   for (int i = 0; i < j->nrecs; i++) {
     j->recs[i]->device = j->dev >= 0 ? R->o->bi->dev[j->dev].physical : -1;
     j->recs[i]->slots = j->slots;
-    j->recs[i]->start_s = kh__wall_s();
+    j->recs[i]->start_s = kh_wall_s();
   }
   if (j->dev >= 0) R->used[j->dev] += j->slots;
   return 0;
@@ -459,7 +459,7 @@ static void kh__immediate(kh__run *R, const kh__item *it, int outcome,
   kh_result *r = kh__new_result(R, it);
   r->outcome = outcome;
   kh_result_set(&r->message, msg);
-  r->start_s = r->end_s = kh__wall_s();
+  r->start_s = r->end_s = kh_wall_s();
   kh__publish(R, r);
 }
 
@@ -483,7 +483,7 @@ static void kh__queue_front(kh__run *R, kh__item it) {
   }
   if (R->qlen == R->qcap) {
     R->qcap = R->qcap ? 2 * R->qcap : 64;
-    R->queue = kh__xrealloc(R->queue, (size_t)R->qcap * sizeof *R->queue);
+    R->queue = kh_xrealloc(R->queue, (size_t)R->qcap * sizeof *R->queue);
   }
   memmove(R->queue + 1, R->queue, (size_t)R->qlen * sizeof *R->queue);
   R->queue[0] = it;
@@ -507,7 +507,7 @@ static void kh__retry_or_flaky(kh__run *R, kh_result *r) {
           p->attempt == r->attempt - 1)
         prev = p;
     }
-    char *msg = kh__asprintf("passed on attempt %d after %s on attempt %d: %s",
+    char *msg = kh_asprintf("passed on attempt %d after %s on attempt %d: %s",
                              r->attempt, prev ? kh_outcome_name(prev->outcome) : "?",
                              r->attempt - 1,
                              prev && prev->message ? prev->message : "");
@@ -607,7 +607,7 @@ static void kh__job_finish(kh__run *R, kh__job *j) {
     kh__warm_gone(R, j);
     return;
   }
-  double now = kh__now_ms();
+  double now = kh_now_ms();
   kill(-j->pid, SIGKILL);       /* whatever is left of its process group */
   if (j->fd_res >= 0 && kp_reader_tail(j->rd, R->line) > 0)
     kh_result_set(&kh__job_rec(j)->partial, R->line);
@@ -620,10 +620,10 @@ static void kh__job_finish(kh__run *R, kh__job *j) {
   }
   if (j->exec_stage) R->infra = 1;
   char *log_name = kh__log_name(j);
-  char *log_path = kh__asprintf("%s/%s", R->o->out_dir, log_name);
-  char *dir = kh__strdup(log_path);
+  char *log_path = kh_asprintf("%s/%s", R->o->out_dir, log_name);
+  char *dir = kh_strdup(log_path);
   *strrchr(dir, '/') = '\0';
-  kh__mkdir_p(dir, 0755);
+  kh_mkdir_p(dir, 0755);
   kh__log_write(&j->log, log_path);
   char *tail = kh__log_tail(&j->log);
   int keep_tmp = 0;
@@ -633,7 +633,7 @@ static void kh__job_finish(kh__run *R, kh__job *j) {
     kh_result_decide(r, &x, R->s->leaks == KH_LEAKS_FAIL);
     /* `ended` is when the child was reaped, not when its pipes drained:
      * its slots came back at its exit, and overlap checks read this. */
-    double end_s = j->exit_wall_s > 0 ? j->exit_wall_s : kh__wall_s();
+    double end_s = j->exit_wall_s > 0 ? j->exit_wall_s : kh_wall_s();
     if (j->nrecs == 1) {
       /* A warm child's start-up overlapped other tests: the test's own
        * time runs from its assignment. */
@@ -656,7 +656,7 @@ static void kh__job_finish(kh__run *R, kh__job *j) {
     keep_tmp |= kh_outcome_failed(r->outcome);
     kh__publish(R, r);
   }
-  if (!keep_tmp) kh__rm_rf(j->tmpdir);
+  if (!keep_tmp) kh_rm_rf(j->tmpdir);
   free(tail), free(dir), free(log_path), free(log_name);
   kh__job_clear(j);
 }
@@ -670,14 +670,14 @@ static double kh__timeout_ms(kh__run *R, const kh_test *t) {
 /* --isolation none: a `test` record moves on to the next result with
  * that id. */
 static void kh__route_test(kh__run *R, kh__job *j, const char *line) {
-  char *copy = kh__strdup(line);
+  char *copy = kh_strdup(line);
   kp_record rec;
   const char *id = kp_parse(copy, &rec, NULL) == 0 ? kp_get(&rec, "id") : NULL;
   for (int i = j->cur + 1; id && i < j->nrecs; i++) {
     if (j->recs[i]->started || strcmp(j->recs[i]->id, id) != 0) continue;
     j->cur = i;
-    j->test_ms = kh__now_ms();
-    j->recs[i]->start_s = kh__wall_s();
+    j->test_ms = kh_now_ms();
+    j->recs[i]->start_s = kh_wall_s();
     j->deadline = j->test_ms + kh__timeout_ms(R, j->tests[i]);
     break;
   }
@@ -691,14 +691,14 @@ static void kh__route_test(kh__run *R, kh__job *j, const char *line) {
 static int kh__warm_line(kh__run *R, kh__job *j, const char *line) {
   if (!j->ready && (strncmp(line, "ready ", 6) == 0 || strcmp(line, "ready") == 0)) {
     j->ready = 1;
-    j->ready_ms = kh__now_ms();
+    j->ready_ms = kh_now_ms();
     return 1;
   }
   if (j->assigned) return 0;
   if (R->o->verbose) {
     char excerpt[121];
     snprintf(excerpt, sizeof excerpt, "%s", line);
-    kh__text_clean(excerpt);
+    kh_text_clean(excerpt);
     kh_console_note(&R->con, "kiln: warm child %ld sent '%s' before its "
                     "assignment; killing it", (long)j->pid, excerpt);
   }
@@ -723,7 +723,7 @@ static void kh__job_line(kh__run *R, kh__job *j, const char *line) {
      * late). */
     j->token_seen = 1;
     if (j->warm) {
-      char *copy = kh__strdup(line);
+      char *copy = kh_strdup(line);
       kp_record rec;
       double ms = 0;
       if (kp_parse(copy, &rec, NULL) != 0 || kp_get_double(&rec, "ms", &ms) != 0 ||
@@ -733,22 +733,22 @@ static void kh__job_line(kh__run *R, kh__job *j, const char *line) {
       j->deadline = j->assign_ms + ms + kh__timeout_ms(R, j->tests[0]);
       r->start_s += ms / 1e3;
     } else {
-      j->deadline = kh__now_ms() + kh__timeout_ms(R, j->tests[0]);
-      r->start_s = kh__wall_s();
+      j->deadline = kh_now_ms() + kh__timeout_ms(R, j->tests[0]);
+      r->start_s = kh_wall_s();
     }
   }
   if (shared && !was_ended && r->ended) {
-    r->end_s = kh__wall_s();
-    r->wall_ms = kh__now_ms() - j->test_ms;
+    r->end_s = kh_wall_s();
+    r->wall_ms = kh_now_ms() - j->test_ms;
     /* Between tests: closing the shared context should be quick. */
-    j->deadline = kh__now_ms() + 60e3;
+    j->deadline = kh_now_ms() + 60e3;
   }
 }
 
 static void kh__read_results(kh__run *R, kh__job *j) {
   char chunk[65536];
   for (int rounds = 0; rounds < 16; rounds++) {
-    ssize_t n = kh__read(j->fd_res, chunk, sizeof chunk);
+    ssize_t n = kh_read(j->fd_res, chunk, sizeof chunk);
     if (n < 0 && errno == EAGAIN) return;
     if (n <= 0) {
       if (kp_reader_tail(j->rd, R->line) > 0 && kh__job_rec(j))
@@ -773,7 +773,7 @@ static void kh__read_results(kh__run *R, kh__job *j) {
 static void kh__read_output(kh__job *j) {
   char chunk[65536];
   for (size_t got = 0; got < KH__READ_BUDGET;) {
-    ssize_t n = kh__read(j->fd_out, chunk, sizeof chunk);
+    ssize_t n = kh_read(j->fd_out, chunk, sizeof chunk);
     if (n < 0 && errno == EAGAIN) return;
     if (n <= 0) {
       kh__close(&j->fd_out);
@@ -786,7 +786,7 @@ static void kh__read_output(kh__job *j) {
 
 static void kh__read_exec(kh__job *j) {
   kh__exec_report rep;
-  ssize_t n = kh__read(j->fd_exec, &rep, sizeof rep);
+  ssize_t n = kh_read(j->fd_exec, &rep, sizeof rep);
   if (n < 0 && errno == EAGAIN) return;
   if (n == (ssize_t)sizeof rep) {
     j->exec_stage = rep.stage;
@@ -798,7 +798,7 @@ static void kh__read_exec(kh__job *j) {
 /* ---- Signals, timers, reaping ------------------------------------------------------ */
 
 static void kh__stop_all(kh__run *R, int sig) {
-  double now = kh__now_ms();
+  double now = kh_now_ms();
   for (int i = 0; i < R->maxjobs; i++) {
     kh__job *j = &R->jobs[i];
     if (!j->active || j->exited) continue;
@@ -811,7 +811,7 @@ static void kh__stop_all(kh__run *R, int sig) {
 
 static void kh__signals(kh__run *R) {
   struct signalfd_siginfo si;
-  while (kh__read(R->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+  while (kh_read(R->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
     if (si.ssi_signo == SIGCHLD) continue;       /* reaped below */
     if (!R->stopping) {
       R->stopping = 1;
@@ -852,8 +852,8 @@ static void kh__reap(kh__run *R) {
     while (p < 0 && errno == EINTR);
     if (p != j->pid) continue;
     j->exited = 1;
-    j->exit_wall_s = kh__wall_s();
-    j->drain_until = kh__now_ms() + KH__DRAIN_MS;
+    j->exit_wall_s = kh_wall_s();
+    j->drain_until = kh_now_ms() + KH__DRAIN_MS;
   }
 }
 
@@ -877,8 +877,8 @@ static kh__job *kh__free_job(kh__run *R) {
 static void kh__job_alloc(kh__job *j, int n) {
   memset(j, 0, sizeof *j);
   j->fd_res = j->fd_out = j->fd_exec = j->fd_in = -1;
-  j->recs = kh__xcalloc((size_t)n, sizeof *j->recs);
-  j->tests = kh__xcalloc((size_t)n, sizeof *j->tests);
+  j->recs = kh_xcalloc((size_t)n, sizeof *j->recs);
+  j->tests = kh_xcalloc((size_t)n, sizeof *j->tests);
   j->nrecs = n;
   j->cur = n == 1 ? 0 : -1;
 }
@@ -967,8 +967,8 @@ static int kh__warm_assign(kh__run *R, kh__job *j, const kh__item *it) {
   const kh_test *t = &R->o->reg->tests[it->test];
   const kh_backend_info *bi = R->o->bi;
   int phys = bi->dev[j->dev].physical;
-  char *tmpdir = kh__asprintf("%s/tmp/%d", R->o->out_dir, R->seq + 1);
-  kp_record_out *rec = kh__xmalloc(sizeof *rec);
+  char *tmpdir = kh_asprintf("%s/tmp/%d", R->o->out_dir, R->seq + 1);
+  kp_record_out *rec = kh_xmalloc(sizeof *rec);
   kp_begin(rec, "assign");
   kp_add_str(rec, "id", t->id);
   kp_add_str(rec, "tmpdir", tmpdir);
@@ -977,12 +977,12 @@ static int kh__warm_assign(kh__run *R, kh__job *j, const kh__item *it) {
     kp_add_int(rec, "sem_num", kh_tokens_semnum(phys));
     kp_add_int(rec, "slots", 1);
   }
-  kh__mkdir_p(tmpdir, 0700);
+  kh_mkdir_p(tmpdir, 0700);
   int st = kp_send(rec, j->fd_in);
   free(rec);
   kh__close(&j->fd_in);
   if (st != 0) {
-    kh__rm_rf(tmpdir);
+    kh_rm_rf(tmpdir);
     free(tmpdir);
     kill(-j->pid, SIGKILL);
     return -1;
@@ -990,14 +990,14 @@ static int kh__warm_assign(kh__run *R, kh__job *j, const kh__item *it) {
   R->seq++;
   j->tmpdir = tmpdir;
   j->assigned = 1;
-  j->assign_ms = kh__now_ms();
+  j->assign_ms = kh_now_ms();
   j->deadline = j->assign_ms + kh__timeout_ms(R, t);
   j->slots = 1;
   j->recs[0] = kh__new_result(R, it);
   j->tests[0] = t;
   j->recs[0]->device = phys;
   j->recs[0]->slots = 1;
-  j->recs[0]->start_s = kh__wall_s();
+  j->recs[0]->start_s = kh_wall_s();
   if (R->use_tokens) kh_tokens_holder_add(&R->tok, phys, j->pid, t->id, 1);
   R->warm_n[j->dev]--, R->nwarm--;
   R->used[j->dev] += 1;
@@ -1016,8 +1016,8 @@ static int kh__start_one(kh__run *R) {
   int dev = -1;
   if (bi->ndevices == 0 && t->needs_gpu) {
     kh__queue_take(R);
-    char *msg = *bi->error ? kh__strdup(bi->error)
-                : kh__asprintf("no %s device: the runner found none",
+    char *msg = *bi->error ? kh_strdup(bi->error)
+                : kh_asprintf("no %s device: the runner found none",
                                kh_backend_names[bi->backend]);
     kh__immediate(R, &it, KH_SKIP, msg);
     free(msg);
@@ -1030,9 +1030,9 @@ static int kh__start_one(kh__run *R) {
       kh__queue_take(R);
       int any = 0;
       for (int d = 0; d < bi->ndevices; d++) any |= R->cap[d] > 0;
-      char *msg = any ? kh__asprintf("needs %d slots; no device has that many",
+      char *msg = any ? kh_asprintf("needs %d slots; no device has that many",
                                      t->slots)
-                      : kh__strdup("no device has slots: every device the "
+                      : kh_strdup("no device has slots: every device the "
                                    "runner sees was left out by the device "
                                    "list (config or --resource-spec)");
       kh__immediate(R, &it, KH_ERROR, msg);
@@ -1122,8 +1122,8 @@ typedef struct kh__watch {
 
 static void kh__poll_once(kh__run *R) {
   int cap = 1 + 3 * R->maxjobs;
-  struct pollfd *pfd = kh__xcalloc((size_t)cap, sizeof *pfd);
-  kh__watch *w = kh__xcalloc((size_t)cap, sizeof *w);
+  struct pollfd *pfd = kh_xcalloc((size_t)cap, sizeof *pfd);
+  kh__watch *w = kh_xcalloc((size_t)cap, sizeof *w);
   int n = 0;
   pfd[n++] = (struct pollfd){.fd = R->sigfd, .events = POLLIN};
   for (int i = 0; i < R->maxjobs; i++) {
@@ -1135,7 +1135,7 @@ static void kh__poll_once(kh__run *R) {
       pfd[n++] = (struct pollfd){.fd = fds[k], .events = POLLIN};
     }
   }
-  int r = poll(pfd, (nfds_t)n, kh__poll_timeout(R, kh__now_ms()));
+  int r = poll(pfd, (nfds_t)n, kh__poll_timeout(R, kh_now_ms()));
   if (r > 0) {
     if (pfd[0].revents) kh__signals(R);
     for (int i = 1; i < n; i++) {
@@ -1165,7 +1165,7 @@ static void kh__loop(kh__run *R) {
     if (kh__active(R, NULL, 0, NULL) == 0 && (R->stopping || R->qhead == R->qlen))
       break;
     kh__poll_once(R);
-    double now = kh__now_ms();
+    double now = kh_now_ms();
     kh__timers(R, now);
     kh__reap(R);
     kh__finish_ready(R, now);
@@ -1198,7 +1198,7 @@ int kh_parent_gpu_clean(char *why, size_t n) {
   }
   if (d) closedir(d);
   char *maps = NULL;
-  if (kh__read_file("/proc/self/maps", 64u << 20, &maps, NULL) == 0) {
+  if (kh_read_file("/proc/self/maps", 64u << 20, &maps, NULL) == 0) {
     for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
       char *hit = strstr(maps, libs[i]);
       if (!hit) continue;
@@ -1212,13 +1212,13 @@ int kh_parent_gpu_clean(char *why, size_t n) {
 
 char *kh__git_rev(void) {
   const char *env = getenv("KILN_GIT_REV");
-  if (env) return kh__strdup(env);
+  if (env) return kh_strdup(env);
   char *argv[] = {"git", "-C", KILN_SOURCE_DIR, "rev-parse", "--short=12", "HEAD", NULL};
   char *out = NULL;
-  int st = kh__capture(argv, 256, 5, &out, NULL);
+  int st = kh_capture(argv, 256, 5, &out, NULL);
   if (st != 0) {
     free(out);
-    return kh__strdup("");
+    return kh_strdup("");
   }
   out[strcspn(out, "\n")] = '\0';
   return out;
@@ -1229,28 +1229,28 @@ static void kh__fill_meta(kh__run *R) {
   kh_report *rep = &R->rep;
   char host[256] = "";
   gethostname(host, sizeof host - 1);
-  rep->kiln_version = kh__strdup(KILN_VERSION);
+  rep->kiln_version = kh_strdup(KILN_VERSION);
   rep->git = kh__git_rev();
-  rep->host = kh__strdup(host);
-  rep->backend = kh__strdup(kh_backend_names[o->bi->backend]);
-  rep->config = kh__strdup(o->config_path ? o->config_path : "");
-  rep->out_dir = kh__strdup(o->out_dir);
-  rep->token_key = kh__strdup(o->token_key);
+  rep->host = kh_strdup(host);
+  rep->backend = kh_strdup(kh_backend_names[o->bi->backend]);
+  rep->config = kh_strdup(o->config_path ? o->config_path : "");
+  rep->out_dir = kh_strdup(o->out_dir);
+  rep->token_key = kh_strdup(o->token_key);
   if (o->shard && o->shard->count) {
     rep->shard_index = o->shard->index, rep->shard_count = o->shard->count;
     rep->shard_selected = o->shard->selected, rep->shard_total = o->shard->total;
-    rep->shard_method = kh__strdup(o->shard->method);
-    rep->shard_source = kh__strdup(o->shard->source);
+    rep->shard_method = kh_strdup(o->shard->method);
+    rep->shard_source = kh_strdup(o->shard->source);
   }
-  rep->command = kh__strdup(o->command);
-  rep->start_s = kh__wall_s();
+  rep->command = kh_strdup(o->command);
+  rep->start_s = kh_wall_s();
   rep->ndevices = o->bi->ndevices;
   memcpy(rep->devices, o->bi->dev, sizeof rep->devices);
   kh_settings_describe(o->s, &rep->set_keys, &rep->set_values, &rep->nset);
   for (int i = 0; i < o->nselection; i++) {
-    rep->selection = kh__xrealloc(rep->selection,
+    rep->selection = kh_xrealloc(rep->selection,
                                   (size_t)(rep->nselection + 1) * sizeof(char *));
-    rep->selection[rep->nselection++] = kh__strdup(o->selection[i]);
+    rep->selection[rep->nselection++] = kh_strdup(o->selection[i]);
   }
 }
 
@@ -1261,7 +1261,7 @@ static void kh__fill_queue(kh__run *R) {
       if (!R->o->chosen[i]) continue;
       if (R->qlen == R->qcap) {
         R->qcap = R->qcap ? 2 * R->qcap : 64;
-        R->queue = kh__xrealloc(R->queue, (size_t)R->qcap * sizeof *R->queue);
+        R->queue = kh_xrealloc(R->queue, (size_t)R->qcap * sizeof *R->queue);
       }
       R->queue[R->qlen++] = (kh__item){i, rep, 1};
       R->qwarm += kh__warm_fits(&reg->tests[i]);
@@ -1318,7 +1318,7 @@ static void kh__setup_warm(kh__run *R) {
   if (R->warm_on) {
     R->maxjobs = R->maxrun + 2 * total;
     free(R->jobs);
-    R->jobs = kh__xcalloc((size_t)R->maxjobs, sizeof *R->jobs);
+    R->jobs = kh_xcalloc((size_t)R->maxjobs, sizeof *R->jobs);
   }
 }
 
@@ -1344,13 +1344,13 @@ static int kh__exit_status(kh__run *R) {
 
 static int kh__finish(kh__run *R) {
   kh_report *rep = &R->rep;
-  rep->end_s = kh__wall_s();
+  rep->end_s = kh_wall_s();
   rep->not_run = R->qlen - R->qhead;
   char why[512];
   rep->parent_gpu_clean = kh_parent_gpu_clean(why, sizeof why);
   if (!rep->parent_gpu_clean) kh_console_note(&R->con, "kiln: parent is not GPU-clean: %s", why);
   kh_journal_finish(R->journal, rep);
-  char *path = kh__asprintf("%s/report.yaml", R->o->out_dir);
+  char *path = kh_asprintf("%s/report.yaml", R->o->out_dir);
   kh_err err;
   int status = kh__exit_status(R);
   if (kh_report_write(rep, path, &err) != 0 ||
@@ -1381,8 +1381,8 @@ static int kh__parse_wrap(kh__run *R) {
                     "or unbalanced quotes, please)\n", R->s->wrap);
     return -1;
   }
-  R->wrap = kh__xcalloc(we.we_wordc, sizeof *R->wrap);
-  for (size_t i = 0; i < we.we_wordc; i++) R->wrap[i] = kh__strdup(we.we_wordv[i]);
+  R->wrap = kh_xcalloc(we.we_wordc, sizeof *R->wrap);
+  for (size_t i = 0; i < we.we_wordc; i++) R->wrap[i] = kh_strdup(we.we_wordv[i]);
   R->nwrap = (int)we.we_wordc;
   wordfree(&we);
   return 0;
@@ -1393,15 +1393,15 @@ int kh_run(const kh_run_opts *o) {
   memset(&R, 0, sizeof R);
   R.o = o, R.s = o->s, R.journal = -1, R.sigfd = -1;
   if (kh__parse_wrap(&R) != 0) return KH_EXIT_USAGE;
-  R.line = kh__xmalloc(KP_MAX_LINE);
+  R.line = kh_xmalloc(KP_MAX_LINE);
   R.maxjobs = R.maxrun = o->s->isolation == KH_ISO_NONE ? 1 : kh__jobs(o->s);
-  R.jobs = kh__xcalloc((size_t)R.maxjobs, sizeof *R.jobs);
+  R.jobs = kh_xcalloc((size_t)R.maxjobs, sizeof *R.jobs);
   kh_report_init(&R.rep);
   kh__fill_queue(&R);
   kh_console_init(&R.con, o->verbose, R.qlen);
   kh_err err;
   sigset_t old;
-  if (kh__mkdir_p(o->out_dir, 0755) != 0) {
+  if (kh_mkdir_p(o->out_dir, 0755) != 0) {
     fprintf(stderr, "kiln: cannot create run folder %s: %s\n", o->out_dir,
             strerror(errno));
     return KH_EXIT_INFRA;
@@ -1413,7 +1413,7 @@ int kh_run(const kh_run_opts *o) {
   }
   kh__setup_warm(&R);
   kh__fill_meta(&R);
-  char *jpath = kh__asprintf("%s/journal", o->out_dir);
+  char *jpath = kh_asprintf("%s/journal", o->out_dir);
   R.journal = kh_journal_open(&R.rep, jpath, &err);
   free(jpath);
   if (R.journal < 0) {

@@ -126,11 +126,11 @@ static int kh__field_parse(const kh__field *f, const char *text,
   int ok = 0;
   switch (f->type) {
   case KH__INT:
-    ok = kh__parse_ll(text, (long long)f->lo, (long long)f->hi, &ll) == 0;
+    ok = kh_parse_ll(text, (long long)f->lo, (long long)f->hi, &ll) == 0;
     if (ok) *(int *)p = (int)ll;
     break;
   case KH__DOUBLE:
-    ok = kh__parse_double(text, f->lo, f->hi, &d) == 0 &&
+    ok = kh_parse_double(text, f->lo, f->hi, &d) == 0 &&
          !(f->lo_open && d <= f->lo);
     if (ok) *(double *)p = d;
     break;
@@ -143,18 +143,18 @@ static int kh__field_parse(const kh__field *f, const char *text,
   case KH__STR:
     ok = 1;
     free(*(char **)p);
-    *(char **)p = kh__strdup(text);
+    *(char **)p = kh_strdup(text);
     break;
   case KH__AUTO_INT:
     ll = -1;
     ok = strcmp(text, "auto") == 0 ||
-         kh__parse_ll(text, (long long)f->lo, (long long)f->hi, &ll) == 0;
+         kh_parse_ll(text, (long long)f->lo, (long long)f->hi, &ll) == 0;
     if (ok) *(int *)p = (int)ll;
     break;
   }
   if (!ok) {
     kh__field_expect(f, expect, sizeof expect);
-    return kh__errf(err, "%s: '%s' is not valid: expected %s", f->name, text,
+    return kh_errf(err, "%s: '%s' is not valid: expected %s", f->name, text,
                     expect);
   }
   s->set |= 1ull << (f - kh__fields);
@@ -201,7 +201,7 @@ void kh_settings_overlay(kh_settings *dst, const kh_settings *src) {
       break;
     case KH__STR:
       free(*(char **)to);
-      *(char **)to = kh__strdup(*(char *const *)from);
+      *(char **)to = kh_strdup(*(char *const *)from);
       break;
     }
     dst->set |= 1ull << i;
@@ -213,9 +213,9 @@ void kh_settings_overlay(kh_settings *dst, const kh_settings *src) {
       kh_setting_add_selector(dst, src->selection[i]);
   }
   for (int i = 0; i < src->ntol; i++) {
-    dst->tol = kh__xrealloc(dst->tol, (size_t)(dst->ntol + 1) * sizeof *dst->tol);
+    dst->tol = kh_xrealloc(dst->tol, (size_t)(dst->ntol + 1) * sizeof *dst->tol);
     dst->tol[dst->ntol] = src->tol[i];
-    dst->tol[dst->ntol++].match = kh__strdup(src->tol[i].match);
+    dst->tol[dst->ntol++].match = kh_strdup(src->tol[i].match);
   }
   if (src->set >> KH__BIT_DEVICES & 1) {
     memcpy(dst->devices, src->devices, sizeof dst->devices);
@@ -227,70 +227,70 @@ void kh_settings_overlay(kh_settings *dst, const kh_settings *src) {
 static char *kh__field_text(const kh_settings *s, const kh__field *f) {
   const char *p = (const char *)s + f->off;
   switch (f->type) {
-  case KH__INT: return kh__asprintf("%d", *(const int *)p);
-  case KH__DOUBLE: return kh__asprintf("%g", *(const double *)p);
-  case KH__ENUM: return kh__strdup(f->choices[*(const int *)p]);
-  case KH__BOOL: return kh__strdup(*(const int *)p ? "true" : "false");
-  case KH__U64: return kh__asprintf("%llu", *(const unsigned long long *)p);
+  case KH__INT: return kh_asprintf("%d", *(const int *)p);
+  case KH__DOUBLE: return kh_asprintf("%g", *(const double *)p);
+  case KH__ENUM: return kh_strdup(f->choices[*(const int *)p]);
+  case KH__BOOL: return kh_strdup(*(const int *)p ? "true" : "false");
+  case KH__U64: return kh_asprintf("%llu", *(const unsigned long long *)p);
   case KH__STR:
-    return kh__strdup(*(char *const *)p ? *(char *const *)p : "");
+    return kh_strdup(*(char *const *)p ? *(char *const *)p : "");
   case KH__AUTO_INT:
-    return *(const int *)p < 0 ? kh__strdup("auto")
-                               : kh__asprintf("%d", *(const int *)p);
+    return *(const int *)p < 0 ? kh_strdup("auto")
+                               : kh_asprintf("%d", *(const int *)p);
   }
-  return kh__strdup("");
+  return kh_strdup("");
 }
 
 void kh_settings_describe(const kh_settings *s, char ***keys, char ***values,
                           int *n) {
   int cap = (int)KH__NFIELDS + 3;
-  *keys = kh__xcalloc((size_t)cap, sizeof **keys);
-  *values = kh__xcalloc((size_t)cap, sizeof **values);
+  *keys = kh_xcalloc((size_t)cap, sizeof **keys);
+  *values = kh_xcalloc((size_t)cap, sizeof **values);
   *n = 0;
   for (size_t i = 0; i < KH__NFIELDS; i++) {
     if (kh__fields[i].type == KH__U64 && !(s->set >> i & 1)) continue;
-    (*keys)[*n] = kh__strdup(kh__fields[i].name);
+    (*keys)[*n] = kh_strdup(kh__fields[i].name);
     (*values)[(*n)++] = kh__field_text(s, &kh__fields[i]);
   }
   kh_buf b = {0};
   for (int i = 0; i < s->ntol; i++)
-    kh__buf_addf(&b, "%s%s=%g:%g", i ? " " : "", s->tol[i].match,
+    kh_buf_addf(&b, "%s%s=%g:%g", i ? " " : "", s->tol[i].match,
                  s->tol[i].atol, s->tol[i].rtol);
-  (*keys)[*n] = kh__strdup("tolerances");
-  (*values)[(*n)++] = b.data ? b.data : kh__strdup("");
+  (*keys)[*n] = kh_strdup("tolerances");
+  (*values)[(*n)++] = b.data ? b.data : kh_strdup("");
   kh_buf d = {0};
   for (int i = 0; i < s->ndevices; i++)
-    kh__buf_addf(&d, "%s%d:%d", i ? " " : "", s->devices[i].id,
+    kh_buf_addf(&d, "%s%d:%d", i ? " " : "", s->devices[i].id,
                  s->devices[i].slots);
-  (*keys)[*n] = kh__strdup("devices");
-  (*values)[(*n)++] = d.data ? d.data : kh__strdup("all");
+  (*keys)[*n] = kh_strdup("devices");
+  (*values)[(*n)++] = d.data ? d.data : kh_strdup("all");
 }
 
 int kh_setting_set(kh_settings *s, const char *name, const char *text,
                    kh_err *err) {
   const kh__field *f = kh__field_find(name);
-  if (!f) return kh__errf(err, "unknown setting '%s'", name), -2;
+  if (!f) return kh_errf(err, "unknown setting '%s'", name), -2;
   return kh__field_parse(f, text, s, err);
 }
 
 void kh_setting_add_selector(kh_settings *s, const char *sel) {
-  s->selection = kh__xrealloc(s->selection,
+  s->selection = kh_xrealloc(s->selection,
                               (size_t)(s->nselection + 1) * sizeof(char *));
-  s->selection[s->nselection++] = kh__strdup(sel);
+  s->selection[s->nselection++] = kh_strdup(sel);
   s->set |= 1ull << KH__BIT_SELECTION;
 }
 
 static void kh__add_tol(kh_settings *s, const char *match, double atol,
                         double rtol) {
-  s->tol = kh__xrealloc(s->tol, (size_t)(s->ntol + 1) * sizeof *s->tol);
-  s->tol[s->ntol++] = (kh_tolerance){kh__strdup(match), atol, rtol};
+  s->tol = kh_xrealloc(s->tol, (size_t)(s->ntol + 1) * sizeof *s->tol);
+  s->tol[s->ntol++] = (kh_tolerance){kh_strdup(match), atol, rtol};
   s->set |= 1ull << KH__BIT_TOL;
 }
 
 int kh_setting_add_tolerance(kh_settings *s, const char *spec, kh_err *err) {
   ksel_tol t;
   if (ksel_tol_parse(spec, &t) != 0)
-    return kh__errf(err, "tolerance: '%s' is not GLOB=ATOL:RTOL with ATOL and "
+    return kh_errf(err, "tolerance: '%s' is not GLOB=ATOL:RTOL with ATOL and "
                     "RTOL numbers from 0 to 1e30", spec);
   kh__add_tol(s, t.match, t.atol, t.rtol);
   return 0;
@@ -317,7 +317,7 @@ static int kh__cfg_fail(kh__cfg *c, const yaml_node_t *n, const char *fmt,
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  return kh__errf(c->err, "%s:%zu:%zu: %s", c->name, n->start_mark.line + 1,
+  return kh_errf(c->err, "%s:%zu:%zu: %s", c->name, n->start_mark.line + 1,
                   n->start_mark.column + 1, what);
 }
 
@@ -368,7 +368,7 @@ static int kh__cfg_selection(kh__cfg *c, yaml_node_t *v) {
 static int kh__cfg_number(kh__cfg *c, const char *what, yaml_node_t *v,
                           double lo, double hi, double *out) {
   if (v->type != YAML_SCALAR_NODE || !kh__is_plain(v) ||
-      kh__parse_double(kh__scalar(v), lo, hi, out) != 0)
+      kh_parse_double(kh__scalar(v), lo, hi, out) != 0)
     return kh__cfg_fail(c, v, "'%s' must be a number from %g to %g, not %s%s%s",
                         what, lo, hi,
                         v->type == YAML_SCALAR_NODE ? "'" : kh__node_kind[v->type],
@@ -518,11 +518,11 @@ int kh_config_parse(const char *buf, size_t len, const char *name,
   yaml_parser_t parser;
   yaml_document_t doc;
   if (!yaml_parser_initialize(&parser))
-    return kh__errf(err, "%s: cannot start the YAML parser", name);
+    return kh_errf(err, "%s: cannot start the YAML parser", name);
   yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
   int rc;
   if (!yaml_parser_load(&parser, &doc)) {
-    rc = kh__errf(err, "%s:%zu:%zu: malformed YAML: %s%s%s", name,
+    rc = kh_errf(err, "%s:%zu:%zu: malformed YAML: %s%s%s", name,
                   parser.problem_mark.line + 1, parser.problem_mark.column + 1,
                   parser.problem ? parser.problem : "error",
                   parser.context ? " " : "",
@@ -536,7 +536,7 @@ int kh_config_parse(const char *buf, size_t len, const char *name,
   /* A second document would be silently ignored: refuse it. */
   if (rc == 0 && yaml_parser_load(&parser, &doc)) {
     if (yaml_document_get_root_node(&doc))
-      rc = kh__errf(err, "%s: more than one YAML document", name);
+      rc = kh_errf(err, "%s: more than one YAML document", name);
     yaml_document_delete(&doc);
   }
   yaml_parser_delete(&parser);
@@ -549,22 +549,22 @@ int kh_config_load(const char *arg, kh_settings *out, char **path_out,
                    kh_err *err) {
   char *path = NULL;
   if (strchr(arg, '/') || kh__readable(arg)) {
-    path = kh__strdup(arg);
+    path = kh_strdup(arg);
   } else {
     const char *roots[] = {"configs", KILN_SOURCE_DIR "/configs"};
     for (size_t i = 0; i < 2 && !path; i++) {
-      char *p = kh__asprintf("%s/%s.yaml", roots[i], arg);
+      char *p = kh_asprintf("%s/%s.yaml", roots[i], arg);
       if (kh__readable(p)) path = p;
       else free(p);
     }
     if (!path)
-      return kh__errf(err, "--config: no file '%s' and no profile "
+      return kh_errf(err, "--config: no file '%s' and no profile "
                            "configs/%s.yaml", arg, arg);
   }
   char *buf;
   size_t len;
-  if (kh__read_file(path, 1 << 20, &buf, &len) != 0) {
-    kh__errf(err, "%s: cannot read config: %s", path, strerror(errno));
+  if (kh_read_file(path, 1 << 20, &buf, &len) != 0) {
+    kh_errf(err, "%s: cannot read config: %s", path, strerror(errno));
     free(path);
     return -1;
   }
@@ -587,7 +587,7 @@ typedef struct kh__json {
 } kh__json;
 
 static int kh__json_fail(kh__json *j, const char *what) {
-  return kh__errf(j->err, "%s:%d:%d: %s", j->name, j->line,
+  return kh_errf(j->err, "%s:%d:%d: %s", j->name, j->line,
                   (int)(j->p - j->line_start) + 1, what);
 }
 
@@ -737,7 +737,7 @@ static int kh__gpu(kh__json *j, void *p) {
   kh__json at = *j;
   if (kh__json_object(j, kh__gpu_key, &a) != 0) return -1;
   long long id;
-  if (!a.has_id || kh__parse_ll(a.id, 0, KH_MAX_DEVICES - 1, &id) != 0)
+  if (!a.has_id || kh_parse_ll(a.id, 0, KH_MAX_DEVICES - 1, &id) != 0)
     return kh__json_fail(&at, "a gpu needs an \"id\" holding a device index "
                               "(\"0\" to \"31\")");
   /* Range first: converting an out-of-range double to int is undefined
@@ -801,10 +801,10 @@ int kh_resource_spec_parse(const char *buf, size_t len, const char *name,
   kh__json_ws(&j);
   if (j.p != j.end) return kh__json_fail(&j, "trailing data after the object");
   if (!a.has_version || !a.has_local)
-    return kh__errf(err, "%s: a resource spec needs \"version\" and \"local\"",
+    return kh_errf(err, "%s: a resource spec needs \"version\" and \"local\"",
                     name);
   if (s->ndevices == 0)
-    return kh__errf(err, "%s: the resource spec lists no gpus", name);
+    return kh_errf(err, "%s: the resource spec lists no gpus", name);
   s->set |= 1ull << KH__BIT_DEVICES;
   return 0;
 }

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "util.h"
+#include "base.h"
 
 #define KH_MAX_DEVICES 32
 /* `warm: auto` (the default): a device gets KH_WARM_PER_SLOT warm children

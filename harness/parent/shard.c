@@ -21,8 +21,8 @@ static int kh__env_int(const char *name, long long lo, long long hi,
   const char *v = getenv(name);
   *present = v && *v;
   if (!*present) return 0;
-  if (kh__parse_ll(v, lo, hi, out) != 0)
-    return kh__errf(err, "environment %s=%s: expected an integer in %lld..%lld",
+  if (kh_parse_ll(v, lo, hi, out) != 0)
+    return kh_errf(err, "environment %s=%s: expected an integer in %lld..%lld",
                     name, v, lo, hi);
   return 0;
 }
@@ -30,12 +30,12 @@ static int kh__env_int(const char *name, long long lo, long long hi,
 static int kh__shard_flag(const char *flag, kh_shard *sh, kh_err *err) {
   const char *slash = strchr(flag, '/');
   long long k, n;
-  char *kpart = kh__strndup(flag, slash ? (size_t)(slash - flag) : strlen(flag));
-  int bad = !slash || kh__parse_ll(kpart, 1, 100000, &k) != 0 ||
-            kh__parse_ll(slash + 1, 1, 100000, &n) != 0 || k > n;
+  char *kpart = kh_strndup(flag, slash ? (size_t)(slash - flag) : strlen(flag));
+  int bad = !slash || kh_parse_ll(kpart, 1, 100000, &k) != 0 ||
+            kh_parse_ll(slash + 1, 1, 100000, &n) != 0 || k > n;
   free(kpart);
   if (bad)
-    return kh__errf(err, "--shard %s: expected K/N with 1 <= K <= N (e.g. 2/3)",
+    return kh_errf(err, "--shard %s: expected K/N with 1 <= K <= N (e.g. 2/3)",
                     flag);
   sh->index = (int)k, sh->count = (int)n, sh->source = "--shard";
   return 0;
@@ -50,7 +50,7 @@ static int kh__shard_bazel(kh_shard *sh, int *found, kh_err *err) {
   if (!has_n) return 0;
   if (kh__env_int("TEST_SHARD_INDEX", 0, n - 1, &k, &has_k, err) != 0) return -1;
   if (!has_k)
-    return kh__errf(err, "environment TEST_TOTAL_SHARDS=%lld without TEST_SHARD_INDEX", n);
+    return kh_errf(err, "environment TEST_TOTAL_SHARDS=%lld without TEST_SHARD_INDEX", n);
   sh->index = (int)k + 1, sh->count = (int)n, sh->source = "bazel";
   return 0;
 }
@@ -70,12 +70,12 @@ static int kh__shard_slurm(kh_shard *sh, int *found, kh_err *err) {
   *found = has_count && has_id;
   if (!*found) return 0;
   if (has_min && has_max && (max - min) / step + 1 != count)
-    return kh__errf(err, "Slurm array SLURM_ARRAY_TASK_MIN=%lld MAX=%lld STEP=%lld "
+    return kh_errf(err, "Slurm array SLURM_ARRAY_TASK_MIN=%lld MAX=%lld STEP=%lld "
                     "but COUNT=%lld: not a range (--array=M-N[:S]); kiln cannot "
                     "number the shards", min, max, step, count);
   long long k = id - min;
   if (k < 0 || k % step != 0 || k / step >= count)
-    return kh__errf(err, "SLURM_ARRAY_TASK_ID=%lld is not in the array %lld..%lld "
+    return kh_errf(err, "SLURM_ARRAY_TASK_ID=%lld is not in the array %lld..%lld "
                     "step %lld", id, min, min + (count - 1) * step, step);
   sh->index = (int)(k / step) + 1, sh->count = (int)count, sh->source = "slurm";
   return 0;
@@ -153,7 +153,7 @@ static double kh__id_ms(const kh_rep *rep, const char *id) {
 
 /* Tests the old report lacks get the median of those it has. */
 static void kh__fill_unknown(kh__job *jobs, int n) {
-  double *known = kh__xmalloc(((size_t)n + 1) * sizeof *known);
+  double *known = kh_xmalloc(((size_t)n + 1) * sizeof *known);
   int nk = 0;
   for (int i = 0; i < n; i++)
     if (!isnan(jobs[i].ms)) known[nk++] = jobs[i].ms;
@@ -171,7 +171,7 @@ static int kh__balance(const kh_registry *reg, unsigned char *chosen,
     kh_rep_free(&rep);
     return -1;
   }
-  kh__job *jobs = kh__xcalloc((size_t)reg->n + 1, sizeof *jobs);
+  kh__job *jobs = kh_xcalloc((size_t)reg->n + 1, sizeof *jobs);
   int n = 0;
   for (int i = 0; i < reg->n; i++)
     if (chosen[i])
@@ -179,7 +179,7 @@ static int kh__balance(const kh_registry *reg, unsigned char *chosen,
   kh__fill_unknown(jobs, n);
   qsort(jobs, (size_t)n, sizeof *jobs, kh__by_ms_desc);
   int count = shard_of[reg->n];
-  double *load = kh__xcalloc((size_t)count, sizeof *load);
+  double *load = kh_xcalloc((size_t)count, sizeof *load);
   for (int j = 0; j < n; j++) {
     int best = 0;
     for (int k = 1; k < count; k++)
@@ -195,9 +195,9 @@ static int kh__balance(const kh_registry *reg, unsigned char *chosen,
 int kh_shard_apply(kh_shard *sh, const kh_registry *reg, unsigned char *chosen,
                    const char *durations, kh_err *err) {
   if (sh->count == 0 && durations)
-    return kh__errf(err, "--shard-durations %s given without --shard K/N", durations);
+    return kh_errf(err, "--shard-durations %s given without --shard K/N", durations);
   if (sh->count == 0) return 0;
-  int *shard_of = kh__xcalloc((size_t)reg->n + 1, sizeof *shard_of);
+  int *shard_of = kh_xcalloc((size_t)reg->n + 1, sizeof *shard_of);
   shard_of[reg->n] = sh->count;
   for (int i = 0; i < reg->n; i++)
     shard_of[i] = kh_shard_of(reg->tests[i].id, sh->count);
@@ -207,7 +207,7 @@ int kh_shard_apply(kh_shard *sh, const kh_registry *reg, unsigned char *chosen,
       char why[sizeof err->msg];
       snprintf(why, sizeof why, "%s", err->msg);
       free(shard_of);
-      return kh__errf(err, "--shard-durations: %s", why);
+      return kh_errf(err, "--shard-durations: %s", why);
     }
   }
   sh->total = sh->selected = 0;

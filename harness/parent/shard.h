@@ -6,7 +6,7 @@
 #define KILN_PARENT_SHARD_H
 
 #include "registry.h"
-#include "util.h"
+#include "base.h"
 
 typedef struct kh_shard {
   int index;                /* 1..count */

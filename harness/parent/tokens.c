@@ -28,7 +28,7 @@ union kh__semun {
 };
 
 char *kh_tokens_default_path(const char *backend) {
-  return kh__asprintf("/tmp/kiln-tokens-%s", backend);
+  return kh_asprintf("/tmp/kiln-tokens-%s", backend);
 }
 
 static int kh__semop(int semid, struct sembuf *ops, size_t n) {
@@ -56,31 +56,31 @@ int kh_tokens_open(kh_tokens *t, const char *path, kh_err *err) {
   snprintf(t->holders, sizeof t->holders, "%s.d", path);
   int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0)
-    return kh__errf(err, "token key %s: cannot create: %s", path,
+    return kh_errf(err, "token key %s: cannot create: %s", path,
                     strerror(errno));
   close(fd);
   key_t key = ftok(path, 'k');
   if (key == -1)
-    return kh__errf(err, "token key %s: ftok: %s", path, strerror(errno));
+    return kh_errf(err, "token key %s: ftok: %s", path, strerror(errno));
   t->semid = semget(key, KH__NSEMS, IPC_CREAT | IPC_EXCL | 0660);
   if (t->semid >= 0) {
     /* New set: every value is 0; the first semop marks it ready. */
     struct sembuf ready = {0, 1, 0};
     if (kh__semop(t->semid, &ready, 1) != 0)
-      return kh__errf(err, "token set for %s: %s", path, strerror(errno));
+      return kh_errf(err, "token set for %s: %s", path, strerror(errno));
   } else if (errno == EEXIST) {
     t->semid = semget(key, 0, 0);
     if (t->semid < 0 || kh__wait_ready(t->semid) != 0)
-      return kh__errf(err, "token set for %s: %s", path, strerror(errno));
+      return kh_errf(err, "token set for %s: %s", path, strerror(errno));
     struct semid_ds ds;
     union kh__semun arg = {.buf = &ds};
     if (semctl(t->semid, 0, IPC_STAT, arg) == 0 && ds.sem_nsems != KH__NSEMS)
-      return kh__errf(err, "token set for %s (id %d) has %lu semaphores, "
+      return kh_errf(err, "token set for %s (id %d) has %lu semaphores, "
                            "kiln uses %d; remove it with `ipcrm -s %d`",
                       path, t->semid, (unsigned long)ds.sem_nsems, KH__NSEMS,
                       t->semid);
   } else {
-    return kh__errf(err, "token set for %s: semget: %s", path,
+    return kh_errf(err, "token set for %s: semget: %s", path,
                     strerror(errno));
   }
   mkdir(t->holders, 0775);
@@ -98,10 +98,10 @@ int kh_tokens_free(const kh_tokens *t, int dev) {
 int kh_tokens_ensure(kh_tokens *t, int dev, int want, kh_err *err) {
   err->msg[0] = '\0';
   if (dev < 0 || dev >= KH_MAX_DEVICES)
-    return kh__errf(err, "device %d is beyond the %d kiln supports", dev,
+    return kh_errf(err, "device %d is beyond the %d kiln supports", dev,
                     KH_MAX_DEVICES);
   int cap = kh_tokens_capacity(t, dev);
-  if (cap < 0) return kh__errf(err, "token set: %s", strerror(errno));
+  if (cap < 0) return kh_errf(err, "token set: %s", strerror(errno));
   if (cap == want) return cap;
   /* Free slots and capacity move together in one atomic semop; withdrawing
    * slots never waits for a holder. */
@@ -150,7 +150,7 @@ void kh_tokens_holders(const kh_tokens *t, int dev,
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
     long long pid;
-    if (kh__parse_ll(e->d_name, 1, 1 << 30, &pid) != 0) continue;
+    if (kh_parse_ll(e->d_name, 1, 1 << 30, &pid) != 0) continue;
     char path[PATH_MAX + 320];
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
@@ -158,7 +158,7 @@ void kh_tokens_holders(const kh_tokens *t, int dev,
       continue;
     }
     char *text = NULL;
-    if (kh__read_file(path, 4096, &text, NULL) != 0) continue;
+    if (kh_read_file(path, 4096, &text, NULL) != 0) continue;
     text[strcspn(text, "\n")] = '\0';
     fn((pid_t)pid, text, arg);
     free(text);

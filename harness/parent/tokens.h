@@ -15,7 +15,7 @@
 #include <sys/types.h>
 
 #include "settings.h"
-#include "util.h"
+#include "base.h"
 
 typedef struct kh_tokens {
   int semid;

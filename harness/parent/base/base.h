@@ -1,9 +1,10 @@
-/* Small helpers for the kiln parent (prefix kh__): clocks, strings, files,
- * and running a helper command with its output captured. Nothing here
- * touches a GPU runtime; the parent never does.
+/* The parent's base (prefix kh_): exit statuses, error messages, strings
+ * and buffers, clocks, files. Every room of harness/parent builds on it and
+ * it builds on nothing of theirs. Nothing here touches a GPU runtime; the
+ * parent never does.
  */
-#ifndef KILN_PARENT_UTIL_H
-#define KILN_PARENT_UTIL_H
+#ifndef KILN_PARENT_BASE_H
+#define KILN_PARENT_BASE_H
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,30 +28,30 @@ typedef struct kh_err {
   char msg[1024];
 } kh_err;
 
-int kh__errf(kh_err *e, const char *fmt, ...)
+int kh_errf(kh_err *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* ---- Time --------------------------------------------------------------- */
 
-double kh__now_ms(void);          /* monotonic */
-double kh__wall_s(void);          /* seconds since the epoch */
+double kh_now_ms(void);          /* monotonic */
+double kh_wall_s(void);          /* seconds since the epoch */
 /* ISO 8601 UTC with milliseconds, "2026-11-22T10:00:00.123Z". */
-void kh__iso_time(double wall_s, char *out, size_t n);
+void kh_iso_time(double wall_s, char *out, size_t n);
 
 /* ---- Strings ------------------------------------------------------------ */
 
-char *kh__strdup(const char *s);  /* NULL-safe; aborts on out of memory */
-char *kh__strndup(const char *s, size_t n);
-char *kh__asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void *kh__xmalloc(size_t n);
-void *kh__xcalloc(size_t n, size_t size);
-void *kh__xrealloc(void *p, size_t n);
+char *kh_strdup(const char *s);  /* NULL-safe; aborts on out of memory */
+char *kh_strndup(const char *s, size_t n);
+char *kh_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void *kh_xmalloc(size_t n);
+void *kh_xcalloc(size_t n, size_t size);
+void *kh_xrealloc(void *p, size_t n);
 /* Parses a whole string as an integer / double within [lo, hi]. */
-int kh__parse_ll(const char *s, long long lo, long long hi, long long *out);
-int kh__parse_double(const char *s, double lo, double hi, double *out);
+int kh_parse_ll(const char *s, long long lo, long long hi, long long *out);
+int kh_parse_double(const char *s, double lo, double hi, double *out);
 /* Replaces bytes that are not valid UTF-8 or are control characters (other
  * than newline and tab) by '?', in place, so YAML emitters accept it. */
-void kh__text_clean(char *s);
+void kh_text_clean(char *s);
 
 /* A growable byte buffer. */
 typedef struct kh_buf {
@@ -59,23 +60,23 @@ typedef struct kh_buf {
   size_t cap;
 } kh_buf;
 
-void kh__buf_add(kh_buf *b, const void *data, size_t n);
+void kh_buf_add(kh_buf *b, const void *data, size_t n);
 /* s as a YAML double-quoted string (JSON-compatible escapes; NULL: ""). */
-void kh__buf_add_yq(kh_buf *b, const char *s);
-void kh__buf_addf(kh_buf *b, const char *fmt, ...)
+void kh_buf_add_yq(kh_buf *b, const char *s);
+void kh_buf_addf(kh_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-void kh__buf_free(kh_buf *b);
+void kh_buf_free(kh_buf *b);
 
 /* ---- Files -------------------------------------------------------------- */
 
-int kh__mkdir_p(const char *path, mode_t mode);
+int kh_mkdir_p(const char *path, mode_t mode);
 /* Removes a directory tree; errors are ignored (best effort). */
-void kh__rm_rf(const char *path);
+void kh_rm_rf(const char *path);
 /* Reads a whole file (at most max bytes) into a NUL-terminated buffer. */
-int kh__read_file(const char *path, size_t max, char **out, size_t *len);
+int kh_read_file(const char *path, size_t max, char **out, size_t *len);
 /* Writes data to path atomically: a temporary file beside it, fsync,
  * rename. */
-int kh__write_atomic(const char *path, const void *data, size_t len);
+int kh_write_atomic(const char *path, const void *data, size_t len);
 
 /* ---- Helper commands ---------------------------------------------------- */
 
@@ -83,11 +84,11 @@ int kh__write_atomic(const char *path, const void *data, size_t len);
  * (stderr goes to stderr_to, or /dev/null when NULL), waits at most
  * timeout_s. Returns the exit status (0..255), 128+signal, or -1 when it
  * could not be started or timed out (errno ETIMEDOUT). */
-int kh__capture(char *const argv[], size_t max, double timeout_s,
+int kh_capture(char *const argv[], size_t max, double timeout_s,
                 char **out, size_t *len);
 
 /* Retrying wrappers for calls that signals may interrupt. */
-ssize_t kh__read(int fd, void *buf, size_t n);
-int kh__write_all(int fd, const void *buf, size_t n);
+ssize_t kh_read(int fd, void *buf, size_t n);
+int kh_write_all(int fd, const void *buf, size_t n);
 
 #endif
