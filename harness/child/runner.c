@@ -49,8 +49,6 @@ static void usage(FILE *f, const char *argv0) {
     "                      with $KILN_SPAWN_MS (CLOCK_MONOTONIC ms at fork)\n"
     "                      also the process start-up time\n"
     "  --result-fd N       send protocol records to file descriptor N\n"
-    "  --take-slots S:N:K  first take K slots from semaphore N of System V\n"
-    "                      set S (SEM_UNDO) and report the wait (token_wait)\n"
     "  --warm              open the engine context, send a `ready` record,\n"
     "                      then run the one test named by an `assign` line\n"
     "                      read from stdin (EOF first: exit 0)\n"
@@ -60,7 +58,11 @@ static void usage(FILE *f, const char *argv0) {
     "  --seed N            run seed (default: from the clock; reported)\n"
     "  --tolerance P=A:R   override atol A and rtol R for checks matching\n"
     "                      glob P (suite, suite/test or suite/test/check)\n"
-    "  --help, --version\n",
+    "  --help, --version\n"
+    "\n"
+    "KILN_TAKE_SLOTS=S:N:K in the environment: first take K slots from\n"
+    "semaphore N of System V set S (SEM_UNDO; kiln sets it) and report the\n"
+    "wait as the phase token_wait.\n",
     argv0, ke_backend_name());
 }
 
@@ -409,20 +411,18 @@ static int choose(char **args, int nargs, const entry **picks,
 
 typedef struct options {
   int list, devices, probe, seeded, warm;
-  const char *take_slots;
 } options;
 
 /* Parses the options into kt__state and o; returns -1 to go on, else the
  * exit status. */
 static int parse(int argc, char **argv, options *o) {
   enum { O_LIST = 256, O_DEVICES, O_PROBE, O_FD, O_POISON, O_CAP, O_SEED, O_TOL,
-         O_VERBOSE, O_HELP, O_VERSION, O_WARM, O_SLOTS };
+         O_VERBOSE, O_HELP, O_VERSION, O_WARM };
   static const struct option opts[] = {
       {"list", no_argument, 0, O_LIST},
       {"devices", no_argument, 0, O_DEVICES},
       {"context-probe", no_argument, 0, O_PROBE},
       {"result-fd", required_argument, 0, O_FD},
-      {"take-slots", required_argument, 0, O_SLOTS},
       {"poison", no_argument, 0, O_POISON},
       {"cap", required_argument, 0, O_CAP},
       {"seed", required_argument, 0, O_SEED},
@@ -447,7 +447,6 @@ static int parse(int argc, char **argv, options *o) {
         return ST_USAGE;
       }
       break;
-    case O_SLOTS: o->take_slots = optarg; break;
     case O_POISON: kt__state.poison = 1; break;
     case O_CAP:
       kt__state.cap_fraction = strtod(optarg, &end);
@@ -516,13 +515,17 @@ int main(int argc, char **argv) {
   static const entry *picks[MAX_TESTS];
   int n = choose(argv + optind, argc - optind, picks, argv[0]);
   if (n < 0) return ST_USAGE;
-  if (o.take_slots) {
+  /* Slots kiln's spawn request asks this process to take (a warm runner
+   * takes them from its assignment instead). */
+  const char *take = getenv("KILN_TAKE_SLOTS");
+  if (take && *take) {
     long long id, num, k;
-    if (kp_slots_parse(o.take_slots, &id, &num, &k) != 0) {
-      fprintf(stderr, "%s: --take-slots: '%s' is not SEM_ID:SEM_NUM:N\n",
-              argv[0], o.take_slots);
+    if (kp_slots_parse(take, &id, &num, &k) != 0) {
+      fprintf(stderr, "%s: KILN_TAKE_SLOTS='%s' is not SEM_ID:SEM_NUM:N\n",
+              argv[0], take);
       return ST_USAGE;
     }
+    unsetenv("KILN_TAKE_SLOTS");
     if (take_slots(id, num, k, argv[0]) != 0) return ST_INFRA;
   }
 

@@ -195,8 +195,9 @@ extern const kp_rdesc kp_rec_listing, kp_rec_backend;
 
 /* ---- Slots a runner takes itself ---------------------------------------- */
 
-/* "SEM_ID:SEM_NUM:N", the value of a runner's --take-slots. 0, or -1 for
- * text that is not three non-negative integers. */
+/* "SEM_ID:SEM_NUM:N", the value of KILN_TAKE_SLOTS in a runner's
+ * environment (the slots kiln's spawn request asks it to take). 0, or -1
+ * for text that is not three non-negative integers. */
 int kp_slots_parse(const char *text, long long *sem_id, long long *sem_num,
                    long long *n);
 

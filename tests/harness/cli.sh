@@ -22,12 +22,17 @@ k list nosuchsuite;            expect_rc 2 "unknown selector"; expect_out "selec
 k list -@nosuchtag;            expect_rc 2 "unknown exclusion"
 k run --backend host nosuch/test; expect_rc 2 "kiln run with an unknown selector"
 
-# ---- help and version ----
-k --help;                      expect_rc 0 "--help"
-for f in jobs backend config report out timeout grace retries repeat isolation wrap poison seed slots resource-spec token-key leaks tolerance verbose version; do
-  grep -q -- "--$f" "$T/out.txt" || fail "--help does not mention --$f"
+# ---- help and version (each command's own help: help.sh) ----
+k run --help;                  expect_rc 0 "run --help"
+for f in jobs backend config report out timeout grace retries repeat isolation wrap poison seed slots resource-spec token-key leaks tolerance verbose; do
+  grep -q -- "--$f" "$T/out.txt" || fail "kiln run --help does not mention --$f"
 done
-ok "--help lists every flag"
+ok "kiln run --help lists every flag of kiln run"
+k --help;                      expect_rc 0 "--help"
+for c in run list devices "report show" "report merge" bench help; do
+  grep -q -- "^  $c " "$T/out.txt" || fail "kiln --help does not list $c"
+done
+ok "kiln --help lists the commands"
 k --version;                   expect_rc 0 "--version"; expect_out '^kiln [0-9]' "version line"
 k;                             expect_rc 2 "no command"
 k frobnicate;                  expect_rc 2 "unknown command"

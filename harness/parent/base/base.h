@@ -37,6 +37,8 @@ double kh_now_ms(void);          /* monotonic */
 double kh_wall_s(void);          /* seconds since the epoch */
 /* ISO 8601 UTC with milliseconds, "2026-11-22T10:00:00.123Z". */
 void kh_iso_time(double wall_s, char *out, size_t n);
+/* The seconds since the epoch of such a text; NAN when it is not one. */
+double kh_iso_parse(const char *s);
 
 /* ---- Strings ------------------------------------------------------------ */
 

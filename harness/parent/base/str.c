@@ -32,14 +32,28 @@ double kh_wall_s(void) {
 }
 
 void kh_iso_time(double wall_s, char *out, size_t n) {
-  time_t t = (time_t)floor(wall_s);
-  int ms = (int)((wall_s - (double)t) * 1000.0);
-  if (ms > 999) ms = 999;
+  /* Whole milliseconds, rounded: a time read back from a report and
+   * written again comes out the same. */
+  long long ms = llround(wall_s * 1000.0);
+  time_t t = (time_t)(ms / 1000);
   struct tm tm;
   gmtime_r(&t, &tm);
   char base[32];
   strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(out, n, "%s.%03dZ", base, ms);
+  snprintf(out, n, "%s.%03dZ", base, (int)(ms % 1000));
+}
+
+double kh_iso_parse(const char *s) {
+  struct tm tm;
+  memset(&tm, 0, sizeof tm);
+  int ms = 0, used = 0;
+  if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ%n", &tm.tm_year, &tm.tm_mon,
+                   &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms, &used) != 7 ||
+      s[used] != '\0')
+    return NAN;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return (double)timegm(&tm) + ms / 1000.0;
 }
 
 /* ---- Memory and strings ---------------------------------------------------- */
@@ -112,21 +126,28 @@ int kh_parse_double(const char *s, double lo, double hi, double *out) {
   return 0;
 }
 
-/* Length of the valid UTF-8 sequence at s, or 0 when it is not one. */
-static size_t kh__utf8_len(const unsigned char *s) {
+/* Length of the valid UTF-8 sequence at s, or 0 when it is not one: a
+ * bad lead or continuation byte, an overlong form, a surrogate or a code
+ * point past U+10FFFF (libyaml's emitter refuses all of them). */
+static size_t utf8_len(const unsigned char *s) {
+  static const unsigned min[] = {0, 0, 0x80, 0x800, 0x10000};
   if (s[0] < 0x80) return 1;
   size_t n = (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3
            : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
-  if (n == 0 || (n == 2 && s[0] < 0xc2)) return 0;
-  for (size_t i = 1; i < n; i++)
+  if (n == 0) return 0;
+  unsigned c = s[0] & (0x7fu >> n);
+  for (size_t i = 1; i < n; i++) {
     if ((s[i] & 0xc0) != 0x80) return 0;
+    c = (c << 6) | (s[i] & 0x3f);
+  }
+  if (c < min[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) return 0;
   return n;
 }
 
 void kh_text_clean(char *s) {
   unsigned char *p = (unsigned char *)s;
   while (*p) {
-    size_t n = kh__utf8_len(p);
+    size_t n = utf8_len(p);
     if (n == 0 || (n == 1 && *p < 0x20 && *p != '\n' && *p != '\t') ||
         *p == 0x7f) {
       *p++ = '?';
