@@ -68,6 +68,9 @@ static void usage(FILE *f, const char *argv0) {
 
 /* ---- The registry ---------------------------------------------------------- */
 
+/* A registered test with its id and tags spelt out. Made only where a
+ * whole registry is needed (--list, selection by pattern): a child that
+ * runs one test by id builds none of it, which keeps its start cheap. */
 typedef struct entry {
   const kt_suite *suite;
   const kt_test *test;
@@ -75,36 +78,45 @@ typedef struct entry {
   char tags[512];
 } entry;
 
-static entry *registry;
-static size_t nregistry;
-
-static void registry_load(void) {
-  size_t n = 0;
-  for (const kt_suite *const *s = kt_suites; *s; s++) n += (*s)->ntests;
-  registry = calloc(n + 1, sizeof *registry);
-  if (!registry) abort();
-  for (const kt_suite *const *s = kt_suites; *s; s++)
-    for (size_t i = 0; i < (*s)->ntests; i++) {
-      entry *e = &registry[nregistry++];
-      const kt_test *t = &(*s)->tests[i];
-      e->suite = *s;
-      e->test = t;
-      snprintf(e->id, sizeof e->id, "%s/%s", (*s)->name, t->name);
-      snprintf(e->tags, sizeof e->tags, "%s%s%s", (*s)->tags ? (*s)->tags : "",
-               (*s)->tags && *(*s)->tags && t->tags && *t->tags ? "," : "",
-               t->tags ? t->tags : "");
-    }
+static void entry_of(const kt_suite *s, const kt_test *t, entry *e) {
+  e->suite = s;
+  e->test = t;
+  snprintf(e->id, sizeof e->id, "%s/%s", s->name, t->name);
+  snprintf(e->tags, sizeof e->tags, "%s%s%s", s->tags ? s->tags : "",
+           s->tags && *s->tags && t->tags && *t->tags ? "," : "", t->tags ? t->tags : "");
 }
 
-static const entry *find(const char *id) {
-  for (size_t i = 0; i < nregistry; i++)
-    if (strcmp(registry[i].id, id) == 0) return &registry[i];
-  return NULL;
+/* Every registered test; *n gets their number. */
+static entry *registry(size_t *n) {
+  *n = 0;
+  for (const kt_suite *const *s = kt_suites; *s; s++) *n += (*s)->ntests;
+  entry *all = calloc(*n + 1, sizeof *all);
+  if (!all) abort();
+  size_t k = 0;
+  for (const kt_suite *const *s = kt_suites; *s; s++)
+    for (size_t i = 0; i < (*s)->ntests; i++) entry_of(*s, &(*s)->tests[i], &all[k++]);
+  return all;
+}
+
+/* The test with this exact id, into e; 0 when there is none. */
+static int find(const char *id, entry *e) {
+  for (const kt_suite *const *s = kt_suites; *s; s++) {
+    size_t n = strlen((*s)->name);
+    if (strncmp(id, (*s)->name, n) != 0 || id[n] != '/') continue;
+    for (size_t i = 0; i < (*s)->ntests; i++)
+      if (strcmp(id + n + 1, (*s)->tests[i].name) == 0) {
+        entry_of(*s, &(*s)->tests[i], e);
+        return 1;
+      }
+  }
+  return 0;
 }
 
 static void list(void) {
-  for (size_t i = 0; i < nregistry; i++) {
-    const entry *e = &registry[i];
+  size_t n;
+  entry *all = registry(&n);
+  for (size_t i = 0; i < n; i++) {
+    const entry *e = &all[i];
     kp_listing l = {e->id, e->suite->name, e->test->name, e->tags,
                     e->test->slots == 0 ? 1 : e->test->slots,
                     e->test->timeout_s, !e->test->host_only,
@@ -113,6 +125,7 @@ static void list(void) {
     kp_encode(&rec, &kp_rec_listing, &l);
     kp_send(&rec, STDOUT_FILENO);
   }
+  free(all);
 }
 
 static int devices(void) {
@@ -351,8 +364,8 @@ static int warm(const char *argv0) {
             *bad ? bad : why);
     return ST_USAGE;
   }
-  const entry *e = find(a.id);
-  if (!e) {
+  static entry e;
+  if (!find(a.id, &e)) {
     fprintf(stderr, "%s: --warm: no test '%s' (see --list)\n", argv0, a.id);
     return ST_USAGE;
   }
@@ -362,7 +375,7 @@ static int warm(const char *argv0) {
       take_slots(a.sem_id, a.sem_num, a.slots, argv0) != 0)
     return ST_INFRA;
   kt__state.keep_context = 0;
-  int outcome = run_one(e);
+  int outcome = run_one(&e);
   /* A host_only test never used the context. */
   if (kt__state.ctx) (void)ke_context_close(kt__state.ctx);
   kt__state.ctx = NULL;
@@ -373,37 +386,34 @@ static int warm(const char *argv0) {
 
 /* The parent names tests by exact id, in the order to run them (repeats
  * included, for --isolation none); anything else selects as `kiln run`
- * does. Fills picks; returns their number, or -1 after a usage error. */
-static int choose(char **args, int nargs, const entry **picks,
-                  const char *argv0) {
-  int exact = 1;
-  for (int i = 0; i < nargs && exact; i++) exact = find(args[i]) != NULL;
+ * does. Fills picks (n of them); returns their number, or -1 after a usage
+ * error. */
+static int choose(char **args, int nargs, entry *picks, const char *argv0) {
   int n = 0;
-  if (nargs > 0 && exact) {
-    for (int i = 0; i < nargs && n < MAX_TESTS; i++) picks[n++] = find(args[i]);
-    return n;
-  }
-  ksel_test *views = calloc(nregistry + 1, sizeof *views);
-  unsigned char *chosen = calloc(nregistry + 1, 1);
+  while (n < nargs && n < MAX_TESTS && find(args[n], &picks[n])) n++;
+  if (nargs > 0 && n == nargs) return n;
+  size_t total;
+  entry *all = registry(&total);
+  ksel_test *views = calloc(total + 1, sizeof *views);
+  unsigned char *chosen = calloc(total + 1, 1);
   if (!views || !chosen) abort();
-  for (size_t i = 0; i < nregistry; i++)
-    views[i] = (ksel_test){registry[i].id, registry[i].suite->name,
-                           registry[i].tags};
+  for (size_t i = 0; i < total; i++)
+    views[i] = (ksel_test){all[i].id, all[i].suite->name, all[i].tags};
   int held = 0;
-  int bad = ksel_select(views, nregistry, args, nargs,
-                        strcmp(ke_backend_name(), "host") == 0, chosen, &held);
+  int bad = ksel_select(views, total, args, nargs, strcmp(ke_backend_name(), "host") == 0,
+                        chosen, &held);
+  n = 0;
   if (bad) {
     fprintf(stderr, "%s: no test matches '%s' (see --list)\n", argv0, args[bad - 1]);
     n = -1;
   }
-  for (size_t i = 0; !bad && i < nregistry && n < MAX_TESTS; i++)
-    if (chosen[i]) picks[n++] = &registry[i];
+  for (size_t i = 0; !bad && i < total && n < MAX_TESTS; i++)
+    if (chosen[i]) picks[n++] = all[i];
   if (!bad && held)
     fprintf(stderr, "%s: %d GPU-sized test%s (tag slow) left out on the host "
                     "backend; add @slow to run %s\n", argv0, held,
             held == 1 ? "" : "s", held == 1 ? "it" : "them");
-  free(views);
-  free(chosen);
+  free(views), free(chosen), free(all);
   return n;
 }
 
@@ -494,7 +504,6 @@ int main(int argc, char **argv) {
   options o = {0};
   int st = parse(argc, argv, &o);
   if (st >= 0) return st;
-  registry_load();
   if (o.list) return list(), ST_OK;
   if (o.devices) return devices();
   if (o.probe) return context_probe(main_ms);
@@ -512,7 +521,8 @@ int main(int argc, char **argv) {
     }
     return warm(argv[0]);
   }
-  static const entry *picks[MAX_TESTS];
+  /* Room for every pick, taken from the heap only when it is used. */
+  static entry picks[MAX_TESTS];
   int n = choose(argv + optind, argc - optind, picks, argv[0]);
   if (n < 0) return ST_USAGE;
   /* Slots kiln's spawn request asks this process to take (a warm runner
@@ -534,7 +544,7 @@ int main(int argc, char **argv) {
   kt__state.keep_context = n > 1;
   int failed = 0, skipped = 0;
   for (int i = 0; i < n; i++) {
-    int outcome = run_one(picks[i]);
+    int outcome = run_one(&picks[i]);
     failed += outcome == 1;
     skipped += outcome == 2;
   }

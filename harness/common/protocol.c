@@ -38,28 +38,39 @@ void kp_add_str(kp_record_out *r, const char *key, const char *value) {
   append(r, " ", 1);
   append(r, key, strlen(key));
   append(r, "=", 1);
-  for (const unsigned char *p = (const unsigned char *)(value ? value : "");
-       *p; p++) {
-    if (plain(*p)) {
-      append(r, (const char *)p, 1);
-    } else {
+  const unsigned char *p = (const unsigned char *)(value ? value : "");
+  while (*p) {
+    /* Runs of plain bytes in one copy, escapes one by one. */
+    const unsigned char *run = p;
+    while (*p && plain(*p)) p++;
+    if (p > run) append(r, (const char *)run, (size_t)(p - run));
+    if (*p) {
       char esc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
       append(r, esc, 3);
+      p++;
     }
   }
 }
 
-void kp_add_int(kp_record_out *r, const char *key, long long value) {
-  char num[32];
-  snprintf(num, sizeof num, "%lld", value);
-  kp_add_str(r, key, num);
+/* Decimal digits of u, written backwards from end; returns the start. */
+static char *digits(unsigned long long u, char *end) {
+  *--end = '\0';
+  do *--end = (char)('0' + u % 10);
+  while (u /= 10);
+  return end;
 }
 
-void kp_add_uint(kp_record_out *r, const char *key,
-                 unsigned long long value) {
-  char num[32];
-  snprintf(num, sizeof num, "%llu", value);
-  kp_add_str(r, key, num);
+void kp_add_int(kp_record_out *r, const char *key, long long value) {
+  char num[24];
+  unsigned long long u = value < 0 ? 0ull - (unsigned long long)value : (unsigned long long)value;
+  char *p = digits(u, num + sizeof num);
+  if (value < 0) *--p = '-';
+  kp_add_str(r, key, p);
+}
+
+void kp_add_uint(kp_record_out *r, const char *key, unsigned long long value) {
+  char num[24];
+  kp_add_str(r, key, digits(value, num + sizeof num));
 }
 
 void kp_add_double(kp_record_out *r, const char *key, double value) {

@@ -54,6 +54,8 @@ int kh_parse_double(const char *s, double lo, double hi, double *out);
 /* Replaces bytes that are not valid UTF-8 or are control characters (other
  * than newline and tab) by '?', in place, so YAML emitters accept it. */
 void kh_text_clean(char *s);
+/* 1 when kh_text_clean would change s. */
+int kh_text_dirty(const char *s);
 
 /* A growable byte buffer. */
 typedef struct kh_buf {
@@ -63,8 +65,6 @@ typedef struct kh_buf {
 } kh_buf;
 
 void kh_buf_add(kh_buf *b, const void *data, size_t n);
-/* s as a YAML double-quoted string (JSON-compatible escapes; NULL: ""). */
-void kh_buf_add_yq(kh_buf *b, const char *s);
 void kh_buf_addf(kh_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void kh_buf_free(kh_buf *b);
@@ -79,15 +79,6 @@ int kh_read_file(const char *path, size_t max, char **out, size_t *len);
 /* Writes data to path atomically: a temporary file beside it, fsync,
  * rename. */
 int kh_write_atomic(const char *path, const void *data, size_t len);
-
-/* ---- Helper commands ---------------------------------------------------- */
-
-/* Runs argv with stdin from /dev/null, captures up to max bytes of stdout
- * (stderr goes to stderr_to, or /dev/null when NULL), waits at most
- * timeout_s. Returns the exit status (0..255), 128+signal, or -1 when it
- * could not be started or timed out (errno ETIMEDOUT). */
-int kh_capture(char *const argv[], size_t max, double timeout_s,
-                char **out, size_t *len);
 
 /* Retrying wrappers for calls that signals may interrupt. */
 ssize_t kh_read(int fd, void *buf, size_t n);

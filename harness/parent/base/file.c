@@ -1,16 +1,13 @@
-/* Files and helper commands for the kiln parent; see base.h. */
+/* Files for the kiln parent; see base.h. */
 #include "base.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---- Files ----------------------------------------------------------------- */
@@ -37,7 +34,7 @@ int kh_mkdir_p(const char *path, mode_t mode) {
   return 0;
 }
 
-static int kh__rm_one(const char *path, const struct stat *st, int flag,
+static int rm_one(const char *path, const struct stat *st, int flag,
                       struct FTW *ftw) {
   (void)st, (void)flag, (void)ftw;
   (void)remove(path);
@@ -45,7 +42,9 @@ static int kh__rm_one(const char *path, const struct stat *st, int flag,
 }
 
 void kh_rm_rf(const char *path) {
-  (void)nftw(path, kh__rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  /* Mostly an empty folder: one rmdir, the walk only when that fails. */
+  if (rmdir(path) == 0 || errno == ENOENT) return;
+  (void)nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 int kh_read_file(const char *path, size_t max, char **out, size_t *len) {
@@ -118,65 +117,3 @@ int kh_write_all(int fd, const void *buf, size_t n) {
   }
   return 0;
 }
-
-/* ---- Helper commands ------------------------------------------------------- */
-
-static void kh__capture_child(char *const argv[], int out_fd) {
-  int null = open("/dev/null", O_RDWR);
-  if (null >= 0) {
-    dup2(null, STDIN_FILENO);
-    dup2(null, STDERR_FILENO);
-  }
-  dup2(out_fd, STDOUT_FILENO);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, NULL);
-  signal(SIGPIPE, SIG_DFL);
-  execvp(argv[0], argv);
-  _exit(127);
-}
-
-int kh_capture(char *const argv[], size_t max, double timeout_s,
-                char **out, size_t *len) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) return -1;
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(p[0]);
-    close(p[1]);
-    return -1;
-  }
-  if (pid == 0) kh__capture_child(argv, p[1]);
-  close(p[1]);
-  kh_buf b = {0};
-  double deadline = kh_now_ms() + timeout_s * 1e3;
-  int timed_out = 0;
-  for (;;) {
-    double left = deadline - kh_now_ms();
-    if (left <= 0) {
-      timed_out = 1;
-      break;
-    }
-    struct pollfd pfd = {.fd = p[0], .events = POLLIN};
-    int r = poll(&pfd, 1, (int)left + 1);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) continue;
-    char chunk[16384];
-    ssize_t n = kh_read(p[0], chunk, sizeof chunk);
-    if (n <= 0) break;
-    if (b.len < max)
-      kh_buf_add(&b, chunk, (size_t)n < max - b.len ? (size_t)n : max - b.len);
-  }
-  close(p[0]);
-  if (timed_out) kill(pid, SIGKILL);
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  if (!b.data) kh_buf_add(&b, "", 0);
-  *out = b.data;
-  if (len) *len = b.len;
-  if (timed_out) return errno = ETIMEDOUT, -1;
-  if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
-  return WEXITSTATUS(st) == 127 ? -1 : WEXITSTATUS(st);
-}
-

@@ -58,7 +58,7 @@ double kh_iso_parse(const char *s) {
 
 /* ---- Memory and strings ---------------------------------------------------- */
 
-static void kh__oom(void) {
+static void oom(void) {
   static const char msg[] = "kiln: out of memory\n";
   (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
   abort();
@@ -66,19 +66,19 @@ static void kh__oom(void) {
 
 void *kh_xmalloc(size_t n) {
   void *p = malloc(n ? n : 1);
-  if (!p) kh__oom();
+  if (!p) oom();
   return p;
 }
 
 void *kh_xcalloc(size_t n, size_t size) {
   void *p = calloc(n ? n : 1, size ? size : 1);
-  if (!p) kh__oom();
+  if (!p) oom();
   return p;
 }
 
 void *kh_xrealloc(void *p, size_t n) {
   p = realloc(p, n ? n : 1);
-  if (!p) kh__oom();
+  if (!p) oom();
   return p;
 }
 
@@ -157,6 +157,20 @@ void kh_text_clean(char *s) {
   }
 }
 
+int kh_text_dirty(const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    if (*p >= 0x20 && *p < 0x7f) {       /* plain ASCII: the common case */
+      p++;
+      continue;
+    }
+    size_t n = utf8_len(p);
+    if (n == 0 || (n == 1 && *p != '\n' && *p != '\t') || *p == 0x7f) return 1;
+    p += n;
+  }
+  return 0;
+}
+
 void kh_buf_add(kh_buf *b, const void *data, size_t n) {
   if (b->len + n + 1 > b->cap) {
     size_t cap = b->cap ? b->cap : 256;
@@ -190,12 +204,3 @@ void kh_buf_free(kh_buf *b) {
   b->len = b->cap = 0;
 }
 
-void kh_buf_add_yq(kh_buf *y, const char *s) {
-  kh_buf_add(y, "\"", 1);
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '"' || *p == '\\') kh_buf_addf(y, "\\%c", *p);
-    else if (*p < 0x20 || *p == 0x7f) kh_buf_addf(y, "\\x%02x", *p);
-    else kh_buf_add(y, p, 1);
-  }
-  kh_buf_add(y, "\"", 1);
-}

@@ -39,9 +39,9 @@ void kcli__bench_summarise(kcli__bench_data *B, kcli__bench_summary *s) {
   }
   s->cpu_ratio = s->host && s->runner ? s->host->cpu_ms_per_test / s->runner->cpu_ms_per_test
                                       : NAN;
-  s->rss_growth_kb = s->rss[0] && s->rss[1] && s->rss[0]->peak_rss_kb >= 0 &&
-                             s->rss[1]->peak_rss_kb >= 0
-                         ? s->rss[1]->peak_rss_kb - s->rss[0]->peak_rss_kb : -1;
+  s->rss_known = s->rss[0] && s->rss[1] && s->rss[0]->peak_rss_kb >= 0 &&
+                 s->rss[1]->peak_rss_kb >= 0;
+  s->rss_growth_kb = s->rss_known ? s->rss[1]->peak_rss_kb - s->rss[0]->peak_rss_kb : 0;
 }
 
 static const char *verdict(int pass) { return pass ? "PASS" : "MISS"; }
@@ -64,11 +64,11 @@ static void host_lines(const kcli__bench_summary *s) {
            2 * KCLI__BENCH_BEFORE_TESTS_S);
   else
     printf("host tests/s:    n/a\n");
-  if (s->rss_growth_kb >= 0 || (s->rss[0] && s->rss[1]))
+  if (s->rss_known)
     printf("kiln peak RSS:   %lld KiB at %d tests, %lld KiB at %d: %+lld KiB  %s (target "
            "<= %d KiB)\n", s->rss[0]->peak_rss_kb, s->rss[0]->tests, s->rss[1]->peak_rss_kb,
            s->rss[1]->tests, s->rss_growth_kb,
-           verdict(s->rss_growth_kb >= 0 && s->rss_growth_kb <= KCLI__BENCH_RSS_KB),
+           verdict(s->rss_growth_kb <= KCLI__BENCH_RSS_KB),
            KCLI__BENCH_RSS_KB);
   else
     printf("kiln peak RSS:   n/a\n");
@@ -241,7 +241,7 @@ static void summary(krep_yaml *y, const kcli__bench_summary *s) {
     krep_yaml_null(y);
   }
   krep_yaml_key(y, "rss");
-  if (s->rss_growth_kb >= 0) {
+  if (s->rss_known) {
     krep_yaml_map(y, 1);
     kint(y, "tests_a", s->rss[0]->tests), kint(y, "peak_rss_kb_a", s->rss[0]->peak_rss_kb);
     kint(y, "tests_b", s->rss[1]->tests), kint(y, "peak_rss_kb_b", s->rss[1]->peak_rss_kb);

@@ -54,7 +54,8 @@ typedef struct kcli__bench_data {
 typedef struct kcli__bench_summary {
   const kcli__point *ceiling, *kiln, *none, *host, *runner, *rss[2];
   double cpu_ratio;         /* host / runner CPU per test; NAN */
-  long long rss_growth_kb;  /* rss[1] - rss[0]; -1 unknown */
+  int rss_known;           /* both RSS points measured */
+  long long rss_growth_kb;  /* rss[1] - rss[0] */
 } kcli__bench_summary;
 
 void kcli__bench_summarise(kcli__bench_data *B, kcli__bench_summary *s);

@@ -106,6 +106,13 @@ static void put(krep_journal *j, const kp_rdesc *d, const void *rec) {
   kh_buf_add(&j->buf, "\n", 1);
 }
 
+/* The record in j->rec as a child's: `rec <record>`. */
+static void put_rec(krep_journal *j) {
+  kh_buf_add(&j->buf, "rec ", 4);
+  kh_buf_add(&j->buf, j->rec.buf, j->rec.len);
+  kh_buf_add(&j->buf, "\n", 1);
+}
+
 static void flush(krep_journal *j) {
   if (j->buf.len) (void)kh_write_all(j->fd, j->buf.data, j->buf.len);
   j->buf.len = 0;
@@ -166,13 +173,13 @@ void krep_journal_test(krep_journal *j, const krep_test *t) {
   if (t->pid != KP_NONE) {
     kp_test test = {t->id, t->pid, t->seed};
     kp_encode(&j->rec, &kp_rec_test, &test);
-    kh_buf_addf(&j->buf, "rec %.*s\n", (int)j->rec.len, j->rec.buf);
+    put_rec(j);
   }
   for (int i = 0; i < t->nrecs; i++) {
     const krep_rec *x = t->recs[i];
     kp_begin(&j->rec, x->tag);
     for (int k = 0; k < x->n; k++) kp_add_str(&j->rec, x->f[k].key, x->f[k].value);
-    kh_buf_addf(&j->buf, "rec %.*s\n", (int)j->rec.len, j->rec.buf);
+    put_rec(j);
   }
   char tail[8192];
   put(j, &rec_tail, &(jpair){NULL, cut(t->log_tail ? t->log_tail : "", tail, sizeof tail)});

@@ -151,7 +151,7 @@ static void testcase(kh_buf *b, const krep_report *rep, const krep_test *t) {
   char name[512], time[32];
   if (t->repeat > 1) snprintf(name, sizeof name, "%s [repeat %d]", name_of(t), t->repeat);
   else snprintf(name, sizeof name, "%s", name_of(t));
-  snprintf(time, sizeof time, "%.3f", isnan(t->wall_ms) ? 0.0 : t->wall_ms / 1000.0);
+  snprintf(time, sizeof time, "%.6f", isnan(t->wall_ms) ? 0.0 : t->wall_ms / 1000.0);
   LIT(b, "    <testcase");
   attr(b, "name", name);
   attr(b, "classname", t->suite);
@@ -195,7 +195,7 @@ static void count(tally *s, const krep_test *t) {
 
 static void tally_attrs(kh_buf *b, const tally *s) {
   kh_buf_addf(b, " tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" "
-              "time=\"%.3f\"", s->tests, s->failures, s->errors, s->skipped,
+              "time=\"%.6f\"", s->tests, s->failures, s->errors, s->skipped,
               s->seconds);
 }
 

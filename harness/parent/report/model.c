@@ -105,20 +105,11 @@ static void grow(void ***set, size_t n, size_t *cap, uint64_t (*hash)(const void
 
 static uint64_t hash_str(const void *s) { return hash_bytes(0xcbf29ce484222325ULL, s); }
 
-/* 1 when s holds a byte a report cannot carry as text: a control byte
- * other than newline and tab, or possibly invalid UTF-8 (kh_text_clean
- * decides). */
-static int needs_clean(const char *s) {
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-    if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p >= 0x7f) return 1;
-  return 0;
-}
-
 /* The pool's copy of s, cleaned as the YAML writer would clean it, so that
  * the model a run holds is the model its report reads back as. */
 static const char *intern(krep_pool *p, const char *s) {
   char *clean = NULL;
-  if (needs_clean(s)) {
+  if (kh_text_dirty(s)) {
     clean = kh_strdup(s);
     kh_text_clean(clean);
     s = clean;
@@ -173,7 +164,7 @@ static const krep_rec *intern_rec(krep_pool *p, const char *tag, const kp_field 
     size_t len = strlen(f[i].value) + 1;
     char *v = krep__alloc(p, len);
     memcpy(v, f[i].value, len);
-    if (needs_clean(v)) kh_text_clean(v);
+    if (kh_text_dirty(v)) kh_text_clean(v);
     r->f[i].key = intern(p, f[i].key);
     r->f[i].value = v;
     *bytes += len + strlen(f[i].key);

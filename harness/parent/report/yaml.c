@@ -1,12 +1,21 @@
-/* The one YAML writer: libyaml's emitter, streamed to a temporary file that
- * is renamed into place, with kiln's rules for scalars. A string is
- * written plain only when no YAML 1.1 or 1.2 reader (PyYAML, libyaml users,
- * Go, Ruby) could take it for something else: not empty, not starting with
- * a digit, sign, dot or tilde (numbers, .inf, timestamps, 1:30 read as 90
- * in YAML 1.1), not a boolean or null word in any case, not << or =.
- * Everything else is double-quoted. Numbers always read back as numbers:
- * an exponent gets a mantissa with a dot ("1.0e+20"; YAML 1.1 reads "1e+20"
- * as a string) and NaN and infinities are .nan, .inf, -.inf.
+/* The one YAML writer. It writes the block layout reports/README.md shows
+ * (the layout libyaml's emitter writes, which scripts and tests read line
+ * by line), streamed through a buffer to a temporary file that is renamed
+ * into place. It is its own emitter rather than libyaml's because the
+ * report is written once per run with a few hundred scalars per test, and
+ * libyaml's general emitter cost more than the rest of kiln's work per test
+ * (docs/performance.md).
+ *
+ * Scalars. A string goes plain only when no YAML 1.1 or 1.2 reader
+ * (PyYAML, libyaml, Go, Ruby) could take it for something else or for
+ * syntax: printable ASCII, not empty, not starting with a digit, sign, dot,
+ * tilde or an indicator (numbers, .inf, timestamps, 1:30 read as 90 in YAML
+ * 1.1, "- x", "@x"), not a boolean or null word in any case, no ": " or
+ * " #", no trailing space, and in a flow collection no ",[]{}". A string
+ * of several lines goes as a literal block; everything else is
+ * double-quoted with JSON's escapes, which YAML shares. Numbers always read
+ * back as numbers: an exponent gets a dot and a sign ("1.0e+20"; YAML 1.1
+ * reads "1e+20" as a string), NaN and infinities are .nan, .inf, -.inf.
  */
 #include "report-impl.h"
 
@@ -18,33 +27,51 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
-#include <yaml.h>
+
+#define FLUSH_AT (64u << 10)
+#define MAX_DEPTH 32
+
+typedef struct level {
+  char kind;                /* 'm' map, 's' sequence */
+  char flow;
+  char inline_first;        /* block: its first entry follows "- " on the line */
+  char root;
+  int count;                /* entries written (a map's keys) */
+  int indent;               /* column of its entries (block) */
+} level;
 
 struct krep_yaml {
-  yaml_emitter_t em;
   int fd;
   char *path, *tmp;         /* NULL for stdout */
-  int failed, write_errno;
-  char kinds[64];           /* 'm' or 's' per open collection */
+  kh_buf out;
+  int write_errno, failed;
+  level lv[MAX_DEPTH];
   int depth;
+  int after_key;            /* a map key was written; its value comes next */
 };
 
-static int out(void *data, unsigned char *buf, size_t size) {
-  krep_yaml *y = data;
-  if (kh_write_all(y->fd, buf, size) != 0) {
+/* ---- Output ------------------------------------------------------------------- */
+
+static void flush(krep_yaml *y) {
+  if (y->out.len && !y->write_errno && kh_write_all(y->fd, y->out.data, y->out.len) != 0)
     y->write_errno = errno;
-    return 0;
-  }
-  return 1;
+  y->out.len = 0;
 }
 
-static void emit(krep_yaml *y, yaml_event_t *ev, int ok) {
-  if (!ok || y->failed) {
-    if (ok) yaml_event_delete(ev);
-    y->failed = 1;
-    return;
+static void put(krep_yaml *y, const char *s, size_t n) {
+  kh_buf_add(&y->out, s, n);
+  if (y->out.len >= FLUSH_AT) flush(y);
+}
+
+#define PUTS(y, s) put((y), (s), strlen(s))
+
+static void spaces(krep_yaml *y, int n) {
+  static const char sp[] = "                                                                ";
+  while (n > 0) {
+    int k = n < 64 ? n : 64;
+    put(y, sp, (size_t)k);
+    n -= k;
   }
-  if (!yaml_emitter_emit(&y->em, ev)) y->failed = 1;
 }
 
 krep_yaml *krep_yaml_open(const char *path, kh_err *err) {
@@ -60,92 +87,246 @@ krep_yaml *krep_yaml_open(const char *path, kh_err *err) {
       return NULL;
     }
   }
-  yaml_emitter_initialize(&y->em);
-  yaml_emitter_set_output(&y->em, out, y);
-  yaml_emitter_set_width(&y->em, 100);
-  yaml_emitter_set_unicode(&y->em, 1);
-  yaml_event_t ev;
-  emit(y, &ev, yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING));
-  emit(y, &ev, yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 0));
+  PUTS(y, "---\n");
   return y;
 }
 
 int krep_yaml_close(krep_yaml *y, kh_err *err) {
-  yaml_event_t ev;
-  emit(y, &ev, yaml_document_end_event_initialize(&ev, 0));
-  emit(y, &ev, yaml_stream_end_event_initialize(&ev));
-  if (!y->failed && !yaml_emitter_flush(&y->em)) y->failed = 1;
+  if (y->depth) y->failed = 1;
+  PUTS(y, "...\n");
+  flush(y);
   const char *name = y->path ? y->path : "stdout";
   int rc = 0;
-  if (y->write_errno)
-    rc = kh_errf(err, "%s: %s", name, strerror(y->write_errno));
-  else if (y->failed)
-    rc = kh_errf(err, "%s: YAML emitter: %s", name,
-                 y->em.problem ? y->em.problem : "failed");
+  if (y->write_errno) rc = kh_errf(err, "%s: %s", name, strerror(y->write_errno));
+  else if (y->failed) rc = kh_errf(err, "%s: YAML writer: collections not closed", name);
   if (y->path) {
     if (rc == 0 && fsync(y->fd) != 0) rc = kh_errf(err, "%s: %s", name, strerror(errno));
     close(y->fd);
-    if (rc == 0 && rename(y->tmp, y->path) != 0)
-      rc = kh_errf(err, "%s: %s", name, strerror(errno));
+    if (rc == 0 && rename(y->tmp, y->path) != 0) rc = kh_errf(err, "%s: %s", name, strerror(errno));
     if (rc != 0) unlink(y->tmp);
   }
-  yaml_emitter_delete(&y->em);
+  kh_buf_free(&y->out);
   free(y->path), free(y->tmp), free(y);
   return rc;
 }
 
-/* ---- Collections ----------------------------------------------------------------- */
+/* ---- Where the next node goes ----------------------------------------------- */
+
+/* The layout is libyaml's: a block map's value that is a block map sits on
+ * the next lines two columns in; one that is a block sequence sits at the
+ * key's column ("indentless"); a block map that is a sequence item starts
+ * on the item's "- " line; empty block collections are written [] and {}. */
+
+static level *top(krep_yaml *y) { return y->depth ? &y->lv[y->depth - 1] : NULL; }
+
+/* Starts an entry of a block collection: on a new line at its column,
+ * or right after "- " for the first entry of a sequence item. */
+static void entry_start(krep_yaml *y, level *t) {
+  if (t->count == 0 && t->inline_first) PUTS(y, " ");
+  else if (!(t->count == 0 && t->root)) {
+    PUTS(y, "\n");
+    spaces(y, t->indent);
+  }
+  t->count++;
+}
+
+/* What comes before a node in its parent: a map value's space, a flow
+ * item's comma, a block sequence item's dash. *inline_first: whether a
+ * block collection here starts on this line. */
+static void before_node(krep_yaml *y, int block_coll, char *inline_first) {
+  level *t = top(y);
+  *inline_first = 0;
+  if (!t) return;
+  if (t->kind == 'm') {
+    if (!y->after_key) y->failed = 1;   /* a value without its key */
+    y->after_key = 0;
+    if (!block_coll) PUTS(y, " ");
+    return;
+  }
+  if (t->flow) {
+    if (t->count++) PUTS(y, ", ");
+    return;
+  }
+  entry_start(y, t);
+  PUTS(y, "-");
+  if (block_coll) *inline_first = 1;
+  else PUTS(y, " ");
+}
 
 static void open_coll(krep_yaml *y, char kind, int flow) {
-  yaml_event_t ev;
-  if (kind == 'm')
-    emit(y, &ev, yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
-        flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE));
-  else
-    emit(y, &ev, yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1,
-        flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE));
-  if (y->depth < (int)sizeof y->kinds) y->kinds[y->depth] = kind;
-  y->depth++;
+  level *t = top(y);
+  flow |= t && t->flow;
+  char inline_first;
+  before_node(y, !flow, &inline_first);
+  if (y->depth == MAX_DEPTH) {
+    y->failed = 1;
+    return;
+  }
+  level *n = &y->lv[y->depth++];
+  memset(n, 0, sizeof *n);
+  n->kind = kind;
+  n->flow = (char)flow;
+  n->inline_first = inline_first;
+  n->root = !t;
+  if (flow) PUTS(y, kind == 'm' ? "{" : "[");
+  else if (!t) n->indent = 0;
+  else if (t->kind == 'm') n->indent = t->indent + (kind == 'm' ? 2 : 0);
+  else n->indent = t->indent + 2;
 }
 
 void krep_yaml_map(krep_yaml *y, int flow) { open_coll(y, 'm', flow); }
 void krep_yaml_seq(krep_yaml *y, int flow) { open_coll(y, 's', flow); }
 
 void krep_yaml_end(krep_yaml *y) {
-  if (y->depth == 0) {
+  level *t = top(y);
+  if (!t || y->after_key) {
     y->failed = 1;
     return;
   }
-  char kind = --y->depth < (int)sizeof y->kinds ? y->kinds[y->depth] : 'm';
-  yaml_event_t ev;
-  emit(y, &ev, kind == 'm' ? yaml_mapping_end_event_initialize(&ev)
-                           : yaml_sequence_end_event_initialize(&ev));
+  if (t->flow) PUTS(y, t->kind == 'm' ? "}" : "]");
+  else if (t->count == 0) PUTS(y, t->kind == 'm' ? " {}" : " []");
+  y->depth--;
+  if (y->depth == 0) PUTS(y, "\n");
 }
 
-/* ---- Scalars ------------------------------------------------------------------------- */
+/* ---- Scalars -------------------------------------------------------------------------- */
 
-static void scalar(krep_yaml *y, const char *text, yaml_scalar_style_t style) {
-  yaml_event_t ev;
-  emit(y, &ev, yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)text,
-                                            (int)strlen(text), 1, 1, style));
-}
-
-/* May this string go plain, read back as the same string by any YAML 1.1
- * or 1.2 reader? (libyaml itself still quotes what plain cannot hold.) */
+/* Not one of YAML 1.1's and 1.2's type words or starts, in any case. */
 static int plain_ok(const char *s) {
   static const char *const words[] = {"true", "false", "yes", "no", "on", "off",
                                       "y", "n", "null", "<<", "="};
   if (!*s || strchr("0123456789+-.~", *s)) return 0;
+  if (strlen(s) > 5) return 1;    /* longer than every word below */
   for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
     if (strcasecmp(s, words[i]) == 0) return 0;
   return 1;
 }
 
+/* Bytes a plain scalar may hold anywhere: printable ASCII but the flow
+ * indicators, which only block context allows (bit 2), and ':' and '#',
+ * which are checked with their neighbours. */
+static unsigned char plain_byte[256];
+
+static void plain_table(void) {
+  if (plain_byte['a']) return;
+  for (int c = 0x20; c <= 0x7e; c++) plain_byte[c] = 1;
+  for (const char *p = ",[]{}"; *p; p++) plain_byte[(unsigned char)*p] = 2;
+  plain_byte[':'] = plain_byte['#'] = 4;
+}
+
+/* May s go plain here, and read back as the same string? */
+static int plain(const char *s, int in_flow) {
+  plain_table();
+  if (!plain_ok(s) || strchr("-?:,[]{}#&*!|>'\"%@` ", *s)) return 0;
+  const unsigned char *p = (const unsigned char *)s;
+  for (; *p; p++) {
+    unsigned char k = plain_byte[*p];
+    if (k == 1) continue;
+    if (k == 0 || (k == 2 && in_flow)) return 0;
+    if (*p == ':' && (p[1] == ' ' || !p[1])) return 0;
+    if (*p == '#' && p[-1] == ' ') return 0;
+  }
+  return p[-1] != ' ';
+}
+
+/* A code point that may stand in a double-quoted scalar as it is. */
+static int printable(unsigned c) {
+  return (c >= 0x20 && c <= 0x7e) || (c >= 0xa0 && c != 0x2028 && c != 0x2029 &&
+                                      c != 0xfeff && c != 0xfffe && c != 0xffff);
+}
+
+static void quoted(krep_yaml *y, const char *s) {
+  PUTS(y, "\"");
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    const unsigned char *run = p;
+    while (*p >= 0x20 && *p <= 0x7e && *p != '"' && *p != '\\') p++;
+    if (p > run) put(y, (const char *)run, (size_t)(p - run));
+    if (!*p) break;
+    char esc[16];
+    if (*p == '"' || *p == '\\') snprintf(esc, sizeof esc, "\\%c", *p);
+    else if (*p == '\n') snprintf(esc, sizeof esc, "\\n");
+    else if (*p == '\t') snprintf(esc, sizeof esc, "\\t");
+    else if (*p < 0x80) snprintf(esc, sizeof esc, "\\u%04X", *p);
+    else {
+      /* A UTF-8 sequence (the text is clean): as it is when printable. */
+      size_t n = (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : 4;
+      unsigned c = *p & (0x7fu >> n);
+      for (size_t i = 1; i < n; i++) c = (c << 6) | (p[i] & 0x3f);
+      if (printable(c)) put(y, (const char *)p, n);
+      else if (c <= 0xffff) snprintf(esc, sizeof esc, "\\u%04X", c), PUTS(y, esc);
+      else put(y, (const char *)p, n);
+      p += n;
+      continue;
+    }
+    PUTS(y, esc);
+    p++;
+  }
+  PUTS(y, "\"");
+}
+
+/* A literal block for text of several lines, when its lines allow one:
+ * printable, and the first line not starting with a space. */
+static int literal(krep_yaml *y, const char *s, int indent) {
+  if (s[0] == ' ' || s[0] == '\n') return 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f) return 0;
+  size_t len = strlen(s), nl = 0;
+  while (nl < len && s[len - 1 - nl] == '\n') nl++;
+  PUTS(y, nl == 0 ? "|-" : nl == 1 ? "|" : "|+");
+  for (const char *p = s; *p;) {
+    const char *e = strchr(p, '\n');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    PUTS(y, "\n");
+    if (n) spaces(y, indent), put(y, p, n);
+    p += n + (e ? 1 : 0);
+    if (!e) break;
+  }
+  return 1;
+}
+
+/* A scalar in the current position: "plain", or else quoted or literal. */
+static void scalar(krep_yaml *y, const char *text, int may_be_plain) {
+  char inline_first;
+  before_node(y, 0, &inline_first);
+  level *t = top(y);
+  int in_flow = t && t->flow;
+  if (may_be_plain) {
+    PUTS(y, text);
+    return;
+  }
+  if (plain(text, in_flow)) PUTS(y, text);
+  else if (strchr(text, '\n') && !in_flow && literal(y, text, t ? t->indent + 2 : 2)) return;
+  else quoted(y, text);
+}
+
 void krep_yaml_key(krep_yaml *y, const char *key) {
-  char *clean = kh_strdup(key);
-  kh_text_clean(clean);     /* a key a child made up (a phase name) too */
-  scalar(y, clean, plain_ok(clean) ? YAML_PLAIN_SCALAR_STYLE : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
-  free(clean);
+  level *t = top(y);
+  if (!t || t->kind != 'm' || y->after_key) {
+    y->failed = 1;
+    return;
+  }
+  if (t->flow) {
+    if (t->count++) PUTS(y, ", ");
+  } else {
+    entry_start(y, t);
+  }
+  /* kiln's own keys are words; a key a child made up (a phase name)
+   * may be anything. */
+  const char *p = key;
+  while ((*p >= 'a' && *p <= 'z') || *p == '_' || (p > key && *p >= '0' && *p <= '9')) p++;
+  if (!*p && p > key && plain_ok(key)) {
+    put(y, key, (size_t)(p - key));
+  } else {
+    char *copy = NULL;
+    if (kh_text_dirty(key)) copy = kh_strdup(key), kh_text_clean(copy);
+    const char *k = copy ? copy : key;
+    if (plain(k, t->flow)) PUTS(y, k);
+    else quoted(y, k);
+    free(copy);
+  }
+  PUTS(y, ":");
+  y->after_key = 1;
 }
 
 void krep_yaml_str(krep_yaml *y, const char *s) {
@@ -153,25 +334,23 @@ void krep_yaml_str(krep_yaml *y, const char *s) {
     krep_yaml_null(y);
     return;
   }
-  char *clean = kh_strdup(s);
-  kh_text_clean(clean);
-  yaml_scalar_style_t style = YAML_ANY_SCALAR_STYLE;
-  if (!plain_ok(clean)) style = YAML_DOUBLE_QUOTED_SCALAR_STYLE;
-  else if (strchr(clean, '\n')) style = YAML_LITERAL_SCALAR_STYLE;
-  scalar(y, clean, style);
-  free(clean);
+  char *copy = NULL;
+  if (kh_text_dirty(s)) copy = kh_strdup(s), kh_text_clean(copy);
+  scalar(y, copy ? copy : s, 0);
+  free(copy);
 }
 
-void krep_yaml_null(krep_yaml *y) { scalar(y, "null", YAML_PLAIN_SCALAR_STYLE); }
-
-void krep_yaml_bool(krep_yaml *y, int v) {
-  scalar(y, v ? "true" : "false", YAML_PLAIN_SCALAR_STYLE);
-}
+void krep_yaml_null(krep_yaml *y) { scalar(y, "null", 1); }
+void krep_yaml_bool(krep_yaml *y, int v) { scalar(y, v ? "true" : "false", 1); }
 
 void krep_yaml_int(krep_yaml *y, long long v) {
-  char num[32];
-  snprintf(num, sizeof num, "%lld", v);
-  scalar(y, num, YAML_PLAIN_SCALAR_STYLE);
+  char num[24], *p = num + sizeof num;
+  unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+  *--p = '\0';
+  do *--p = (char)('0' + u % 10);
+  while (u /= 10);
+  if (v < 0) *--p = '-';
+  scalar(y, p, 1);
 }
 
 /* A decimal number's text in a form YAML 1.1 and 1.2 both read as one:
@@ -199,9 +378,13 @@ static int number_form(const char *text, char *out, size_t n) {
     if ((elen = (size_t)(p - ep)) == 0) return -1;
   }
   if (*p || strlen(text) + 5 > n) return -1;
+  if (!fp && !ep) {       /* an integer: as it is */
+    memcpy(out, text, strlen(text) + 1);
+    return 0;
+  }
   int k = snprintf(out, n, "%s%.*s", text[0] == '-' ? "-" : "", (int)ilen, ip);
   if (fp) k += snprintf(out + k, n - (size_t)k, ".%.*s", (int)flen, fp);
-  else if (ep) k += snprintf(out + k, n - (size_t)k, ".0");
+  else k += snprintf(out + k, n - (size_t)k, ".0");
   if (ep) snprintf(out + k, n - (size_t)k, "e%c%.*s", esign, (int)elen, ep);
   return 0;
 }
@@ -209,16 +392,16 @@ static int number_form(const char *text, char *out, size_t n) {
 static void double_text(krep_yaml *y, double v, int digits) {
   char raw[40], num[48];
   if (isnan(v)) {
-    scalar(y, ".nan", YAML_PLAIN_SCALAR_STYLE);
+    scalar(y, ".nan", 1);
     return;
   }
   if (isinf(v)) {
-    scalar(y, v > 0 ? ".inf" : "-.inf", YAML_PLAIN_SCALAR_STYLE);
+    scalar(y, v > 0 ? ".inf" : "-.inf", 1);
     return;
   }
   snprintf(raw, sizeof raw, "%.*g", digits, v);
   if (number_form(raw, num, sizeof num) != 0) snprintf(num, sizeof num, "%s", raw);
-  scalar(y, num, YAML_PLAIN_SCALAR_STYLE);
+  scalar(y, num, 1);
 }
 
 void krep_yaml_num(krep_yaml *y, double v) { double_text(y, v, 17); }
@@ -242,21 +425,19 @@ void krep_yaml_value(krep_yaml *y, const char *text, int type) {
     krep_yaml_str(y, text);
     return;
   }
-  if (type != KP_INT && type != KP_UINT && type != KP_DOUBLE &&
-      (strcmp(text, "true") == 0 || strcmp(text, "false") == 0)) {
-    scalar(y, text, YAML_PLAIN_SCALAR_STYLE);
+  int integral = type == KP_INT || type == KP_UINT;
+  if (!integral && type != KP_DOUBLE && (strcmp(text, "true") == 0 || strcmp(text, "false") == 0)) {
+    scalar(y, text, 1);
     return;
   }
-  int integral = type == KP_INT || type == KP_UINT;
   const char *sp = integral ? NULL : special(text);
   if (sp) {
-    scalar(y, sp, YAML_PLAIN_SCALAR_STYLE);
+    scalar(y, sp, 1);
     return;
   }
-  if (number_form(text, num, sizeof num) == 0 &&
-      (!integral || strpbrk(text, ".eE") == NULL) &&
+  if (number_form(text, num, sizeof num) == 0 && (!integral || strpbrk(text, ".eE") == NULL) &&
       !(type == KP_UINT && text[0] == '-')) {
-    scalar(y, num, YAML_PLAIN_SCALAR_STYLE);
+    scalar(y, num, 1);
     return;
   }
   krep_yaml_str(y, text);   /* not what its key promises: keep it as text */

@@ -15,9 +15,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* What a warm child's holder file says until its test is assigned. */
-#define WARM_HOLDER "(warm, no test yet)"
-
 int krun__want(const krun_test *t, int cap) {
   return t->slots < 0 ? cap : (t->slots == 0 ? 1 : t->slots);
 }
@@ -224,10 +221,9 @@ int krun__spawn(krun__run *R, krun__job *j) {
   j->rd = kh_xmalloc(sizeof *j->rd);
   kp_reader_init(j->rd);
   j->active = 1;
+  if (j->warm) return 0;      /* no test, no slots yet: no holder file */
   if (R->use_tokens && j->dev >= 0)
-    krun_tokens_holder_add(&R->tok, phys, pid, j->warm ? WARM_HOLDER : j->tests[0]->id,
-                           j->warm ? 0 : j->slots);
-  if (j->warm) return 0;      /* no test, no slots yet */
+    krun_tokens_holder_add(&R->tok, phys, pid, j->tests[0]->id, j->slots);
   R->nrunning++;
   for (int i = 0; i < j->ntests; i++) {
     j->tests[i]->device = phys;
@@ -322,7 +318,12 @@ static void write_log(krun__run *R, const krun__job *j, const char *name) {
   char *path = kh_asprintf("%s/%s", R->o->out_dir, name);
   char *slash = strrchr(path, '/');
   *slash = '\0';
-  kh_mkdir_p(path, 0755);
+  /* Tests of one suite follow each other: make its folder once. */
+  if (!R->log_dir || strcmp(R->log_dir, path) != 0) {
+    kh_mkdir_p(path, 0755);
+    free(R->log_dir);
+    R->log_dir = kh_strdup(path);
+  }
   *slash = '/';
   krun__log_write(&j->log, path);
   free(path);

@@ -150,6 +150,7 @@ typedef struct krun__run {
   int stopping, infra;
   char *line;               /* KP_MAX_LINE scratch */
   int seq;                  /* private TEST_TMPDIR numbers */
+  char *log_dir;            /* the logs/<suite> folder made last */
 } krun__run;
 
 /* job.c: children and their test runs */

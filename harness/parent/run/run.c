@@ -12,7 +12,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 #include <wordexp.h>
@@ -194,6 +193,20 @@ static int parse_wrap(krun__run *R) {
 
 /* ---- Writing out -------------------------------------------------------------------------------- */
 
+/* This process's peak RSS in KiB: VmHWM of its own memory. (getrusage's
+ * ru_maxrss also counts the memory of whatever process exec'd kiln, when
+ * that one made it with vfork or fork.) */
+static long long peak_rss_kb(void) {
+  char *status = NULL;
+  long long kb = -1;
+  if (kh_read_file("/proc/self/status", 1 << 16, &status, NULL) == 0) {
+    const char *hwm = strstr(status, "VmHWM:");
+    if (hwm) kb = strtoll(hwm + 6, NULL, 10);
+    free(status);
+  }
+  return kb;
+}
+
 static int exit_status(krun__run *R) {
   if (R->rep.interrupted) return KH_EXIT_INTERRUPTED;
   if (R->infra) return KH_EXIT_INFRA;
@@ -210,8 +223,7 @@ static int finish(krun__run *R) {
   char why[512];
   rep->parent_gpu_clean = krun_gpu_clean(why, sizeof why);
   if (!rep->parent_gpu_clean) krun__console_note(&R->con, "kiln: parent is not GPU-clean: %s", why);
-  struct rusage ru;
-  if (getrusage(RUSAGE_SELF, &ru) == 0) rep->peak_rss_kb = ru.ru_maxrss;
+  rep->peak_rss_kb = peak_rss_kb();
   krep_journal_close(R->journal, rep);
   R->journal = NULL;
   char *path = kh_asprintf("%s/report.yaml", R->o->out_dir);
@@ -240,7 +252,7 @@ static void cleanup(krun__run *R, const sigset_t *old) {
   krep_free(&R->rep);
   for (int i = 0; i < R->nwrap; i++) free(R->wrap[i]);
   free(R->wrap);
-  free(R->queue), free(R->jobs), free(R->line);
+  free(R->queue), free(R->jobs), free(R->line), free(R->log_dir);
 }
 
 int krun_run(const krun_opts *o) {

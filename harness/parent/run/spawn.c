@@ -55,11 +55,13 @@ static char *resolve(const char *name) {
 }
 
 static int name_in(const char *entry, char *const *list, int n) {
-  size_t len = strcspn(entry, "=");
-  for (int i = 0; i < n; i++)
-    if (strncmp(entry, list[i], len) == 0 &&
-        (list[i][len] == '=' || list[i][len] == '\0'))
+  size_t len = 0;
+  for (int i = 0; i < n; i++) {
+    if (list[i][0] != entry[0]) continue;   /* most names differ at once */
+    if (!len) len = strcspn(entry, "=");
+    if (strncmp(entry, list[i], len) == 0 && (list[i][len] == '=' || list[i][len] == '\0'))
       return 1;
+  }
   return 0;
 }
 
@@ -173,7 +175,9 @@ int krun_spawn(const krun_spawn_req *req, pid_t *pid, int *exec_errno) {
   p.err_fd = fcntl(errp[1], F_DUPFD_CLOEXEC, 64);
   p.pgroup = req->new_pgroup;
   p.die = req->die_with_parent;
-  p.parent = getpid();
+  static pid_t self;
+  if (!self) self = getpid();   /* kiln itself never forks */
+  p.parent = self;
   close(errp[1]);
   pid_t c = p.err_fd >= 0 ? start(&p) : -1;
   int saved = errno;

@@ -150,8 +150,7 @@ int krun__warm_line(krun__run *R, krun__job *j, const char *line) {
  * kiln retired it or is stopping, that is a failure of the warm path;
  * enough of them in a row and the run goes on cold. */
 void krun__warm_gone(krun__run *R, krun__job *j) {
-  kill(-j->pid, SIGKILL);
-  if (j->dev >= 0) krun_tokens_holder_remove(&R->tok, R->o->bi->dev[j->dev].physical, j->pid);
+  kill(-j->pid, SIGKILL);     /* no holder file: it held no slot */
   if (!j->retiring) {
     R->warm_n[j->dev]--, R->nwarm--;
     if (!R->stopping) {
