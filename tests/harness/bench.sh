@@ -73,9 +73,13 @@ expect_eq "$(field backend)" host "bench.yaml backend"
 expect_match "$(field kiln_version)" '^[0-9]+\.[0-9]+' "bench.yaml kiln_version"
 expect_match "$(field host.cpus)" '^[1-9][0-9]*$' "bench.yaml host.cpus"
 pos='^([1-9][0-9]*(\.[0-9]+)?|0\.[0-9]*[1-9][0-9]*)(e[-+]?[0-9]+)?$'
-# Points: ceiling 1,2; kiln and kiln_cold 1,2; none; host; runner; rss x2.
+# Points: ceiling 1,2; kiln and kiln_cold 1,2; none; host and runner in
+# turns, 3 rounds; rss x2.
 npts=$(grep -c '^points\.[0-9]*\.what=' "$T/flat.txt")
-expect_eq "$npts" 11 "bench.yaml has every point"
+expect_eq "$npts" 15 "bench.yaml has every point"
+expect_eq "$(field points.7.what) $(field points.8.what) $(field points.11.what) $(field points.12.what)" \
+  "host runner host runner" "host and runner points in turns"
+expect_eq "$(field summary.host.rounds)" 3 "summary.host.rounds"
 for i in $(seq 0 $((npts - 1))); do
   what=$(field "points.$i.what")
   expect_eq "$(field "points.$i.available")" true "point $i ($what) available"
@@ -112,16 +116,18 @@ done
 # The kiln rows ran the trivial test N times each, all passing.
 flat "$T/b/kiln-c2/report.yaml"
 expect_eq "$(field summary.pass)" 6 "kiln c=2 ran 6 passing tests"
-flat "$T/b/host-c2/report.yaml"
-expect_eq "$(field summary.pass)" 20 "host point ran 20 passing no-op tests"
+for d in host-c2 host-c2-r2 host-c2-r3; do
+  flat "$T/b/$d/report.yaml"
+  expect_eq "$(field summary.pass)" 20 "host point $d ran 20 passing no-op tests"
+done
 
 # --skip leaves sections out, and the summary says n/a.
 k bench --backend host --tests 3 --concurrency 1 --skip ceiling,kiln,none --host-tests 5 --rss-tests 5,10 --out "$T/s"
 expect_rc 0 "kiln bench --skip ceiling,kiln,none"
 expect_out '^ceiling: +n/a' "skipped ceiling is n/a"
 flat "$T/s/bench.yaml"
-expect_eq "$(grep -c '^points\.[0-9]*\.what=' "$T/flat.txt")" 4 "the host points left"
-expect_eq "$(field points.0.what) $(field points.1.what) $(field points.2.what)" "host runner rss" "the host points"
+expect_eq "$(grep -c '^points\.[0-9]*\.what=' "$T/flat.txt")" 8 "the host points left"
+expect_eq "$(field points.0.what) $(field points.1.what) $(field points.6.what)" "host runner rss" "the host points"
 expect_eq "$(field summary.ceiling)" null "summary.ceiling null"
 
 finish

@@ -12,23 +12,28 @@
 
 #include "kiln-config.h"
 
-static const kcli__point *best(const kcli__bench_data *B, const char *what) {
+/* The available point of a kind with the most tests/s, or (by_cpu) the
+ * least CPU per test; NULL if none. */
+static const kcli__point *best(const kcli__bench_data *B, const char *what, int by_cpu) {
   const kcli__point *b = NULL;
   for (int i = 0; i < B->npts; i++) {
     const kcli__point *p = &B->pts[i];
     if (strcmp(p->what, what) != 0 || !p->available || p->failed) continue;
-    if (!b || p->tests_per_s > b->tests_per_s) b = p;
+    if (!b || (by_cpu ? p->cpu_ms_per_test < b->cpu_ms_per_test
+                      : p->tests_per_s > b->tests_per_s))
+      b = p;
   }
   return b;
 }
 
 void kcli__bench_summarise(kcli__bench_data *B, kcli__bench_summary *s) {
   memset(s, 0, sizeof *s);
-  s->ceiling = best(B, "ceiling");
-  s->kiln = best(B, "kiln");
-  s->none = best(B, "none");
-  s->host = best(B, "host");
-  s->runner = best(B, "runner");
+  s->ceiling = best(B, "ceiling", 0);
+  s->kiln = best(B, "kiln", 0);
+  s->none = best(B, "none", 0);
+  s->host = best(B, "host", 1);
+  s->runner = best(B, "runner", 1);
+  s->host_tps = best(B, "host", 0);
   for (int i = 0, k = 0; i < B->npts && k < 2; i++)
     if (strcmp(B->pts[i].what, "rss") == 0 && B->pts[i].available) s->rss[k++] = &B->pts[i];
   for (int i = 0; i < B->npts && s->ceiling; i++) {
@@ -56,11 +61,11 @@ static void host_lines(const kcli__bench_summary *s) {
     printf("host CPU:        %.2f ms per test; no runner-alone figure\n", s->host->cpu_ms_per_test);
   else
     printf("host CPU:        n/a\n");
-  if (s->host)
+  if (s->host_tps)
     printf("host tests/s:    %.1f with 2 jobs (the runner alone, 2 at a time: %.1f)  %s "
-           "(target >= %.0f, 2x before)\n", s->host->tests_per_s,
+           "(target >= %.0f, 2x before)\n", s->host_tps->tests_per_s,
            s->runner ? s->runner->tests_per_s : NAN,
-           verdict(s->host->tests_per_s >= 2 * KCLI__BENCH_BEFORE_TESTS_S),
+           verdict(s->host_tps->tests_per_s >= 2 * KCLI__BENCH_BEFORE_TESTS_S),
            2 * KCLI__BENCH_BEFORE_TESTS_S);
   else
     printf("host tests/s:    n/a\n");
@@ -231,10 +236,11 @@ static void summary(krep_yaml *y, const kcli__bench_summary *s) {
     knum(y, "cpu_ratio", s->cpu_ratio);
     knum(y, "target_cpu_ratio", KCLI__BENCH_CPU_RATIO);
     if (!isnan(s->cpu_ratio)) kbool(y, "cpu_pass", s->cpu_ratio <= KCLI__BENCH_CPU_RATIO);
-    knum(y, "tests_per_s", s->host->tests_per_s);
+    knum(y, "tests_per_s", s->host_tps->tests_per_s);
     knum(y, "runner_tests_per_s", s->runner ? s->runner->tests_per_s : NAN);
     knum(y, "target_tests_per_s", 2 * KCLI__BENCH_BEFORE_TESTS_S);
-    kbool(y, "tests_per_s_pass", s->host->tests_per_s >= 2 * KCLI__BENCH_BEFORE_TESTS_S);
+    kbool(y, "tests_per_s_pass", s->host_tps->tests_per_s >= 2 * KCLI__BENCH_BEFORE_TESTS_S);
+    kint(y, "rounds", KCLI__BENCH_HOST_ROUNDS);
     kint(y, "jobs", 2);
     krep_yaml_end(y);
   } else {

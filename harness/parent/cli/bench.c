@@ -201,6 +201,13 @@ static void kiln_point(kcli__bench_data *B, const char *what, int conc, int back
     snprintf(pt->run_dir, sizeof pt->run_dir, "%s/rss-%d", B->out, tests);
   else
     snprintf(pt->run_dir, sizeof pt->run_dir, "%s/%s-c%d", B->out, what, conc);
+  int round = 1;   /* host-c2, host-c2-r2, ... for the host rounds */
+  for (int i = 0; i < B->npts; i++)
+    round += &B->pts[i] != pt && B->pts[i].what == what && B->pts[i].conc == conc;
+  if (round > 1) {
+    size_t len = strlen(pt->run_dir);
+    snprintf(pt->run_dir + len, sizeof pt->run_dir - len, "-r%d", round);
+  }
   char jobs[16], repeat[16];
   snprintf(jobs, sizeof jobs, "%d", conc);
   snprintf(repeat, sizeof repeat, "%d", tests);
@@ -273,11 +280,16 @@ static void say(const kcli__point *p) {
           p->conc, p->tests, p->wall_s, p->tests_per_s, p->note[0] ? "; " : "", p->note);
 }
 
+/* kiln and the runner alone in turns, KCLI__BENCH_HOST_ROUNDS of each, so
+ * that a burst of load from elsewhere falls on both rather than on one. */
 static void host_section(kcli__bench_data *B) {
   kcli__point *p;
-  if ((p = new_point(B)))
-    kiln_point(B, "host", 2, KRUN_BACKEND_HOST, B->host_tests, "bench/noop", NULL, NULL, p), say(p);
-  if (B->bi.backend == KRUN_BACKEND_HOST && (p = new_point(B))) runner_point(B, p), say(p);
+  for (int r = 0; r < KCLI__BENCH_HOST_ROUNDS; r++) {
+    if ((p = new_point(B)))
+      kiln_point(B, "host", 2, KRUN_BACKEND_HOST, B->host_tests, "bench/noop", NULL, NULL, p),
+          say(p);
+    if (B->bi.backend == KRUN_BACKEND_HOST && (p = new_point(B))) runner_point(B, p), say(p);
+  }
   for (int i = 0; i < 2; i++)
     if ((p = new_point(B)))
       kiln_point(B, "rss", 2, KRUN_BACKEND_HOST, B->rss_tests[i], "bench/noop", NULL, NULL, p),

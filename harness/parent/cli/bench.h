@@ -20,6 +20,7 @@
 #define KCLI__BENCH_CPU_RATIO 1.3
 #define KCLI__BENCH_BEFORE_TESTS_S 590.0
 #define KCLI__BENCH_RSS_KB 2048
+#define KCLI__BENCH_HOST_ROUNDS 3
 #define KCLI__BENCH_MAX_CONC 16
 #define KCLI__BENCH_MAX_POINTS 64
 
@@ -50,9 +51,11 @@ typedef struct kcli__bench_data {
   double start_s;
 } kcli__bench_data;
 
-/* The best available point of each kind, and the host figures. */
+/* The best available point of each kind (the most tests/s), and the host
+ * figures: host and runner are the rounds with the least CPU per test,
+ * host_tps the most tests/s of kiln's rounds. */
 typedef struct kcli__bench_summary {
-  const kcli__point *ceiling, *kiln, *none, *host, *runner, *rss[2];
+  const kcli__point *ceiling, *kiln, *none, *host, *runner, *host_tps, *rss[2];
   double cpu_ratio;         /* host / runner CPU per test; NAN */
   int rss_known;           /* both RSS points measured */
   long long rss_growth_kb;  /* rss[1] - rss[0] */
