@@ -188,7 +188,10 @@ int krun_spawn(const krun_spawn_req *req, pid_t *pid, int *exec_errno) {
     close(errp[0]);
     return errno = saved, -1;
   }
-  if (req->new_pgroup) setpgid(c, c);   /* also done by the child: no race */
+  /* The child made its process group before exec, and the error pipe
+   * closes only at exec (or at its exit): once the read below returns,
+   * kill(-pid) reaches the group, so kiln need not setpgid too (with vfork
+   * it could not: a child that has exec'd refuses it). */
   int e = 0;
   ssize_t n;
   do n = read(errp[0], &e, sizeof e);
