@@ -25,7 +25,7 @@ INT = {
     "regressions", "newly_failing", "newly_flaky", "slower_test", "slower_kernel",
     "error_growth", "lower_metric", "fixed", "still_failing", "new_test", "removed_test",
     "tests", "failed", "concurrency", "cpus", "host_tests", "jobs", "devices_on_host",
-    "tests_a", "tests_b", "peak_rss_kb_a", "peak_rss_kb_b", "growth_kb", "target_kb",
+    "tests_a", "tests_b", "peak_rss_kb_a", "peak_rss_kb_b", "growth_kb", "target_kb", "rounds",
 }
 FLOAT = {
     "duration_s", "max_abs", "max_rel", "nmse", "worst_actual", "worst_expected", "atol",

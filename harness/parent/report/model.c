@@ -260,12 +260,15 @@ void krep__drop_last(krep_report *rep) {
   free(t->extra);
 }
 
-/* The records a report lists, by tag. */
+const krep__list krep__lists[] = {
+    {"kernel", "kernels"}, {"check", "checks"}, {"leak", "leaks"},
+    {"note", "notes"},     {"metric", "metrics"}, {"truncated", "truncated_records"}};
+const int krep__nlists = (int)(sizeof krep__lists / sizeof krep__lists[0]);
+
 int krep__kept_tag(const char *tag) {
-  static const char *const kept[] = {"phase", "device", "memory", "kernel", "check",
-                                     "leak", "note", "metric", "truncated"};
-  for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
-    if (strcmp(kept[i], tag) == 0) return 1;
+  if (!strcmp(tag, "phase") || !strcmp(tag, "device") || !strcmp(tag, "memory")) return 1;
+  for (int i = 0; i < krep__nlists; i++)
+    if (strcmp(krep__lists[i].tag, tag) == 0) return 1;
   return 0;
 }
 

@@ -195,11 +195,8 @@ static void read_log(reader *r, krep_test *t, yaml_node_t *log) {
 
 /* One key of a test record; 0 when this kiln does not know it. */
 static int read_key(reader *r, krep_test *t, const char *k, yaml_node_t *v) {
-  static const char *const lists[][2] = {
-      {"kernels", "kernel"}, {"checks", "check"}, {"leaks", "leak"},
-      {"notes", "note"}, {"metrics", "metric"}, {"truncated_records", "truncated"}};
-  for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
-    if (strcmp(k, lists[i][0]) == 0) return keep_list(r, t, lists[i][1], v), 1;
+  for (int i = 0; i < krep__nlists; i++)
+    if (strcmp(k, krep__lists[i].key) == 0) return keep_list(r, t, krep__lists[i].tag, v), 1;
   krep_report *rep = r->rep;
   const char *s = text(v);
   if (strcmp(k, "id") == 0) t->id = krep_str(rep, s ? s : "");

@@ -10,7 +10,16 @@
 void *krep__alloc(krep_pool *p, size_t n);
 /* Forgets the last test run (a journal's run that never finished). */
 void krep__drop_last(krep_report *rep);
-/* 1 for a record tag the report lists (phase, device, memory, ...). */
+/* The records a test lists under a key of its own, in the report's order:
+ * tag and key ("kernel", "kernels"). A new record type a test should list
+ * is a row here; write.c and read.c go by the table. */
+typedef struct krep__list {
+  const char *tag, *key;
+} krep__list;
+extern const krep__list krep__lists[];
+extern const int krep__nlists;
+/* 1 for a record tag the model keeps: phase, device and memory (written
+ * in a test's times, device and memory keys) and the listed ones. */
 int krep__kept_tag(const char *tag);
 
 /* Appends text to b as XML character data (attr: for an attribute value),

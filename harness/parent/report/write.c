@@ -200,12 +200,7 @@ static void test(krep_yaml *y, const krep_test *t) {
   times(y, t);
   outcome(y, t);
   device_and_memory(y, t);
-  rec_list(y, t, "kernel", "kernels");
-  rec_list(y, t, "check", "checks");
-  rec_list(y, t, "leak", "leaks");
-  rec_list(y, t, "note", "notes");
-  rec_list(y, t, "metric", "metrics");
-  rec_list(y, t, "truncated", "truncated_records");
+  for (int i = 0; i < krep__nlists; i++) rec_list(y, t, krep__lists[i].tag, krep__lists[i].key);
   if (t->records_dropped) kint(y, "records_dropped", t->records_dropped);
   krep_yaml_key(y, "log");
   krep_yaml_map(y, 0);
