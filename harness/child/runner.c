@@ -46,7 +46,7 @@ static void usage(FILE *f, const char *argv0) {
     "  --devices           print one `device` record per visible device\n"
     "  --context-probe     open the engine context on device 0, close it,\n"
     "                      print its timings (phase records) and exit;\n"
-    "                      with $KILN_SPAWN_MS (CLOCK_MONOTONIC ms at fork)\n"
+    "                      with $KILN_SPAWN_MS (CLOCK_MONOTONIC ms at spawn)\n"
     "                      also the process start-up time\n"
     "  --result-fd N       send protocol records to file descriptor N\n"
     "  --warm              open the engine context, send a `ready` record,\n"

@@ -98,7 +98,7 @@ int krep_yaml_close(krep_yaml *y, kh_err *err) {
   const char *name = y->path ? y->path : "stdout";
   int rc = 0;
   if (y->write_errno) rc = kh_errf(err, "%s: %s", name, strerror(y->write_errno));
-  else if (y->failed) rc = kh_errf(err, "%s: YAML writer: collections not closed", name);
+  else if (y->failed) rc = kh_errf(err, "%s: YAML writer: a key, value or end out of place", name);
   if (y->path) {
     if (rc == 0 && fsync(y->fd) != 0) rc = kh_errf(err, "%s: %s", name, strerror(errno));
     close(y->fd);
