@@ -162,28 +162,6 @@ const char *kp_get(const kp_record *rec, const char *key) {
   return NULL;
 }
 
-int kp_get_int(const kp_record *rec, const char *key, long long *out) {
-  const char *v = kp_get(rec, key);
-  if (!v || !*v) return -1;
-  char *end;
-  errno = 0;
-  long long x = strtoll(v, &end, 10);
-  if (errno || *end) return -1;
-  *out = x;
-  return 0;
-}
-
-int kp_get_double(const kp_record *rec, const char *key, double *out) {
-  const char *v = kp_get(rec, key);
-  if (!v || !*v) return -1;
-  char *end;
-  errno = 0;
-  double x = strtod(v, &end);
-  if (*end || (errno && errno != ERANGE)) return -1;
-  *out = x;
-  return 0;
-}
-
 void kp_reader_init(kp_reader *rd) {
   rd->len = 0;
   rd->discarding = 0;

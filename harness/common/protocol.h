@@ -63,10 +63,9 @@ typedef struct kp_record {
  * the record into the buffer. Returns 0, or -1 with *why set for a line that
  * is not a record (empty, bad tag, bad field, bad escape, too many fields). */
 int kp_parse(char *line, kp_record *rec, const char **why);
+/* A field's value, or NULL. Typed values come from the records'
+ * decoders (records.h). */
 const char *kp_get(const kp_record *rec, const char *key);
-/* Typed lookups: 0 on success, -1 when missing or malformed. */
-int kp_get_int(const kp_record *rec, const char *key, long long *out);
-int kp_get_double(const kp_record *rec, const char *key, double *out);
 
 /* Incremental line splitter for a non-blocking pipe: feed bytes as they come,
  * take complete lines out. A line longer than KP_MAX_LINE is cut and flagged

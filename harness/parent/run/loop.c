@@ -152,9 +152,11 @@ static void token_taken(krun__run *R, krun__job *j, krep_test *t, const char *li
   }
   char *copy = kh_strdup(line);
   kp_record rec;
-  double ms = 0;
-  if (kp_parse(copy, &rec, NULL) != 0 || kp_get_double(&rec, "ms", &ms) != 0 || !(ms >= 0))
-    ms = 0;
+  kp_phase ph = {0};
+  if (kp_parse(copy, &rec, NULL) != 0 ||
+      kp_decode(&kp_rec_phase, rec.fields, rec.nfields, &ph, NULL, 0) != 0)
+    ph.ms = 0;
+  double ms = ph.ms >= 0 ? ph.ms : 0;   /* NaN too */
   free(copy);
   j->deadline = j->assign_ms + ms + krun__timeout_ms(R, j->defs[0]);
   t->started_s += ms / 1e3;
