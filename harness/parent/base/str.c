@@ -128,7 +128,8 @@ int kh_parse_double(const char *s, double lo, double hi, double *out) {
 
 /* Length of the valid UTF-8 sequence at s, or 0 when it is not one: a
  * bad lead or continuation byte, an overlong form, a surrogate or a code
- * point past U+10FFFF (libyaml's emitter refuses all of them). */
+ * point past U+10FFFF (strict YAML readers, libyaml and PyYAML, refuse
+ * all of them). */
 static size_t utf8_len(const unsigned char *s) {
   static const unsigned min[] = {0, 0, 0x80, 0x800, 0x10000};
   if (s[0] < 0x80) return 1;
