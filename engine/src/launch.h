@@ -158,6 +158,33 @@ int ke__attention_launch(void *stream, ke_dtype dtype, const void *q,
                          const void *k, const void *v, void *o,
                          const ke__attention_desc *desc);
 
+/* ---- Decode, split over the keys (kernels/kd-decode.h) ---- */
+
+/* Query rows a decode block takes (its row tile) when `rows` rows read one
+ * KV head: 1, 2 or 4. */
+static inline int ke__decode_tile_rows(int64_t rows) {
+  return rows <= 1 ? 1 : (rows <= 2 ? 2 : 4);
+}
+
+/* How a decode launch cuts each row tile's keys: into at most `splits`
+ * ranges of at least min_chunk keys. With splits > 1, partials holds
+ * splits partial rows of (d + 2) floats per output row (row id * splits +
+ * range), and counters one zero word per (row tile, KV head, batch), which
+ * every launch leaves zero. */
+typedef struct ke__decode_split {
+  int64_t splits;
+  int64_t min_chunk;
+  float *partials;
+  unsigned *counters;
+} ke__decode_split;
+
+/* Dense decode (kernels/attention_decode.hip): the shapes of a validated
+ * ke_attention call. */
+int ke__attention_decode_launch(void *stream, ke_dtype dtype, const void *q,
+                                const void *k, const void *v, void *o,
+                                const ke__attention_desc *desc,
+                                const ke__decode_split *split);
+
 /* K/V replication: shape is the output's [b, hq, s, d]; input head
  * h / (hq / hkv) feeds output head h. Strides in elements. */
 typedef struct ke__kv_repeat_desc {
