@@ -79,12 +79,11 @@ template <typename T, int L, int RT, int U, int S> union ke_dec_shared {
 };
 
 /* Grid: x = row tile + tiles * range, y = KV head, z = batch. */
-template <typename T, int L, int RT, int U, int S>
+template <typename T, int L, int RT, int U, int S, bool VEC>
 __global__ void __launch_bounds__(KD_DEC_THREADS, KE_DEC_MIN_BLOCKS)
 ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
                            const T *__restrict__ v, T *__restrict__ o,
-                           ke__attention_desc a, ke__decode_split sp,
-                           bool vec) {
+                           ke__attention_desc a, ke__decode_split sp) {
   constexpr bool FAST = kd_is16<T>::v;
   __shared__ ke_dec_shared<T, L, RT, U, S> sm;
   const int li = threadIdx.x % L;
@@ -130,10 +129,14 @@ ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
   if (split >= parts) return;
   const int64_t kb = split * chunk;
   const int n = (int)(kb + chunk < kv_end ? chunk : kv_end - kb);
+  /* Limits relative to the range; a row past the end may fold every key
+   * (it is never written), which keeps the common case check-free. */
   int rlim[RT];
   KD_UNROLL
   for (int r = 0; r < RT; r++)
-    rlim[r] = (int)(lim[r] - kb < 0 ? 0 : (lim[r] - kb > n ? n : lim[r] - kb));
+    rlim[r] = rows.id(r) < 0 ? n
+              : (int)(lim[r] - kb < 0 ? 0
+                      : (lim[r] - kb > n ? n : lim[r] - kb));
   const int rlim_min =
       (int)(lim_min - kb < 0 ? 0 : (lim_min - kb > n ? n : lim_min - kb));
 
@@ -141,8 +144,8 @@ ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
       k + b * a.k_stride[0] + hk * a.k_stride[1],
       v + b * a.v_stride[0] + hk * a.v_stride[1], a.k_stride[2],
       a.v_stride[2]};
-  kd_dec_scan<T, L, RT, U, S, FAST>(src, st, sm.stage, kb, n, rlim, rlim_min,
-                                    d0, nd, vec);
+  kd_dec_scan<T, L, RT, U, S, FAST, VEC>(src, st, sm.stage, kb, n, rlim,
+                                         rlim_min, d0, nd);
   kd_dec_block_merge<L, RT, FAST>(st, sm.merge);
   const int64_t pair = (hk + a.hkv * b) * tiles + rt;
   const kd_dec_partials pt = {sp.partials, sp.splits,
@@ -151,7 +154,19 @@ ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
                                    parts, pt);
 }
 
-template <typename T, int L, int RT>
+/* 16-byte copies need D and every K/V stride to be multiples of 8
+ * elements and both bases 16-byte aligned. */
+static bool ke_dec_vec_ok(const void *k, const void *v,
+                          const ke__attention_desc *a) {
+  bool vec = a->d % KD_DEC_VEC == 0 && (uintptr_t)k % 16 == 0 &&
+             (uintptr_t)v % 16 == 0;
+  for (int d = 0; d < 3; d++)
+    vec = vec && a->k_stride[d] % KD_DEC_VEC == 0 &&
+          a->v_stride[d] % KD_DEC_VEC == 0;
+  return vec;
+}
+
+template <typename T, int L, int RT, bool VEC>
 static int ke_dec_launch_geom(hipStream_t s, const void *q, const void *k,
                               const void *v, void *o,
                               const ke__attention_desc *a,
@@ -161,41 +176,42 @@ static int ke_dec_launch_geom(hipStream_t s, const void *q, const void *k,
    * folded. */
   constexpr int U = sizeof(T) == 2 ? 2 : 1;
   constexpr int S = 3;
-  const uintptr_t align = 16;
-  bool vec = a->d % KD_DEC_VEC == 0 && (uintptr_t)k % align == 0 &&
-             (uintptr_t)v % align == 0;
-  for (int d = 0; d < 3; d++)
-    vec = vec && a->k_stride[d] % KD_DEC_VEC == 0 &&
-          a->v_stride[d] % KD_DEC_VEC == 0;
   const int64_t tiles = (a->hq / a->hkv * a->sq + RT - 1) / RT;
   const dim3 grid((unsigned)(tiles * sp->splits), (unsigned)a->hkv,
                   (unsigned)a->b);
-  hipLaunchKernelGGL((ke_attention_decode_kernel<T, L, RT, U, S>), grid,
+  hipLaunchKernelGGL((ke_attention_decode_kernel<T, L, RT, U, S, VEC>), grid,
                      dim3(KD_DEC_THREADS), 0, s, (const T *)q, (const T *)k,
-                     (const T *)v, (T *)o, *a, *sp, vec);
+                     (const T *)v, (T *)o, *a, *sp);
   return (int)hipGetLastError();
 }
 
-template <typename T, int RT>
+template <typename T, int RT, bool VEC>
 static int ke_dec_launch_rows(hipStream_t s, const void *q, const void *k,
                               const void *v, void *o,
                               const ke__attention_desc *a,
                               const ke__decode_split *sp) {
-  if (a->d <= 32) return ke_dec_launch_geom<T, 4, RT>(s, q, k, v, o, a, sp);
-  if (a->d <= 64) return ke_dec_launch_geom<T, 8, RT>(s, q, k, v, o, a, sp);
-  if (a->d <= 128) return ke_dec_launch_geom<T, 16, RT>(s, q, k, v, o, a, sp);
-  return ke_dec_launch_geom<T, 32, RT>(s, q, k, v, o, a, sp);
+  if (a->d <= 32)
+    return ke_dec_launch_geom<T, 4, RT, VEC>(s, q, k, v, o, a, sp);
+  if (a->d <= 64)
+    return ke_dec_launch_geom<T, 8, RT, VEC>(s, q, k, v, o, a, sp);
+  if (a->d <= 128)
+    return ke_dec_launch_geom<T, 16, RT, VEC>(s, q, k, v, o, a, sp);
+  return ke_dec_launch_geom<T, 32, RT, VEC>(s, q, k, v, o, a, sp);
 }
 
+/* Element loads (unaligned views, D not a multiple of 8) take tiles of one
+ * row: the slow path stays small. */
 template <typename T>
 static int ke_dec_launch_typed(hipStream_t s, const void *q, const void *k,
                                const void *v, void *o,
                                const ke__attention_desc *a,
                                const ke__decode_split *sp) {
+  if (!ke_dec_vec_ok(k, v, a))
+    return ke_dec_launch_rows<T, 1, false>(s, q, k, v, o, a, sp);
   switch (ke__decode_tile_rows(a->hq / a->hkv * a->sq)) {
-  case 1: return ke_dec_launch_rows<T, 1>(s, q, k, v, o, a, sp);
-  case 2: return ke_dec_launch_rows<T, 2>(s, q, k, v, o, a, sp);
-  default: return ke_dec_launch_rows<T, 4>(s, q, k, v, o, a, sp);
+  case 1: return ke_dec_launch_rows<T, 1, true>(s, q, k, v, o, a, sp);
+  case 2: return ke_dec_launch_rows<T, 2, true>(s, q, k, v, o, a, sp);
+  default: return ke_dec_launch_rows<T, 4, true>(s, q, k, v, o, a, sp);
   }
 }
 

@@ -249,17 +249,17 @@ __device__ __forceinline__ void kd_dec_fold(kd_dec_state<RT> &st,
 /* Streams the n keys kb .. kb + n - 1 of src into st, S - 1 steps of
  * copies ahead of the math. lim[r] (relative to kb, at most n) is row r's
  * first invisible key and lim_min the smallest (block-uniform); lane
- * dimensions d0 .. d0 + nd - 1 (nd <= 8) are real; vec: every row chunk
- * of 8 elements is 16-byte aligned. Src gives, per key, a location
+ * dimensions d0 .. d0 + nd - 1 (nd <= 8) are real; VEC: every row chunk
+ * of 8 elements is 16-byte aligned (16-byte copies), else element loads. Src gives, per key, a location
  * (locate, which may read memory: issued a step before it is needed) and
  * the K and V rows there. */
-template <typename T, int L, int RT, int U, int S, bool FAST, class Src>
+template <typename T, int L, int RT, int U, int S, bool FAST, bool VEC,
+          class Src>
 __device__ __forceinline__ void kd_dec_scan(const Src &src,
                                             kd_dec_state<RT> &st,
                                             kd_dec_stage<T, U, S> &sg,
                                             int64_t kb, int n, const int *lim,
-                                            int lim_min, int d0, int nd,
-                                            bool vec) {
+                                            int lim_min, int d0, int nd) {
   constexpr int NG = KD_DEC_THREADS / L;
   constexpr int STEP = U * NG;
   constexpr int W = kd_dec_stage<T, U, S>::W;
@@ -279,7 +279,7 @@ __device__ __forceinline__ void kd_dec_scan(const Src &src,
       const T *rows[2] = {src.krow(loc[u]) + d0, src.vrow(loc[u]) + d0};
       KD_UNROLL
       for (int kv = 0; kv < 2; kv++) {
-        if (vec) {
+        if constexpr (VEC) {
           KD_UNROLL
           for (int w = 0; w < W; w++)
             kd_dec_copy16(&sg.buf[j % S][u][kv][w][tid],

@@ -150,8 +150,8 @@ ke_paged_attention_kernel(ke__paged_attention_args a) {
         a.num_kv_heads, kv_head, a.block_size, __ffs(a.block_size) - 1,
         a.head_dim};
     __syncthreads(); /* the previous sequence's merge is read */
-    kd_dec_scan<Tkv, L, RT, U, S, FAST>(src, st, sm.stage, kb, n, lim, n, d0,
-                                        nd, true);
+    kd_dec_scan<Tkv, L, RT, U, S, FAST, true>(src, st, sm.stage, kb, n, lim,
+                                              n, d0, nd);
     kd_dec_block_merge<L, RT, FAST>(st, sm.merge);
     const int64_t pair = (seq * a.num_kv_heads + kv_head) * tiles + rt;
     const kd_dec_partials pt = {a.partials, a.cap,

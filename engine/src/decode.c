@@ -80,8 +80,11 @@ int ke__attention_decode(ke_context *ctx, ke_dtype dtype, const void *q,
     const size_t partial_bytes = (size_t)(a->b * a->hq * a->sq) *
                                  (size_t)splits * (size_t)(a->d + 2) *
                                  sizeof(float);
-    const int st = ke__scratch_get(ctx, (size_t)pairs * sizeof(unsigned),
-                                   partial_bytes, &sp.counters, &sp.partials);
+    /* Counters for tiles of one row: the kernel takes those for unaligned
+     * views. */
+    const size_t counters = (size_t)(rows * a->hkv * a->b) * sizeof(unsigned);
+    const int st = ke__scratch_get(ctx, counters, partial_bytes, &sp.counters,
+                                   &sp.partials);
     if (st == KE_OK) sp.splits = splits;
     else if (st != KE_ECAP && st != KE_ENOMEM) return st;
   }
