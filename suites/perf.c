@@ -14,6 +14,7 @@
 
 #include "gemm-check.h"
 #include "kiln/kernels.h"
+#include "kiln/test-tuning.h"
 #include "kiln/test.h"
 
 /* ---- Method ---------------------------------------------------------------- */
@@ -896,6 +897,8 @@ static double *dec_kv_doubles(const dec_bench *d, const ke_tensor *t,
   return out;
 }
 
+/* Measures one case; with the knobs away from their defaults (the sweep)
+ * it records only BENCH.DTYPE.bpmN_mcM_GBps. */
 static void dec_run(const perf_cfg *c, int paged, int64_t B, int64_t S,
                     ke_dtype dt, double copy_gbps) {
   const int64_t HQ = PERF_Q_HEADS, HKV = PERF_KV_HEADS, D = PERF_HEAD_DIM;
@@ -951,11 +954,22 @@ static void dec_run(const perf_cfg *c, int paged, int64_t B, int64_t S,
   snprintf(sh, sizeof sh, "q %lldx%lldx1x%lld, kv %lldx%lldx%lldx%lld",
            (long long)B, (long long)HQ, (long long)D, (long long)B,
            (long long)HKV, (long long)S, (long long)D);
-  perf_report_bw(bench, dt, sh, (double)kv_bytes, ms, copy_gbps);
-  perf_rotation(bench, dt, nsets, kv_bytes + 2 * B * HQ * D * es);
+  ke__decode_tuning tun, def;
+  kt_assert_ok(ke__decode_tuning_get(kt_ctx(), &tun));
+  ke__decode_tuning_defaults(&def);
+  if (memcmp(&tun, &def, sizeof tun) == 0) {
+    perf_report_bw(bench, dt, sh, (double)kv_bytes, ms, copy_gbps);
+    perf_rotation(bench, dt, nsets, kv_bytes + 2 * B * HQ * D * es);
+  } else {
+    char what[64];
+    snprintf(what, sizeof what, "bpm%lld_mc%lld_GBps",
+             (long long)tun.blocks_per_mp, (long long)tun.min_chunk);
+    perf_metric(bench, ke_dtype_name(dt), what,
+                (double)kv_bytes / (ms * 1e-3) / 1e9, "GB/s");
+  }
 
   /* Sampled query rows (b, h), each against its KV head's whole cache. */
-  const int n = c->host ? c->samples : 8;
+  const int n = c->host || c->samples < 8 ? c->samples : 8;
   int64_t idx[64];
   perf_sample(B * HQ, n, idx);
   dec_launch(&d, 0);
@@ -1010,6 +1024,37 @@ END_TEST
 START_TEST(paged_decode) { dec_suite(1); }
 END_TEST
 
+/* The split's knobs (kiln/test-tuning.h) swept on the bf16 cases, so that
+ * one GPU run compares them without a rebuild: blocks per multiprocessor
+ * the ranges aim for (1..4) and the fewest keys per range (128..1024).
+ * Metrics BENCH.bf16.bpmN_mcM_GBps (not picked up by the perf table); the
+ * default is bpm2_mc256. Each setting is also checked against the
+ * reference. */
+START_TEST(decode_sweep) {
+  perf_cfg c = perf_config();
+  double copy_gbps = perf_copy(&c, 0);
+  const int64_t bpms[] = {1, 2, 3, 4}, chunks[] = {128, 256, 512, 1024};
+  const int64_t lens[] = {4096, 32768}, batches[] = {1, 8};
+  /* Host emulation: one small case over two settings of each knob. */
+  const int nl = c.host ? 1 : 2, nk = c.host ? 2 : 4;
+  c.samples = 2;
+  for (int paged = 0; paged < 2; paged++)
+    for (int l = 0; l < nl; l++)
+      for (int b = 0; b < nl; b++)
+        for (int i = 0; i < nk; i++)
+          for (int j = 0; j < nk; j++) {
+            ke__decode_tuning t;
+            ke__decode_tuning_defaults(&t);
+            t.blocks_per_mp = bpms[i];
+            t.min_chunk = chunks[j];
+            kt_assert_ok(ke__decode_tuning_set(kt_ctx(), &t));
+            dec_run(&c, paged, batches[b], c.host ? 32 : lens[l], KE_BF16,
+                    copy_gbps);
+          }
+  kt_assert_ok(ke__decode_tuning_set(kt_ctx(), NULL));
+}
+END_TEST
+
 /* ---- Registry ------------------------------------------------------------------- */
 
 #define PERF_TEST(fn) KT_TEST(fn, .slots = KT_WHOLE_DEVICE, .timeout_s = 600)
@@ -1019,5 +1064,6 @@ static const kt_test kPerfTests[] = {
     PERF_TEST(rmsnorm_residual), PERF_TEST(swiglu), PERF_TEST(rope),
     PERF_TEST(kv_repeat), PERF_TEST(mxfp_dequant), PERF_TEST(gemm),
     PERF_TEST(attention), PERF_TEST(decode), PERF_TEST(paged_decode),
+    PERF_TEST(decode_sweep),
 };
 KT_SUITE(kt_suite_perf, "perf", "perf", kPerfTests);
