@@ -147,7 +147,7 @@ ke_paged_attention_kernel(ke__paged_attention_args a) {
         static_cast<const Tkv *>(a.k_cache),
         static_cast<const Tkv *>(a.v_cache),
         a.block_tables + seq * a.max_blocks_per_seq,
-        a.num_kv_heads, kv_head, a.block_size, __ffs(a.block_size) - 1,
+        a.num_kv_heads, kv_head, a.block_size, (int)__ffs(a.block_size) - 1,
         a.head_dim};
     __syncthreads(); /* the previous sequence's merge is read */
     kd_dec_scan<Tkv, L, RT, U, S, FAST, true>(src, st, sm.stage, kb, n, lim,
