@@ -19,12 +19,13 @@
  *
  * Limits and values: D 1..256 (any value; L = 4, 8, 16, 32 lanes per key
  * for D up to 32, 64, 128, 256), any B/H/S strides with D contiguous
- * (16-byte loads when D and every K/V stride are multiples of 8 and the
- * bases are 16-byte aligned, element loads otherwise), f32/f16/bf16 with
- * f32 arithmetic (16-bit outputs use the approximate exp). Rows with no
- * visible key, or only -inf scores, give zeros; NaN/+inf scores make the
- * row NaN; a NaN in V at a visible key makes that element NaN. Blocks are
- * virtual (a grid-stride loop), so any B * Hkv * tiles * splits works.
+ * (16-byte copies when D and every K/V stride are multiples of 8 and the
+ * bases are 16-byte aligned; element loads and tiles of one row otherwise),
+ * f32/f16/bf16 with f32 arithmetic (16-bit outputs use the approximate
+ * exp). Rows with no visible key, or only -inf scores, give zeros; NaN/+inf
+ * scores make the row NaN; a NaN in V at a visible key makes that element
+ * NaN. Grid (tiles * splits, Hkv, B): B and Hkv are at most 65535 (checked
+ * by ke_attention), splits at most 2^20.
  */
 #include "kd-decode.h"
 

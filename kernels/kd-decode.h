@@ -12,10 +12,11 @@
  * a 16-bit cache, two for f32), and of each row's pre-scaled query and f32
  * accumulator. A score is 8 FMAs per lane and log2(L) butterfly shuffles;
  * every lane of the group then has it and folds it into its rows' online
- * softmax (running max m, sum l, accumulator). A step loads U keys per group
- * before any is used, so a warp has 2U (K and V) 16-byte loads per lane in
- * flight; where the key source needs an indirection (paged attention's
- * block table) the next step's lookups are issued before this step's math.
+ * softmax (running max m, sum l, accumulator). K and V reach the lanes
+ * through a pipeline of S stages in shared memory (U keys per group per
+ * stage, asynchronous 16-byte copies on NVIDIA), S - 1 steps ahead of the
+ * math; where the key source needs an indirection (paged attention's block
+ * table) the next step's lookups are issued before this step's math.
  *
  * Merging. Groups merge in shared memory (rescaled to the block's row
  * maxima). A block that covers all of its rows' keys writes the output
