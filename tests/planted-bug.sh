@@ -5,7 +5,8 @@
 # RoPE forms its angle in f32; RMSNorm adds eps after the square root;
 # SwiGLU puts the swish on up (the original engine's form); paged attention
 # reads the last cache block past the sequence length; fused attention stops
-# after 32 keys (the original engine's bug).
+# after 32 keys (the original engine's bug); decode split over the keys
+# merges partial results without rescaling them to a common maximum.
 # Usage: planted-bug.sh GOOD_RUNNER MUTANT_RUNNER [TEST...]
 set -u
 good=$1 mutant=$2

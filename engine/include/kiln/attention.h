@@ -93,7 +93,14 @@ void ke_mask_apply_ref(double *scores, int64_t matrices, int64_t sq,
  * Q or K) makes the whole output row NaN; a NaN in V[j, e] at a visible key
  * j makes element e of the row NaN however small the key's weight (the
  * whole row when the V row is NaN). Masked keys are never read, so a NaN
- * there does nothing. */
+ * there does nothing.
+ *
+ * Decode: with at most 16 query rows per KV head ((Hq / Hkv) * Sq), the
+ * call takes a kernel that splits each KV head's keys across blocks and
+ * merges their partial results (docs/kernels.md, "Decode"): same semantics
+ * and sizes as above. Its partial results live in the engine's scratch
+ * (kiln/engine.h, ke_scratch_release), allocated on first need; if the
+ * allocation cap refuses it, the call runs unsplit. */
 typedef struct ke_attention_params {
   float scale;             /* default 0: 1 / sqrt(D) */
   int causal;              /* default 0 */
