@@ -57,6 +57,7 @@ typedef struct krun__exit {
   double timeout_s, grace_s;
   int kill_sent;            /* the grace ran out: SIGKILL */
   int interrupted;          /* kiln was stopped */
+  int stop_sig;             /* ...by this signal (0: unknown) */
   int signaled, sig;
   int exited, code;
   int shared_died;          /* --isolation none: the process ended before
@@ -148,6 +149,7 @@ typedef struct krun__run {
   krun__console con;
   int sigfd;
   int stopping, infra;
+  int stop_sig;             /* the signal that stopped kiln */
   char *line;               /* KP_MAX_LINE scratch */
   int seq;                  /* private TEST_TMPDIR numbers */
   char *log_dir;            /* the logs/<suite> folder made last */
