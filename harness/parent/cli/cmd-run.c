@@ -12,8 +12,7 @@
 
 /* ---- What every one of them needs ------------------------------------------------ */
 
-/* Defaults < config < resource spec < flags. */
-static int settings(kcli__args *a, krun_settings *s, char **config_path) {
+int kcli__settings(kcli__args *a, krun_settings *s, char **config_path) {
   kh_err err;
   krun_settings_init(s);
   *config_path = NULL;
@@ -39,14 +38,13 @@ static int settings(kcli__args *a, krun_settings *s, char **config_path) {
   return 0;
 }
 
-/* Selectors from the command line, else the config's selection. */
-static void selectors(kcli__args *a, const krun_settings *s, char ***sel, int *nsel) {
+void kcli__selectors(kcli__args *a, const krun_settings *s, char ***sel, int *nsel) {
   if (a->npos > 0) *sel = a->pos, *nsel = a->npos;
   else *sel = s->selection, *nsel = s->nselection;
 }
 
-static int select_tests(const char *runner, char **sel, int nsel, int backend,
-                        krun_registry *reg, unsigned char **chosen) {
+int kcli__select(const char *runner, char **sel, int nsel, int host, krun_registry *reg,
+                 unsigned char **chosen) {
   kh_err err;
   if (krun_registry_load(runner, reg, &err) != 0) {
     fprintf(stderr, "kiln: cannot list tests: %s\n", err.msg);
@@ -54,8 +52,7 @@ static int select_tests(const char *runner, char **sel, int nsel, int backend,
   }
   *chosen = kh_xcalloc((size_t)reg->n + 1, 1);
   int held = 0;
-  int bad = ksel_select(reg->views, (size_t)reg->n, sel, nsel,
-                        backend == KRUN_BACKEND_HOST, *chosen, &held);
+  int bad = ksel_select(reg->views, (size_t)reg->n, sel, nsel, host, *chosen, &held);
   if (bad) {
     fprintf(stderr, "kiln: selector '%s' matches no test (see `kiln list`)\n", sel[bad - 1]);
     return KH_EXIT_USAGE;
@@ -66,11 +63,18 @@ static int select_tests(const char *runner, char **sel, int nsel, int backend,
   return 0;
 }
 
-/* --shard K/N or the Bazel/Slurm environment narrows the selection. */
+/* --shard K/N or the Bazel/Slurm environment narrows the selection, by a
+ * plan when one is given. */
 static int shard(kcli__args *a, krun_registry *reg, unsigned char *chosen, krun_shard *sh) {
   kh_err err;
-  if (krun_shard_resolve(a->shard, sh, &err) != 0 ||
-      krun_shard_apply(sh, reg, chosen, a->shard_durations, &err) != 0) {
+  krun_plan plan = {0};
+  int rc = krun_shard_resolve(a->shard, sh, &err);
+  if (rc == 0 && a->shard_plan) rc = krun_plan_read(a->shard_plan, &plan, &err);
+  if (rc == 0)
+    rc = krun_shard_apply(sh, reg, chosen, a->shard_durations, a->shard_plan ? &plan : NULL,
+                          &err);
+  krun_plan_free(&plan);
+  if (rc != 0) {
     fprintf(stderr, "kiln: %s\n", err.msg);
     return KH_EXIT_USAGE;
   }
@@ -84,7 +88,7 @@ static int shard(kcli__args *a, krun_registry *reg, unsigned char *chosen, krun_
 /* ---- kiln list ----------------------------------------------------------------------- */
 
 /* Any runner will do to list tests: the backend's, else the first built. */
-static char *any_runner(const kcli__args *a, const krun_settings *s) {
+char *kcli__any_runner(const kcli__args *a, const krun_settings *s) {
   kh_err err;
   if (s->backend != KRUN_BACKEND_AUTO) {
     char *r = krun_runner_find(krun_backend_names[s->backend], a->runner_dir, &err);
@@ -103,17 +107,17 @@ static char *any_runner(const kcli__args *a, const krun_settings *s) {
 int kcli__list(kcli__args *a) {
   krun_settings s;
   char *config_path;
-  if (settings(a, &s, &config_path) != 0) return krun_settings_free(&s), KH_EXIT_USAGE;
+  if (kcli__settings(a, &s, &config_path) != 0) return krun_settings_free(&s), KH_EXIT_USAGE;
   free(config_path);
-  char *runner = any_runner(a, &s);
+  char *runner = kcli__any_runner(a, &s);
   if (!runner) return krun_settings_free(&s), KH_EXIT_INFRA;
   char **sel;
   int nsel;
-  selectors(a, &s, &sel, &nsel);
+  kcli__selectors(a, &s, &sel, &nsel);
   krun_registry reg;
   unsigned char *chosen = NULL;
   krun_shard sh;
-  int rc = select_tests(runner, sel, nsel, s.backend, &reg, &chosen);
+  int rc = kcli__select(runner, sel, nsel, s.backend == KRUN_BACKEND_HOST, &reg, &chosen);
   if (rc == 0) rc = shard(a, &reg, chosen, &sh);
   for (int i = 0; rc == 0 && i < reg.n; i++) {
     const krun_test *t = &reg.tests[i];
@@ -139,7 +143,7 @@ static void print_holder(pid_t pid, const char *what, void *arg) {
 int kcli__devices(kcli__args *a) {
   krun_settings s;
   char *config_path;
-  if (settings(a, &s, &config_path) != 0) return krun_settings_free(&s), KH_EXIT_USAGE;
+  if (kcli__settings(a, &s, &config_path) != 0) return krun_settings_free(&s), KH_EXIT_USAGE;
   free(config_path);
   krun_backend_info bi;
   kh_err err;
@@ -149,6 +153,7 @@ int kcli__devices(kcli__args *a) {
     return KH_EXIT_INFRA;
   }
   printf("backend %s (runner %s)\n", krun_backend_names[bi.backend], bi.runner);
+  printf("devices from %s\n", bi.devices_from);
   if (bi.ndevices == 0) {
     printf("no devices: %s\n", *bi.error ? bi.error : "none found");
     krun_settings_free(&s);
@@ -204,7 +209,7 @@ static char *command_line(int argc, char **argv) {
 int kcli__run(kcli__args *a) {
   krun_settings s;
   char *config_path = NULL;
-  if (settings(a, &s, &config_path) != 0) return krun_settings_free(&s), KH_EXIT_USAGE;
+  if (kcli__settings(a, &s, &config_path) != 0) return krun_settings_free(&s), KH_EXIT_USAGE;
   krun_backend_info bi;
   kh_err err;
   int rc = 0;
@@ -214,11 +219,11 @@ int kcli__run(kcli__args *a) {
   }
   char **sel;
   int nsel;
-  selectors(a, &s, &sel, &nsel);
+  kcli__selectors(a, &s, &sel, &nsel);
   krun_registry reg = {0};
   unsigned char *chosen = NULL;
   krun_shard sh = {0};
-  if (rc == 0) rc = select_tests(bi.runner, sel, nsel, bi.backend, &reg, &chosen);
+  if (rc == 0) rc = kcli__select(bi.runner, sel, nsel, bi.backend == KRUN_BACKEND_HOST, &reg, &chosen);
   if (rc == 0) rc = shard(a, &reg, chosen, &sh);
   char *out = NULL;
   if (rc == 0 && !(out = a->out ? kh_strdup(a->out) : default_out(bi.backend))) {
