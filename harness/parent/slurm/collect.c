@@ -43,8 +43,11 @@ int ksl__status_exit(const char *status) {
   return KH_EXIT_INFRA;
 }
 
-static void write_status(const char *run, const char *status) {
-  char *path = ksl__path(run, "status"), *line = kh_asprintf("%s\n", status);
+/* The status, then when the merge ran (scripts/slurm-timeline.py). */
+static void write_status(const char *run, const char *status, double t0) {
+  char *path = ksl__path(run, "status");
+  char *line = kh_asprintf("%s\nmerge started=%.3f seconds=%.3f\n", status, t0,
+                           kh_wall_s() - t0);
   if (kh_write_atomic(path, line, strlen(line)) != 0)
     fprintf(stderr, "kiln: %s: %s\n", path, strerror(errno));
   free(path), free(line);
@@ -220,14 +223,63 @@ static int write_copy(const krep_report *rep, const char *path, int junit, kh_er
   return junit ? krep_junit_write(rep, path, err) : krep_write(rep, path, err);
 }
 
+/* The report at path among the n already read, or NULL. */
+static const krep_report *among(const krep_report *h, int n, const char *path) {
+  char *want = realpath(path, NULL);
+  const krep_report *found = NULL;
+  for (int i = 0; i < n && want && !found; i++) {
+    char *have = realpath(h[i].path, NULL);
+    if (have && strcmp(have, want) == 0) found = &h[i];
+    free(have);
+  }
+  free(want);
+  return found;
+}
+
+/* The diff against the base into RUN/diff.txt and diff.yaml; the regressions
+ * it found, or -1. */
+static int diff(const ksl__state *st, const krep_report *rep, const char *root, const char *base,
+                const krep_report *h, int nh) {
+  char *txt = ksl__path(st->run, "diff.txt"), *yaml = ksl__path(st->run, "diff.yaml");
+  FILE *out = fopen(txt, "we");
+  int regressions = 0;
+  kh_err err;
+  krep_report own;
+  krep_init(&own);
+  const krep_report *b = base ? among(h, nh, base) : NULL;
+  if (!out) {
+    fprintf(stderr, "kiln: %s: %s\n", txt, strerror(errno));
+    regressions = -1;
+  } else if (!base) {
+    fprintf(out, "no earlier good run under %s: nothing to compare with\n", root);
+  } else if (!b && krep_read(base, &own, &err) != 0) {
+    fprintf(out, "the base %s does not read: %s\n", base, err.msg);
+  } else {
+    krep_diff_opts o;
+    krep_diff_defaults(&o);
+    o.yaml_path = yaml;
+    if (krep_diff(b ? b : &own, rep, &o, out, &regressions, &err) != 0) {
+      fprintf(stderr, "kiln: %s\n", err.msg);
+      regressions = -1;
+    }
+    char *bpath = ksl__path(st->run, "base"), *line = kh_asprintf("%s\n", base);
+    (void)kh_write_atomic(bpath, line, strlen(line));
+    free(bpath), free(line);
+  }
+  if (out) fclose(out);
+  krep_free(&own);
+  free(txt), free(yaml);
+  return regressions;
+}
+
 /* HTML with the root's earlier runs as its trends; the diff against the
- * base. Returns the regressions found, or -1. */
+ * base (read once when it is one of them). Returns the regressions found,
+ * or -1. */
 static int html_and_diff(const ksl__state *st, const krep_report *rep) {
   char *run = kh_strdup(st->run), *root = kh_strdup(dirname(run));
-  int nh = 0, regressions = 0, rc = 0;
+  int nh = 0, nread = 0, rc = 0;
   char **hist = ksl__history(root, st->run, 14, &nh);
   krep_report *h = kh_xcalloc((size_t)nh + 1, sizeof *h);
-  int nread = 0;
   kh_err err;
   for (int i = 0; i < nh; i++)
     if (krep_read(hist[i], &h[nread], &err) == 0) nread++;
@@ -238,34 +290,10 @@ static int html_and_diff(const ksl__state *st, const krep_report *rep) {
     rc = -1;
   }
   char *base = st->base ? kh_strdup(st->base) : ksl_run_newest(root, st->run, 1);
-  char *txt = ksl__path(st->run, "diff.txt"), *yaml = ksl__path(st->run, "diff.yaml");
-  FILE *out = fopen(txt, "we");
-  krep_report b;
-  if (!out) {
-    fprintf(stderr, "kiln: %s: %s\n", txt, strerror(errno));
-    rc = -1;
-  } else if (!base) {
-    fprintf(out, "no earlier good run under %s: nothing to compare with\n", root);
-  } else if (krep_read(base, &b, &err) != 0) {
-    fprintf(out, "the base %s does not read: %s\n", base, err.msg);
-    krep_free(&b);
-  } else {
-    krep_diff_opts o;
-    krep_diff_defaults(&o);
-    o.yaml_path = yaml;
-    if (krep_diff(&b, rep, &o, out, &regressions, &err) != 0) {
-      fprintf(stderr, "kiln: %s\n", err.msg);
-      rc = -1;
-    }
-    char *bpath = ksl__path(st->run, "base"), *line = kh_asprintf("%s\n", base);
-    (void)kh_write_atomic(bpath, line, strlen(line));
-    free(bpath), free(line);
-    krep_free(&b);
-  }
-  if (out) fclose(out);
+  int regressions = diff(st, rep, root, base, h, nread);
   for (int i = 0; i < nread; i++) krep_free(&h[i]);
   for (int i = 0; i < nh; i++) free(hist[i]);
-  free(h), free(hist), free(html), free(base), free(txt), free(yaml), free(run), free(root);
+  free(h), free(hist), free(html), free(base), free(run), free(root);
   return rc ? -1 : regressions;
 }
 
@@ -290,6 +318,7 @@ static const char *publish(const ksl__state *st, krep_report *rep) {
 }
 
 int ksl_merge(const char *run_arg) {
+  double t0 = kh_wall_s();
   char real[PATH_MAX];
   const char *run = realpath(run_arg, real) ? real : run_arg;
   ksl__state st;
@@ -325,7 +354,7 @@ int ksl_merge(const char *run_arg) {
       if (counts[o]) printf(" %d %s", counts[o], krep_outcome_name(o));
     printf("; status %s\n", status);
   }
-  write_status(run, status);
+  write_status(run, status, t0);
   for (int i = 0; i < n; i++) krep_free(&reps[i]);
   krep_free(&out);
   free(reps), free(rounds), free(s);

@@ -24,6 +24,7 @@ typedef struct ksl__round {
   int n;                    /* 1 the first, 2 its first resume, ... */
   int tasks;
   long long array, merge;   /* Slurm job ids; 0: not submitted */
+  double submitted;         /* wall clock, s */
 } ksl__round;
 
 typedef struct ksl__state {

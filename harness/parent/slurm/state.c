@@ -28,6 +28,7 @@ typedef struct vrec {
 
 typedef struct rrec {
   long long n, tasks, array, merge;
+  double submitted;
 } rrec;
 
 #define K(s, name, type) {#name, type, offsetof(s, name), 0}
@@ -39,7 +40,8 @@ static const kp_key slurm_keys[] = {
     K(srec, gpus, KP_INT)};
 static const kp_key value_keys[] = {K(vrec, value, KP_STR)};
 static const kp_key round_keys[] = {K(rrec, n, KP_INT), K(rrec, tasks, KP_INT),
-                                    K(rrec, array, KP_INT), K(rrec, merge, KP_INT)};
+                                    K(rrec, array, KP_INT), K(rrec, merge, KP_INT),
+                                    K(rrec, submitted, KP_DOUBLE)};
 #define D(tag, keys) {tag, keys, (int)(sizeof keys / sizeof keys[0])}
 static const kp_rdesc rec_slurm = D("slurm", slurm_keys), rec_sbatch = D("sbatch", value_keys),
                       rec_arg = D("arg", value_keys), rec_select = D("select", value_keys),
@@ -103,7 +105,7 @@ int ksl__state_write(const ksl__state *st, kh_err *err) {
   for (int i = 0; i < st->nselectors; i++) put(&b, out, &rec_select, &(vrec){st->selectors[i]});
   for (int i = 0; i < st->nrounds; i++) {
     const ksl__round *r = &st->rounds[i];
-    put(&b, out, &rec_round, &(rrec){r->n, r->tasks, r->array, r->merge});
+    put(&b, out, &rec_round, &(rrec){r->n, r->tasks, r->array, r->merge, r->submitted});
   }
   free(out);
   char *path = ksl__path(st->run, "slurm/state");
@@ -134,7 +136,8 @@ static void read_line(ksl__state *st, kp_record *r, int *head) {
   } else if (strcmp(r->tag, "round") == 0) {
     if (kp_decode(&rec_round, r->fields, r->nfields, &x, NULL, 0) != 0) return;
     st->rounds = kh_xrealloc(st->rounds, (size_t)(st->nrounds + 1) * sizeof *st->rounds);
-    st->rounds[st->nrounds++] = (ksl__round){(int)x.n, (int)x.tasks, x.array, x.merge};
+    st->rounds[st->nrounds++] = (ksl__round){(int)x.n, (int)x.tasks, x.array, x.merge,
+                                             x.submitted};
   } else if (kp_decode(&rec_arg, r->fields, r->nfields, &v, NULL, 0) == 0 && v.value) {
     if (strcmp(r->tag, "sbatch") == 0) push(&st->sb.extra, &st->sb.nextra, v.value);
     else if (strcmp(r->tag, "arg") == 0) push(&st->args, &st->nargs, v.value);

@@ -81,7 +81,7 @@ static int dry_run(const ksl__state *st, const ksl__round *r, const krun_plan *p
  * step, so a kiln that dies half-way leaves a run folder that says what
  * it submitted. */
 static int submit_round(ksl__state *st, const krun_plan *plan, const ksl_wait *w) {
-  ksl__round r = {st->nrounds + 1, plan->count, 0, 0};
+  ksl__round r = {st->nrounds + 1, plan->count, 0, 0, kh_wall_s()};
   if (w->dry_run) return dry_run(st, &r, plan);
   kh_err err;
   char *slurm_dir = ksl__path(st->run, "slurm"), *shards = ksl__path(st->run, "shards");
