@@ -10,7 +10,7 @@
 #   3. `kiln slurm --merge` of a run folder holding them: what the merge job
 #      does (the merge, report.yaml, junit.xml, report.html, and the diff
 #      against an earlier good run of the same 10,000 tests).
-# Each is timed 3 times (wall, best and median) with its peak RSS.
+# Each is timed 3 times: wall (best, median), CPU (the least), peak RSS.
 #
 #   scripts/scale-bench.sh [TESTS [SHARDS]]       (default 10000 64)
 # Needs python3 with PyYAML and /usr/bin/time (Debian: time).
@@ -67,22 +67,25 @@ open(os.path.join(run, "slurm", "state"), "w").write(
 PY
 du -sh "$out/run/shards" | sed 's/^/   /'
 
-# times LABEL CMD...: 3 runs, best and median wall seconds, peak RSS.
+# times LABEL CMD...: 3 runs: best and median wall seconds, the least CPU
+# (user + system: what it costs on an idle core, whatever else the machine
+# runs), peak RSS.
 times() {
   local label=$1; shift
-  local t=() rss=0 r
+  local t=() c=() rss=0 r
   for i in 1 2 3; do
-    /usr/bin/time -o "$out/time" -f '%e %M' "$@" >/dev/null 2>"$out/err" || { cat "$out/err"; exit 3; }
-    r=$(tail -1 "$out/time")
-    t+=("${r% *}")
-    [ "${r#* }" -gt "$rss" ] && rss=${r#* }
+    /usr/bin/time -o "$out/time" -f '%e %U %S %M' "$@" >/dev/null 2>"$out/err" || { cat "$out/err"; exit 3; }
+    read -r w u s m <"$out/time"
+    t+=("$w")
+    c+=("$(echo "$u $s" | awk '{print $1 + $2}')")
+    [ "$m" -gt "$rss" ] && rss=$m
   done
-  printf '%-44s best %6.2f s  median %6.2f s  peak RSS %d MiB\n' "$label" \
+  printf '%-44s wall best %6.2f s, median %6.2f s; CPU %6.2f s; peak RSS %d MiB\n' "$label" \
     "$(printf '%s\n' "${t[@]}" | sort -g | head -1)" "$(printf '%s\n' "${t[@]}" | sort -g | sed -n 2p)" \
-    $((rss / 1024))
+    "$(printf '%s\n' "${c[@]}" | sort -g | head -1)" $((rss / 1024))
 }
 
-echo "== timings ($(nproc) CPUs, $(uname -m))"
+echo "== timings ($(nproc) CPUs, $(uname -m), load average $(cut -d' ' -f1-3 /proc/loadavg))"
 times "kiln report merge ($shards x $((tests / shards)))" \
   "$kiln" report merge "$out"/run/shards/*/report.yaml -o "$out/merged.yaml"
 if [ -n "${KILN_BASELINE:-}" ]; then

@@ -36,11 +36,12 @@ def main(run):
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     for r in rounds:
         n, t0 = r["n"], float(r.get("submitted", "nan"))
-        starts, first, kilns, ends = [], [], [], []
+        starts, launch, first, kilns, ends = [], [], [], [], []
         for d in sorted(glob.glob(os.path.join(run, "shards", f"{n}-*"))):
             task = os.path.join(d, "task")
-            if os.path.exists(task):
-                starts.append(os.path.getmtime(task) - t0)
+            t_task = os.path.getmtime(task) if os.path.exists(task) else None
+            if t_task:
+                starts.append(t_task - t0)
             rep = os.path.join(d, "report.yaml")
             if not os.path.exists(rep):
                 continue
@@ -48,6 +49,7 @@ def main(run):
             s, e = when(doc["run"]["start"]), when(doc["run"]["end"])
             tests = [when(t.get("started")) for t in doc["tests"] if t.get("started")]
             kilns.append(e - s)
+            launch.append(s - t_task if t_task else None)
             first.append(min(tests) - s if tests else None)
             ends.append(e - t0)
         status = os.path.join(run, "status")
@@ -58,6 +60,7 @@ def main(run):
                     merge = {k: float(v) for k, v in (kv.split("=") for kv in line.split()[1:])}
         print(f"round {n}: {r['tasks']} tasks, array job {r['array']}, merge job {r['merge']}")
         print("  " + spread("submission to a task's start", starts))
+        print("  " + spread("a task's start to its kiln's (tests listed, devices probed)", launch))
         print("  " + spread("kiln in a task, start to its first test", first))
         print("  " + spread("kiln in a task, start to end", kilns))
         # The status says when the last merge ran: this round's if it is the last.
