@@ -21,9 +21,10 @@
  * walked grid-stride in a 1-D grid (kd_gemm_tile_of), so no size limit
  * comes from the grid.
  *
- * An operand is a loader: `load4(b, r, k, rows, klen, out)` gives four
- * consecutive elements of the [rows, klen] matrix of batch b along its
- * contiguous index (k when `k_contiguous`, else r), zero past the edges.
+ * An operand has `k_contiguous` and a `cursor<ROWS, BK>` that a thread
+ * points at a tile (init) and steps slab by slab (next), each step giving
+ * its groups of four consecutive elements along the operand's contiguous
+ * index (k when k_contiguous, else the row), zero past the edges.
  */
 #ifndef KILN_KD_GEMM_H
 #define KILN_KD_GEMM_H
@@ -87,29 +88,14 @@ __device__ __forceinline__ void kd_gemm_load4(const T *p, int n, bool vec,
   for (int i = 0; i < 4; i++) out[i] = i < n ? kd_to_float(p[i]) : 0.0f;
 }
 
-/* p[i] = v[i] (+ beta * p[i]) for i < n, rounded to T; vector accesses
- * when n == 4 and vec. */
+/* p[i] = v[i] (+ beta * p[i]) for i < n, rounded to T; one 16-byte
+ * store for four f32 when vec and beta == 0. */
 template <typename T>
 __device__ __forceinline__ void kd_gemm_store4(T *p, int n, bool vec,
                                                const float v[4], float beta) {
-  if (vec && n == 4 && sizeof(T) == 4) {
-    float o[4];
-    if (beta != 0.0f) {
-      const uint4 c = kd_ld16(p);
-      o[0] = fmaf(beta, kd_bits_f32(c.x), v[0]);
-      o[1] = fmaf(beta, kd_bits_f32(c.y), v[1]);
-      o[2] = fmaf(beta, kd_bits_f32(c.z), v[2]);
-      o[3] = fmaf(beta, kd_bits_f32(c.w), v[3]);
-    } else {
-      KD_UNROLL
-      for (int i = 0; i < 4; i++) o[i] = v[i];
-    }
-    uint4 w;
-    w.x = kd_f32_bits(o[0]);
-    w.y = kd_f32_bits(o[1]);
-    w.z = kd_f32_bits(o[2]);
-    w.w = kd_f32_bits(o[3]);
-    kd_st16(p, w);
+  if (sizeof(T) == 4 && vec && n == 4 && beta == 0.0f) {
+    kd_st16(p, make_uint4(kd_f32_bits(v[0]), kd_f32_bits(v[1]),
+                          kd_f32_bits(v[2]), kd_f32_bits(v[3])));
     return;
   }
   KD_UNROLL
@@ -153,22 +139,61 @@ template <typename T> struct kd_gemm_dense {
   int k_contiguous;
   int vec;
 
-  __device__ __forceinline__ void load4(int64_t b, int64_t r, int64_t k,
-                                        int64_t rows, int64_t klen,
-                                        float out[4]) const {
-    const T *base = data + b * batch_stride;
-    int64_t left; /* elements from the first to the edge */
-    const T *p;
-    if (k_contiguous) {
-      left = r < rows ? klen - k : 0;
-      p = base + r * ld + k;
-    } else {
-      left = k < klen ? rows - r : 0;
-      p = base + k * ld + r;
+  /* A thread's groups of one tile's ROWS x BK slabs, slab after slab.
+   * Group g is element i = threadIdx.x + 256 g of the slab's
+   * ROWS * BK / 4 groups: k-contiguous, row i / (BK / 4) at k
+   * 4 (i % (BK / 4)); otherwise rows 4 (i % (ROWS / 4)) at k
+   * i / (ROWS / 4). */
+  template <int ROWS, int BK> struct cursor {
+    static constexpr int L = ROWS * BK / (4 * 256);
+    const T *p[L];
+    int fixed[L]; /* k-contiguous: 1 if the row exists; else rows left */
+    int kpos[L];  /* the group's k in the slab */
+    int64_t step;
+    int kc, vec;
+
+    __device__ __forceinline__ void init(const kd_gemm_dense &op, int64_t b,
+                                         int64_t r0, int64_t rows,
+                                         int64_t k_len) {
+      const T *base = op.data + b * op.batch_stride;
+      kc = op.k_contiguous;
+      vec = op.vec;
+      (void)k_len;
+      step = kc ? BK : BK * op.ld;
+      KD_UNROLL
+      for (int g = 0; g < L; g++) {
+        const int i = (int)threadIdx.x + 256 * g;
+        if (kc) {
+          const int64_t r = r0 + i / (BK / 4);
+          kpos[g] = 4 * (i % (BK / 4));
+          fixed[g] = r < rows;
+          p[g] = base + (fixed[g] ? r * op.ld : 0) + kpos[g];
+        } else {
+          const int64_t r = r0 + 4 * (i % (ROWS / 4)), left = rows - r;
+          kpos[g] = i / (ROWS / 4);
+          fixed[g] = left <= 0 ? 0 : (left < 4 ? (int)left : 4);
+          p[g] = base + kpos[g] * op.ld + (fixed[g] ? r : 0);
+        }
+      }
     }
-    kd_gemm_load4(p, left <= 0 ? 0 : (left < 4 ? (int)left : 4), vec != 0,
-                  out);
-  }
+    /* The groups of the slab at k0 (the slab after the last one), zero
+     * past the edges. */
+    __device__ __forceinline__ void next(int64_t k0, int64_t klen,
+                                         float (*v)[4]) {
+      KD_UNROLL
+      for (int g = 0; g < L; g++) {
+        int n;
+        if (kc) {
+          const int64_t left = klen - (k0 + kpos[g]);
+          n = !fixed[g] || left <= 0 ? 0 : (left < 4 ? (int)left : 4);
+        } else {
+          n = k0 + kpos[g] < klen ? fixed[g] : 0;
+        }
+        kd_gemm_load4(p[g], n, vec != 0, v[g]);
+        p[g] += step;
+      }
+    }
+  };
 };
 
 template <typename T>
@@ -200,28 +225,6 @@ template <int BM_, int BN_, int BK_> struct kd_gemm_cfg {
                 "four elements per thread and load");
 };
 typedef kd_gemm_cfg<128, 128, 8> kd_gemm_default;
-
-/* Loads this thread's share of the ROWS x BK slab at (r0, k0) of op:
- * L = ROWS * BK / (4 * 256) groups of four. k-contiguous operands: group
- * g is row (t + 256 g) / (BK / 4), k 4 ((t + 256 g) % (BK / 4)); others:
- * k (t + 256 g) / (ROWS / 4), rows 4 ((t + 256 g) % (ROWS / 4)). */
-template <int ROWS, int BK, class Op>
-__device__ __forceinline__ void kd_gemm_fetch(const Op &op, int64_t b,
-                                              int64_t r0, int64_t rows,
-                                              int64_t k0, int64_t klen,
-                                              float (*v)[4]) {
-  constexpr int L = ROWS * BK / (4 * 256);
-  KD_UNROLL
-  for (int g = 0; g < L; g++) {
-    const int i = (int)threadIdx.x + 256 * g;
-    if (op.k_contiguous)
-      op.load4(b, r0 + i / (BK / 4), k0 + 4 * (i % (BK / 4)), rows, klen,
-               v[g]);
-    else
-      op.load4(b, r0 + 4 * (i % (ROWS / 4)), k0 + i / (ROWS / 4), rows, klen,
-               v[g]);
-  }
-}
 
 /* Writes a fetched share into the [BK][ROWS + PAD] buffer s. */
 template <int ROWS, int BK, int PAD>
@@ -268,9 +271,13 @@ kd_gemm_tiles(OpA a, OpB b, kd_gemm_out<Tc> c, int64_t m, int64_t n,
     /* alpha is uniform over the grid, so every thread of the block takes
      * the same branch and the barriers stay matched. */
     if (alpha != 0.0f) {
+      typename OpA::template cursor<BM, BK> ga;
+      typename OpB::template cursor<BN, BK> gb;
+      ga.init(a, bi, m0, m, k);
+      gb.init(b, bi, n0, n, k);
       float va[LA][4], vb[LB][4];
-      kd_gemm_fetch<BM, BK>(a, bi, m0, m, 0, k, va);
-      kd_gemm_fetch<BN, BK>(b, bi, n0, n, 0, k, vb);
+      ga.next(0, k, va);
+      gb.next(0, k, vb);
       kd_gemm_put<BM, BK, PAD>(a.k_contiguous, va, as[0]);
       kd_gemm_put<BN, BK, PAD>(b.k_contiguous, vb, bs[0]);
       __syncthreads();
@@ -278,8 +285,8 @@ kd_gemm_tiles(OpA a, OpB b, kd_gemm_out<Tc> c, int64_t m, int64_t n,
       for (int64_t k0 = 0; k0 < k; k0 += BK) {
         const bool more = k0 + BK < k;
         if (more) {
-          kd_gemm_fetch<BM, BK>(a, bi, m0, m, k0 + BK, k, va);
-          kd_gemm_fetch<BN, BK>(b, bi, n0, n, k0 + BK, k, vb);
+          ga.next(k0 + BK, k, va);
+          gb.next(k0 + BK, k, vb);
         }
         KD_UNROLL
         for (int kk = 0; kk < BK; kk++) {
@@ -308,22 +315,23 @@ kd_gemm_tiles(OpA a, OpB b, kd_gemm_out<Tc> c, int64_t m, int64_t n,
       }
     }
 
-    Tc *cb = c.data + bi * c.batch_stride;
+    /* Four rows at a time, each a pointer and two groups of four. */
+    const int64_t lim0 = n - (n0 + 4 * tx), lim1 = lim0 - BN / 2;
+    const int n_lo = lim0 <= 0 ? 0 : (lim0 < 4 ? (int)lim0 : 4);
+    const int n_hi = lim1 <= 0 ? 0 : (lim1 < 4 ? (int)lim1 : 4);
+    Tc *cb = c.data + bi * c.batch_stride + n0 + 4 * tx;
     KD_UNROLL
     for (int i = 0; i < 8; i++) {
       const int64_t row = m0 + (i < 4 ? 0 : BM / 2) + 4 * ty + i % 4;
       if (row >= m) continue;
+      Tc *p = cb + row * c.ld;
+      float v[4];
       KD_UNROLL
-      for (int h = 0; h < 2; h++) {
-        const int64_t col = n0 + h * (BN / 2) + 4 * tx;
-        const int64_t left = n - col;
-        float v[4];
-        KD_UNROLL
-        for (int j = 0; j < 4; j++) v[j] = alpha * acc[i][4 * h + j];
-        kd_gemm_store4(cb + row * c.ld + col,
-                       left <= 0 ? 0 : (left < 4 ? (int)left : 4),
-                       c.vec != 0, v, beta);
-      }
+      for (int j = 0; j < 4; j++) v[j] = alpha * acc[i][j];
+      kd_gemm_store4(p, n_lo, c.vec != 0, v, beta);
+      KD_UNROLL
+      for (int j = 0; j < 4; j++) v[j] = alpha * acc[i][4 + j];
+      kd_gemm_store4(p + BN / 2, n_hi, c.vec != 0, v, beta);
     }
   }
 }

@@ -69,7 +69,7 @@ __device__ __forceinline__ float kd_mx_decode(unsigned code, unsigned scale) {
 
 /* ---- W as an operand of the SIMT kernel (kd-gemm.h) ------------------- */
 
-/* Element (n, k) of an [N, K] MX matrix, as f32. */
+/* Element (n, k) of an [N, K] MX matrix, as f32 (exact). */
 template <int F> struct kd_mx_operand {
   static constexpr int k_contiguous = 1; /* k walks each row's bytes */
   const uint8_t *data;
@@ -77,23 +77,45 @@ template <int F> struct kd_mx_operand {
   int64_t row_bytes;
   int64_t row_blocks;
 
-  /* Codes k .. k + 3 of row r (k a multiple of 4, so all four are in one
-   * block and, K being a multiple of 32, all exist when k < K). */
-  __device__ __forceinline__ void load4(int64_t, int64_t r, int64_t k,
-                                        int64_t rows, int64_t klen,
-                                        float out[4]) const {
-    if (r >= rows || k >= klen) {
+  /* kd_gemm_dense's cursor for W: group g is row i / (BK / 4), codes
+   * 4 (i % (BK / 4)) .. + 3 of the slab (i = threadIdx.x + 256 g), all
+   * four in one block and, K being a multiple of 32, all present when the
+   * first is. */
+  template <int ROWS, int BK> struct cursor {
+    static constexpr int L = ROWS * BK / (4 * 256);
+    const uint8_t *row[L]; /* NULL: past N */
+    const uint8_t *scale[L];
+    int kpos[L];
+
+    __device__ __forceinline__ void init(const kd_mx_operand &w, int64_t,
+                                         int64_t r0, int64_t rows, int64_t) {
       KD_UNROLL
-      for (int i = 0; i < 4; i++) out[i] = 0.0f;
-      return;
+      for (int g = 0; g < L; g++) {
+        const int i = (int)threadIdx.x + 256 * g;
+        const int64_t r = r0 + i / (BK / 4);
+        kpos[g] = 4 * (i % (BK / 4));
+        row[g] = r < rows ? w.data + r * w.row_bytes : nullptr;
+        scale[g] = w.scales + (r < rows ? r : 0) * w.row_blocks;
+      }
     }
-    const uint8_t *row = data + r * row_bytes;
-    const unsigned s = scales[r * row_blocks + k / KE_MX_BLOCK];
-    KD_UNROLL
-    for (int i = 0; i < 4; i++)
-      out[i] = kd_mx_decode<F>(kd_mx_code<kd_mx_traits<F>::bits>(row, k + i),
-                               s);
-  }
+    __device__ __forceinline__ void next(int64_t k0, int64_t klen,
+                                         float (*v)[4]) {
+      KD_UNROLL
+      for (int g = 0; g < L; g++) {
+        const int64_t k = k0 + kpos[g];
+        if (!row[g] || k >= klen) {
+          KD_UNROLL
+          for (int e = 0; e < 4; e++) v[g][e] = 0.0f;
+          continue;
+        }
+        const unsigned s = scale[g][k / KE_MX_BLOCK];
+        KD_UNROLL
+        for (int e = 0; e < 4; e++)
+          v[g][e] = kd_mx_decode<F>(
+              kd_mx_code<kd_mx_traits<F>::bits>(row[g], k + e), s);
+      }
+    }
+  };
 };
 
 /* ---- W as an operand of the matrix-core kernel (kd-gemm-mma.h) --------- */
