@@ -5,7 +5,9 @@
 # RoPE forms its angle in f32; RMSNorm adds eps after the square root;
 # SwiGLU puts the swish on up (the original engine's form); paged attention
 # reads the last cache block past the sequence length; fused attention stops
-# after 32 keys (the original engine's bug).
+# after 32 keys (the original engine's bug); the matrix-core layer
+# (kernels/kd-mma.h) loads fragments in a wrong layout, which its GEMM and
+# MX GEMM tests must catch at both warp sizes (tests/meson.build).
 # Usage: planted-bug.sh GOOD_RUNNER MUTANT_RUNNER [TEST...]
 set -u
 good=$1 mutant=$2
