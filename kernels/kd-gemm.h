@@ -216,8 +216,10 @@ template <typename Tc> struct kd_gemm_out {
 
 /* ---- The kernel ------------------------------------------------------- */
 
-template <int BM_, int BN_, int BK_> struct kd_gemm_cfg {
-  static constexpr int BM = BM_, BN = BN_, BK = BK_;
+/* MIN_BLOCKS: blocks per multiprocessor the registers must allow (2 caps
+ * a thread at 128 registers). */
+template <int BM_, int BN_, int BK_, int MIN_BLOCKS_ = 2> struct kd_gemm_cfg {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, MIN_BLOCKS = MIN_BLOCKS_;
   static constexpr int THREADS = 256, TM = BM / 16, TN = BN / 16;
   static constexpr int PAD = 4; /* keeps rows 16-byte aligned, spreads banks */
   static_assert(TM == 8 && TN == 8, "an 8 x 8 block per thread");
@@ -247,7 +249,7 @@ __device__ __forceinline__ void kd_gemm_put(int k_contiguous,
 }
 
 template <class Cfg, class OpA, class OpB, typename Tc>
-__global__ void __launch_bounds__(256, 2)
+__global__ void __launch_bounds__(256, Cfg::MIN_BLOCKS)
 kd_gemm_tiles(OpA a, OpB b, kd_gemm_out<Tc> c, int64_t m, int64_t n,
               int64_t k, int64_t batch, float alpha, float beta) {
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, PAD = Cfg::PAD;
