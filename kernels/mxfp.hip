@@ -22,11 +22,11 @@
  * kernel otherwise: one thread per element, grid-stride. Any rows, cols a
  * multiple of 32.
  *
- * The fused GEMM Y = X * dequant(W)^T,
- * which is kd-gemm.h's tile kernel with a B loader that decodes W's
- * elements into shared memory as f32 while staging each 16-deep slab: no
- * dequantised copy of W exists, and the result equals dequantising to f32
- * then ke_gemm bit for bit.
+ * The fused GEMM Y = X * dequant(W)^T decodes W while it is staged for
+ * one of ke_gemm's kernels (kd-mx.h), so no dequantised copy of W exists:
+ * bf16 X on the matrix units with W decoded to bf16 (exact), f16 and f32 X
+ * on the SIMT kernel with W decoded to f32 (exact). Either way the result
+ * equals dequantising to that type then ke_gemm, bit for bit.
  */
 #include "kd-gemm-mma.h"
 #include "kd-mx.h"
