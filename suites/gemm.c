@@ -326,6 +326,81 @@ START_TEST(matrix_cores_large) {
 }
 END_TEST
 
+/* Operands whose memory ends at their last element: a [rows, cols] view
+ * with row stride ld over exactly (rows - 1) * ld + cols elements (the
+ * host emulation allocates to the byte), so that a kernel reading past a
+ * row's end reads past its allocation in the last row: an error under
+ * ASan (CI's sanitizer pass runs this suite) and under compute-sanitizer,
+ * even where the values read would only reach outputs that are never
+ * written. */
+typedef struct exact_operand {
+  ke_tensor mem, view;
+  double *host;
+} exact_operand;
+
+static void exact_make(exact_operand *o, ke_dtype dt, int64_t rows,
+                       int64_t cols, int64_t ld) {
+  int64_t extent[1] = {(rows - 1) * ld + cols};
+  kt_assert_ok(ke_tensor_alloc(kt_ctx(), &o->mem, dt, 1, extent));
+  kt_fill_normal(&o->mem, 0.0f, 1.0f);
+  o->host = kt_to_doubles(&o->mem);
+  o->view = o->mem;
+  o->view.rank = 2;
+  o->view.shape[0] = rows;
+  o->view.shape[1] = cols;
+  o->view.stride[0] = ld;
+  o->view.stride[1] = 1;
+}
+
+static void exact_free(exact_operand *o) {
+  free(o->host);
+  kt_assert_ok(ke_tensor_free(kt_ctx(), &o->mem));
+}
+
+/* C = op(A) op(B) with A and B allocated to their last element; row
+ * strides padded to a multiple of 8 (pad8: the 16-byte copies) or packed
+ * (the element loads), M, N, K = 45, 29, 37 so that every edge chunk is
+ * partial. */
+static void exact_case(ke_dtype dt, int trans_a, int trans_b, int pad8) {
+  const int64_t m = 45, n = 29, k = 37;
+  const int64_t ar = trans_a ? k : m, ac = trans_a ? m : k;
+  const int64_t br = trans_b ? n : k, bc = trans_b ? k : n;
+  const int64_t lda = pad8 ? (ac + 7) / 8 * 8 : ac;
+  const int64_t ldb = pad8 ? (bc + 7) / 8 * 8 : bc;
+  exact_operand a, b;
+  exact_make(&a, dt, ar, ac, lda);
+  exact_make(&b, dt, br, bc, ldb);
+  int64_t sc[2] = {m, n};
+  ke_tensor c;
+  kt_alloc(&c, KE_F32, 2, sc);
+  ke_gemm_params p;
+  ke_gemm_params_init(&p);
+  p.trans_a = trans_a;
+  p.trans_b = trans_b;
+  kt_assert_ok(ke_gemm(kt_ctx(), &a.view, &b.view, &c, &p));
+  double ref[45 * 29];
+  ke_gemm_ref(&p, 1, m, n, k, a.host, lda, 0, b.host, ldb, 0, ref, n, 0);
+  kt_tol tol = gemm_tol(KE_F32, &p, 1, m, n, k, a.host, lda, 0, b.host, ldb,
+                        0, ref, n, 0);
+  char name[96];
+  snprintf(name, sizeof name, "exact_%s_%s%s_%s", ke_dtype_name(dt),
+           trans_a ? "T" : "N", trans_b ? "T" : "N",
+           pad8 ? "ld8" : "packed");
+  kt_assert_close(name, &c, ref, tol);
+  kt_free(&c);
+  exact_free(&a);
+  exact_free(&b);
+}
+
+START_TEST(exact_extents) {
+  static const ke_dtype dts[] = {KE_F16, KE_BF16, KE_F32};
+  for (size_t i = 0; i < 3; i++)
+    for (int t = 0; t < 4; t++)
+      for (int pad8 = 0; pad8 < 2; pad8++)
+        exact_case(dts[i], t & 1, t >> 1, pad8);
+}
+END_TEST
+
 /* ---- Batches and strides ------------------------------------------------------ */
 
 START_TEST(batched) {
@@ -660,6 +735,7 @@ static const kt_test gemm_tests[] = {
     KT_TEST(mixed_dtypes),
     KT_TEST(matrix_cores),
     KT_TEST(matrix_cores_large, .tags = "slow", .timeout_s = 600),
+    KT_TEST(exact_extents),
     KT_TEST(batched),
     KT_TEST(batch_shared_operands),
     KT_TEST(leading_dims),
