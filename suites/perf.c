@@ -671,9 +671,8 @@ static double perf_peak_tflops(ke_dtype dt, const char **source) {
     double f16, f32;
     const char *source;
   } kPeaks[] = {
-      {"H100 PCIe", 756.5, 51.2, "NVIDIA H100 datasheet, PCIe"},
-      {"H100 NVL", 835.5, 59.8, "NVIDIA H100 datasheet, NVL"},
-      {"H100", 989.4, 66.9, "NVIDIA H100 datasheet, SXM5"},
+      {"H100 PCIe", 756.5, 51.0, "NVIDIA H100 datasheet, PCIe"},
+      {"H100", 989.4, 67.0, "NVIDIA H100 datasheet, SXM5"},
       {"A100", 312.0, 19.5, "NVIDIA A100 datasheet"},
   };
   const char *name = ke_context_device(kt_ctx())->name;
