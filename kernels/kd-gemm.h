@@ -10,9 +10,10 @@
  * consecutive. K is walked in slabs of BK: the block stages op(A)
  * [BM x BK] and op(B) [BK x BN] in shared memory as f32, [k][row], in one
  * of two buffers; while it multiplies one slab, each thread holds its
- * share of the next in registers (loaded four consecutive elements at a
- * time, as one vector where aligned) and writes it to the other buffer
- * after, so one barrier per slab suffices. Out-of-range elements stage as
+ * share of the next in registers as loaded (four consecutive elements at a
+ * time, one vector where aligned; 16-bit values and MX codes still
+ * packed), then converts it and writes it to the other buffer, so one
+ * barrier per slab suffices. Out-of-range elements stage as
  * zeros and stores past M or N are skipped, so any M, N, K >= 1 works.
  *
  * Each output is one thread's in-order f32 sum over K with fused
@@ -22,9 +23,10 @@
  * comes from the grid.
  *
  * An operand has `k_contiguous` and a `cursor<ROWS, BK>` that a thread
- * points at a tile (init) and steps slab by slab (next), each step giving
- * its groups of four consecutive elements along the operand's contiguous
- * index (k when k_contiguous, else the row), zero past the edges.
+ * points at a tile (init), steps slab by slab (next: load) and reads as
+ * f32 (values): its groups of four consecutive elements along the
+ * operand's contiguous index (k when k_contiguous, else the row), zero
+ * past the edges.
  */
 #ifndef KILN_KD_GEMM_H
 #define KILN_KD_GEMM_H
@@ -54,38 +56,63 @@ __device__ __forceinline__ void kd_gemm_tile_of(int64_t t, int64_t m_tiles,
 
 /* ---- Four consecutive elements ---------------------------------------- */
 
-/* out[i] = p[i] for i < n (0 <= n <= 4), 0 after; one vector load when
- * n == 4 and vec (p then 4-element aligned). */
+/* Four elements of T as raw bits: W = 4 words for f32, 2 for 16-bit
+ * types (two to a word, the first in the low half). Held in registers
+ * between a slab's loads and its store to shared memory, 16-bit operands
+ * take half the registers of f32. */
+template <typename T> struct kd_gemm_raw4 {
+  static constexpr int W = sizeof(T) == 4 ? 4 : 2;
+  uint32_t w[W];
+};
+
+/* raw = p[0 .. n) (0 <= n <= 4), zero bits after (+0 in every dtype); one
+ * vector load when n == 4 and vec (p then 4-element aligned). */
 template <typename T>
-__device__ __forceinline__ void kd_gemm_load4(const T *p, int n, bool vec,
-                                              float out[4]) {
+__device__ __forceinline__ void kd_gemm_ld4(const T *p, int n, bool vec,
+                                            kd_gemm_raw4<T> &raw) {
   if (vec && n == 4) {
     if constexpr (sizeof(T) == 4) {
       const uint4 v = kd_ld16(p);
-      out[0] = kd_bits_f32(v.x);
-      out[1] = kd_bits_f32(v.y);
-      out[2] = kd_bits_f32(v.z);
-      out[3] = kd_bits_f32(v.w);
+      raw.w[0] = v.x;
+      raw.w[1] = v.y;
+      raw.w[2] = v.z;
+      raw.w[3] = v.w;
     } else {
-      uint32_t w[2];
 #if defined(KILN_BACKEND_HOST)
-      memcpy(w, p, 8);
+      memcpy(raw.w, p, 8);
 #else
       const uint2 v = *(const uint2 *)p;
-      w[0] = v.x;
-      w[1] = v.y;
+      raw.w[0] = v.x;
+      raw.w[1] = v.y;
 #endif
-      KD_UNROLL
-      for (int i = 0; i < 4; i++) {
-        T e;
-        e.bits = (uint16_t)(w[i / 2] >> (16 * (i % 2)));
-        out[i] = kd_to_float(e);
-      }
     }
     return;
   }
-  KD_UNROLL
-  for (int i = 0; i < 4; i++) out[i] = i < n ? kd_to_float(p[i]) : 0.0f;
+  if constexpr (sizeof(T) == 4) {
+    KD_UNROLL
+    for (int i = 0; i < 4; i++) raw.w[i] = i < n ? kd_f32_bits(p[i]) : 0u;
+  } else {
+    KD_UNROLL
+    for (int i = 0; i < 2; i++)
+      raw.w[i] = (2 * i < n ? (uint32_t)p[2 * i].bits : 0u) |
+                 (2 * i + 1 < n ? (uint32_t)p[2 * i + 1].bits << 16 : 0u);
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ void kd_gemm_cvt4(const kd_gemm_raw4<T> &raw,
+                                             float out[4]) {
+  if constexpr (sizeof(T) == 4) {
+    KD_UNROLL
+    for (int i = 0; i < 4; i++) out[i] = kd_bits_f32(raw.w[i]);
+  } else {
+    KD_UNROLL
+    for (int i = 0; i < 4; i++) {
+      T e;
+      e.bits = (uint16_t)(raw.w[i / 2] >> (16 * (i % 2)));
+      out[i] = kd_to_float(e);
+    }
+  }
 }
 
 /* p[i] = v[i] (+ beta * p[i]) for i < n, rounded to T; one 16-byte
@@ -151,14 +178,13 @@ template <typename T> struct kd_gemm_dense {
     int kpos[L];  /* the group's k in the slab */
     int64_t step;
     int kc, vec;
+    kd_gemm_raw4<T> raw[L];
 
     __device__ __forceinline__ void init(const kd_gemm_dense &op, int64_t b,
-                                         int64_t r0, int64_t rows,
-                                         int64_t k_len) {
+                                         int64_t r0, int64_t rows, int64_t) {
       const T *base = op.data + b * op.batch_stride;
       kc = op.k_contiguous;
       vec = op.vec;
-      (void)k_len;
       step = kc ? BK : BK * op.ld;
       KD_UNROLL
       for (int g = 0; g < L; g++) {
@@ -176,10 +202,9 @@ template <typename T> struct kd_gemm_dense {
         }
       }
     }
-    /* The groups of the slab at k0 (the slab after the last one), zero
-     * past the edges. */
-    __device__ __forceinline__ void next(int64_t k0, int64_t klen,
-                                         float (*v)[4]) {
+    /* Loads the groups of the slab at k0 (the slab after the last one),
+     * zero past the edges. */
+    __device__ __forceinline__ void next(int64_t k0, int64_t klen) {
       KD_UNROLL
       for (int g = 0; g < L; g++) {
         int n;
@@ -189,9 +214,14 @@ template <typename T> struct kd_gemm_dense {
         } else {
           n = k0 + kpos[g] < klen ? fixed[g] : 0;
         }
-        kd_gemm_load4(p[g], n, vec != 0, v[g]);
+        kd_gemm_ld4(p[g], n, vec != 0, raw[g]);
         p[g] += step;
       }
+    }
+    /* The loaded groups as f32. */
+    __device__ __forceinline__ void values(float (*v)[4]) const {
+      KD_UNROLL
+      for (int g = 0; g < L; g++) kd_gemm_cvt4(raw[g], v[g]);
     }
   };
 };
@@ -277,18 +307,25 @@ kd_gemm_tiles(OpA a, OpB b, kd_gemm_out<Tc> c, int64_t m, int64_t n,
       typename OpB::template cursor<BN, BK> gb;
       ga.init(a, bi, m0, m, k);
       gb.init(b, bi, n0, n, k);
-      float va[LA][4], vb[LB][4];
-      ga.next(0, k, va);
-      gb.next(0, k, vb);
-      kd_gemm_put<BM, BK, PAD>(a.k_contiguous, va, as[0]);
-      kd_gemm_put<BN, BK, PAD>(b.k_contiguous, vb, bs[0]);
+      ga.next(0, k);
+      gb.next(0, k);
+      {
+        float va[LA][4], vb[LB][4];
+        ga.values(va);
+        gb.values(vb);
+        kd_gemm_put<BM, BK, PAD>(a.k_contiguous, va, as[0]);
+        kd_gemm_put<BN, BK, PAD>(b.k_contiguous, vb, bs[0]);
+      }
       __syncthreads();
       int cur = 0;
       for (int64_t k0 = 0; k0 < k; k0 += BK) {
+        /* The next slab's loads are in flight during this one's multiply;
+         * they wait in registers as loaded (raw 16-bit, or packed codes)
+         * and are converted after it. */
         const bool more = k0 + BK < k;
         if (more) {
-          ga.next(k0 + BK, k, va);
-          gb.next(k0 + BK, k, vb);
+          ga.next(k0 + BK, k);
+          gb.next(k0 + BK, k);
         }
         KD_UNROLL
         for (int kk = 0; kk < BK; kk++) {
@@ -309,6 +346,9 @@ kd_gemm_tiles(OpA a, OpB b, kd_gemm_out<Tc> c, int64_t m, int64_t n,
         }
         if (more) {
           /* The other buffer was last read before the previous barrier. */
+          float va[LA][4], vb[LB][4];
+          ga.values(va);
+          gb.values(vb);
           kd_gemm_put<BM, BK, PAD>(a.k_contiguous, va, as[cur ^ 1]);
           kd_gemm_put<BN, BK, PAD>(b.k_contiguous, vb, bs[cur ^ 1]);
         }

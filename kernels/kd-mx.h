@@ -54,8 +54,8 @@ __device__ __forceinline__ float kd_mx_decode(unsigned code, unsigned scale) {
   if (sig != 0) {
     /* value = sig * 2^exp2; top = exponent of its leading bit. */
     const int exp2 = (e ? (int)e : 1) - T::bias - T::mbits + (int)scale - 127;
-    int lead = 0;
-    while ((sig >> (lead + 1)) != 0u) lead++;
+    /* sig < 16 (at most 3 mantissa bits and the hidden one). */
+    const int lead = sig >= 8u ? 3 : sig >= 4u ? 2 : sig >= 2u ? 1 : 0;
     const int top = exp2 + lead;
     if (top > 127)
       bits = 0x7f800000u;
@@ -65,6 +65,19 @@ __device__ __forceinline__ float kd_mx_decode(unsigned code, unsigned scale) {
       bits = sig << (exp2 + 149); /* subnormal; exp2 >= -131 */
   }
   return kd_bits_f32(bits | sign << 31);
+}
+
+/* The value of code at unit scale (s = 127), without the loop of
+ * kd_mx_decode: normal codes assemble their f32 bits, subnormal ones are
+ * a small integer times a power of two. Exact. */
+template <int F> __device__ __forceinline__ float kd_mx_unit(unsigned code) {
+  typedef kd_mx_traits<F> T;
+  const unsigned e = (code >> T::mbits) & ((1u << T::ebits) - 1u);
+  const unsigned man = code & ((1u << T::mbits) - 1u);
+  const float mag =
+      e ? kd_bits_f32((e - T::bias + 127u) << 23 | man << (23 - T::mbits))
+        : (float)man * kd_bits_f32((uint32_t)(128 - T::bias - T::mbits) << 23);
+  return (code >> (T::ebits + T::mbits)) & 1u ? -mag : mag;
 }
 
 /* ---- W as an operand of the SIMT kernel (kd-gemm.h) ------------------- */
@@ -80,12 +93,16 @@ template <int F> struct kd_mx_operand {
   /* kd_gemm_dense's cursor for W: group g is row i / (BK / 4), codes
    * 4 (i % (BK / 4)) .. + 3 of the slab (i = threadIdx.x + 256 g), all
    * four in one block and, K being a multiple of 32, all present when the
-   * first is. */
+   * first is. next() keeps the four codes packed (16 or 24 bits) with
+   * their scale; values() decodes them. */
   template <int ROWS, int BK> struct cursor {
     static constexpr int L = ROWS * BK / (4 * 256);
+    static constexpr int BITS = kd_mx_traits<F>::bits;
     const uint8_t *row[L]; /* NULL: past N */
     const uint8_t *scale[L];
     int kpos[L];
+    uint32_t codes[L]; /* code e in bits BITS e .. */
+    unsigned sc[L];
 
     __device__ __forceinline__ void init(const kd_mx_operand &w, int64_t,
                                          int64_t r0, int64_t rows, int64_t) {
@@ -98,21 +115,32 @@ template <int F> struct kd_mx_operand {
         scale[g] = w.scales + (r < rows ? r : 0) * w.row_blocks;
       }
     }
-    __device__ __forceinline__ void next(int64_t k0, int64_t klen,
-                                         float (*v)[4]) {
+    __device__ __forceinline__ void next(int64_t k0, int64_t klen) {
       KD_UNROLL
       for (int g = 0; g < L; g++) {
         const int64_t k = k0 + kpos[g];
-        if (!row[g] || k >= klen) {
-          KD_UNROLL
-          for (int e = 0; e < 4; e++) v[g][e] = 0.0f;
-          continue;
-        }
-        const unsigned s = scale[g][k / KE_MX_BLOCK];
+        codes[g] = 0u;
+        sc[g] = 127u; /* code 0 at unit scale: +0 */
+        if (!row[g] || k >= klen) continue;
+        sc[g] = scale[g][k / KE_MX_BLOCK];
         KD_UNROLL
         for (int e = 0; e < 4; e++)
-          v[g][e] = kd_mx_decode<F>(
-              kd_mx_code<kd_mx_traits<F>::bits>(row[g], k + e), s);
+          codes[g] |= kd_mx_code<BITS>(row[g], k + e) << (BITS * e);
+      }
+    }
+    /* Scales 5 .. 254 scale the unit value exactly (normal, zero or Inf);
+     * the others (f32 subnormals, NaN) decode in integers. */
+    __device__ __forceinline__ void values(float (*v)[4]) const {
+      KD_UNROLL
+      for (int g = 0; g < L; g++) {
+        const unsigned s = sc[g];
+        const bool fast = s >= 5u && s <= 254u;
+        const float mul = kd_bits_f32((fast ? s : 127u) << 23);
+        KD_UNROLL
+        for (int e = 0; e < 4; e++) {
+          const unsigned code = codes[g] >> (BITS * e) & ((1u << BITS) - 1u);
+          v[g][e] = fast ? kd_mx_unit<F>(code) * mul : kd_mx_decode<F>(code, s);
+        }
       }
     }
   };

@@ -220,7 +220,7 @@ static int ke_mxfp_gemm_mm(hipStream_t s, const ke__gemm_operand *x,
 
 /* The matrix-core kernel for bf16 X where the device has a matrix unit;
  * -1 when it does not apply. f16 cannot hold every MX value (they reach
- * 6 * 2^127 and 2^-131), so f16 X stays on the SIMT kernel. */
+ * 28 * 2^127 and down to 2^-131), so f16 X stays on the SIMT kernel. */
 template <int F>
 static int ke_mxfp_gemm_try_mm(hipStream_t s, const ke__gemm_operand *x,
                                const void *w_data, const void *w_scales,
