@@ -179,7 +179,10 @@ extern "C" int ke__mxfp_dequant_launch(void *stream, int format,
 /* ---- The fused GEMM ------------------------------------------------------ */
 
 /* f32 and f16 X (and bf16 X without matrix units): the SIMT kernel with W
- * decoded to f32 as it is loaded. */
+ * decoded to f32 as it is loaded. One block per multiprocessor's worth of
+ * registers: at two (128 registers) the decoding of 6-bit codes spilled. */
+typedef kd_gemm_cfg<128, 128, 8, 1> ke_mxfp_simt_cfg;
+
 template <int F, typename Tx, typename Ty>
 static int ke_mxfp_gemm_simt(hipStream_t stream, const ke__gemm_operand *x,
                              const void *w_data, const void *w_scales,
@@ -190,8 +193,9 @@ static int ke_mxfp_gemm_simt(hipStream_t stream, const ke__gemm_operand *x,
   const kd_mx_operand<F> lw = {(const uint8_t *)w_data,
                                (const uint8_t *)w_scales,
                                k * kd_mx_traits<F>::bits / 8, k / KE_MX_BLOCK};
-  return kd_gemm_run<kd_gemm_dense<Tx>, kd_mx_operand<F>, Ty>(
-      stream, lx, lw, y, ldy, ybs, m, n, k, batch, 1.0f, 0.0f);
+  return kd_gemm_run<kd_gemm_dense<Tx>, kd_mx_operand<F>, Ty,
+                     ke_mxfp_simt_cfg>(stream, lx, lw, y, ldy, ybs, m, n, k,
+                                       batch, 1.0f, 0.0f);
 }
 
 /* bf16 X on the matrix units, W decoded to bf16 (exact) as it is staged. */
