@@ -23,6 +23,7 @@ ROPE_HEADS = 32
 KV_HEADS, Q_HEADS = 8, 32
 MEM_DTYPES = ("f32", "f16", "bf16")
 MAT_DTYPES = ("f32", "bf16")
+GEMM_DTYPES = ("f32", "f16", "bf16")
 ES = {"f32": 4, "f16": 2, "bf16": 2}
 MX_FORMATS = {  # name: (bits, exponent bits, mantissa bits, bias)
     "mxfp4": (4, 2, 1, 1),
@@ -77,10 +78,17 @@ def plan(target, lengths, attn_heads, decode_lengths=(4096, 32768)):
             mem(f"{fmt}_dequant", dt, f"{r}x{COLS}", r * row, r * row, rows=r,
                 fmt=fmt)
     for s in lengths:
-        for dt in MAT_DTYPES:
+        for dt in GEMM_DTYPES:
             cases.append(dict(bench=f"gemm_s{s}", dtype=dt, shape=f"{s}x{s}x{s}",
                               flop=2 * s ** 3, set_bytes=3 * s * s * ES[dt],
                               kind="flop", seq=s))
+    # The MX linear layer at the longer length: bf16 X [S, S] times MXFP4
+    # W [S, S] transposed (suites/perf.c, mxfp_gemm).
+    s = lengths[-1]
+    cases.append(dict(bench=f"mxfp4_gemm_s{s}", dtype="bf16",
+                      shape=f"{s}x{s}x{s}", flop=2 * s ** 3,
+                      set_bytes=2 * s * s * 2 + s * s // 2 + s * s // 32,
+                      kind="flop", seq=s, fmt="mxfp4"))
     for s in lengths:
         for dt in MAT_DTYPES:
             h = attn_heads
@@ -272,6 +280,25 @@ def measure(args, cases, results):
             record_case(results, alt, ms_ri, copy_gbps,
                         note="torch.repeat_interleave(dim=1)")
             note = "expand + reshape (+ contiguous), as Hugging Face's repeat_kv"
+        elif b.startswith("mxfp4_gemm_"):
+            s = case["seq"]
+            x = [randn((s, s), dt) for _ in range(nsets)]
+            data = [torch.randint(0, 256, (s, s // 2), device=dev,
+                                  dtype=torch.uint8) for _ in range(nsets)]
+            scales = [torch.randint(117, 138, (s, s // 32), device=dev,
+                                    dtype=torch.uint8) for _ in range(nsets)]
+            lut = torch.tensor(mx_value_table("mxfp4"), device=dev,
+                               dtype=torch.float32)
+
+            def fn(i):
+                d = data[i]
+                codes = torch.stack((d & 15, d >> 4), dim=-1).reshape(s, s)
+                v = lut[codes.long()].view(s, s // 32, 32)
+                sc = torch.exp2(scales[i].float() - 127.0)[..., None]
+                w = (v * sc).view(s, s).to(dts[dt])
+                return torch.matmul(x[i], w.t())
+            note = ("unfused torch ops: dequantise W to bf16 (unpack, table, "
+                    "scale), then torch.matmul(X, W.t())")
         elif b.endswith("_dequant"):
             fmt = case["fmt"]
             bits = MX_FORMATS[fmt][0]

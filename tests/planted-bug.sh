@@ -6,7 +6,10 @@
 # SwiGLU puts the swish on up (the original engine's form); paged attention
 # reads the last cache block past the sequence length; fused attention stops
 # after 32 keys (the original engine's bug); decode split over the keys
-# merges partial results without rescaling them to a common maximum.
+# merges partial results without rescaling them to a common maximum; the
+# matrix-core layer (kernels/kd-mma.h) loads fragments in a wrong layout,
+# which its GEMM and MX GEMM tests must catch at both warp sizes
+# (tests/meson.build).
 # Usage: planted-bug.sh GOOD_RUNNER MUTANT_RUNNER [TEST...]
 set -u
 good=$1 mutant=$2

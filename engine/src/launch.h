@@ -93,7 +93,7 @@ int ke__swiglu_launch(void *stream, ke_dtype in_dtype, const void *gate,
                       int64_t gate_stride, const void *up, int64_t up_stride,
                       ke_dtype out_dtype, void *out, int64_t out_stride,
                       int64_t rows, int64_t cols);
-/* One GEMM input as the tile kernel sees it: a [rows, K] matrix per batch
+/* One GEMM input as the GEMM kernels see it: a [rows, K] matrix per batch
  * (rows = M for A, N for B), element (b, r, k) at
  * data[b * batch_stride + r * ld + k] when k_contiguous, else at
  * data[b * batch_stride + k * ld + r]. */
