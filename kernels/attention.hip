@@ -28,7 +28,9 @@
  * NaN; a row with no visible key (or only -inf scores) gives zeros. All
  * arithmetic is f32 whatever the storage type.
  */
+#include "kd-attn-mma.h"
 #include "kd.h"
+#include "kiln/attention.h"
 
 /* g++ (host emulation) has no unroll pragma; the GPU compilers do. */
 #if defined(KILN_BACKEND_HOST)
@@ -396,12 +398,77 @@ static int ke_attention_launch_typed(hipStream_t s, const void *q,
   return (int)hipErrorInvalidValue;
 }
 
+/* ---- Tiled kernels ---------------------------------------------------------- */
+
+/* Every row of q, k, v and o starts on 16 bytes, and D is whole 16-byte
+ * chunks: the matrix-core kernel's cp.async and 16-byte stores. */
+static bool ke_attn_rows16(const void *q, const void *k, const void *v,
+                           const void *o, const ke__attention_desc *a) {
+  if (a->d % 8 != 0) return false;
+  const void *ptr[4] = {q, k, v, o};
+  const int64_t *st[4] = {a->q_stride, a->k_stride, a->v_stride, a->o_stride};
+  for (int t = 0; t < 4; t++) {
+    if ((uintptr_t)ptr[t] % 16 != 0) return false;
+    for (int d = 0; d < 3; d++)
+      if (st[t][d] % 8 != 0) return false;
+  }
+  return true;
+}
+
+/* The matrix-core kernel for D padded to 32, 64, 80, 96, 128, 160, 192 or
+ * 256 (the fast paths are the D they name; any other multiple of 8 pads). */
+template <class Arch, typename T>
+static int ke_attn_mma_by_d(hipStream_t s, const void *q, const void *k,
+                            const void *v, void *o,
+                            const ke__attention_desc *a) {
+#define KE_ATTN_MMA(DP)                                                     \
+  return kd_attn_mma_launch<Arch, T,                                       \
+                            typename kd_attn_mma_default<Arch, DP>::type>( \
+      s, q, k, v, o, a)
+  switch ((a->d + 15) / 16) {
+  case 1: case 2: KE_ATTN_MMA(32);
+  case 3: case 4: KE_ATTN_MMA(64);
+  case 5: KE_ATTN_MMA(80);
+  case 6: KE_ATTN_MMA(96);
+  case 7: case 8: KE_ATTN_MMA(128);
+  case 9: case 10: KE_ATTN_MMA(160);
+  case 11: case 12: KE_ATTN_MMA(192);
+  default: KE_ATTN_MMA(256);
+  }
+#undef KE_ATTN_MMA
+}
+
+template <typename T>
+static int ke_attention_tiled(hipStream_t s, const void *q, const void *k,
+                              const void *v, void *o,
+                              const ke__attention_desc *a) {
+  if constexpr (kd_is16<T>::v) {
+    if (ke_attn_rows16(q, k, v, o, a)) {
+      const kd_mma_kind kind = kd_mma_device_kind();
+#if KD_MMA_HAS_NV
+      if (kind == KD_MMA_NV)
+        return ke_attn_mma_by_d<kd_mma_nv, T>(s, q, k, v, o, a);
+#endif
+#if KD_MMA_HAS_CDNA
+      if (kind == KD_MMA_CDNA)
+        return ke_attn_mma_by_d<kd_mma_cdna, T>(s, q, k, v, o, a);
+#endif
+      (void)kind;
+    }
+  }
+  return ke_attention_launch_typed<T>(s, q, k, v, o, a);
+}
+
 extern "C" int ke__attention_launch(void *stream, ke_dtype dtype,
                                     const void *q, const void *k,
                                     const void *v, void *o,
                                     const ke__attention_desc *desc) {
   hipStream_t s = (hipStream_t)stream;
-  KD_DISPATCH_IN(dtype, T,
-                 return ke_attention_launch_typed<T>(s, q, k, v, o, desc))
+  if (desc->kernel == KE_ATTN_KERNEL_TILED) {
+    KD_DISPATCH_IN(dtype, T, return ke_attention_tiled<T>(s, q, k, v, o, desc))
+  } else {
+    KD_DISPATCH_IN(dtype, T,
+                   return ke_attention_launch_typed<T>(s, q, k, v, o, desc))
+  }
   return (int)hipErrorInvalidValue;
 }

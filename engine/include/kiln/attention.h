@@ -93,11 +93,28 @@ void ke_mask_apply_ref(double *scores, int64_t matrices, int64_t sq,
  * Q or K) makes the whole output row NaN; a NaN in V[j, e] at a visible key
  * j makes element e of the row NaN however small the key's weight (the
  * whole row when the V row is NaN). Masked keys are never read, so a NaN
- * there does nothing. */
+ * there does nothing.
+ *
+ * Kernels: every kernel family computes the same function for every shape
+ * (to the tolerances of docs/kernels.md); `kernel` pins one, as PyTorch's
+ * sdpa_kernel does, for benchmarks and tests. AUTO takes TILED when a kv
+ * head has at least 64 query rows ((Hq / Hkv) * Sq), ROWS otherwise. */
+typedef enum ke_attention_kernel {
+  KE_ATTN_KERNEL_AUTO = 0,
+  /* Tiles of query rows against tiles of keys (prefill): f16/bf16 on the
+   * matrix units where the device has them and rows are 16-byte aligned
+   * with D a multiple of 8, register-tiled f32 SIMT otherwise. */
+  KE_ATTN_KERNEL_TILED = 1,
+  /* A few lanes per query row, keys split inside a block (decode and any
+   * shape): the general SIMT kernel. */
+  KE_ATTN_KERNEL_ROWS = 2,
+} ke_attention_kernel;
+
 typedef struct ke_attention_params {
   float scale;             /* default 0: 1 / sqrt(D) */
   int causal;              /* default 0 */
   int64_t causal_offset;   /* default -1: Sk - Sq */
+  ke_attention_kernel kernel; /* default KE_ATTN_KERNEL_AUTO */
 } ke_attention_params;
 
 void ke_attention_params_init(ke_attention_params *p);
