@@ -29,6 +29,7 @@
  * arithmetic is f32 whatever the storage type.
  */
 #include "kd-attn-mma.h"
+#include "kd-attn-simt.h"
 #include "kd.h"
 #include "kiln/attention.h"
 
@@ -438,6 +439,36 @@ static int ke_attn_mma_by_d(hipStream_t s, const void *q, const void *k,
 #undef KE_ATTN_MMA
 }
 
+/* The SIMT tiled kernel for D padded to 64, 128, 192 or 256; shared-memory
+ * budgets as the device's (227 KiB NVIDIA, 64 KiB AMD; the host emulation
+ * as the GPU it emulates). */
+template <typename T>
+static int ke_attn_simt_by_d(hipStream_t s, const void *q, const void *k,
+                             const void *v, void *o,
+                             const ke__attention_desc *a) {
+#if defined(KILN_BACKEND_CUDA)
+  const bool big = true;
+#elif defined(KILN_BACKEND_HOST)
+  const bool big = kemu_warp_size() == 32;
+#else
+  const bool big = false;
+#endif
+#define KE_ATTN_SIMT(DP)                                                     \
+  return big ? kd_attn_simt_launch<                                         \
+                   T, typename kd_attn_simt_default<DP, true>::type>(       \
+                   s, q, k, v, o, a)                                        \
+             : kd_attn_simt_launch<                                         \
+                   T, typename kd_attn_simt_default<DP, false>::type>(      \
+                   s, q, k, v, o, a)
+  switch ((a->d + 63) / 64) {
+  case 1: KE_ATTN_SIMT(64);
+  case 2: KE_ATTN_SIMT(128);
+  case 3: KE_ATTN_SIMT(192);
+  default: KE_ATTN_SIMT(256);
+  }
+#undef KE_ATTN_SIMT
+}
+
 template <typename T>
 static int ke_attention_tiled(hipStream_t s, const void *q, const void *k,
                               const void *v, void *o,
@@ -456,7 +487,7 @@ static int ke_attention_tiled(hipStream_t s, const void *q, const void *k,
       (void)kind;
     }
   }
-  return ke_attention_launch_typed<T>(s, q, k, v, o, a);
+  return ke_attn_simt_by_d<T>(s, q, k, v, o, a);
 }
 
 extern "C" int ke__attention_launch(void *stream, ke_dtype dtype,

@@ -67,13 +67,14 @@ struct kd_attn_mma_cfg {
  * times these against others). NVIDIA: four warps of 16 rows (BM = 64),
  * 64-key tiles up to D = 128 and 32 above, two stages of cp.async, Q in
  * registers except at D = 256, where O (128 floats a lane) leaves no room;
- * MINB from the register estimate (Q + O + S fragments). CDNA: LDS is 64
+ * MINB as high as sm_90 allows without spills (ptxas: 141-168 registers
+ * up to D = 96, 206-254 above). CDNA: LDS is 64
  * KiB and copies are synchronous, so one stage and Q in registers. */
 template <class Arch, int DP> struct kd_attn_mma_default {
   static constexpr bool NV = Arch::WARP == 32;
   typedef kd_attn_mma_cfg<DP, (DP <= 128 ? 64 : 32), 4, 1, (NV ? 2 : 1),
                           (NV ? DP < 256 : true),
-                          (NV ? (DP <= 64 ? 4 : (DP <= 96 ? 3 : 2)) : 1)>
+                          (NV ? (DP <= 96 ? 3 : 2) : 1)>
       type;
 };
 
@@ -124,7 +125,10 @@ template <class Arch, typename T, class C> struct kd_attn_mma {
   static __device__ __forceinline__ void load_q(const ke__attention_desc &a,
                                                 const geom &g, int64_t hk,
                                                 Tile qt) {
-    for (int idx = threadIdx.x; idx < BM * CH; idx += THREADS) {
+    KD_UNROLL
+    for (int n = 0; n < (BM * CH + THREADS - 1) / THREADS; n++) {
+      const int idx = threadIdx.x + n * THREADS;
+      if (BM * CH % THREADS != 0 && idx >= BM * CH) break;
       const int r = idx / CH, c = idx % CH;
       const int64_t rr = g.row0 + r;
       const bool ok = rr < g.rows_total && 8 * c < a.d;
@@ -138,7 +142,10 @@ template <class Arch, typename T, class C> struct kd_attn_mma {
                                                  const geom &g, uint16_t *kv,
                                                  int t, int st) {
     const Tile kt = {kv + 2 * st * KV_ELEMS}, vt = {kt.base + KV_ELEMS};
-    for (int idx = threadIdx.x; idx < BN * CH; idx += THREADS) {
+    KD_UNROLL
+    for (int n = 0; n < (BN * CH + THREADS - 1) / THREADS; n++) {
+      const int idx = threadIdx.x + n * THREADS;
+      if (BN * CH % THREADS != 0 && idx >= BN * CH) break;
       const int r = idx / CH, c = idx % CH;
       const int key = t * BN + r;
       const bool ok = key < g.kv_end && 8 * c < a.d;
