@@ -439,27 +439,16 @@ static int ke_attn_mma_by_d(hipStream_t s, const void *q, const void *k,
 #undef KE_ATTN_MMA
 }
 
-/* The SIMT tiled kernel for D padded to 64, 128, 192 or 256; shared-memory
- * budgets as the device's (227 KiB NVIDIA, 64 KiB AMD; the host emulation
- * as the GPU it emulates). */
-template <typename T>
+/* The SIMT tiled kernel for D padded to 64, 128, 192 or 256, in the
+ * configurations for 227 KiB of shared memory (NVIDIA) or 64 KiB (AMD). */
+template <typename T, bool BIG>
 static int ke_attn_simt_by_d(hipStream_t s, const void *q, const void *k,
                              const void *v, void *o,
                              const ke__attention_desc *a) {
-#if defined(KILN_BACKEND_CUDA)
-  const bool big = true;
-#elif defined(KILN_BACKEND_HOST)
-  const bool big = kemu_warp_size() == 32;
-#else
-  const bool big = false;
-#endif
 #define KE_ATTN_SIMT(DP)                                                     \
-  return big ? kd_attn_simt_launch<                                         \
-                   T, typename kd_attn_simt_default<DP, true>::type>(       \
-                   s, q, k, v, o, a)                                        \
-             : kd_attn_simt_launch<                                         \
-                   T, typename kd_attn_simt_default<DP, false>::type>(      \
-                   s, q, k, v, o, a)
+  return kd_attn_simt_launch<T,                                             \
+                             typename kd_attn_simt_default<DP, BIG>::type>( \
+      s, q, k, v, o, a)
   switch ((a->d + 63) / 64) {
   case 1: KE_ATTN_SIMT(64);
   case 2: KE_ATTN_SIMT(128);
@@ -467,6 +456,20 @@ static int ke_attn_simt_by_d(hipStream_t s, const void *q, const void *k,
   default: KE_ATTN_SIMT(256);
   }
 #undef KE_ATTN_SIMT
+}
+
+/* The host emulation budgets shared memory as the GPU it emulates. */
+template <typename T>
+static int ke_attn_simt(hipStream_t s, const void *q, const void *k,
+                        const void *v, void *o, const ke__attention_desc *a) {
+#if defined(KILN_BACKEND_CUDA)
+  return ke_attn_simt_by_d<T, true>(s, q, k, v, o, a);
+#elif defined(KILN_BACKEND_HOST)
+  return kemu_warp_size() == 32 ? ke_attn_simt_by_d<T, true>(s, q, k, v, o, a)
+                                : ke_attn_simt_by_d<T, false>(s, q, k, v, o, a);
+#else
+  return ke_attn_simt_by_d<T, false>(s, q, k, v, o, a);
+#endif
 }
 
 template <typename T>
@@ -487,7 +490,7 @@ static int ke_attention_tiled(hipStream_t s, const void *q, const void *k,
       (void)kind;
     }
   }
-  return ke_attn_simt_by_d<T>(s, q, k, v, o, a);
+  return ke_attn_simt<T>(s, q, k, v, o, a);
 }
 
 extern "C" int ke__attention_launch(void *stream, ke_dtype dtype,

@@ -140,7 +140,7 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
                  ke__attention_desc a, bool async) {
   typedef kd_attn_simt<T, C> K;
   constexpr int RM = K::RM, RN = K::RN, DG = K::DG, BN = C::BN, G4 = K::G4;
-  HIP_DYNAMIC_SHARED(float4, smem_raw);
+  HIP_DYNAMIC_SHARED(uint4, smem_raw); /* one type for every kernel (CUDA) */
   float *qs = reinterpret_cast<float *>(smem_raw);
   float *ks = qs + K::Q_F, *vs = ks + K::K_F, *ps = vs + K::V_F;
 
