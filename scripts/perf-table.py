@@ -5,10 +5,12 @@ and prints a markdown table (docs/performance.md):
     scripts/perf-table.py REPORT.yaml|RUNDIR [TORCH.json] [-o FILE]
 
 Columns: kernel, dtype, shape, kiln GB/s (TFLOP/s for GEMM and attention),
-% of copy (kiln's copy measured in the same test), torch, kiln/torch, and
-the verdict against the targets: a memory-bound kernel must reach 80% of
-kiln's measured copy and at least torch's speed; GEMM and attention are
-compared by ratio only. Reads the report with PyYAML when it is installed,
+% of copy (kiln's copy measured in the same test) or, for TFLOP/s, % of
+the device's dense peak for the dtype (PEAKS; n/a for an unknown device),
+torch, kiln/torch, and the verdict against the targets: a memory-bound
+kernel must reach 80% of kiln's measured copy and at least torch's speed;
+FLOP cases with a target in FLOP_TARGETS must reach that fraction of
+torch; the rest are compared by ratio only. Reads the report with PyYAML when it is installed,
 else with a small reader of the report's own layout (block style, as
 `kiln run` writes it). Exit 0 when it printed a table, 2 on bad input.
 """
@@ -19,6 +21,28 @@ import re
 import sys
 
 COPY_TARGET = 0.8
+
+# Dense peaks in TFLOP/s (matrix units for f16/bf16, FP32 units for f32),
+# by the first name fragment found in the device's name.
+PEAKS = (
+    ("H100 PCIe", {"f16": 756.0, "bf16": 756.0, "f32": 51.0}),
+    ("H100", {"f16": 989.0, "bf16": 989.0, "f32": 67.0}),   # SXM, HBM3
+    ("H200", {"f16": 989.0, "bf16": 989.0, "f32": 67.0}),
+)
+
+# kiln/torch that a FLOP case must reach: attention (fused, B 1, H 16,
+# S 4096, D 128, causal or not) at half of torch's SDPA in 16 bits, and
+# 0.8 of it in f32 (exact f32 on both sides).
+FLOP_TARGETS = {(f"{b}_s4096", dt): (0.5 if dt != "f32" else 0.8)
+                for b in ("attention", "attention_causal")
+                for dt in ("f16", "bf16", "f32")}
+
+
+def peak_tflops(device, dtype):
+    for fragment, peaks in PEAKS:
+        if device and fragment in device:
+            return peaks.get(dtype)
+    return None
 
 
 # ---- Reading a kiln report -----------------------------------------------------------
@@ -73,8 +97,10 @@ def _tests_fallback(text):
         m = re.match(r"^  (\w+):(?: (.*))?$", line)
         if m:
             key, val = m.group(1), m.group(2)
-            section = key if key in ("notes", "metrics") and not val else None
+            section = key if key in ("notes", "metrics", "device_info") and not val else None
             item = None
+            if section == "device_info":
+                item = cur["device_info"] = {}
             if val is not None and section is None:
                 cur[key] = _scalar(val)
             continue
@@ -104,8 +130,9 @@ def load_report(path, use_yaml=True):
         tests = doc.get("tests") or []
     else:
         tests = _tests_fallback(text)
-    metrics, shapes, outcomes = {}, {}, {}
+    metrics, shapes, outcomes, device = {}, {}, {}, None
     for t in tests:
+        device = device or str((t.get("device_info") or {}).get("name") or "") or None
         if str(t.get("final", "true")).lower() == "false":
             continue
         for m in t.get("metrics") or []:
@@ -116,7 +143,7 @@ def load_report(path, use_yaml=True):
                 shapes[key[:-len(".shape")]] = str(n.get("value"))
         outcomes[str(t.get("id"))] = str(t.get("outcome"))
     return {"path": path, "metrics": metrics, "shapes": shapes,
-            "outcomes": outcomes}
+            "outcomes": outcomes, "device": device}
 
 
 def load_torch(path):
@@ -143,6 +170,7 @@ def _fmt(v, digits=3):
 def rows(kiln, torch):
     """One row per (bench, dtype) that kiln measured, in report order."""
     out, seen = [], set()
+    device = kiln.get("device") or (torch["device"] if torch else None)
     for name in kiln["metrics"]:
         parts = name.split(".")
         if len(parts) != 3 or parts[2] not in ("GBps", "TFLOPs"):
@@ -157,6 +185,9 @@ def rows(kiln, torch):
         t = torch["metrics"].get(name) if torch else None
         ratio = k / t if t and t == t and t > 0 else None
         copy = kiln["metrics"].get(f"{key}.ratio_to_copy") if mem else None
+        if not mem:
+            peak = peak_tflops(device, dt)
+            copy = k / peak if peak else None
         verdict = []
         if mem and bench not in ("copy", "fill"):
             if copy is None or copy != copy:
@@ -168,6 +199,14 @@ def rows(kiln, torch):
             elif ratio is not None and ratio < 1.0:
                 verdict.append("slower than torch")
             verdict = verdict or ["meets targets"]
+        elif not mem and (bench, dt) in FLOP_TARGETS:
+            want = FLOP_TARGETS[(bench, dt)]
+            if ratio is None:
+                verdict = ["no torch figure"]
+            elif ratio < want:
+                verdict = [f"below {want:g}x torch"]
+            else:
+                verdict = [f"meets {want:g}x torch"]
         elif not mem:
             verdict = ["ratio only"]
         else:
@@ -190,7 +229,7 @@ def markdown(kiln, torch, table):
     failed = [i for i, o in kiln["outcomes"].items() if o not in ("pass", "flaky")]
     if failed:
         lines.append(f"tests that did not pass: {', '.join(sorted(failed))}")
-    lines += ["", "| kernel | dtype | shape | kiln | % of copy | torch | kiln/torch | verdict |",
+    lines += ["", "| kernel | dtype | shape | kiln | % of copy or peak | torch | kiln/torch | verdict |",
               "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
     for r in table:
         pct = "n/a" if r["copy"] is None or r["copy"] != r["copy"] else f"{100 * r['copy']:.0f}%"
