@@ -37,6 +37,9 @@ stage)
   nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   "$nvcc_bin" -O3 -std=c++17 -arch=sm_90 scripts/kernel-limits.cu \
     -o "$stage/kernel-limits"
+  # The fused-attention tuning sweep (docs/performance.md), run by gpu-perf.sh.
+  "$nvcc_bin" -O3 -std=c++17 -arch=sm_90 -DKILN_BACKEND_CUDA -Ikernels \
+    -Iengine/include -Iengine/src scripts/attn-tune.cu -o "$stage/attn-tune"
   git rev-parse HEAD > "$stage/REVISION" 2>/dev/null || true
   du -sh "$stage"
   ;;
