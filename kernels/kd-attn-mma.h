@@ -64,17 +64,19 @@ struct kd_attn_mma_cfg {
 };
 
 /* The configurations kiln launches, per padded D (scripts/attn-tune.cu
- * times these against others). NVIDIA: four warps of 16 rows (BM = 64),
- * 64-key tiles up to D = 128 and 32 above, two stages of cp.async, Q in
- * registers except at D = 256, where O (128 floats a lane) leaves no room;
- * MINB as high as sm_90 allows without spills (ptxas: 141-168 registers
- * up to D = 96, 206-254 above). CDNA: LDS is 64
- * KiB and copies are synchronous, so one stage and Q in registers. */
+ * times these against others). NVIDIA: eight warps of 16 rows (BM = 128),
+ * so that each K/V byte brought from L2 feeds 128 FLOP: at 330 TFLOP/s
+ * that is 2.6 TB/s of L2 reads, twice that with BM = 64
+ * (docs/performance.md); 64-key tiles in three stages up to D = 128, 32-key
+ * tiles in two above; Q in registers up to D = 160 (no spills, 114-240
+ * registers a thread on sm_90), re-read from shared memory above. CDNA: LDS
+ * is 64 KiB and copies are synchronous, so four waves, one stage and Q in
+ * registers. */
 template <class Arch, int DP> struct kd_attn_mma_default {
   static constexpr bool NV = Arch::WARP == 32;
-  typedef kd_attn_mma_cfg<DP, (DP <= 128 ? 64 : 32), 4, 1, (NV ? 2 : 1),
-                          (NV ? DP < 256 : true),
-                          (NV ? (DP <= 96 ? 3 : 2) : 1)>
+  typedef kd_attn_mma_cfg<DP, (DP <= 128 ? 64 : 32), (NV ? 8 : 4), 1,
+                          (NV ? (DP <= 128 ? 3 : 2) : 1),
+                          (NV ? DP <= 160 : true), 1>
       type;
 };
 

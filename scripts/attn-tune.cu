@@ -104,27 +104,33 @@ template <typename T, class C> static config simt_config(const char *desc) {
 
 static std::vector<config> all_configs() {
   return {
-      // D = 128 (the targets): kiln's, then tile, stage, warp and
-      // register-budget variants, and the cost of the two-term P.
+      // D = 128 (the targets): kiln's (8 warps, BM 128, 3 stages), then
+      // 4-warp blocks (BM 64: twice the L2 reads per FLOP, more blocks per
+      // multiprocessor), stages, MU 2, Q in shared memory, and the cost of
+      // the two-term P.
+      MMA(kd_bf16, 128, 64, 8, 1, 3, true, 1, true),
+      MMA(kd_bf16, 128, 64, 8, 1, 2, true, 1, true),
+      MMA(kd_bf16, 128, 32, 8, 1, 3, true, 1, true),
       MMA(kd_bf16, 128, 64, 4, 1, 2, true, 2, true),
       MMA(kd_bf16, 128, 32, 4, 1, 2, true, 3, true),
       MMA(kd_bf16, 128, 64, 4, 1, 3, true, 2, true),
-      MMA(kd_bf16, 128, 64, 8, 1, 2, true, 1, true),
       MMA(kd_bf16, 128, 32, 4, 2, 2, false, 1, true),
-      MMA(kd_bf16, 128, 64, 4, 1, 2, false, 2, true),
-      MMA(kd_bf16, 128, 64, 4, 1, 2, true, 2, false),
+      MMA(kd_bf16, 128, 64, 8, 1, 3, false, 1, true),
+      MMA(kd_bf16, 128, 64, 8, 1, 3, true, 1, false),
+      MMA(kd_half, 128, 64, 8, 1, 3, true, 1, true),
       MMA(kd_half, 128, 64, 4, 1, 2, true, 2, true),
-      MMA(kd_half, 128, 32, 4, 1, 2, true, 3, true),
-      MMA(kd_half, 128, 64, 4, 1, 2, true, 2, false),
+      MMA(kd_half, 128, 64, 8, 1, 3, true, 1, false),
       // D = 64 and 256.
+      MMA(kd_bf16, 64, 64, 8, 1, 3, true, 1, true),
+      MMA(kd_bf16, 64, 128, 8, 1, 2, true, 1, true),
       MMA(kd_bf16, 64, 64, 4, 1, 2, true, 3, true),
-      MMA(kd_bf16, 64, 128, 4, 1, 2, true, 2, true),
       MMA(kd_bf16, 64, 64, 4, 2, 2, true, 2, true),
-      MMA(kd_bf16, 64, 64, 8, 1, 2, true, 2, true),
+      MMA(kd_bf16, 64, 64, 8, 1, 3, true, 1, false),
+      MMA(kd_bf16, 256, 32, 8, 1, 2, false, 1, true),
       MMA(kd_bf16, 256, 32, 4, 1, 2, false, 2, true),
       MMA(kd_bf16, 256, 64, 4, 1, 2, false, 1, true),
-      MMA(kd_bf16, 256, 32, 8, 1, 2, false, 1, true),
-      MMA(kd_bf16, 256, 32, 4, 1, 3, false, 1, true),
+      MMA(kd_bf16, 256, 32, 8, 1, 3, false, 1, true),
+      MMA(kd_bf16, 256, 32, 8, 1, 2, false, 1, false),
       // f32 on the SIMT units.
       SIMT(float, 128, 64, 64, 2),
       SIMT(float, 128, 128, 64, 1),
