@@ -89,11 +89,17 @@ inline void kemu_mma_m16n8k16(float d[4], const uint32_t a[4],
     const uint32_t v = reg(4 * col + (k % 8) / 2, 4 + k / 8);
     return Cvt::f32(kemu__half_of(v, k % 2));
   };
+  /* This lane's two rows of a and two columns of b, converted once. */
   const int g = (int)kemu__lane / 4, tq = (int)kemu__lane % 4;
+  float ar[2][16], bc[2][16];
+  for (int h = 0; h < 2; h++)
+    for (int k = 0; k < 16; k++) {
+      ar[h][k] = a_at(g + 8 * h, k);
+      bc[h][k] = b_at(k, 2 * tq + h);
+    }
   for (int i = 0; i < 4; i++) {
-    const int row = g + 8 * (i / 2), col = 2 * tq + i % 2;
     float acc = d[i];
-    for (int k = 0; k < 16; k++) acc = fmaf(a_at(row, k), b_at(k, col), acc);
+    for (int k = 0; k < 16; k++) acc = fmaf(ar[i / 2][k], bc[i % 2][k], acc);
     d[i] = acc;
   }
 }
@@ -118,15 +124,18 @@ inline void kemu_mfma_16x16x16(float d[4], const uint32_t a[2],
     memcpy(&v, t + lane * KEMU__GATHER_BYTES + 4 * r, 4);
     return Cvt::f32(kemu__half_of(v, k % 2));
   };
-  const int l = (int)kemu__lane;
+  /* This lane's four rows of a and its column of b, converted once. */
+  const int l = (int)kemu__lane, col = l % 16;
+  float ar[4][16], bc[16];
+  for (int k = 0; k < 16; k++) {
+    for (int i = 0; i < 4; i++)
+      ar[i][k] = elem((unsigned int)(4 * (l / 16) + i + 16 * (k / 4)),
+                      (k % 4) / 2, k);
+    bc[k] = elem((unsigned int)(col + 16 * (k / 4)), 2 + (k % 4) / 2, k);
+  }
   for (int i = 0; i < 4; i++) {
-    const int row = 4 * (l / 16) + i, col = l % 16;
     float acc = d[i];
-    for (int k = 0; k < 16; k++) {
-      const unsigned int la = (unsigned int)(row + 16 * (k / 4));
-      const unsigned int lb = (unsigned int)(col + 16 * (k / 4));
-      acc = fmaf(elem(la, (k % 4) / 2, k), elem(lb, 2 + (k % 4) / 2, k), acc);
-    }
+    for (int k = 0; k < 16; k++) acc = fmaf(ar[i][k], bc[k], acc);
     d[i] = acc;
   }
 }
