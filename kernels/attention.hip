@@ -1,7 +1,13 @@
 /* Fused attention, flash-style: O = softmax(scale * Q K^T + causal) V in one
  * pass over K and V; the Sq x Sk scores never exist in memory.
  *
- * Algorithm. A block of 256 threads takes one (batch, kv head) and a tile of
+ * Kernels (docs/kernels.md). The launcher at the end runs the family the
+ * engine resolved: TILED is the matrix-core kernel (kd-attn-mma.h) for
+ * f16/bf16 where the device has matrix units and rows are 16-byte aligned
+ * with D a multiple of 8, the register-tiled SIMT kernel (kd-attn-simt.h)
+ * otherwise; ROWS is this file's kernel, below.
+ *
+ * ROWS algorithm. A block of 256 threads takes one (batch, kv head) and a tile of
  * R query rows. Rows are (query head of the kv head's group, query) pairs,
  * so with GQA/MQA a decode step packs the group's heads into one block and
  * every query head reads its kv head directly. Each row belongs to G

@@ -93,7 +93,8 @@ void ke_mask_apply_ref(double *scores, int64_t matrices, int64_t sq,
  * Q or K) makes the whole output row NaN; a NaN in V[j, e] at a visible key
  * j makes element e of the row NaN however small the key's weight (the
  * whole row when the V row is NaN). Masked keys are never read, so a NaN
- * there does nothing.
+ * there does nothing. An Inf in V at a visible key gives +-Inf in that
+ * element, or NaN on the matrix units (docs/kernels.md).
  *
  * Kernels: every kernel family computes the same function for every shape
  * (to the tolerances of docs/kernels.md); `kernel` pins one, as PyTorch's
