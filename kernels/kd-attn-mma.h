@@ -149,10 +149,10 @@ template <class Arch, typename T, class C> struct kd_attn_mma {
       const int idx = threadIdx.x + n * THREADS;
       if (BN * CH % THREADS != 0 && idx >= BN * CH) break;
       const int r = idx / CH, c = idx % CH;
-      const int key = t * BN + r;
+      const int64_t key = (int64_t)t * BN + r;
       const bool ok = key < g.kv_end && 8 * c < a.d;
-      const int64_t off = ok ? (int64_t)key * a.k_stride[2] + 8 * c : 0;
-      const int64_t voff = ok ? (int64_t)key * a.v_stride[2] + 8 * c : 0;
+      const int64_t off = ok ? key * a.k_stride[2] + 8 * c : 0;
+      const int64_t voff = ok ? key * a.v_stride[2] + 8 * c : 0;
       kd_cp_async16(kt.chunk(r, c), g.k + off, ok ? 16 : 0);
       kd_cp_async16(vt.chunk(r, c), g.v + voff, ok ? 16 : 0);
     }
@@ -210,8 +210,9 @@ template <class Arch, typename T, class C> struct kd_attn_mma {
       }
     }
 
-    /* Scores in the log2 domain; masked where this tile crosses a limit. */
-    const bool masked = k0 + BN > w_min_lim;
+    /* Scores in the log2 domain; masked where this tile crosses a limit.
+     * Key positions are taken relative to k0 (no int overflow near 2^31). */
+    const bool masked = BN > w_min_lim - k0;
     KD_UNROLL
     for (int mu = 0; mu < MU; mu++)
       KD_UNROLL
@@ -219,7 +220,8 @@ template <class Arch, typename T, class C> struct kd_attn_mma {
         KD_UNROLL
         for (int e = 0; e < CE; e++) {
           float x = s[mu][n].v[e] * scale_log2;
-          if (masked && k0 + 16 * n + Arch::c_col(e) >= lim_r[mu][Arch::c_slot(e)])
+          if (masked &&
+              16 * n + Arch::c_col(e) >= lim_r[mu][Arch::c_slot(e)] - k0)
             x = -INFINITY;
           s[mu][n].v[e] = x;
         }
@@ -263,9 +265,9 @@ template <class Arch, typename T, class C> struct kd_attn_mma {
 
     /* Causal tiles: keys in [w_min_lim, kv_end) are loaded but hidden from
      * some of this warp's rows. */
-    const int hid0 = k0 > w_min_lim ? k0 : w_min_lim;
-    const int hid1 = k0 + BN < g.kv_end ? k0 + BN : g.kv_end;
-    if (a.causal && hid0 < hid1 && v_nonfinite(vt, hid0 - k0, hid1 - k0)) {
+    const int hid0 = w_min_lim - k0 > 0 ? w_min_lim - k0 : 0;
+    const int hid1 = g.kv_end - k0 < BN ? g.kv_end - k0 : BN;
+    if (a.causal && hid0 < hid1 && v_nonfinite(vt, hid0, hid1)) {
       pv_exact(vt, k0, g.kv_end, s, o, lim_r);
       return;
     }
@@ -309,21 +311,21 @@ template <class Arch, typename T, class C> struct kd_attn_mma {
     KD_UNROLL
     for (int n = 0; n < NB; n++)
       for (int col = 0; col < 16; col++) {
-        const int key = k0 + 16 * n + col;
-        if (key >= kv_end) break;
+        const int j = 16 * n + col; /* key k0 + j */
+        if (j >= kv_end - k0) break;
         KD_UNROLL
         for (int mu = 0; mu < MU; mu++)
           KD_UNROLL
           for (int sl = 0; sl < SLOTS; sl++) {
             const float p = Arch::row_get(s[mu][n], sl, col);
-            if (key >= lim_r[mu][sl]) continue;
+            if (j >= lim_r[mu][sl] - k0) continue;
             KD_UNROLL
             for (int dn = 0; dn < KD; dn++)
               KD_UNROLL
               for (int e = 0; e < CE; e++)
                 if (Arch::c_slot(e) == sl)
-                  o[mu][dn].v[e] = fmaf(p, v_at(vt, key - k0, 16 * dn + Arch::c_col(e)),
-                                        o[mu][dn].v[e]);
+                  o[mu][dn].v[e] = fmaf(
+                      p, v_at(vt, j, 16 * dn + Arch::c_col(e)), o[mu][dn].v[e]);
           }
       }
   }
@@ -443,7 +445,7 @@ kd_attn_mma_fwd(const T *__restrict__ q, const T *__restrict__ k,
    * block loads, waits, computes and waits again; with more, the copies of
    * tile t + STAGES - 1 are issued right after the barrier that ends every
    * warp's use of the stage they overwrite. */
-  const int ntiles = (g.kv_end + C::BN - 1) / C::BN;
+  const int ntiles = (int)(((int64_t)g.kv_end + C::BN - 1) / C::BN);
   KD_UNROLL
   for (int s = 0; s < C::STAGES - 1; s++) {
     if (s < ntiles) K::load_kv(a, g, kv, s, s);

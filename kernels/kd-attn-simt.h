@@ -125,8 +125,8 @@ template <typename T, class C> struct kd_attn_simt {
                                                  float *dst) {
     for (int idx = threadIdx.x; idx < BN * G4; idx += KD_ATTN_SIMT_THREADS) {
       const int r = idx / G4, gi = idx % G4;
-      const int key = k0 + r;
-      const T *src = key < g.kv_end ? base + (int64_t)key * stride : nullptr;
+      const int64_t key = (int64_t)k0 + r;
+      const T *src = key < g.kv_end ? base + key * stride : nullptr;
       const int slot = SWZ ? (gi ^ (r & 7)) : gi;
       stage4(dst + 4 * (r * G4 + slot), src, base, gi, (int)a.d, g.async);
     }
@@ -182,7 +182,7 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
     for (int c = 0; c < DG; c++) acc[i][c] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
 
-  const int ntiles = (g.kv_end + BN - 1) / BN;
+  const int ntiles = (int)(((int64_t)g.kv_end + BN - 1) / BN);
   K::load_q(a, g, hk, qs);
   if (ntiles > 0) K::template load_kv<true>(a, g, g.k, a.k_stride[2], 0, ks);
   kd_cp_async_commit();
@@ -226,15 +226,16 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
       K::template load_kv<true>(a, g, g.k, a.k_stride[2], k0 + BN, ks);
     kd_cp_async_commit();
 
-    /* Softmax update; P to shared memory. */
-    const bool masked = k0 + BN > blk_min_lim;
+    /* Softmax update; P to shared memory. Keys relative to k0 (no int
+     * overflow near 2^31). */
+    const bool masked = BN > blk_min_lim - k0;
     KD_UNROLL
     for (int i = 0; i < RM; i++) {
       float mx = -INFINITY;
       KD_UNROLL
       for (int j = 0; j < RN; j++) {
         float x = s[i][j] * a.scale;
-        if (masked && k0 + tx + 16 * j >= lim_r[i]) x = -INFINITY;
+        if (masked && tx + 16 * j >= lim_r[i] - k0) x = -INFINITY;
         s[i][j] = x;
         mx = fmaxf(mx, x); /* a NaN is caught by its weight */
       }
@@ -281,7 +282,7 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
           const float p = jj == 0 ? pv[i].x
                                   : (jj == 1 ? pv[i].y
                                              : (jj == 2 ? pv[i].z : pv[i].w));
-          if (masked && k0 + j + jj >= lim_r[i]) continue;
+          if (masked && j + jj >= lim_r[i] - k0) continue;
           KD_UNROLL
           for (int c = 0; c < DG; c++) {
             acc[i][c].x = fmaf(p, vv[c].x, acc[i][c].x);
