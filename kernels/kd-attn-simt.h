@@ -31,7 +31,7 @@
 #ifndef KILN_KD_ATTN_SIMT_H
 #define KILN_KD_ATTN_SIMT_H
 
-#include "kd.h"
+#include "kd-mma.h" /* kd_cp_async16 and its commit and wait */
 
 #define KD_ATTN_SIMT_THREADS 256
 
@@ -113,6 +113,43 @@ template <typename T, class C> struct kd_attn_simt {
       const T *src =
           rr < g.rows_total ? row_ptr(g.q, a.q_stride, g, hk, rr) : nullptr;
       stage4(qs + 4 * idx, src, g.q, gi, (int)a.d, g.async);
+    }
+  }
+
+  /* acc[i][c] += P[row ty + 16 i][j] V[j][4 (tx + 16 c) ..] over the
+   * tile's keys j < kn; with MASK, only j < vis[i] for row i. */
+  template <bool MASK>
+  static __device__ __forceinline__ void pv(float4 (&acc)[RM][DG],
+                                            const float *ps, const float *vs,
+                                            int kn, int ty, int tx,
+                                            const int (&vis)[RM]) {
+    const float4 *p4 = reinterpret_cast<const float4 *>(ps);
+    for (int j4 = 0; 4 * j4 < kn; j4++) {
+      const int j = 4 * j4;
+      float4 pq[RM];
+      KD_UNROLL
+      for (int i = 0; i < RM; i++) pq[i] = p4[(ty + 16 * i) * (BN / 4) + j4];
+      KD_UNROLL
+      for (int jj = 0; jj < 4; jj++) {
+        float4 vv[DG];
+        KD_UNROLL
+        for (int c = 0; c < DG; c++)
+          vv[c] = reinterpret_cast<const float4 *>(vs)[(j + jj) * G4 + tx + 16 * c];
+        KD_UNROLL
+        for (int i = 0; i < RM; i++) {
+          const float p = jj == 0 ? pq[i].x
+                                  : (jj == 1 ? pq[i].y
+                                             : (jj == 2 ? pq[i].z : pq[i].w));
+          if (MASK && j + jj >= vis[i]) continue;
+          KD_UNROLL
+          for (int c = 0; c < DG; c++) {
+            acc[i][c].x = fmaf(p, vv[c].x, acc[i][c].x);
+            acc[i][c].y = fmaf(p, vv[c].y, acc[i][c].y);
+            acc[i][c].z = fmaf(p, vv[c].z, acc[i][c].z);
+            acc[i][c].w = fmaf(p, vv[c].w, acc[i][c].w);
+          }
+        }
+      }
     }
   }
 
@@ -266,32 +303,13 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
     /* O += P V; on tiles that cross a row's limit, each row skips its
      * hidden keys (their weight is 0, but 0 * NaN would not be). */
     const int kn = g.kv_end - k0 < BN ? g.kv_end - k0 : BN;
-    for (int j = 0; j < kn; j += 4) {
-      float4 pv[RM];
+    if (masked) {
+      int vis[RM]; /* keys of this tile each row sees */
       KD_UNROLL
-      for (int i = 0; i < RM; i++)
-        pv[i] = reinterpret_cast<const float4 *>(ps)[((ty + 16 * i) * BN + j) / 4];
-      KD_UNROLL
-      for (int jj = 0; jj < 4; jj++) {
-        float4 vv[DG];
-        KD_UNROLL
-        for (int c = 0; c < DG; c++)
-          vv[c] = reinterpret_cast<const float4 *>(vs)[(j + jj) * G4 + tx + 16 * c];
-        KD_UNROLL
-        for (int i = 0; i < RM; i++) {
-          const float p = jj == 0 ? pv[i].x
-                                  : (jj == 1 ? pv[i].y
-                                             : (jj == 2 ? pv[i].z : pv[i].w));
-          if (masked && j + jj >= lim_r[i] - k0) continue;
-          KD_UNROLL
-          for (int c = 0; c < DG; c++) {
-            acc[i][c].x = fmaf(p, vv[c].x, acc[i][c].x);
-            acc[i][c].y = fmaf(p, vv[c].y, acc[i][c].y);
-            acc[i][c].z = fmaf(p, vv[c].z, acc[i][c].z);
-            acc[i][c].w = fmaf(p, vv[c].w, acc[i][c].w);
-          }
-        }
-      }
+      for (int i = 0; i < RM; i++) vis[i] = lim_r[i] - k0;
+      K::template pv<true>(acc, ps, vs, kn, ty, tx, vis);
+    } else {
+      K::template pv<false>(acc, ps, vs, kn, ty, tx, lim_r);
     }
     __syncthreads(); /* every thread is done with V_t and P */
     if (t + 1 < ntiles)
