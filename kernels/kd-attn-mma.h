@@ -212,19 +212,22 @@ template <class Arch, typename T, class C> struct kd_attn_mma {
 
     /* Scores in the log2 domain; masked where this tile crosses a limit.
      * Key positions are taken relative to k0 (no int overflow near 2^31). */
-    const bool masked = BN > w_min_lim - k0;
     KD_UNROLL
     for (int mu = 0; mu < MU; mu++)
       KD_UNROLL
       for (int n = 0; n < NB; n++)
         KD_UNROLL
-        for (int e = 0; e < CE; e++) {
-          float x = s[mu][n].v[e] * scale_log2;
-          if (masked &&
-              16 * n + Arch::c_col(e) >= lim_r[mu][Arch::c_slot(e)] - k0)
-            x = -INFINITY;
-          s[mu][n].v[e] = x;
-        }
+        for (int e = 0; e < CE; e++) s[mu][n].v[e] *= scale_log2;
+    if (BN > w_min_lim - k0) { /* a branch: most tiles skip it all */
+      KD_UNROLL
+      for (int mu = 0; mu < MU; mu++)
+        KD_UNROLL
+        for (int n = 0; n < NB; n++)
+          KD_UNROLL
+          for (int e = 0; e < CE; e++)
+            if (16 * n + Arch::c_col(e) >= lim_r[mu][Arch::c_slot(e)] - k0)
+              s[mu][n].v[e] = -INFINITY;
+    }
 
     /* Running max: a row with nothing visible yet keeps m = -inf and
      * subtracts 0, so its weights are exp2(-inf) = 0, not NaN. */
