@@ -5,27 +5,28 @@
  * very same code.
  *
  * A block takes BM = WARPS * MU * 16 consecutive rows of one (batch, kv
- * head); a row is a (query, query head of the kv head's group) pair, query
- * major, so with GQA/MQA the group's heads share every K/V tile the block
- * loads (and their causal limits stay close). Each warp owns MU units of 16
- * rows. Q is staged once and kept as A fragments in registers (QREG) or
+ * head), as kd-attn.h defines rows (query major: the heads of a GQA group
+ * share every K/V tile). Each warp owns MU units of 16 rows. Q is staged once and kept as A fragments in registers (QREG) or
  * re-read from shared memory; K and V stream through STAGES shared tiles
  * (kd_mma_tile, swizzled) filled with kd_cp_async16 (cp.async on NVIDIA),
  * BN keys each. Per tile a warp computes S = Q K^T on the matrix unit,
  * scales it into the log2 domain, masks it where the tile needs it, updates
  * its rows' running max m and sum l (row_reduce; l is kept per lane and
  * reduced once at the end), turns S into P = exp2(S - m), rescales its O
- * accumulators, and adds P V with P rounded to T and moved register to
- * register into A fragments (c_to_a). Everything accumulates in f32; O is
- * divided by l at the end, rounded, staged in shared memory and written in
- * 16-byte chunks.
+ * accumulators, and adds P V on the matrix unit, P moved register to
+ * register into A fragments (c_to_a). P is two T terms, hi = round(p) and
+ * lo = round(p - hi) (PSPLIT), added as hi V + lo V: a single rounding
+ * moves outputs near zero by up to half an ulp of T times max|v|, past
+ * kiln's tolerance (docs/kernels.md); the second term costs one more
+ * product per P V unit and no shared-memory traffic. Everything
+ * accumulates in f32; O is divided by l at the end, rounded, staged in
+ * shared memory and written in 16-byte chunks.
  *
  * Masks and edges. Keys at or past kv_end (the block's last visible key + 1,
  * at most Sk) are never loaded: their tile rows are zero-filled. A warp
  * skips the products of tiles none of its rows sees, and masks S only in
  * tiles that cross one of its rows' limits (the causal diagonal, the last
- * tile). Causal grids start with the longest row tiles (the last queries),
- * so that the short ones fill the tail. D is padded to DP with zeros (any D
+ * tile). D is padded to DP with zeros (any D
  * that is a multiple of 8, at most DP); rows past the end are computed on
  * zeros and not written.
  *
@@ -46,13 +47,14 @@
 #ifndef KILN_KD_ATTN_MMA_H
 #define KILN_KD_ATTN_MMA_H
 
+#include "kd-attn.h"
 #include "kd-mma.h"
 
 /* A configuration: DP the padded head dimension (a multiple of 16), BN
  * keys per tile (a multiple of 16), WARPS warps of MU units of 16 rows,
  * STAGES K/V tiles in shared memory (1: load, then compute), QREG Q
  * fragments in registers, MINB blocks per multiprocessor for the register
- * budget (__launch_bounds__), PSPLIT P as two 16-bit terms (below). */
+ * budget (__launch_bounds__), PSPLIT P as two 16-bit terms (above). */
 template <int DP_, int BN_, int WARPS_, int MU_, int STAGES_, bool QREG_,
           int MINB_, bool PSPLIT_ = true>
 struct kd_attn_mma_cfg {
@@ -101,32 +103,10 @@ template <class Arch, typename T, class C> struct kd_attn_mma {
   static constexpr size_t SMEM_BYTES =
       2 * (size_t)(ALL_KV > Q_ELEMS ? ALL_KV : Q_ELEMS);
 
-  /* Per-block problem geometry. */
-  struct geom {
-    int64_t ratio, rows_total, row0;
-    const T *q, *k, *v;
-    T *o;
-    int kv_end;
-  };
-
-  /* Keys j < lim(rr) are visible to row rr of the kv head. */
-  static __device__ __forceinline__ int lim(const ke__attention_desc &a,
-                                            int64_t ratio, int64_t rr) {
-    if (!a.causal) return (int)a.sk;
-    int64_t l = rr / ratio + a.offset + 1;
-    return (int)(l < 0 ? 0 : (l > a.sk ? a.sk : l));
-  }
-
-  static __device__ __forceinline__ const T *
-  row_ptr(const T *base, const int64_t *stride, const geom &g, int64_t hk,
-          int64_t rr) {
-    const int64_t i = rr / g.ratio, hh = rr - i * g.ratio;
-    return base + (hk * g.ratio + hh) * stride[1] + i * stride[2];
-  }
+  typedef kd_attn_block<T> geom;
 
   static __device__ __forceinline__ void load_q(const ke__attention_desc &a,
-                                                const geom &g, int64_t hk,
-                                                Tile qt) {
+                                                const geom &g, Tile qt) {
     KD_UNROLL
     for (int n = 0; n < (BM * CH + THREADS - 1) / THREADS; n++) {
       const int idx = threadIdx.x + n * THREADS;
@@ -134,7 +114,7 @@ template <class Arch, typename T, class C> struct kd_attn_mma {
       const int r = idx / CH, c = idx % CH;
       const int64_t rr = g.row0 + r;
       const bool ok = rr < g.rows_total && 8 * c < a.d;
-      const T *src = ok ? row_ptr(g.q, a.q_stride, g, hk, rr) + 8 * c : g.q;
+      const T *src = ok ? g.row(g.q, a.q_stride, rr) + 8 * c : g.q;
       kd_cp_async16(qt.chunk(r, c), src, ok ? 16 : 0);
     }
   }
@@ -335,8 +315,8 @@ template <class Arch, typename T, class C> struct kd_attn_mma {
 
   /* O / l rounded to T into the shared O tile, then 16-byte stores. */
   static __device__ __forceinline__ void
-  store(const ke__attention_desc &a, const geom &g, int64_t hk, Tile ot,
-        int w, const FC (&o)[MU][KD], const float (&l)[MU][SLOTS]) {
+  store(const ke__attention_desc &a, const geom &g, Tile ot, int w,
+        const FC (&o)[MU][KD], const float (&l)[MU][SLOTS]) {
     float inv[MU][SLOTS];
     KD_UNROLL
     for (int mu = 0; mu < MU; mu++)
@@ -364,7 +344,7 @@ template <class Arch, typename T, class C> struct kd_attn_mma {
       const int r = idx / CH, c = idx % CH;
       const int64_t rr = g.row0 + r;
       if (rr >= g.rows_total || 8 * c >= a.d) continue;
-      T *dst = const_cast<T *>(row_ptr(g.o, a.o_stride, g, hk, rr)) + 8 * c;
+      T *dst = g.row(g.o, a.o_stride, rr) + 8 * c;
       kd_st16(dst, kd_ld16(ot.chunk(r, c)));
     }
   }
@@ -384,38 +364,27 @@ kd_attn_mma_fwd(const T *__restrict__ q, const T *__restrict__ k,
   const Tile qt = {smem};
 
   const int w = threadIdx.x / Arch::WARP;
-  const int64_t hk = blockIdx.y, b = blockIdx.z;
   typename K::geom g;
-  g.ratio = a.hq / a.hkv;
-  g.rows_total = g.ratio * a.sq;
-  const int64_t tile = a.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  g.row0 = tile * K::BM;
-  g.q = q + b * a.q_stride[0];
-  g.o = o + b * a.o_stride[0];
-  g.k = k + b * a.k_stride[0] + hk * a.k_stride[1];
-  g.v = v + b * a.v_stride[0] + hk * a.v_stride[1];
-  const int64_t last =
-      (g.row0 + K::BM < g.rows_total ? g.row0 + K::BM : g.rows_total) - 1;
-  g.kv_end = K::lim(a, g.ratio, last);
+  g.init(a, q, k, v, o, K::BM);
 
   /* This warp's rows: their key limits, and the smallest and largest. */
   const int64_t w_row0 = g.row0 + (int64_t)w * MU * 16;
   const bool w_rows = w_row0 < g.rows_total;
   const int64_t w_last =
       (w_row0 + MU * 16 < g.rows_total ? w_row0 + MU * 16 : g.rows_total) - 1;
-  const int w_min_lim = w_rows ? K::lim(a, g.ratio, w_row0) : 0;
-  const int w_max_lim = w_rows ? K::lim(a, g.ratio, w_last) : 0;
+  const int w_min_lim = w_rows ? g.lim(a, w_row0) : 0;
+  const int w_max_lim = w_rows ? g.lim(a, w_last) : 0;
   int lim_r[MU][SLOTS];
   KD_UNROLL
   for (int mu = 0; mu < MU; mu++)
     KD_UNROLL
     for (int sl = 0; sl < SLOTS; sl++) {
       const int64_t rr = w_row0 + 16 * mu + Arch::slot_row(sl);
-      lim_r[mu][sl] = rr < g.rows_total ? K::lim(a, g.ratio, rr) : w_max_lim;
+      lim_r[mu][sl] = rr < g.rows_total ? g.lim(a, rr) : w_max_lim;
     }
 
   /* Q: staged once, then (QREG) held as A fragments. */
-  K::load_q(a, g, hk, qt);
+  K::load_q(a, g, qt);
   kd_cp_async_commit();
   kd_cp_async_wait<0>();
   __syncthreads();
@@ -477,7 +446,7 @@ kd_attn_mma_fwd(const T *__restrict__ q, const T *__restrict__ k,
     K::tile(a, g, qt, kt, vt, k0, w, qf, o_acc, m, l, lim_r, w_min_lim,
             scale_log2);
   }
-  K::store(a, g, hk, qt, w, o_acc, l);
+  K::store(a, g, qt, w, o_acc, l);
 }
 
 /* Launches kd_attn_mma_fwd<Arch, T, C> for a problem the caller has checked
@@ -488,16 +457,14 @@ static int kd_attn_mma_launch(hipStream_t stream, const void *q,
                               const void *k, const void *v, void *o,
                               const ke__attention_desc *a) {
   typedef kd_attn_mma<Arch, T, C> K;
-  const int64_t rows = a->hq / a->hkv * a->sq;
-  const int64_t tiles = (rows + K::BM - 1) / K::BM;
   const void *fn = (const void *)kd_attn_mma_fwd<Arch, T, C>;
   int err = (int)hipFuncSetAttribute(
       fn, hipFuncAttributeMaxDynamicSharedMemorySize, (int)K::SMEM_BYTES);
   if (err != 0) return err;
   /* exp2 of log2(e) * scale * s is exp(scale * s). */
   const float scale_log2 = a->scale * 1.4426950408889634f;
-  dim3 grid((unsigned)tiles, (unsigned)a->hkv, (unsigned)a->b);
-  hipLaunchKernelGGL((kd_attn_mma_fwd<Arch, T, C>), grid, dim3(K::THREADS),
+  hipLaunchKernelGGL((kd_attn_mma_fwd<Arch, T, C>), kd_attn_grid(a, K::BM),
+                     dim3(K::THREADS),
                      K::SMEM_BYTES, stream, (const T *)q, (const T *)k,
                      (const T *)v, (T *)o, *a, scale_log2);
   return (int)hipGetLastError();

@@ -5,8 +5,7 @@
  * scripts/attn-tune.cu builds other configurations of the same code.
  *
  * A block of 256 threads (16 x 16: ty = tid / 16, tx = tid % 16) takes BM
- * consecutive rows of one (batch, kv head), query major as in the
- * matrix-core kernel (so GQA heads share K/V tiles). Q [BM][DP], K and V
+ * consecutive rows of one (batch, kv head), as kd-attn.h defines rows. Q [BM][DP], K and V
  * [BN][DP] and P [BM][BN] live in shared memory as f32. Per tile of BN keys
  * the block computes S = Q K^T as a small GEMM: thread (ty, tx) owns rows
  * ty + 16 i (i < BM / 16) and keys tx + 16 j (j < BN / 16) and reads one
@@ -31,6 +30,7 @@
 #ifndef KILN_KD_ATTN_SIMT_H
 #define KILN_KD_ATTN_SIMT_H
 
+#include "kd-attn.h"
 #include "kd-mma.h" /* kd_cp_async16 and its commit and wait */
 
 #define KD_ATTN_SIMT_THREADS 256
@@ -62,27 +62,7 @@ template <typename T, class C> struct kd_attn_simt {
   static constexpr int P_F = BM * BN;
   static constexpr size_t SMEM_BYTES = 4 * (size_t)(Q_F + K_F + V_F + P_F);
 
-  struct geom {
-    int64_t ratio, rows_total, row0;
-    const T *q, *k, *v;
-    T *o;
-    int kv_end;
-    bool async; /* f32 rows 16-byte aligned: kd_cp_async16 */
-  };
-
-  static __device__ __forceinline__ int lim(const ke__attention_desc &a,
-                                            int64_t ratio, int64_t rr) {
-    if (!a.causal) return (int)a.sk;
-    int64_t l = rr / ratio + a.offset + 1;
-    return (int)(l < 0 ? 0 : (l > a.sk ? a.sk : l));
-  }
-
-  static __device__ __forceinline__ const T *
-  row_ptr(const T *base, const int64_t *stride, const geom &g, int64_t hk,
-          int64_t rr) {
-    const int64_t i = rr / g.ratio, hh = rr - i * g.ratio;
-    return base + (hk * g.ratio + hh) * stride[1] + i * stride[2];
-  }
+  typedef kd_attn_block<T> geom;
 
   /* Stages group gi (four elements from dimension 4 gi) of a row into dst:
    * src is the row, or NULL for a row past the end (zeros); any is a valid
@@ -105,14 +85,13 @@ template <typename T, class C> struct kd_attn_simt {
   }
 
   static __device__ __forceinline__ void load_q(const ke__attention_desc &a,
-                                                const geom &g, int64_t hk,
+                                                const geom &g, bool async,
                                                 float *qs) {
     for (int idx = threadIdx.x; idx < BM * G4; idx += KD_ATTN_SIMT_THREADS) {
       const int r = idx / G4, gi = idx % G4;
       const int64_t rr = g.row0 + r;
-      const T *src =
-          rr < g.rows_total ? row_ptr(g.q, a.q_stride, g, hk, rr) : nullptr;
-      stage4(qs + 4 * idx, src, g.q, gi, (int)a.d, g.async);
+      const T *src = rr < g.rows_total ? g.row(g.q, a.q_stride, rr) : nullptr;
+      stage4(qs + 4 * idx, src, g.q, gi, (int)a.d, async);
     }
   }
 
@@ -157,15 +136,15 @@ template <typename T, class C> struct kd_attn_simt {
    * gi ^ (r % 8)) or V (plain). */
   template <bool SWZ>
   static __device__ __forceinline__ void load_kv(const ke__attention_desc &a,
-                                                 const geom &g, const T *base,
-                                                 int64_t stride, int k0,
-                                                 float *dst) {
+                                                 const geom &g, bool async,
+                                                 const T *base, int64_t stride,
+                                                 int k0, float *dst) {
     for (int idx = threadIdx.x; idx < BN * G4; idx += KD_ATTN_SIMT_THREADS) {
       const int r = idx / G4, gi = idx % G4;
       const int64_t key = (int64_t)k0 + r;
       const T *src = key < g.kv_end ? base + key * stride : nullptr;
       const int slot = SWZ ? (gi ^ (r & 7)) : gi;
-      stage4(dst + 4 * (r * G4 + slot), src, base, gi, (int)a.d, g.async);
+      stage4(dst + 4 * (r * G4 + slot), src, base, gi, (int)a.d, async);
     }
   }
 };
@@ -182,21 +161,9 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
   float *ks = qs + K::Q_F, *vs = ks + K::K_F, *ps = vs + K::V_F;
 
   const int tid = threadIdx.x, ty = tid / 16, tx = tid % 16;
-  const int64_t hk = blockIdx.y, b = blockIdx.z;
   typename K::geom g;
-  g.ratio = a.hq / a.hkv;
-  g.rows_total = g.ratio * a.sq;
-  const int64_t tile = a.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  g.row0 = tile * C::BM;
-  g.q = q + b * a.q_stride[0];
-  g.o = o + b * a.o_stride[0];
-  g.k = k + b * a.k_stride[0] + hk * a.k_stride[1];
-  g.v = v + b * a.v_stride[0] + hk * a.v_stride[1];
-  g.async = async;
-  const int64_t last =
-      (g.row0 + C::BM < g.rows_total ? g.row0 + C::BM : g.rows_total) - 1;
-  g.kv_end = K::lim(a, g.ratio, last);
-  const int blk_min_lim = K::lim(a, g.ratio, g.row0);
+  g.init(a, q, k, v, o, C::BM);
+  const int blk_min_lim = g.lim(a, g.row0);
 #if defined(KE_PLANTED_BUG)
   /* Planted bug (mutant library only): the original engine's attention,
    * right for at most 32 keys. */
@@ -206,7 +173,7 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
   KD_UNROLL
   for (int i = 0; i < RM; i++) {
     const int64_t rr = g.row0 + ty + 16 * i;
-    lim_r[i] = rr < g.rows_total ? K::lim(a, g.ratio, rr) : g.kv_end;
+    lim_r[i] = rr < g.rows_total ? g.lim(a, rr) : g.kv_end;
   }
 
   float4 acc[RM][DG];
@@ -220,10 +187,12 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
   }
 
   const int ntiles = (int)(((int64_t)g.kv_end + BN - 1) / BN);
-  K::load_q(a, g, hk, qs);
-  if (ntiles > 0) K::template load_kv<true>(a, g, g.k, a.k_stride[2], 0, ks);
+  K::load_q(a, g, async, qs);
+  if (ntiles > 0)
+    K::template load_kv<true>(a, g, async, g.k, a.k_stride[2], 0, ks);
   kd_cp_async_commit();
-  if (ntiles > 0) K::template load_kv<false>(a, g, g.v, a.v_stride[2], 0, vs);
+  if (ntiles > 0)
+    K::template load_kv<false>(a, g, async, g.v, a.v_stride[2], 0, vs);
   kd_cp_async_commit();
   const int d4 = (int)((a.d + 3) / 4); /* dimension groups that matter */
 
@@ -260,7 +229,7 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
     }
     __syncthreads(); /* every thread is done with K_t */
     if (t + 1 < ntiles)
-      K::template load_kv<true>(a, g, g.k, a.k_stride[2], k0 + BN, ks);
+      K::template load_kv<true>(a, g, async, g.k, a.k_stride[2], k0 + BN, ks);
     kd_cp_async_commit();
 
     /* Softmax update; P to shared memory. Keys relative to k0 (no int
@@ -313,7 +282,8 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
     }
     __syncthreads(); /* every thread is done with V_t and P */
     if (t + 1 < ntiles)
-      K::template load_kv<false>(a, g, g.v, a.v_stride[2], k0 + BN, vs);
+      K::template load_kv<false>(a, g, async, g.v, a.v_stride[2], k0 + BN,
+                                 vs);
     kd_cp_async_commit();
   }
 
@@ -325,7 +295,7 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
     for (int off = 1; off < 16; off *= 2) lt += __shfl_xor(lt, off);
     const int64_t rr = g.row0 + ty + 16 * i;
     if (rr >= g.rows_total) continue;
-    T *orow = const_cast<T *>(K::row_ptr(g.o, a.o_stride, g, hk, rr));
+    T *orow = g.row(g.o, a.o_stride, rr);
     KD_UNROLL
     for (int c = 0; c < DG; c++) {
       const int d0 = 4 * (tx + 16 * c);
@@ -345,8 +315,6 @@ static int kd_attn_simt_launch(hipStream_t stream, const void *q,
                                const void *k, const void *v, void *o,
                                const ke__attention_desc *a) {
   typedef kd_attn_simt<T, C> K;
-  const int64_t rows = a->hq / a->hkv * a->sq;
-  const int64_t tiles = (rows + C::BM - 1) / C::BM;
   bool async = sizeof(T) == 4 && a->d % 4 == 0;
   const void *ptr[3] = {q, k, v};
   const int64_t *st[3] = {a->q_stride, a->k_stride, a->v_stride};
@@ -358,8 +326,7 @@ static int kd_attn_simt_launch(hipStream_t stream, const void *q,
   int err = (int)hipFuncSetAttribute(
       fn, hipFuncAttributeMaxDynamicSharedMemorySize, (int)K::SMEM_BYTES);
   if (err != 0) return err;
-  dim3 grid((unsigned)tiles, (unsigned)a->hkv, (unsigned)a->b);
-  hipLaunchKernelGGL((kd_attn_simt_fwd<T, C>), grid,
+  hipLaunchKernelGGL((kd_attn_simt_fwd<T, C>), kd_attn_grid(a, C::BM),
                      dim3(KD_ATTN_SIMT_THREADS), K::SMEM_BYTES, stream,
                      (const T *)q, (const T *)k, (const T *)v, (T *)o, *a,
                      async);
