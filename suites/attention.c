@@ -5,7 +5,9 @@
  * visible key give zeros), NaN propagation, strided [B, S, H, D] views and
  * packed QKV, agreement with kv_repeat + MHA, and each refusal. The original
  * engine's attention was right only up to 32 keys: most checks here run far
- * beyond one key tile.
+ * beyond one key tile. The kernel is AUTO's choice (tiled for prefill,
+ * ROWS for decode shapes) except in rows_kernel_prefill;
+ * suites/attention_tiled.c pins the tiled kernels.
  */
 #include <math.h>
 #include <stdio.h>
@@ -262,6 +264,21 @@ START_TEST(long_sequences) {
   check(mk(KE_F32, 1, 1, 1, 16384, 16384, 64, 1));
   check(mk(KE_F16, 1, 2, 1, 113, 16384, 128, 0));
   check(mk(KE_F32, 1, 4, 2, 1000, 16384, 80, 1));
+}
+END_TEST
+
+/* The ROWS kernel pinned on prefill shapes, which AUTO now sends to the
+ * tiled kernels (kiln/attention.h): it must stay right for every shape. */
+START_TEST(rows_kernel_prefill) {
+  const ke_dtype dts[] = {KE_F32, KE_F16, KE_BF16};
+  for (size_t t = 0; t < 3; t++) {
+    attn_case c = mk(dts[t], 1, 2, 1, 1000, 1000, 128, 1);
+    c.kernel = KE_ATTN_KERNEL_ROWS;
+    check(c);
+    c = mk(dts[t], 2, 8, 2, 113, 1000, 64, 0);
+    c.kernel = KE_ATTN_KERNEL_ROWS;
+    check(c);
+  }
 }
 END_TEST
 
@@ -753,6 +770,10 @@ START_TEST(refusals) {
   p.causal = 1;
   p.causal_offset = (int64_t)1 << 62;
   kt_assert_status(ke_attention(ctx, &q, &k2, &v2, &o, &p), KE_EINVAL);
+  ke_attention_params_init(&p);
+  p.kernel = (ke_attention_kernel)7;
+  kt_assert_status(ke_attention(ctx, &q, &k2, &v2, &o, &p), KE_EINVAL);
+  ck_assert_msg(strstr(ke_last_error(), "kernel 7"), "%s", ke_last_error());
   kt_assert_status(ke_attention(ctx, &q, NULL, &v2, &o, NULL), KE_EINVAL);
   kt_assert_status(ke_attention(NULL, &q, &k2, &v2, &o, NULL), KE_EINVAL);
   kt_free(&v2);
@@ -771,6 +792,7 @@ static const kt_test attention_tests[] = {
     KT_TEST(head_dims),
     KT_TEST(gqa_ratios),
     KT_TEST(decode),
+    KT_TEST(rows_kernel_prefill),
     KT_TEST(decode_long, .tags = "slow", .timeout_s = 600),
     KT_TEST(long_sequences, .tags = "slow", .timeout_s = 900),
     KT_TEST(causal_offsets),
