@@ -376,7 +376,15 @@ struct kd_mma_cdna {
   static __device__ __forceinline__ void load4(uint32_t r[2], const View &v,
                                                int row, int c0, int k) {
     const uint16_t *p = v.chunk(row, c0 + k / 8) + k % 8;
+#if KD_MMA__AMD_DEVICE
+    /* One 8-byte LDS read. hipcc kept memcpy's destination on the stack
+     * (scratch) in the attention kernel. */
+    const uint2 x = *reinterpret_cast<const uint2 *>(p);
+    r[0] = x.x;
+    r[1] = x.y;
+#else
     memcpy(r, p, 8);
+#endif
   }
   /* Four elements down a column: element (row + i, col), i < 4. */
   template <class View>
