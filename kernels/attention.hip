@@ -445,6 +445,15 @@ static int ke_attn_mma_by_d(hipStream_t s, const void *q, const void *k,
 #undef KE_ATTN_MMA
 }
 
+/* Whether a tiled grid of bm-row tiles keeps its 256-thread total within
+ * HIP's 32-bit limit: 16-row tiles (the AMD configurations for D > 128)
+ * would not at the largest row counts the engine accepts (2^28), and such
+ * a launch takes the ROWS kernel. */
+static bool ke_attn_grid_fits(const ke__attention_desc *a, int bm) {
+  const int64_t rows = a->hq / a->hkv * a->sq;
+  return (rows + bm - 1) / bm * KD_ATTN_SIMT_THREADS <= (int64_t)UINT32_MAX;
+}
+
 /* The SIMT tiled kernel for D padded to 64, 128, 192 or 256, in the
  * configurations for 227 KiB of shared memory (NVIDIA) or 64 KiB (AMD). */
 template <typename T, bool BIG>
@@ -452,9 +461,12 @@ static int ke_attn_simt_by_d(hipStream_t s, const void *q, const void *k,
                              const void *v, void *o,
                              const ke__attention_desc *a) {
 #define KE_ATTN_SIMT(DP)                                                     \
-  return kd_attn_simt_launch<T,                                             \
-                             typename kd_attn_simt_default<DP, BIG>::type>( \
-      s, q, k, v, o, a)
+  {                                                                         \
+    typedef typename kd_attn_simt_default<DP, BIG>::type C;                 \
+    if (!ke_attn_grid_fits(a, C::BM))                                       \
+      return ke_attention_launch_typed<T>(s, q, k, v, o, a);                \
+    return kd_attn_simt_launch<T, C>(s, q, k, v, o, a);                     \
+  }
   switch ((a->d + 63) / 64) {
   case 1: KE_ATTN_SIMT(64);
   case 2: KE_ATTN_SIMT(128);

@@ -1,6 +1,7 @@
-/* Fused attention: the C entry point (shape, stride and dtype checks,
- * launch) and the double-precision reference, side by side. The kernel is
- * in kernels/attention.hip.
+/* Fused attention: the C entry point (shape, stride and dtype checks, the
+ * kernel family, launch) and the double-precision reference, side by side.
+ * The kernels are in kernels/attention.hip (the launcher and ROWS),
+ * kernels/kd-attn-mma.h and kernels/kd-attn-simt.h (TILED).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -14,8 +15,9 @@
 #define KE__ATTN_MAX_SEQ (((int64_t)1 << 31) - 1)
 #define KE__ATTN_MAX_GRID_YZ 65535   /* Hkv and B map to grid y and z */
 #define KE__ATTN_MAX_OFFSET ((int64_t)1 << 61)
-/* Query rows per kv head: row tiles of >= 32 rows then stay within a grid x
- * of 2^23 blocks, whose 256-thread total fits HIP's 32-bit limit. */
+/* Query rows per kv head: the ROWS kernel's tiles of >= 32 rows then stay
+ * within a grid x of 2^23 blocks, whose 256-thread total fits HIP's 32-bit
+ * limit (a tiled launch that would not takes ROWS; kernels/attention.hip). */
 #define KE__ATTN_MAX_ROWS ((int64_t)1 << 28)
 /* AUTO takes the tiled kernels from this many query rows per kv head: one
  * full row tile of the matrix-core kernel (kiln/attention.h). */
