@@ -9,8 +9,10 @@ Columns: kernel, dtype, shape, kiln GB/s (TFLOP/s for GEMM and attention),
 the device's dense peak for the dtype (PEAKS; n/a for an unknown device),
 torch, kiln/torch, and the verdict against the targets: a memory-bound
 kernel must reach 80% of kiln's measured copy and at least torch's speed;
-FLOP cases with a target in FLOP_TARGETS must reach that fraction of
-torch; the rest are compared by ratio only. Reads the report with PyYAML when it is installed,
+decode (dense and paged) 0.9x torch, and 70% of copy where its K/V bytes
+are 128 MB or more; FLOP cases with a target in FLOP_TARGETS must reach
+that fraction of torch; the rest are compared by ratio only. Reads the
+report with PyYAML when it is installed,
 else with a small reader of the report's own layout (block style, as
 `kiln run` writes it). Exit 0 when it printed a table, 2 on bad input.
 """
@@ -21,6 +23,11 @@ import re
 import sys
 
 COPY_TARGET = 0.8
+# Decode (dense and paged): at least 0.9x torch everywhere, and 70 % of copy
+# where the K/V bytes are 128 MB or more.
+DECODE_TORCH = 0.9
+DECODE_COPY = 0.7
+DECODE_COPY_BYTES = 128e6
 
 # Dense peaks in TFLOP/s (matrix units for f16/bf16, FP32 units for f32),
 # by the first name fragment found in the device's name.
@@ -189,7 +196,16 @@ def rows(kiln, torch):
             peak = peak_tflops(device, dt)
             copy = k / peak if peak else None
         verdict = []
-        if mem and bench not in ("copy", "fill"):
+        if "decode_" in bench:
+            big = kiln["metrics"].get(f"{key}.bytes", 0) >= DECODE_COPY_BYTES
+            if big and (copy is None or copy != copy or copy < DECODE_COPY):
+                verdict.append(f"below {DECODE_COPY:.0%} of copy")
+            if t is None:
+                verdict.append("no torch figure")
+            elif ratio is not None and ratio < DECODE_TORCH:
+                verdict.append(f"below {DECODE_TORCH}x torch")
+            verdict = verdict or ["meets targets"]
+        elif mem and bench not in ("copy", "fill"):
             if copy is None or copy != copy:
                 verdict.append("no copy figure")
             elif copy < COPY_TARGET:

@@ -36,7 +36,7 @@ def ceil_div(a, b):
 
 # ---- The plan: every case with its shape and the bytes / FLOP that count -----
 
-def plan(target, lengths, attn_heads):
+def plan(target, lengths, attn_heads, decode_lengths=(4096, 32768)):
     """Cases as suites/perf.c sizes them: rows so that the bytes that must
     move reach `target`; GEMM and attention at the given lengths."""
     cases = []
@@ -82,6 +82,7 @@ def plan(target, lengths, attn_heads):
                               flop=2 * s ** 3, set_bytes=3 * s * s * ES[dt],
                               kind="flop", seq=s))
     cases += attention_cases(lengths, attn_heads)
+    plan_decode(cases, decode_lengths)
     return cases
 
 
@@ -115,6 +116,29 @@ def attention_cases(lengths, heads):
                             set_bytes=4 * heads * s * d * ES[dt], kind="flop",
                             seq=s, heads=heads, head_dim=d, causal=causal))
     return out
+
+
+# ---- Decode (suites/perf.c "Decode"): K/V bandwidth ---------------------------
+
+DEC_DTYPES = ("f16", "bf16")
+DEC_BATCHES = (1, 8)
+
+
+def plan_decode(cases, lengths):
+    """One query token per sequence, Hq 32 over Hkv 8, D 128: dense and paged
+    cases share torch's measurement (SDPA on dense K/V, enable_gqa)."""
+    for s in lengths:
+        for b in DEC_BATCHES:
+            for dt in DEC_DTYPES:
+                kv = 2 * b * KV_HEADS * s * HEAD_DIM * ES[dt]
+                q = 2 * b * Q_HEADS * HEAD_DIM * ES[dt]
+                for prefix in ("", "paged_"):
+                    mem = dict(bench=f"{prefix}decode_b{b}_s{s}", dtype=dt,
+                               shape=f"q {b}x{Q_HEADS}x1x{HEAD_DIM}, kv "
+                                     f"{b}x{KV_HEADS}x{s}x{HEAD_DIM}",
+                               bytes=kv, set_bytes=kv + q, kind="mem",
+                               batch=b, seq=s)
+                    cases.append(mem)
 
 
 def rotation_sets(l2_bytes, set_bytes):
@@ -208,6 +232,7 @@ def measure(args, cases, results):
         return torch.randn(shape, device=dev, dtype=dts[dt])
 
     copy_gbps = None
+    decode_ms = {}
     for case in cases:
         if args.only and case["bench"] not in args.only:
             continue
@@ -304,9 +329,25 @@ def measure(args, cases, results):
             note = f"torch.matmul, allow_tf32={torch.backends.cuda.matmul.allow_tf32}"
         elif b.startswith("attention"):
             fn, note = attention_fn(case, nsets, randn, F)
+        elif "decode_" in b:
+            bb, s = case["batch"], case["seq"]
+            key = (bb, s, dt)
+            if b.startswith("paged_") and key in decode_ms:
+                # The same computation as the dense case: measured once.
+                record_case(results, case, decode_ms[key], copy_gbps,
+                            note="same SDPA as the dense case (torch has no paged cache)")
+                continue
+            q = [randn((bb, Q_HEADS, 1, HEAD_DIM), dt) for _ in range(nsets)]
+            k = [randn((bb, KV_HEADS, s, HEAD_DIM), dt) for _ in range(nsets)]
+            v = [randn((bb, KV_HEADS, s, HEAD_DIM), dt) for _ in range(nsets)]
+            fn = lambda i: F.scaled_dot_product_attention(q[i], k[i], v[i],
+                                                          enable_gqa=True)
+            note = "F.scaled_dot_product_attention(enable_gqa=True), Sq 1"
         else:
             raise SystemExit(f"torch-compare: no torch version of {b}")
         ms = time_ms(fn, nsets)
+        if "decode_" in b:
+            decode_ms[(case["batch"], case["seq"], dt)] = ms
         if b == "copy":
             copy_gbps = case["bytes"] / (ms * 1e-3) / 1e9
         record_case(results, case, ms, copy_gbps, note)
@@ -338,7 +379,8 @@ def parse_args(argv):
     p.add_argument("--plan", action="store_true",
                    help="print the cases and shapes as JSON, measure nothing")
     p.add_argument("--host-sizes", action="store_true",
-                   help="kiln's host-emulation sizes (2 MiB, S 64/128, 2 heads)")
+                   help="kiln's host-emulation sizes (2 MiB, S 64/128, 2 heads, "
+                        "decode contexts 32/256)")
     p.add_argument("--target-mb", type=float, default=None,
                    help="MiB a memory-bound launch moves (default 256)")
     p.add_argument("--lengths", default=None,
@@ -369,7 +411,8 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    cases = plan(args.target, args.lengths, args.heads)
+    cases = plan(args.target, args.lengths, args.heads,
+                 (32, 256) if args.host_sizes else (4096, 32768))
     if args.plan:
         write({"format": "kiln-torch-plan/1", "cases": cases}, args.out)
         return 0

@@ -338,6 +338,39 @@ START_TEST(closed_pipe) {
 }
 END_TEST
 
+/* Strings every YAML 1.1 or 1.2 reader would take for something else when
+ * written plain (booleans, nulls, numbers, sexagesimals, dates, merge
+ * keys) or that need quoting for their indicators: sent as notes (key and
+ * value) and printed, so that tests/harness/yaml-strings.sh can check that
+ * each comes back from the report as the same string. */
+static const char *const yaml_hostile[] = {
+    "yes", "No", "ON", "off", "y", "n", "true", "False", "null", "Null", "~", "",
+    "1:30", "1:2", "0x1F", "0o17", "017", "0b101", "1_000", "1e3", "1.5", ".5",
+    "-.inf", ".NaN", "+12", "-0", "2001-12-14", "2001-12-14t21:59:43.10-05:00",
+    "2026-11-22T06:25:25.851Z", "<<", "=", "- item", "key: value", "#comment",
+    "@at", "`tick", "!tag", "&anchor", "*alias", "'single'", "\"double\"", "[a, b]",
+    "{a: 1}", "trailing space ", " leading space", "two\nlines", "tab\there",
+    "%percent", "|pipe", ">fold", "?question", ",comma", "it's", "\xc3\xa9 \xe2\x9c\x93"};
+
+START_TEST(yaml_strings) {
+  for (size_t i = 0; i < sizeof yaml_hostile / sizeof yaml_hostile[0]; i++) {
+    kt_note(yaml_hostile[i], yaml_hostile[i]);
+    printf("%s\n", yaml_hostile[i]);
+  }
+  kt_metric("yaml.strings", 1.0, "yes");
+}
+END_TEST
+
+/* A record longer than the protocol's line limit: the runner sends a
+ * `truncated` record in its place, which the report lists. */
+START_TEST(long_record) {
+  static char big[70000];
+  memset(big, 'x', sizeof big - 1);
+  kt_note("big", big);
+  kt_note("after", "still here");
+}
+END_TEST
+
 static const kt_test fault_tests[] = {
     KT_TEST(pass),
     KT_TEST(fail_assert),
@@ -364,6 +397,8 @@ static const kt_test fault_tests[] = {
     KT_TEST(over_cap, .tags = "device"),
     KT_TEST(closed_pipe, .host_only = 1),
     KT_TEST(uninit_branch, .host_only = 1),
+    KT_TEST(yaml_strings, .host_only = 1),
+    KT_TEST(long_record, .host_only = 1),
 };
 
 KT_SUITE(kt_suite_faults, "faults", "fault", fault_tests);

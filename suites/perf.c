@@ -14,6 +14,7 @@
 
 #include "gemm-check.h"
 #include "kiln/kernels.h"
+#include "kiln/test-tuning.h"
 #include "kiln/test.h"
 
 /* ---- Method ---------------------------------------------------------------- */
@@ -852,6 +853,234 @@ START_TEST(attention) {
 }
 END_TEST
 
+/* ---- Decode: dense and paged, K/V bandwidth ---------------------------------- */
+
+/* One query token per sequence over a long KV cache, Hq 32 over Hkv 8,
+ * D 128 (PERF_Q_HEADS, PERF_KV_HEADS, PERF_HEAD_DIM): B 1 and 8, contexts
+ * 4096 and 32768 (host: 32 and 256), f16 and bf16. Dense is ke_attention
+ * ([B, H, S, D] tensors, the split-key decode kernel); paged is
+ * ke_paged_attention without a workspace (blocks of 16 tokens in a
+ * shuffled physical order, the engine's scratch). The bytes that count are
+ * the K and V caches, read once: 2 B Hkv S D element sizes (q and o are
+ * 1/S of that). */
+#define PERF_DEC_BLOCK 16
+
+static const ke_dtype kDecDtypes[] = {KE_F16, KE_BF16};
+
+typedef struct dec_bench {
+  int paged;
+  int64_t b, s;
+  perf_set q, k, v, o;
+  int32_t *tables, *lens;      /* host */
+  int32_t *d_tables, *d_lens;  /* device, shared by the sets */
+  int64_t blocks_per_seq;
+} dec_bench;
+
+static void dec_launch(void *p, int set) {
+  dec_bench *d = p;
+  ke_context *ctx = kt_ctx();
+  if (!d->paged) {
+    kt_assert_ok(ke_attention(ctx, &d->q.t[set], &d->k.t[set], &d->v.t[set],
+                              &d->o.t[set], NULL));
+    return;
+  }
+  kt_assert_ok(ke_paged_attention(ctx, &d->q.t[set], &d->k.t[set],
+                                  &d->v.t[set], d->d_tables,
+                                  d->blocks_per_seq, d->d_lens, &d->o.t[set],
+                                  NULL));
+}
+
+/* Elements [first, first + n) of a tensor as doubles, in one copy. */
+static double *perf_span_doubles(const ke_tensor *t, int64_t first,
+                                 int64_t n) {
+  ke_tensor tmp;
+  int64_t shape[1] = {n};
+  kt_alloc(&tmp, t->dtype, 1, shape);
+  const size_t es = ke_dtype_size(t->dtype);
+  kt_assert_ok(ke_copy_device(kt_ctx(), tmp.data,
+                              (const char *)t->data + (size_t)first * es,
+                              (size_t)n * es));
+  double *d = kt_to_doubles(&tmp);
+  kt_free(&tmp);
+  return d;
+}
+
+/* K or V of (sequence b, KV head hk) of set 0 as packed [S, D] doubles. */
+static double *dec_kv_doubles(const dec_bench *d, const ke_tensor *t,
+                              int64_t b, int64_t hk) {
+  const int64_t S = d->s, D = PERF_HEAD_DIM, HKV = PERF_KV_HEADS;
+  if (!d->paged) return perf_span_doubles(t, (b * HKV + hk) * S * D, S * D);
+  double *out = perf_doubles((size_t)(S * D));
+  for (int64_t i = 0; i * PERF_DEC_BLOCK < S; i++) {
+    const int64_t blk = d->tables[b * d->blocks_per_seq + i];
+    const int64_t n = S - i * PERF_DEC_BLOCK < PERF_DEC_BLOCK
+                          ? S - i * PERF_DEC_BLOCK : PERF_DEC_BLOCK;
+    double *part = perf_span_doubles(
+        t, (blk * HKV + hk) * PERF_DEC_BLOCK * D, n * D);
+    memcpy(out + i * PERF_DEC_BLOCK * D, part, (size_t)(n * D) * sizeof *out);
+    free(part);
+  }
+  return out;
+}
+
+/* Measures one case; with the knobs away from their defaults (the sweep)
+ * it records only BENCH.DTYPE.bpmN_mcM_GBps. */
+static void dec_run(const perf_cfg *c, int paged, int64_t B, int64_t S,
+                    ke_dtype dt, double copy_gbps) {
+  const int64_t HQ = PERF_Q_HEADS, HKV = PERF_KV_HEADS, D = PERF_HEAD_DIM;
+  const int64_t es = (int64_t)ke_dtype_size(dt);
+  const int64_t kv_bytes = 2 * B * HKV * S * D * es;
+  dec_bench d;
+  memset(&d, 0, sizeof d);
+  d.paged = paged;
+  d.b = B;
+  d.s = S;
+  int nsets = perf_sets(c, kv_bytes + 2 * B * HQ * D * es);
+  if (!paged) {
+    int64_t qs[4] = {B, HQ, 1, D}, ks[4] = {B, HKV, S, D};
+    set_alloc(&d.q, nsets, dt, 4, qs, 1);
+    set_alloc(&d.k, nsets, dt, 4, ks, 1);
+    set_alloc(&d.v, nsets, dt, 4, ks, 1);
+    set_alloc(&d.o, nsets, dt, 4, qs, 0);
+  } else {
+    /* Physical blocks dealt out in a random order (kt_seed draws). */
+    d.blocks_per_seq = (S + PERF_DEC_BLOCK - 1) / PERF_DEC_BLOCK;
+    const int64_t nblocks = B * d.blocks_per_seq;
+    d.tables = malloc((size_t)nblocks * sizeof *d.tables);
+    d.lens = malloc((size_t)B * sizeof *d.lens);
+    ck_assert(d.tables && d.lens);
+    for (int64_t i = 0; i < nblocks; i++) d.tables[i] = (int32_t)i;
+    for (int64_t i = nblocks - 1; i > 0; i--) {
+      const int64_t j = (int64_t)(kt_seed() % (uint64_t)(i + 1));
+      const int32_t t = d.tables[i];
+      d.tables[i] = d.tables[j];
+      d.tables[j] = t;
+    }
+    for (int64_t b = 0; b < B; b++) d.lens[b] = (int32_t)S;
+    kt_assert_ok(ke_malloc(kt_ctx(), (void **)&d.d_tables,
+                           (size_t)nblocks * sizeof(int32_t)));
+    kt_assert_ok(ke_malloc(kt_ctx(), (void **)&d.d_lens,
+                           (size_t)B * sizeof(int32_t)));
+    kt_assert_ok(ke_copy_to_device(kt_ctx(), d.d_tables, d.tables,
+                                   (size_t)nblocks * sizeof(int32_t)));
+    kt_assert_ok(ke_copy_to_device(kt_ctx(), d.d_lens, d.lens,
+                                   (size_t)B * sizeof(int32_t)));
+    int64_t qs[3] = {B, HQ, D}, cs[4] = {nblocks, HKV, PERF_DEC_BLOCK, D};
+    set_alloc(&d.q, nsets, dt, 3, qs, 1);
+    set_alloc(&d.k, nsets, dt, 4, cs, 1);
+    set_alloc(&d.v, nsets, dt, 4, cs, 1);
+    set_alloc(&d.o, nsets, dt, 3, qs, 0);
+  }
+
+  double ms = perf_time(c, paged ? "paged_attention" : "attention_decode",
+                        dec_launch, &d, nsets);
+  char bench[48], sh[96];
+  snprintf(bench, sizeof bench, "%sdecode_b%lld_s%lld", paged ? "paged_" : "",
+           (long long)B, (long long)S);
+  snprintf(sh, sizeof sh, "q %lldx%lldx1x%lld, kv %lldx%lldx%lldx%lld",
+           (long long)B, (long long)HQ, (long long)D, (long long)B,
+           (long long)HKV, (long long)S, (long long)D);
+  ke__decode_tuning tun, def;
+  kt_assert_ok(ke__decode_tuning_get(kt_ctx(), &tun));
+  ke__decode_tuning_defaults(&def);
+  if (memcmp(&tun, &def, sizeof tun) == 0) {
+    perf_report_bw(bench, dt, sh, (double)kv_bytes, ms, copy_gbps);
+    perf_rotation(bench, dt, nsets, kv_bytes + 2 * B * HQ * D * es);
+  } else {
+    char what[64];
+    snprintf(what, sizeof what, "bpm%lld_mc%lld_GBps",
+             (long long)tun.blocks_per_mp, (long long)tun.min_chunk);
+    perf_metric(bench, ke_dtype_name(dt), what,
+                (double)kv_bytes / (ms * 1e-3) / 1e9, "GB/s");
+  }
+
+  /* Sampled query rows (b, h), each against its KV head's whole cache. */
+  const int n = c->host || c->samples < 8 ? c->samples : 8;
+  int64_t idx[64];
+  perf_sample(B * HQ, n, idx);
+  dec_launch(&d, 0);
+  double *qd = perf_rows_doubles(&d.q.t[0], D, idx, n);
+  double *ref = perf_doubles((size_t)n * (size_t)D);
+  kt_tol tol = {0, 0, 0};
+  ke_attention_params p;
+  ke_attention_params_init(&p);
+  for (int i = 0; i < n; i++) {
+    const int64_t b = idx[i] / HQ, hk = idx[i] % HQ / (HQ / HKV);
+    double *kd = dec_kv_doubles(&d, &d.k.t[0], b, hk);
+    double *vd = dec_kv_doubles(&d, &d.v.t[0], b, hk);
+    ke_attention_ref(qd + (size_t)i * D, kd, vd, ref + (size_t)i * D, 1, 1, 1,
+                     1, S, D, &p);
+    kt_tol t = perf_attn_tol(dt, qd + (size_t)i * D, 1, kd, vd, S, D);
+    if (t.atol > tol.atol) tol.atol = t.atol;
+    if (t.rtol > tol.rtol) tol.rtol = t.rtol;
+    free(vd);
+    free(kd);
+  }
+  char name[96];
+  snprintf(name, sizeof name, "%s_%s", bench, ke_dtype_name(dt));
+  perf_check(name, &d.o.t[0], D, idx, n, ref, tol);
+  free(ref);
+  free(qd);
+  set_free(&d.q);
+  set_free(&d.k);
+  set_free(&d.v);
+  set_free(&d.o);
+  if (paged) {
+    kt_assert_ok(ke_free(kt_ctx(), d.d_tables));
+    kt_assert_ok(ke_free(kt_ctx(), d.d_lens));
+    free(d.tables);
+    free(d.lens);
+  }
+}
+
+static void dec_suite(int paged) {
+  perf_cfg c = perf_config();
+  double copy_gbps = perf_copy(&c, 0);
+  const int64_t batches[] = {1, 8};
+  const int64_t lens[] = {c.host ? 32 : 4096, c.host ? 256 : 32768};
+  for (int l = 0; l < 2; l++)
+    for (int b = 0; b < 2; b++)
+      for (size_t i = 0; i < sizeof kDecDtypes / sizeof kDecDtypes[0]; i++)
+        dec_run(&c, paged, batches[b], lens[l], kDecDtypes[i], copy_gbps);
+}
+
+START_TEST(decode) { dec_suite(0); }
+END_TEST
+
+START_TEST(paged_decode) { dec_suite(1); }
+END_TEST
+
+/* The split's knobs (kiln/test-tuning.h) swept on the bf16 cases, so that
+ * one GPU run compares them without a rebuild: blocks per multiprocessor
+ * the ranges aim for (1..4) and the fewest keys per range (128..1024).
+ * Metrics BENCH.bf16.bpmN_mcM_GBps (not picked up by the perf table); the
+ * default is bpm2_mc256. Each setting is also checked against the
+ * reference. */
+START_TEST(decode_sweep) {
+  perf_cfg c = perf_config();
+  double copy_gbps = perf_copy(&c, 0);
+  const int64_t bpms[] = {1, 2, 3, 4}, chunks[] = {128, 256, 512, 1024};
+  const int64_t lens[] = {4096, 32768}, batches[] = {1, 8};
+  /* Host emulation: one small case over two settings of each knob. */
+  const int nl = c.host ? 1 : 2, nk = c.host ? 2 : 4;
+  c.samples = 2;
+  for (int paged = 0; paged < 2; paged++)
+    for (int l = 0; l < nl; l++)
+      for (int b = 0; b < nl; b++)
+        for (int i = 0; i < nk; i++)
+          for (int j = 0; j < nk; j++) {
+            ke__decode_tuning t;
+            ke__decode_tuning_defaults(&t);
+            t.blocks_per_mp = bpms[i];
+            t.min_chunk = chunks[j];
+            kt_assert_ok(ke__decode_tuning_set(kt_ctx(), &t));
+            dec_run(&c, paged, batches[b], c.host ? 32 : lens[l], KE_BF16,
+                    copy_gbps);
+          }
+  kt_assert_ok(ke__decode_tuning_set(kt_ctx(), NULL));
+}
+END_TEST
+
 /* ---- Registry ------------------------------------------------------------------- */
 
 #define PERF_TEST(fn) KT_TEST(fn, .slots = KT_WHOLE_DEVICE, .timeout_s = 600)
@@ -860,6 +1089,7 @@ static const kt_test kPerfTests[] = {
     PERF_TEST(copy),    PERF_TEST(softmax),      PERF_TEST(rmsnorm),
     PERF_TEST(rmsnorm_residual), PERF_TEST(swiglu), PERF_TEST(rope),
     PERF_TEST(kv_repeat), PERF_TEST(mxfp_dequant), PERF_TEST(gemm),
-    PERF_TEST(attention),
+    PERF_TEST(attention), PERF_TEST(decode), PERF_TEST(paged_decode),
+    PERF_TEST(decode_sweep),
 };
 KT_SUITE(kt_suite_perf, "perf", "perf", kPerfTests);

@@ -8,7 +8,8 @@
 # SIMT kernels stop after 32 keys (the original engine's bug); the
 # matrix-core layer loads a fragment in the wrong layout (kernels/kd-mma.h),
 # which the 16-bit tiled attention tests must catch (no other planted bug is
-# on their path).
+# on their path); decode split over the keys merges partial results without
+# rescaling them to a common maximum.
 # Usage: planted-bug.sh GOOD_RUNNER MUTANT_RUNNER [TEST...]
 set -u
 good=$1 mutant=$2

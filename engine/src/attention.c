@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "decode.h"
 #include "engine-impl.h"
 #include "kiln/kernels.h"
 #include "launch.h"
@@ -173,6 +174,12 @@ int ke_attention(ke_context *ctx, const ke_tensor *q, const ke_tensor *k,
   a.scale = ke__attention_scale(params, a.d);
   a.causal = params->causal != 0;
   a.offset = params->causal_offset < 0 ? a.sk - a.sq : params->causal_offset;
+  /* Few query rows per KV head (decode), unless the caller pinned a
+   * kernel: the split-key kernel. */
+  if (params->kernel == KE_ATTN_KERNEL_AUTO &&
+      ke__attention_decode_fits(ctx, &a))
+    return ke__attention_decode(ctx, q->dtype, q->data, k->data, v->data,
+                                o->data, &a);
   a.kernel = ke__attention_kernel(params, &a);
   KE__TIMED_LAUNCH(ctx, "attention",
                    ke__attention_launch(ctx->stream, q->dtype, q->data,

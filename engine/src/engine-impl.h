@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "kiln/engine.h"
+#include "kiln/test-tuning.h"
 #include "runtime.h"
 
 /* Every live device allocation, oldest first. Frees are rare next to
@@ -46,6 +47,15 @@ typedef struct ke__timing {
   size_t kernels_capacity;
 } ke__timing;
 
+/* The engine's own device scratch (scratch.c): a leading region of
+ * counters that every kernel using them leaves zero, then room for partial
+ * results. One allocation in the ledger, or none. */
+typedef struct ke__scratch {
+  void *ptr;
+  size_t counter_bytes;
+  size_t partial_bytes;
+} ke__scratch;
+
 struct ke_context {
   ke_device_info device;
   hipStream_t stream;
@@ -57,6 +67,8 @@ struct ke_context {
   ke__timing timing;
   hiprandGenerator_t rng;
   int rng_ready;
+  ke__scratch scratch;
+  ke__decode_tuning decode_tuning;
 };
 
 /* Formats this thread's last error (printf-style) and returns status. */
@@ -86,6 +98,14 @@ void ke__timing_destroy(ke_context *ctx);
   } while (0)
 
 int ke__device_info_fill(int device, ke_device_info *out);
+
+/* A scratch with counter_bytes of zeroed counters at its start and
+ * partial_bytes of 16-byte aligned room after them; reuses the context's
+ * when it is large enough, else replaces it (synchronising the stream,
+ * allocating through the ledger, zeroing it). */
+int ke__scratch_get(ke_context *ctx, size_t counter_bytes,
+                    size_t partial_bytes, unsigned **counters,
+                    float **partials);
 
 /* For row kernels: the tensor as rows of its last dimension. The last
  * dimension must be contiguous and the leading ones must collapse into one

@@ -160,6 +160,33 @@ int ke__attention_launch(void *stream, ke_dtype dtype, const void *q,
                          const void *k, const void *v, void *o,
                          const ke__attention_desc *desc);
 
+/* ---- Decode, split over the keys (kernels/kd-decode.h) ---- */
+
+/* Query rows a decode block takes (its row tile) when `rows` rows read one
+ * KV head: 1, 2 or 4. */
+static inline int ke__decode_tile_rows(int64_t rows) {
+  return rows <= 1 ? 1 : (rows <= 2 ? 2 : 4);
+}
+
+/* How a decode launch cuts each row tile's keys: into at most `splits`
+ * ranges of at least min_chunk keys. With splits > 1, partials holds
+ * splits partial rows of (d + 2) floats per output row (row id * splits +
+ * range), and counters one zero word per (row tile, KV head, batch), which
+ * every launch leaves zero. */
+typedef struct ke__decode_split {
+  int64_t splits;
+  int64_t min_chunk;
+  float *partials;
+  unsigned *counters;
+} ke__decode_split;
+
+/* Dense decode (kernels/attention_decode.hip): the shapes of a validated
+ * ke_attention call. */
+int ke__attention_decode_launch(void *stream, ke_dtype dtype, const void *q,
+                                const void *k, const void *v, void *o,
+                                const ke__attention_desc *desc,
+                                const ke__decode_split *split);
+
 /* K/V replication: shape is the output's [b, hq, s, d]; input head
  * h / (hq / hkv) feeds output head h. Strides in elements. */
 typedef struct ke__kv_repeat_desc {
@@ -182,10 +209,13 @@ int ke__kv_repeat_launch(void *stream, ke_dtype dtype, const void *in,
  * and head strides (elements, last dimension contiguous). block_tables is
  * [num_seqs, max_blocks_per_seq] int32 and seq_lens [num_seqs] int32, both
  * on the device and already checked (every length in 1..max_blocks *
- * block_size, every used table entry in 0..num_blocks-1). splits is the
- * number of KE__PAGED_PARTITION-token partitions the longest sequence
- * spans when workspace is not NULL (the split, "flash-decoding" path), and
- * 1 otherwise. */
+ * block_size, every used table entry in 0..num_blocks-1). A sequence of
+ * length len is cut into ceil(len / chunk) token ranges, at most splits of
+ * them (1: chunk covers every sequence, nothing is partial). partials holds
+ * cap >= splits partial rows of head_dim + 2 floats per (sequence, query
+ * head): ((seq * num_heads + h) * cap + range) * (head_dim + 2). counters
+ * (one zero word per (sequence, KV head, row tile), left zero) lets the last
+ * range's block merge; NULL leaves the merge to the combine kernel. */
 typedef struct ke__paged_attention_args {
   ke_dtype q_dtype, kv_dtype, out_dtype;
   const void *q;
@@ -195,26 +225,27 @@ typedef struct ke__paged_attention_args {
   const int32_t *seq_lens;
   void *out;
   int64_t out_seq_stride, out_head_stride;
-  float *workspace;
-  int64_t num_seqs, max_blocks_per_seq, splits;
+  float *partials;
+  unsigned *counters;
+  int64_t num_seqs, max_blocks_per_seq, splits, chunk, cap;
   int num_heads, num_kv_heads, head_dim, block_size;
   float scale;
 } ke__paged_attention_args;
 
-/* The attention pass: every (sequence, KV head, partition); finishes the
- * sequences that fit in one partition and leaves partials in the workspace
- * for the others. */
+/* The attention pass: every (sequence, KV head, row tile, range). */
 int ke__paged_attention_launch(void *stream,
                                const ke__paged_attention_args *args);
-/* The combine pass of the split path: merges each (sequence, head)'s
- * partials into out. Only launched when args->splits > 1. */
+/* The workspace path's merge (counters NULL, splits > 1): one block per
+ * (sequence, query head) merges its partial rows into out. */
 int ke__paged_attention_combine_launch(void *stream,
                                        const ke__paged_attention_args *args);
 
-/* Tokens per partition of the split path; a multiple of every tile size. */
+/* The caller's workspace holds ceil(longest length / KE__PAGED_PARTITION)
+ * partial rows per query head: the workspace path cuts sequences into at
+ * most that many ranges. */
 #define KE__PAGED_PARTITION 512
-/* Largest grid z (partitions in flight per sequence); more are looped. */
-#define KE__PAGED_MAX_GRID_Z 65535
+/* Most ranges per sequence (grid z). */
+#define KE__PAGED_MAX_SPLITS 65535
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "decode.h"
 #include "engine-impl.h"
 #include "kiln/kernels.h"
 #include "launch.h"
@@ -185,6 +186,56 @@ done:
   return st;
 }
 
+/* Cuts the sequences into token ranges (ke__decode_splits: enough blocks
+ * for the device) and finds the partials' memory: the caller's workspace,
+ * merged by the combine kernel, or else the engine's scratch, merged by the
+ * last block of each sequence. Without either (the cap refused the
+ * scratch) every sequence runs as one range. */
+static int ke__paged_plan(ke_context *ctx,
+                          const ke_paged_attention_params *params,
+                          int64_t max_len, ke__paged_attention_args *a) {
+  const int64_t group = a->num_heads / a->num_kv_heads;
+  const int64_t tile = ke__decode_tile_rows(group);
+  const int64_t pairs = a->num_seqs * a->num_kv_heads * ((group + tile - 1) /
+                                                         tile);
+  int64_t min_chunk; /* ranges of equal length: not needed here */
+  int64_t splits = ke__decode_splits(ctx, pairs, max_len, &min_chunk);
+  if (splits > KE__PAGED_MAX_SPLITS) splits = KE__PAGED_MAX_SPLITS;
+  a->splits = 1;
+  a->chunk = max_len;
+  a->cap = 1;
+  if (params->workspace && max_len > KE__PAGED_PARTITION) {
+    const int64_t cap = ke__ceil_div(max_len, KE__PAGED_PARTITION);
+    const size_t need = ke__paged_ws_bytes(a->num_seqs, a->num_heads,
+                                           a->head_dim, cap);
+    if (params->workspace_bytes < need ||
+        (uintptr_t)params->workspace % sizeof(float) != 0)
+      return ke__fail(KE_EINVAL, "paged_attention: workspace of %zu bytes at "
+                                 "%p: %zu bytes, 4-byte aligned, needed for "
+                                 "sequences of up to %lld tokens",
+                      params->workspace_bytes, params->workspace, need,
+                      (long long)max_len);
+    if (splits > cap) splits = cap;
+    if (splits > 1) {
+      a->partials = params->workspace;
+      a->cap = cap;
+    }
+  } else if (splits > 1 && !params->workspace) {
+    const size_t partial_bytes =
+        ke__paged_ws_bytes(a->num_seqs, a->num_heads, a->head_dim, splits);
+    const int st = ke__scratch_get(ctx, (size_t)pairs * sizeof(unsigned),
+                                   partial_bytes, &a->counters, &a->partials);
+    if (st != KE_OK && st != KE_ECAP && st != KE_ENOMEM) return st;
+    if (st == KE_OK) a->cap = splits;
+  } else {
+    splits = 1;
+  }
+  if (!a->partials) return KE_OK;
+  a->splits = splits;
+  a->chunk = ke__ceil_div(max_len, splits);
+  return KE_OK;
+}
+
 int ke_paged_attention(ke_context *ctx, const ke_tensor *q,
                        const ke_tensor *k_cache, const ke_tensor *v_cache,
                        const int32_t *block_tables,
@@ -224,10 +275,8 @@ int ke_paged_attention(ke_context *ctx, const ke_tensor *q,
       .out = out->data,
       .out_seq_stride = out->stride[0],
       .out_head_stride = out->stride[1],
-      .workspace = NULL,
       .num_seqs = q->shape[0],
       .max_blocks_per_seq = max_blocks_per_seq,
-      .splits = 1,
       .num_heads = (int)q->shape[1],
       .num_kv_heads = (int)k_cache->shape[1],
       .head_dim = (int)q->shape[2],
@@ -238,23 +287,10 @@ int ke_paged_attention(ke_context *ctx, const ke_tensor *q,
   KE__TRY(ke__paged_check_tables(ctx, block_tables, seq_lens, a.num_seqs,
                                  max_blocks_per_seq, a.block_size,
                                  k_cache->shape[0], &max_len));
-
-  if (params->workspace && max_len > KE__PAGED_PARTITION) {
-    a.splits = ke__ceil_div(max_len, KE__PAGED_PARTITION);
-    size_t need = ke__paged_ws_bytes(a.num_seqs, a.num_heads, a.head_dim,
-                                     a.splits);
-    if (params->workspace_bytes < need ||
-        (uintptr_t)params->workspace % sizeof(float) != 0)
-      return ke__fail(KE_EINVAL, "paged_attention: workspace of %zu bytes at "
-                                 "%p: %zu bytes, 4-byte aligned, needed for "
-                                 "sequences of up to %lld tokens",
-                      params->workspace_bytes, params->workspace, need,
-                      (long long)max_len);
-    a.workspace = params->workspace;
-  }
+  KE__TRY(ke__paged_plan(ctx, params, max_len, &a));
   KE__TIMED_LAUNCH(ctx, "paged_attention",
                    ke__paged_attention_launch(ctx->stream, &a));
-  if (a.splits > 1)
+  if (a.splits > 1 && !a.counters)
     KE__TIMED_LAUNCH(ctx, "paged_attention_combine",
                      ke__paged_attention_combine_launch(ctx->stream, &a));
   return KE_OK;

@@ -9,12 +9,11 @@
 #include "kiln/engine.h"
 #include "kiln/test.h"
 #include "protocol.h"
+#include "records.h"
+#include "select.h"
 
-typedef struct kt__tol_override {
-  char pattern[256];        /* glob over suite/test/check */
-  double atol;
-  double rtol;
-} kt__tol_override;
+/* Tolerance overrides a runner takes (--tolerance, repeatable). */
+#define KT__MAX_TOL 64
 
 typedef struct kt__child {
   int result_fd;            /* -1: standalone, print to stdout */
@@ -23,7 +22,7 @@ typedef struct kt__child {
   double cap_fraction;
   uint64_t run_seed;
   uint64_t seed_counter;
-  kt__tol_override tol[64];
+  ksel_tol tol[KT__MAX_TOL];
   int ntol;
   /* The test being run. */
   const kt_suite *suite;
@@ -48,6 +47,8 @@ extern kt__child kt__state;
 
 /* Sends a record to the parent (or prints it in standalone mode). */
 void kt__emit(kp_record_out *r);
+/* The protocol's device record for d (the one layout every writer uses). */
+void kt__device_of(const ke_device_info *d, kp_device *out);
 double kt__now_ms(void);
 /* Opens the engine context as the fixture does, keeping the time it took
  * and the status for the fixture to report. */

@@ -9,14 +9,15 @@
 #include <unistd.h>
 
 /* Bytes that travel unescaped in a value. */
-static int kp__plain(unsigned char c) {
+static int plain(unsigned char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
          (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-' ||
          c == '/' || c == ':' || c == '@' || c == '+' || c == ',' ||
          c == '*' || c == '(' || c == ')' || c == '[' || c == ']';
 }
 
-static void kp__append(kp_record_out *r, const char *s, size_t n) {
+static void append(kp_record_out *r, const char *s, size_t n) {
+  r->wanted += n;
   if (r->overflow || r->len + n + 1 >= sizeof r->buf) {
     r->overflow = 1;
     return;
@@ -26,38 +27,50 @@ static void kp__append(kp_record_out *r, const char *s, size_t n) {
 }
 
 void kp_begin(kp_record_out *r, const char *tag) {
-  r->len = 0;
+  r->len = r->wanted = 0;
   r->overflow = 0;
-  kp__append(r, tag, strlen(tag));
+  snprintf(r->tag, sizeof r->tag, "%s", tag);
+  append(r, tag, strlen(tag));
 }
 
 void kp_add_str(kp_record_out *r, const char *key, const char *value) {
   static const char hex[] = "0123456789ABCDEF";
-  kp__append(r, " ", 1);
-  kp__append(r, key, strlen(key));
-  kp__append(r, "=", 1);
-  for (const unsigned char *p = (const unsigned char *)(value ? value : "");
-       *p; p++) {
-    if (kp__plain(*p)) {
-      kp__append(r, (const char *)p, 1);
-    } else {
+  append(r, " ", 1);
+  append(r, key, strlen(key));
+  append(r, "=", 1);
+  const unsigned char *p = (const unsigned char *)(value ? value : "");
+  while (*p) {
+    /* Runs of plain bytes in one copy, escapes one by one. */
+    const unsigned char *run = p;
+    while (*p && plain(*p)) p++;
+    if (p > run) append(r, (const char *)run, (size_t)(p - run));
+    if (*p) {
       char esc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
-      kp__append(r, esc, 3);
+      append(r, esc, 3);
+      p++;
     }
   }
 }
 
-void kp_add_int(kp_record_out *r, const char *key, long long value) {
-  char num[32];
-  snprintf(num, sizeof num, "%lld", value);
-  kp_add_str(r, key, num);
+/* Decimal digits of u, written backwards from end; returns the start. */
+static char *digits(unsigned long long u, char *end) {
+  *--end = '\0';
+  do *--end = (char)('0' + u % 10);
+  while (u /= 10);
+  return end;
 }
 
-void kp_add_uint(kp_record_out *r, const char *key,
-                 unsigned long long value) {
-  char num[32];
-  snprintf(num, sizeof num, "%llu", value);
-  kp_add_str(r, key, num);
+void kp_add_int(kp_record_out *r, const char *key, long long value) {
+  char num[24];
+  unsigned long long u = value < 0 ? 0ull - (unsigned long long)value : (unsigned long long)value;
+  char *p = digits(u, num + sizeof num);
+  if (value < 0) *--p = '-';
+  kp_add_str(r, key, p);
+}
+
+void kp_add_uint(kp_record_out *r, const char *key, unsigned long long value) {
+  char num[24];
+  kp_add_str(r, key, digits(value, num + sizeof num));
 }
 
 void kp_add_double(kp_record_out *r, const char *key, double value) {
@@ -71,7 +84,12 @@ void kp_add_double(kp_record_out *r, const char *key, double value) {
 int kp_send(kp_record_out *r, int fd) {
   if (r->overflow) {
     /* Never send a cut record: send a marker the parent can report. */
+    char tag[sizeof r->tag];
+    long long wanted = (long long)r->wanted + 1;
+    memcpy(tag, r->tag, sizeof tag);
     kp_begin(r, "truncated");
+    kp_add_str(r, "tag", tag);
+    kp_add_int(r, "bytes", wanted);
   }
   r->buf[r->len++] = '\n';
   size_t off = 0;
@@ -88,14 +106,14 @@ int kp_send(kp_record_out *r, int fd) {
   return 0;
 }
 
-static int kp__hexval(char c) {
+static int hexval(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
 }
 
-static int kp__tag_ok(const char *s) {
+static int tag_ok(const char *s) {
   if (!*s) return 0;
   for (; *s; s++)
     if (!((*s >= 'a' && *s <= 'z') || *s == '_')) return 0;
@@ -109,7 +127,7 @@ int kp_parse(char *line, kp_record *rec, const char **why) {
   char *save = NULL;
   char *tok = strtok_r(line, " ", &save);
   if (!tok) return *why = "empty line", -1;
-  if (!kp__tag_ok(tok)) return *why = "record tag is not [a-z_]+", -1;
+  if (!tag_ok(tok)) return *why = "record tag is not [a-z_]+", -1;
   rec->tag = tok;
   while ((tok = strtok_r(NULL, " ", &save)) != NULL) {
     char *eq = strchr(tok, '=');
@@ -119,8 +137,8 @@ int kp_parse(char *line, kp_record *rec, const char **why) {
     char *src = eq + 1, *dst = eq + 1;
     while (*src) {
       if (*src == '%') {
-        int hi = kp__hexval(src[1]);
-        int lo = hi < 0 ? -1 : kp__hexval(src[2]);
+        int hi = hexval(src[1]);
+        int lo = hi < 0 ? -1 : hexval(src[2]);
         if (hi < 0 || lo < 0) return *why = "bad %-escape in value", -1;
         *dst++ = (char)(hi * 16 + lo);
         src += 3;
@@ -142,28 +160,6 @@ const char *kp_get(const kp_record *rec, const char *key) {
   for (int i = 0; i < rec->nfields; i++)
     if (strcmp(rec->fields[i].key, key) == 0) return rec->fields[i].value;
   return NULL;
-}
-
-int kp_get_int(const kp_record *rec, const char *key, long long *out) {
-  const char *v = kp_get(rec, key);
-  if (!v || !*v) return -1;
-  char *end;
-  errno = 0;
-  long long x = strtoll(v, &end, 10);
-  if (errno || *end) return -1;
-  *out = x;
-  return 0;
-}
-
-int kp_get_double(const kp_record *rec, const char *key, double *out) {
-  const char *v = kp_get(rec, key);
-  if (!v || !*v) return -1;
-  char *end;
-  errno = 0;
-  double x = strtod(v, &end);
-  if (*end || (errno && errno != ERANGE)) return -1;
-  *out = x;
-  return 0;
 }
 
 void kp_reader_init(kp_reader *rd) {

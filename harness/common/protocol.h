@@ -4,9 +4,9 @@
  * percent-encoded so that they hold no space, '=', '%' or control byte. The
  * child writes each record as it happens, so a child that dies mid-test still
  * leaves what it reported. The parent reads with a bounded line length and
- * treats anything it cannot parse as a protocol error, never a crash. The
- * full list of tags and keys is in docs/protocol.md; this module is shared by
- * the parent and the runners and touches no GPU runtime.
+ * treats anything it cannot parse as a protocol error, never a crash. This
+ * file is the line syntax; records.h holds each record type's keys. Shared
+ * by the parent and the runners; touches no GPU runtime.
  */
 #ifndef KILN_PROTOCOL_H
 #define KILN_PROTOCOL_H
@@ -29,7 +29,9 @@ extern "C" {
 typedef struct kp_record_out {
   char buf[KP_MAX_LINE];
   size_t len;
+  size_t wanted;            /* bytes the record would take, cut or not */
   int overflow;
+  char tag[32];
 } kp_record_out;
 
 void kp_begin(kp_record_out *r, const char *tag);
@@ -39,7 +41,9 @@ void kp_add_uint(kp_record_out *r, const char *key, unsigned long long value);
 /* Doubles round-trip exactly (%.17g); nan, inf and -inf are spelt so. */
 void kp_add_double(kp_record_out *r, const char *key, double value);
 /* Writes the record and its newline to fd in one write, retrying on EINTR
- * and short writes. Returns 0, or -1 (errno set) when the fd is gone. */
+ * and short writes. A record longer than KP_MAX_LINE is never sent cut:
+ * a `truncated tag=TAG bytes=N` record goes instead, which the parent
+ * reports. Returns 0, or -1 (errno set) when the fd is gone. */
 int kp_send(kp_record_out *r, int fd);
 
 /* ---- Reading ------------------------------------------------------------- */
@@ -59,10 +63,9 @@ typedef struct kp_record {
  * the record into the buffer. Returns 0, or -1 with *why set for a line that
  * is not a record (empty, bad tag, bad field, bad escape, too many fields). */
 int kp_parse(char *line, kp_record *rec, const char **why);
+/* A field's value, or NULL. Typed values come from the records'
+ * decoders (records.h). */
 const char *kp_get(const kp_record *rec, const char *key);
-/* Typed lookups: 0 on success, -1 when missing or malformed. */
-int kp_get_int(const kp_record *rec, const char *key, long long *out);
-int kp_get_double(const kp_record *rec, const char *key, double *out);
 
 /* Incremental line splitter for a non-blocking pipe: feed bytes as they come,
  * take complete lines out. A line longer than KP_MAX_LINE is cut and flagged

@@ -14,7 +14,7 @@ declare -A want=(
   [grandchild]=pass [flood]=pass [sleeper]=pass [gpu_sleeper]=pass [pollution_writer]=leak
   [pollution_reader]=pass [oob_write_far]=crash [oob_write_near]=fail
   [unwritten_read]=fail [spin_kernel]=timeout [over_cap]=fail
-  [closed_pipe]=crash [uninit_branch]=pass)
+  [closed_pipe]=crash [uninit_branch]=pass [yaml_strings]=pass [long_record]=pass)
 
 k list faults
 listed=$(cut -d' ' -f1 "$T/out.txt" | sed 's|^faults/||' | sort)
@@ -69,6 +69,12 @@ flat "$T/hang/report.yaml"
 expect_eq "$(tfield faults/hang signal)" SIGTERM "host hang: SIGTERM at the deadline"
 flat "$T/hang_ignores_term/report.yaml"
 expect_eq "$(tfield faults/hang_ignores_term signal)" SIGKILL "host hang ignoring SIGTERM: the grace kill"
+
+flat "$T/long_record/report.yaml"
+expect_eq "$(tfield faults/long_record truncated_records.0.tag)" note "long_record: the over-long note is listed as truncated"
+expect_match "$(tfield faults/long_record truncated_records.0.bytes)" '^7[0-9]{4}$' "long_record: with the size it would have had"
+expect_eq "$(tfield faults/long_record notes.0.key)=$(tfield faults/long_record notes.0.value)" "after=still here" \
+  "long_record: the records after it arrive"
 
 # Without --poison the unwritten read is not reliably caught: the reason
 # the flag exists. (Only the run is asserted, not its outcome.)

@@ -13,15 +13,15 @@ k list
 if grep -q '^perf/' "$T/out.txt"; then fail "perf tests listed without being named"; else ok "perf tests held back by default"; fi
 k list '*'
 if grep -q '^perf/' "$T/out.txt"; then fail "'*' swept up perf tests"; else ok "a bare glob does not select perf tests"; fi
-k list @perf;  expect_eq "$(grep -c '^perf/' "$T/out.txt")" 10 "@perf selects the perf suite"
-k list perf;   expect_eq "$(grep -c '^perf/' "$T/out.txt")" 10 "the suite name selects it"
+k list @perf;  expect_eq "$(grep -c '^perf/' "$T/out.txt")" 13 "@perf selects the perf suite"
+k list perf;   expect_eq "$(grep -c '^perf/' "$T/out.txt")" 13 "the suite name selects it"
 k list perf/gemm; expect_eq "$(grep -c '^perf/' "$T/out.txt")" 1 "an id selects one perf test"
 
 # ---- The suite on the host backend ----------------------------------------------------
 k run --backend host --jobs 2 --out perf -- @perf
 expect_rc 0 "kiln run @perf on host"
 flat perf/report.yaml
-BENCHES="copy softmax rmsnorm rmsnorm_residual swiglu rope kv_repeat mxfp_dequant gemm attention"
+BENCHES="copy softmax rmsnorm rmsnorm_residual swiglu rope kv_repeat mxfp_dequant gemm attention decode paged_decode decode_sweep"
 for b in $BENCHES; do
   expect_eq "$(tfield "perf/$b" outcome)" pass "perf/$b outcome"
   i=$(test_index "perf/$b")
@@ -60,6 +60,18 @@ for k in want:
     # The rotation covers twice the emulated L2 (4 MiB).
     assert vals[f"{k}.rotation_bytes"] >= 8 << 20, (k, vals[f"{k}.rotation_bytes"])
     assert vals[f"{k}.bytes"] >= 2 << 20, k
+# Decode: the K/V bytes of 32 and 256 keys, B 1 and 8, dense and paged.
+for p in ("", "paged_"):
+    for b in (1, 8):
+        for s in (32, 256):
+            for dt in ("f16", "bf16"):
+                k = f"{p}decode_b{b}_s{s}.{dt}"
+                for q in ("GBps", "ratio_to_copy", "ms", "bytes", "rotation_bytes"):
+                    v = vals[f"{k}.{q}"]
+                    assert math.isfinite(v) and v > 0, (k, q, v)
+                assert vals[f"{k}.bytes"] == 2 * b * 8 * s * 128 * 2, k
+                assert f"{k}.shape" in shapes, k
+assert vals["decode_b1_s32.bf16.bpm1_mc128_GBps"] > 0
 for k in want_flop:
     for q in ("TFLOPs", "ms", "flop"):
         v = vals[f"{k}.{q}"]
@@ -170,8 +182,10 @@ if python3 - "$T/table.md" <<'PY'
 import sys
 lines = [l for l in open(sys.argv[1]) if l.startswith("| ") and not l.startswith("| kernel") and "---" not in l]
 rows = {tuple(c.strip() for c in l.strip().strip("|").split("|")[:2]): l for l in lines}
-# copy, fill, 8 memory benches x 3, 4 GEMM and 14 attention FLOP cases
-assert len(rows) == 2 + 8 * 3 + 4 + 14, len(rows)
+# copy, fill, 8 memory benches x 3, 4 GEMM and 14 attention FLOP cases, 16 decode
+assert len(rows) == 2 + 8 * 3 + 4 + 14 + 16, len(rows)
+assert "below 0.9x torch" in rows[("decode_b8_s256", "bf16")]
+assert "meets targets" not in rows[("paged_decode_b1_s32", "f16")]
 assert "reference" in rows[("copy", "f32")]
 assert "reference" in rows[("fill", "f32")]
 # Host emulation is far below a 2x-copy torch: every memory kernel misses.

@@ -24,7 +24,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
-/* Must match harness/parent/tokens.h. */
+/* Must match KRUN_MAX_DEVICES (harness/parent/run/run.h). */
 #define KH_MAX_DEVICES 32
 
 static void flat_node(yaml_document_t *d, yaml_node_t *n, char *path,

@@ -138,7 +138,7 @@ k report diff sl1 sl2 --test-abs-ms 1000
 expect_rc 0 "under the absolute threshold"
 k report diff sl1 sl2 --drift 0.5
 expect_rc 2 "bad --drift value"
-expect_out "--drift 0.5" "the error names the flag and value"
+expect_out "--drift: '0.5' is not valid" "the error names the flag and value"
 
 # ---- sharding and merge -----------------------------------------------------------
 SEL="engine faults/pass faults/skip drift/new_failure drift/error_growth"

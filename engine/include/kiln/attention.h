@@ -98,16 +98,24 @@ void ke_mask_apply_ref(double *scores, int64_t matrices, int64_t sq,
  *
  * Kernels: every kernel family computes the same function for every shape
  * (to the tolerances of docs/kernels.md); `kernel` pins one, as PyTorch's
- * sdpa_kernel does, for benchmarks and tests. AUTO takes TILED when a kv
- * head has at least 64 query rows ((Hq / Hkv) * Sq), ROWS otherwise. */
+ * sdpa_kernel does, for benchmarks and tests. AUTO takes the decode kernel
+ * below at most 16 query rows per KV head ((Hq / Hkv) * Sq), TILED from 64,
+ * ROWS in between.
+ *
+ * Decode: with at most 16 query rows per KV head and kernel AUTO, the
+ * call takes a kernel that splits each KV head's keys across blocks and
+ * merges their partial results (docs/kernels.md, "Decode"): same semantics
+ * and sizes as above. Its partial results live in the engine's scratch
+ * (kiln/engine.h, ke_scratch_release), allocated on first need; if the
+ * allocation cap refuses it, the call runs unsplit. */
 typedef enum ke_attention_kernel {
   KE_ATTN_KERNEL_AUTO = 0,
   /* Tiles of query rows against tiles of keys (prefill): f16/bf16 on the
    * matrix units where the device has them and rows are 16-byte aligned
    * with D a multiple of 8, register-tiled f32 SIMT otherwise. */
   KE_ATTN_KERNEL_TILED = 1,
-  /* A few lanes per query row, keys split inside a block (decode and any
-   * shape): the general SIMT kernel. */
+  /* A few lanes per query row, keys split inside a block (any shape): the
+   * general SIMT kernel. */
   KE_ATTN_KERNEL_ROWS = 2,
 } ke_attention_kernel;
 

@@ -94,6 +94,19 @@ size_t ke_ledger_outstanding_bytes(const ke_context *ctx);
 void ke_ledger_cap(const ke_context *ctx, size_t *cap, size_t *free_at_open,
                    size_t *total);
 
+/* The engine's scratch. Decode attention split over the keys (ke_attention
+ * with few query rows per KV head, ke_paged_attention without a workspace)
+ * keeps its partial results in one device buffer that the context owns:
+ * allocated through the ledger when first needed (its call site is in
+ * engine/src/scratch.c; it counts against the cap), replaced by a larger
+ * one when a call needs more (which synchronises the stream), and reused
+ * by later calls; at most a few MB, about (multiprocessors x 2) partial
+ * rows of D + 2 floats. When the cap refuses it, the call runs unsplit
+ * instead. ke_context_close frees it, and so does this call, which a test
+ * harness makes before it counts leaks (the scratch is the engine's, not
+ * the test's). Waits for the stream when there is a scratch to free. */
+int ke_scratch_release(ke_context *ctx);
+
 /* ---- Tensors ------------------------------------------------------------ */
 
 typedef enum { KE_F32 = 0, KE_F16 = 1, KE_BF16 = 2 } ke_dtype;

@@ -75,13 +75,16 @@ extern "C" {
  * per call) so that a bad length or block index is a refusal, never an
  * out-of-bounds read.
  *
- * Workspace (optional): without one, one block of threads covers a whole
- * sequence per KV head, which leaves a GPU mostly idle for long contexts
- * on small batches. With one of at least
- * ke_paged_attention_workspace_bytes() bytes, sequences longer than 512
- * tokens are split into 512-token partitions computed in parallel and
- * merged by a second kernel ("flash-decoding"). Its contents need no
- * initialisation and are scratch afterwards. */
+ * Split over the tokens: a long sequence on a small batch is cut into
+ * token ranges computed in parallel and merged ("flash-decoding"), as many
+ * as fill the GPU. Workspace (optional): without one, the partial results
+ * live in the engine's scratch (kiln/engine.h, ke_scratch_release: allocated
+ * through the ledger on first need; if the cap refuses it, each sequence
+ * runs as one range) and the last block of a sequence merges them. With one
+ * of at least ke_paged_attention_workspace_bytes() bytes, they go there and
+ * a second kernel merges them: the call allocates nothing, the workspace
+ * needs no initialisation and is scratch afterwards, and sequences are cut
+ * into at most ceil(longest / 512) ranges. */
 typedef struct ke_paged_attention_params {
   float scale;             /* default 0: 1 / sqrt(head_dim) */
   void *workspace;         /* (optional) device scratch; default NULL */

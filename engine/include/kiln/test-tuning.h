@@ -1,0 +1,41 @@
+/* TEST ONLY: the decode kernels' tuning knobs, for kiln's suites (tests
+ * that force a given key split, the perf suite's sweep of split sizes). Not
+ * part of the engine API (kiln/kernels.h does not include this). The knobs
+ * belong to the context: every context starts with the defaults.
+ */
+#ifndef KILN_TEST_TUNING_H
+#define KILN_TEST_TUNING_H
+
+#include <stdint.h>
+
+#include "kiln/engine.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How ke_attention (decode shapes) and ke_paged_attention cut each KV
+ * head's keys into ranges that blocks stream in parallel
+ * (docs/kernels.md, "Decode"). */
+typedef struct ke__decode_tuning {
+  int64_t blocks_per_mp;   /* blocks per multiprocessor the ranges aim to
+                              fill (default 2); >= 1 */
+  int64_t min_chunk;       /* fewest keys in a range (default 256); >= 1 */
+  int64_t max_rows;        /* ke_attention takes the decode kernel when
+                              (Hq / Hkv) * Sq is at most this (default 16);
+                              0: never */
+  int64_t force_splits;    /* > 0: this many ranges whatever the device
+                              (at most one per key, and for paged attention
+                              with a workspace at most its partitions); 0:
+                              chosen from the multiprocessors (default) */
+} ke__decode_tuning;
+
+void ke__decode_tuning_defaults(ke__decode_tuning *t);
+int ke__decode_tuning_get(const ke_context *ctx, ke__decode_tuning *t);
+/* NULL restores the defaults; a value out of range is KE_EINVAL. */
+int ke__decode_tuning_set(ke_context *ctx, const ke__decode_tuning *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,207 @@
+/* The protocol's record types as code (prefix kp_): one descriptor per
+ * record type names its tag and its keys with their types, and the one
+ * encoder and the one decoder (kp_encode, kp_decode) read it. The runner
+ * writes every record through them and the parent reads every record
+ * through them, so a record's layout lives here and nowhere else; the
+ * report writes a record's numbers as numbers because the descriptor says
+ * which keys hold numbers. docs/protocol.md lists the same keys for people.
+ *
+ * A new record type is a struct, a descriptor in records.c and a row in
+ * KP_RESULT_RECORDS when children send it per test. A new key is a member
+ * and a descriptor row: readers ignore keys they do not know.
+ */
+#ifndef KILN_RECORDS_H
+#define KILN_RECORDS_H
+
+#include <stddef.h>
+
+#include "protocol.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Descriptors ------------------------------------------------------- */
+
+typedef enum {
+  KP_STR,                   /* const char *; NULL: not sent */
+  KP_INT,                   /* long long */
+  KP_UINT,                  /* unsigned long long, no sign accepted */
+  KP_DOUBLE,                /* double; nan, inf, -inf spelt so */
+} kp_type;
+
+/* An optional integer that is absent (and is not sent). */
+#define KP_NONE (-0x7fffffffffffffffLL - 1)
+
+typedef struct kp_key {
+  const char *key;
+  kp_type type;
+  size_t offset;            /* of the member in the record's struct */
+  int optional;             /* KP_INT: KP_NONE means absent */
+} kp_key;
+
+typedef struct kp_rdesc {
+  const char *tag;
+  const kp_key *keys;
+  int nkeys;
+} kp_rdesc;
+
+/* Writes rec (a struct described by d) as a record into out. */
+void kp_encode(kp_record_out *out, const kp_rdesc *d, const void *rec);
+/* Fills rec from fields (strings point into them): keys the descriptor does
+ * not know are ignored, missing ones read as NULL, 0 or KP_NONE. Returns 0,
+ * or -1 with why naming the key and its value when a number is malformed. */
+int kp_decode(const kp_rdesc *d, const kp_field *fields, int nfields,
+              void *rec, char *why, size_t nwhy);
+/* The key's row in d, or NULL. */
+const kp_key *kp_key_find(const kp_rdesc *d, const char *key);
+
+/* ---- Records a child sends per test (docs/protocol.md, "Records") ------ */
+
+typedef struct kp_test {
+  const char *id;
+  long long pid;
+  unsigned long long seed;
+} kp_test;
+
+typedef struct kp_phase {
+  const char *name;         /* token_wait, runtime_init, body, teardown, ... */
+  double ms;
+} kp_phase;
+
+/* The device a context opened, a device `--devices` lists, or (with
+ * physical and visible) a device in the parent's journal. */
+typedef struct kp_device {
+  const char *backend;
+  long long index;
+  const char *name, *arch;
+  long long warp_size, multiprocessors;
+  unsigned long long l2_bytes, total_bytes, free_bytes;
+  const char *error;        /* --devices: this device cannot be queried */
+  long long physical;       /* journal only (KP_NONE otherwise) */
+  const char *visible;      /* journal only */
+} kp_device;
+
+typedef struct kp_memory {
+  const char *when;         /* before, after */
+  unsigned long long free_bytes, total_bytes;
+} kp_memory;
+
+typedef struct kp_check {
+  const char *name, *dtype;
+  long long n;
+  double max_abs, max_rel, nmse;
+  long long worst_index;
+  double worst_actual, worst_expected;
+  long long over, nan, inf, special_mismatch, guard_damaged;
+  double atol, rtol, max_nmse;
+  long long pass;
+} kp_check;
+
+typedef struct kp_kernel {
+  const char *name;
+  unsigned long long launches;
+  double total_ms, min_ms, median_ms, max_ms;
+} kp_kernel;
+
+typedef struct kp_leak {
+  unsigned long long bytes;
+  const char *file;
+  long long line;
+  unsigned long long serial;
+} kp_leak;
+
+typedef struct kp_note {
+  const char *key, *value;
+} kp_note;
+
+typedef struct kp_metric {
+  const char *name;
+  double value;
+  const char *unit;
+} kp_metric;
+
+typedef struct kp_result {
+  const char *status;       /* pass, fail, error, skip */
+  const char *message, *file;
+  long long line;
+} kp_result;
+
+typedef struct kp_end {
+  int unused;
+} kp_end;
+
+/* Sent instead of a record that did not fit in KP_MAX_LINE bytes. */
+typedef struct kp_truncated {
+  const char *tag;          /* the record's own tag */
+  long long bytes;          /* how long it would have been */
+} kp_truncated;
+
+/* The one sentence that describes a check (the child's assertion message,
+ * `kiln report show`, JUnit). */
+void kp_check_sentence(const kp_check *c, char *out, size_t n);
+
+extern const kp_rdesc kp_rec_test, kp_rec_phase, kp_rec_device, kp_rec_memory,
+    kp_rec_check, kp_rec_kernel, kp_rec_leak, kp_rec_note, kp_rec_metric,
+    kp_rec_result, kp_rec_end, kp_rec_truncated;
+
+/* The per-test records, in the order docs/protocol.md lists them:
+ * X(descriptor, struct). */
+#define KP_RESULT_RECORDS(X)                                                 \
+  X(kp_rec_test, kp_test) X(kp_rec_phase, kp_phase)                          \
+  X(kp_rec_device, kp_device) X(kp_rec_memory, kp_memory)                    \
+  X(kp_rec_check, kp_check) X(kp_rec_kernel, kp_kernel)                      \
+  X(kp_rec_leak, kp_leak) X(kp_rec_note, kp_note)                            \
+  X(kp_rec_metric, kp_metric) X(kp_rec_result, kp_result)                    \
+  X(kp_rec_end, kp_end) X(kp_rec_truncated, kp_truncated)
+
+/* The descriptor of a per-test record tag, or NULL. */
+const kp_rdesc *kp_result_record(const char *tag);
+
+/* ---- Warm children ------------------------------------------------------ */
+
+/* A warm runner's first record: it started and opened its context. */
+typedef struct kp_ready {
+  const char *status;       /* ok, error */
+  double runtime_init_ms;
+} kp_ready;
+
+/* The parent's assignment to a warm runner, on its stdin. */
+typedef struct kp_assign {
+  const char *id, *tmpdir;
+  long long sem_id, sem_num, slots;   /* KP_NONE: no slot to take */
+} kp_assign;
+
+extern const kp_rdesc kp_rec_ready, kp_rec_assign;
+
+/* ---- The runner's answers to --list and --devices ---------------------- */
+
+/* One registered test (`test` on --list's stdout). */
+typedef struct kp_listing {
+  const char *id, *suite, *name, *tags;
+  long long slots;          /* -1: the whole device */
+  long long timeout_s, needs_gpu;
+  const char *file;
+  long long line;
+} kp_listing;
+
+typedef struct kp_backend {
+  const char *name;
+  long long devices;
+  const char *error;        /* why there are none */
+} kp_backend;
+
+extern const kp_rdesc kp_rec_listing, kp_rec_backend;
+
+/* ---- Slots a runner takes itself ---------------------------------------- */
+
+/* "SEM_ID:SEM_NUM:N", the value of KILN_TAKE_SLOTS in a runner's
+ * environment (the slots kiln's spawn request asks it to take). 0, or -1
+ * for text that is not three non-negative integers. */
+int kp_slots_parse(const char *text, long long *sem_id, long long *sem_num,
+                   long long *n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,87 @@
+/* The parent's base (prefix kh_): exit statuses, error messages, strings
+ * and buffers, clocks, files. Every room of harness/parent builds on it and
+ * it builds on nothing of theirs. Nothing here touches a GPU runtime; the
+ * parent never does.
+ */
+#ifndef KILN_PARENT_BASE_H
+#define KILN_PARENT_BASE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* Exit statuses of the kiln command. */
+enum {
+  KH_EXIT_OK = 0,
+  KH_EXIT_FAIL = 1,        /* a test did not pass */
+  KH_EXIT_USAGE = 2,       /* usage or config error */
+  KH_EXIT_INFRA = 3,       /* infrastructure error */
+  KH_EXIT_INTERRUPTED = 130,
+};
+
+/* ---- Errors ------------------------------------------------------------- */
+
+/* An error message buffer that functions fill instead of printing, so that
+ * the caller adds where the bad value came from. */
+typedef struct kh_err {
+  char msg[1024];
+} kh_err;
+
+int kh_errf(kh_err *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- Time --------------------------------------------------------------- */
+
+double kh_now_ms(void);          /* monotonic */
+double kh_wall_s(void);          /* seconds since the epoch */
+/* ISO 8601 UTC with milliseconds, "2026-11-22T10:00:00.123Z". */
+void kh_iso_time(double wall_s, char *out, size_t n);
+/* The seconds since the epoch of such a text; NAN when it is not one. */
+double kh_iso_parse(const char *s);
+
+/* ---- Strings ------------------------------------------------------------ */
+
+char *kh_strdup(const char *s);  /* NULL-safe; aborts on out of memory */
+char *kh_strndup(const char *s, size_t n);
+char *kh_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void *kh_xmalloc(size_t n);
+void *kh_xcalloc(size_t n, size_t size);
+void *kh_xrealloc(void *p, size_t n);
+/* Parses a whole string as an integer / double within [lo, hi]. */
+int kh_parse_ll(const char *s, long long lo, long long hi, long long *out);
+int kh_parse_double(const char *s, double lo, double hi, double *out);
+/* Replaces bytes that are not valid UTF-8 or are control characters (other
+ * than newline and tab) by '?', in place, so YAML emitters accept it. */
+void kh_text_clean(char *s);
+/* 1 when kh_text_clean would change s. */
+int kh_text_dirty(const char *s);
+
+/* A growable byte buffer. */
+typedef struct kh_buf {
+  char *data;
+  size_t len;
+  size_t cap;
+} kh_buf;
+
+void kh_buf_add(kh_buf *b, const void *data, size_t n);
+void kh_buf_addf(kh_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void kh_buf_free(kh_buf *b);
+
+/* ---- Files -------------------------------------------------------------- */
+
+int kh_mkdir_p(const char *path, mode_t mode);
+/* Removes a directory tree; errors are ignored (best effort). */
+void kh_rm_rf(const char *path);
+/* Reads a whole file (at most max bytes) into a NUL-terminated buffer. */
+int kh_read_file(const char *path, size_t max, char **out, size_t *len);
+/* Writes data to path atomically: a temporary file beside it, fsync,
+ * rename. */
+int kh_write_atomic(const char *path, const void *data, size_t len);
+
+/* Retrying wrappers for calls that signals may interrupt. */
+ssize_t kh_read(int fd, void *buf, size_t n);
+int kh_write_all(int fd, const void *buf, size_t n);
+
+#endif

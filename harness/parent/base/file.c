@@ -1,0 +1,119 @@
+/* Files for the kiln parent; see base.h. */
+#include "base.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- Files ----------------------------------------------------------------- */
+
+int kh_mkdir_p(const char *path, mode_t mode) {
+  char tmp[PATH_MAX];
+  if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp)
+    return errno = ENAMETOOLONG, -1;
+  /* kiln makes a folder per test under folders that mostly exist: one
+   * mkdir when the parent is there, the walk only when it is not. */
+  if (mkdir(tmp, mode) == 0) return 0;
+  if (errno == EEXIST) {
+    struct stat st;
+    return stat(tmp, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+  }
+  if (errno != ENOENT) return -1;
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(tmp, mode) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  if (mkdir(tmp, mode) != 0 && errno != EEXIST) return -1;
+  return 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+                      struct FTW *ftw) {
+  (void)st, (void)flag, (void)ftw;
+  (void)remove(path);
+  return 0;
+}
+
+void kh_rm_rf(const char *path) {
+  /* Mostly an empty folder: one rmdir, the walk only when that fails. */
+  if (rmdir(path) == 0 || errno == ENOENT) return;
+  (void)nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int kh_read_file(const char *path, size_t max, char **out, size_t *len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  kh_buf b = {0};
+  char chunk[65536];
+  for (;;) {
+    ssize_t n = kh_read(fd, chunk, sizeof chunk);
+    if (n < 0) {
+      int e = errno;
+      close(fd);
+      kh_buf_free(&b);
+      return errno = e, -1;
+    }
+    if (n == 0) break;
+    if (b.len + (size_t)n > max) {
+      close(fd);
+      kh_buf_free(&b);
+      return errno = EFBIG, -1;
+    }
+    kh_buf_add(&b, chunk, (size_t)n);
+  }
+  close(fd);
+  if (!b.data) kh_buf_add(&b, "", 0);
+  *out = b.data;
+  if (len) *len = b.len;
+  return 0;
+}
+
+int kh_write_atomic(const char *path, const void *data, size_t len) {
+  char tmp[PATH_MAX];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >=
+      (int)sizeof tmp)
+    return errno = ENAMETOOLONG, -1;
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  if (kh_write_all(fd, data, len) != 0 || fsync(fd) != 0) {
+    int e = errno;
+    close(fd);
+    unlink(tmp);
+    return errno = e, -1;
+  }
+  close(fd);
+  if (rename(tmp, path) != 0) {
+    int e = errno;
+    unlink(tmp);
+    return errno = e, -1;
+  }
+  return 0;
+}
+
+ssize_t kh_read(int fd, void *buf, size_t n) {
+  ssize_t r;
+  do r = read(fd, buf, n);
+  while (r < 0 && errno == EINTR);
+  return r;
+}
+
+int kh_write_all(int fd, const void *buf, size_t n) {
+  const char *p = buf;
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}

@@ -1,0 +1,104 @@
+/* Internals of the command-line room (prefix kcli__): the command table's
+ * types, what a parsed command line holds, and the commands.
+ *
+ * A new subcommand is a row in the command table (table.c) naming its
+ * options, and a function here; a new option is a row in the option table
+ * and a member of kcli__args (or a run setting). --help, `kiln help` and
+ * usage errors follow from the rows.
+ */
+#ifndef KILN_PARENT_CLI_IMPL_H
+#define KILN_PARENT_CLI_IMPL_H
+
+#include <stdio.h>
+
+#include "cli.h"
+#include "report.h"
+
+/* What an option does with its value. */
+typedef enum {
+  KCLI__SETTING,            /* a run setting (run.h), by name */
+  KCLI__TOLERANCE,          /* a tolerance override, repeatable */
+  KCLI__STR,                /* a string member of kcli__args */
+  KCLI__LIST,               /* a string appended to a list member */
+  KCLI__FLAG,               /* an int member set to 1; no value */
+  KCLI__INT,                /* an int member, in [lo, hi] */
+  KCLI__DOUBLE,             /* a double member, in [lo, hi] */
+} kcli__kind;
+
+typedef struct kcli__opt {
+  const char *id;           /* how commands name it */
+  const char *name;         /* --name on the command line */
+  char short_name;
+  const char *arg;          /* the value's name in help; NULL: no value */
+  kcli__kind kind;
+  const char *setting;      /* KCLI__SETTING */
+  size_t off;               /* member of kcli__args */
+  double lo, hi;            /* KCLI__INT, KCLI__DOUBLE */
+  const char *help;
+} kcli__opt;
+
+struct kcli__args;
+
+typedef struct kcli__cmd {
+  const char *name;         /* "run", "report merge" */
+  const char *args;         /* the words after the options, for usage */
+  const char *summary;      /* one line for `kiln help` */
+  const char *about;        /* the paragraph of its --help, or NULL */
+  const char *opts;         /* its options' ids, space-separated */
+  int min_pos, max_pos;     /* positional words; max -1: any number */
+  int dash_words;           /* "-WORD" that is no option is a word (-@slow) */
+  int (*fn)(struct kcli__args *a);
+  const char *footer;       /* after the options: exit statuses, docs */
+} kcli__cmd;
+
+/* A parsed command line. */
+typedef struct kcli__args {
+  const kcli__cmd *cmd;
+  int argc;
+  char **argv;              /* the whole command line, for reports */
+  krun_settings flags;      /* the settings it gave */
+  char *config, *report, *out, *spec, *token_key, *runner_dir;
+  char *junit, *shard, *shard_durations, *yaml;
+  char *concurrency, *skip, *rss_tests;
+  char **history;
+  int nhistory;
+  int verbose, force;
+  int tests, host_tests;
+  krep_diff_opts diff;
+  char **pos;               /* positional words */
+  int npos;
+} kcli__args;
+
+/* ---- The tables (table.c) and their use (parse.c) ------------------------ */
+
+extern const kcli__opt kcli__opts[];
+extern const kcli__cmd kcli__cmds[];
+const kcli__opt *kcli__opt_by_id(const char *id);
+const kcli__cmd *kcli__cmd_find(const char *name);
+/* 1 when the command takes the option (by id). */
+int kcli__takes(const kcli__cmd *c, const char *id);
+
+/* Prints the command's help (--help, `kiln help CMD`). */
+void kcli__help(const kcli__cmd *c, FILE *f);
+/* Prints every command (kiln --help, `kiln help`), or those of a group
+ * ("report"). */
+void kcli__overview(const char *group, FILE *f);
+/* A usage error: "kiln CMD: what", the command's usage line, exit 2. */
+int kcli__usage_error(const kcli__cmd *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- The commands ------------------------------------------------------------ */
+
+int kcli__run(kcli__args *a);
+int kcli__list(kcli__args *a);
+int kcli__devices(kcli__args *a);
+int kcli__report_show(kcli__args *a);
+int kcli__report_rebuild(kcli__args *a);
+int kcli__report_junit(kcli__args *a);
+int kcli__report_diff(kcli__args *a);
+int kcli__report_merge(kcli__args *a);
+int kcli__report_html(kcli__args *a);
+int kcli__bench(kcli__args *a);
+int kcli__help_cmd(kcli__args *a);
+
+#endif

@@ -1,0 +1,241 @@
+/* `kiln run`, `kiln list`, `kiln devices`: settings from defaults, the
+ * config and the command line (in that order), the runner's registry and
+ * the selection, shards; then the run room does the work.
+ */
+#include "cli-impl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* ---- What every one of them needs ------------------------------------------------ */
+
+/* Defaults < config < resource spec < flags. */
+static int settings(kcli__args *a, krun_settings *s, char **config_path) {
+  kh_err err;
+  krun_settings_init(s);
+  *config_path = NULL;
+  if (a->config && kcli_config_load(a->config, s, config_path, &err) != 0) {
+    fprintf(stderr, "kiln: %s\n", err.msg);
+    return -1;
+  }
+  if (a->spec) {
+    char *buf;
+    size_t len;
+    if (kh_read_file(a->spec, 1 << 20, &buf, &len) != 0) {
+      fprintf(stderr, "kiln: --resource-spec: %s: %s\n", a->spec, strerror(errno));
+      return -1;
+    }
+    int rc = kcli_spec_parse(buf, len, a->spec, &a->flags, &err);
+    free(buf);
+    if (rc != 0) {
+      fprintf(stderr, "kiln: %s\n", err.msg);
+      return -1;
+    }
+  }
+  krun_settings_overlay(s, &a->flags);
+  return 0;
+}
+
+/* Selectors from the command line, else the config's selection. */
+static void selectors(kcli__args *a, const krun_settings *s, char ***sel, int *nsel) {
+  if (a->npos > 0) *sel = a->pos, *nsel = a->npos;
+  else *sel = s->selection, *nsel = s->nselection;
+}
+
+static int select_tests(const char *runner, char **sel, int nsel, int backend,
+                        krun_registry *reg, unsigned char **chosen) {
+  kh_err err;
+  if (krun_registry_load(runner, reg, &err) != 0) {
+    fprintf(stderr, "kiln: cannot list tests: %s\n", err.msg);
+    return KH_EXIT_INFRA;
+  }
+  *chosen = kh_xcalloc((size_t)reg->n + 1, 1);
+  int held = 0;
+  int bad = ksel_select(reg->views, (size_t)reg->n, sel, nsel,
+                        backend == KRUN_BACKEND_HOST, *chosen, &held);
+  if (bad) {
+    fprintf(stderr, "kiln: selector '%s' matches no test (see `kiln list`)\n", sel[bad - 1]);
+    return KH_EXIT_USAGE;
+  }
+  if (held)
+    fprintf(stderr, "kiln: %d GPU-sized test%s (tag slow) left out on the host backend; add "
+                    "@slow to run %s\n", held, held == 1 ? "" : "s", held == 1 ? "it" : "them");
+  return 0;
+}
+
+/* --shard K/N or the Bazel/Slurm environment narrows the selection. */
+static int shard(kcli__args *a, krun_registry *reg, unsigned char *chosen, krun_shard *sh) {
+  kh_err err;
+  if (krun_shard_resolve(a->shard, sh, &err) != 0 ||
+      krun_shard_apply(sh, reg, chosen, a->shard_durations, &err) != 0) {
+    fprintf(stderr, "kiln: %s\n", err.msg);
+    return KH_EXIT_USAGE;
+  }
+  if (sh->count)
+    fprintf(stderr, "kiln: shard %d/%d (%s, from %s): %d of %d selected tests\n", sh->index,
+            sh->count, sh->method, sh->source, sh->selected, sh->total);
+  krun_shard_bazel_ack();
+  return 0;
+}
+
+/* ---- kiln list ----------------------------------------------------------------------- */
+
+/* Any runner will do to list tests: the backend's, else the first built. */
+static char *any_runner(const kcli__args *a, const krun_settings *s) {
+  kh_err err;
+  if (s->backend != KRUN_BACKEND_AUTO) {
+    char *r = krun_runner_find(krun_backend_names[s->backend], a->runner_dir, &err);
+    if (!r) fprintf(stderr, "kiln: %s\n", err.msg);
+    return r;
+  }
+  static const int order[] = {KRUN_BACKEND_HOST, KRUN_BACKEND_CUDA, KRUN_BACKEND_HIP};
+  for (size_t i = 0; i < 3; i++) {
+    char *r = krun_runner_find(krun_backend_names[order[i]], a->runner_dir, &err);
+    if (r) return r;
+  }
+  fprintf(stderr, "kiln: no runner found for any backend: %s\n", err.msg);
+  return NULL;
+}
+
+int kcli__list(kcli__args *a) {
+  krun_settings s;
+  char *config_path;
+  if (settings(a, &s, &config_path) != 0) return krun_settings_free(&s), KH_EXIT_USAGE;
+  free(config_path);
+  char *runner = any_runner(a, &s);
+  if (!runner) return krun_settings_free(&s), KH_EXIT_INFRA;
+  char **sel;
+  int nsel;
+  selectors(a, &s, &sel, &nsel);
+  krun_registry reg;
+  unsigned char *chosen = NULL;
+  krun_shard sh;
+  int rc = select_tests(runner, sel, nsel, s.backend, &reg, &chosen);
+  if (rc == 0) rc = shard(a, &reg, chosen, &sh);
+  for (int i = 0; rc == 0 && i < reg.n; i++) {
+    const krun_test *t = &reg.tests[i];
+    if (!chosen[i]) continue;
+    printf("%-44s [%s] slots=%d%s", t->id, t->tags, t->slots, t->needs_gpu ? "" : " host-only");
+    if (t->timeout_s) printf(" timeout=%ds", t->timeout_s);
+    if (a->verbose) printf("  %s:%d", t->file, t->line);
+    printf("\n");
+  }
+  free(chosen), free(runner);
+  krun_registry_free(&reg);
+  krun_settings_free(&s);
+  return rc;
+}
+
+/* ---- kiln devices ---------------------------------------------------------------------- */
+
+static void print_holder(pid_t pid, const char *what, void *arg) {
+  (void)arg;
+  printf("    held by pid %ld: %s\n", (long)pid, what);
+}
+
+int kcli__devices(kcli__args *a) {
+  krun_settings s;
+  char *config_path;
+  if (settings(a, &s, &config_path) != 0) return krun_settings_free(&s), KH_EXIT_USAGE;
+  free(config_path);
+  krun_backend_info bi;
+  kh_err err;
+  if (krun_backend_resolve(s.backend, a->runner_dir, &bi, &err) != 0) {
+    fprintf(stderr, "kiln: %s\n", err.msg);
+    krun_settings_free(&s);
+    return KH_EXIT_INFRA;
+  }
+  printf("backend %s (runner %s)\n", krun_backend_names[bi.backend], bi.runner);
+  if (bi.ndevices == 0) {
+    printf("no devices: %s\n", *bi.error ? bi.error : "none found");
+    krun_settings_free(&s);
+    return KH_EXIT_OK;
+  }
+  char *key = krun_tokens_key(a->token_key, bi.backend);
+  krun_tokens tok;
+  int caps[KRUN_MAX_DEVICES];
+  krun_device_caps(&s, &bi, caps);
+  int rc = krun_tokens_open(&tok, key, &err);
+  printf("token key %s%s%s\n", key, rc ? ": " : "", rc ? err.msg : "");
+  for (int d = 0; d < bi.ndevices; d++) {
+    const krun_device *dv = &bi.dev[d];
+    printf("device %d (physical %d%s%s): %s, %s, %lld of %lld MiB free\n", dv->index,
+           dv->physical, *dv->visible ? ", visible as " : "", dv->visible, dv->name, dv->arch,
+           dv->free_bytes >> 20, dv->total_bytes >> 20);
+    if (rc != 0) continue;
+    if (caps[d] > 0) krun_tokens_ensure(&tok, dv->physical, caps[d], &err);
+    printf("  slots %d total, %d free\n", krun_tokens_capacity(&tok, dv->physical),
+           krun_tokens_free(&tok, dv->physical));
+    krun_tokens_holders(&tok, dv->physical, print_holder, NULL);
+  }
+  free(key);
+  krun_settings_free(&s);
+  return rc ? KH_EXIT_INFRA : KH_EXIT_OK;
+}
+
+/* ---- kiln run ------------------------------------------------------------------------------- */
+
+/* reports/runs/<UTC time>-<backend>, made unique with a suffix. */
+static char *default_out(int backend) {
+  char stamp[32];
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  kh_mkdir_p("reports/runs", 0755);
+  for (int n = 1; n < 1000; n++) {
+    char *p = n == 1 ? kh_asprintf("reports/runs/%s-%s", stamp, krun_backend_names[backend])
+                     : kh_asprintf("reports/runs/%s-%s-%d", stamp, krun_backend_names[backend], n);
+    if (mkdir(p, 0755) == 0) return p;
+    free(p);
+  }
+  return NULL;
+}
+
+static char *command_line(int argc, char **argv) {
+  kh_buf b = {0};
+  for (int i = 0; i < argc; i++) kh_buf_addf(&b, "%s%s", i ? " " : "", argv[i]);
+  return b.data;
+}
+
+int kcli__run(kcli__args *a) {
+  krun_settings s;
+  char *config_path = NULL;
+  if (settings(a, &s, &config_path) != 0) return krun_settings_free(&s), KH_EXIT_USAGE;
+  krun_backend_info bi;
+  kh_err err;
+  int rc = 0;
+  if (krun_backend_resolve(s.backend, a->runner_dir, &bi, &err) != 0) {
+    fprintf(stderr, "kiln: %s\n", err.msg);
+    rc = KH_EXIT_INFRA;
+  }
+  char **sel;
+  int nsel;
+  selectors(a, &s, &sel, &nsel);
+  krun_registry reg = {0};
+  unsigned char *chosen = NULL;
+  krun_shard sh = {0};
+  if (rc == 0) rc = select_tests(bi.runner, sel, nsel, bi.backend, &reg, &chosen);
+  if (rc == 0) rc = shard(a, &reg, chosen, &sh);
+  char *out = NULL;
+  if (rc == 0 && !(out = a->out ? kh_strdup(a->out) : default_out(bi.backend))) {
+    fprintf(stderr, "kiln: cannot create a run folder under reports/runs\n");
+    rc = KH_EXIT_INFRA;
+  }
+  if (rc == 0) {
+    char *key = krun_tokens_key(a->token_key, bi.backend);
+    char *command = command_line(a->argc, a->argv);
+    const char *junit = a->junit ? a->junit : getenv("XML_OUTPUT_FILE");
+    krun_opts o = {&s, &reg, chosen, &bi, key, out, a->report, junit && *junit ? junit : NULL,
+                   config_path, command, sel, nsel, a->verbose, &sh};
+    rc = krun_run(&o);
+    free(key), free(command);
+  }
+  free(out), free(chosen), free(config_path);
+  krun_registry_free(&reg);
+  krun_settings_free(&s);
+  return rc;
+}

@@ -1,0 +1,367 @@
+/* Configs: YAML run profiles (configs/NAME.yaml) and CTest resource specs,
+ * both read with libyaml's document loader (JSON is YAML), so that every
+ * error names file:line:column. A config's scalar keys are the run
+ * settings (run/settings.c checks them); its lists are selection,
+ * tolerances and devices. Both readers take any bytes: they are fuzz
+ * targets (tests/fuzz/fuzz-config.c).
+ */
+#include "cli-impl.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "kiln-config.h"
+
+/* ---- Run profiles ----------------------------------------------------------- */
+
+typedef struct cfg {
+  yaml_document_t *doc;
+  const char *name;
+  krun_settings *s;
+  kh_err *err;
+} cfg;
+
+static const char *const node_kind[] = {"nothing", "a scalar", "a sequence",
+                                        "a mapping"};
+
+static int fail(cfg *c, const yaml_node_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(cfg *c, const yaml_node_t *n, const char *fmt, ...) {
+  char what[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  return kh_errf(c->err, "%s:%zu:%zu: %s", c->name, n->start_mark.line + 1,
+                  n->start_mark.column + 1, what);
+}
+
+static const char *scalar(const yaml_node_t *n) {
+  return (const char *)n->data.scalar.value;
+}
+
+static int is_plain(const yaml_node_t *n) {
+  return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+}
+
+/* A scalar setting: plain scalars for numbers and booleans, so that
+ * `jobs: "4"` is reported as the string it is. */
+static int cfg_scalar(cfg *c, const char *name, const char *expect, int textual,
+                      yaml_node_t *v) {
+  if (v->type != YAML_SCALAR_NODE)
+    return fail(c, v, "'%s' must be %s, not %s", name, expect, node_kind[v->type]);
+  const char *t = scalar(v);
+  if (!textual && !is_plain(v))
+    return fail(c, v, "'%s' must be %s, not the quoted string \"%s\"", name, expect, t);
+  if (!*t && is_plain(v)) return fail(c, v, "'%s' needs a value (%s)", name, expect);
+  kh_err e;
+  if (krun_setting_set(c->s, name, t, &e) != 0) return fail(c, v, "%s", e.msg);
+  return 0;
+}
+
+static int cfg_selection(cfg *c, yaml_node_t *v) {
+  if (v->type != YAML_SEQUENCE_NODE)
+    return fail(c, v, "'selection' must be a sequence of selectors, "
+                              "not %s", node_kind[v->type]);
+  for (yaml_node_item_t *i = v->data.sequence.items.start;
+       i < v->data.sequence.items.top; i++) {
+    yaml_node_t *n = yaml_document_get_node(c->doc, *i);
+    if (n->type != YAML_SCALAR_NODE || !*scalar(n))
+      return fail(c, n, "a selector must be a non-empty string");
+    krun_setting_add_selector(c->s, scalar(n));
+  }
+  return 0;
+}
+
+/* A number inside a tolerance or device entry. */
+static int cfg_number(cfg *c, const char *what, yaml_node_t *v,
+                          double lo, double hi, double *out) {
+  if (v->type != YAML_SCALAR_NODE || !is_plain(v) ||
+      kh_parse_double(scalar(v), lo, hi, out) != 0)
+    return fail(c, v, "'%s' must be a number from %g to %g, not %s%s%s",
+                        what, lo, hi,
+                        v->type == YAML_SCALAR_NODE ? "'" : node_kind[v->type],
+                        v->type == YAML_SCALAR_NODE ? scalar(v) : "",
+                        v->type == YAML_SCALAR_NODE ? "'" : "");
+  return 0;
+}
+
+typedef int (*entry_key)(cfg *c, const char *key, yaml_node_t *v,
+                             void *acc);
+
+/* Walks a sequence of mappings, giving each key to fn; `keys` names the
+ * accepted ones for the error. */
+static int cfg_entries(cfg *c, yaml_node_t *v, const char *what,
+                           const char *keys, entry_key fn, void *acc,
+                           size_t acc_size,
+                           int (*done)(cfg *, yaml_node_t *, void *)) {
+  if (v->type != YAML_SEQUENCE_NODE)
+    return fail(c, v, "'%s' must be a sequence of mappings with %s, "
+                              "not %s", what, keys, node_kind[v->type]);
+  for (yaml_node_item_t *i = v->data.sequence.items.start;
+       i < v->data.sequence.items.top; i++) {
+    yaml_node_t *m = yaml_document_get_node(c->doc, *i);
+    if (m->type != YAML_MAPPING_NODE)
+      return fail(c, m, "an entry of '%s' must be a mapping with %s",
+                          what, keys);
+    memset(acc, 0, acc_size);
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start;
+         p < m->data.mapping.pairs.top; p++) {
+      yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+      yaml_node_t *val = yaml_document_get_node(c->doc, p->value);
+      if (k->type != YAML_SCALAR_NODE)
+        return fail(c, k, "keys of '%s' must be strings", what);
+      int r = fn(c, scalar(k), val, acc);
+      if (r == -2)
+        return fail(c, k, "unknown key '%s' in '%s' (known: %s)",
+                            scalar(k), what, keys);
+      if (r != 0) return -1;
+    }
+    if (done(c, m, acc) != 0) return -1;
+  }
+  return 0;
+}
+
+typedef struct tol_acc {
+  const char *match;
+  double atol, rtol;
+  int has_atol, has_rtol;
+} tol_acc;
+
+static int tol_key(cfg *c, const char *key, yaml_node_t *v, void *p) {
+  tol_acc *a = p;
+  if (strcmp(key, "match") == 0) {
+    if (v->type != YAML_SCALAR_NODE || !*scalar(v))
+      return fail(c, v, "'match' must be a non-empty glob");
+    a->match = scalar(v);
+    return 0;
+  }
+  if (strcmp(key, "atol") == 0)
+    return a->has_atol = 1, cfg_number(c, "atol", v, 0, 1e30, &a->atol);
+  if (strcmp(key, "rtol") == 0)
+    return a->has_rtol = 1, cfg_number(c, "rtol", v, 0, 1e30, &a->rtol);
+  return -2;
+}
+
+static int tol_done(cfg *c, yaml_node_t *m, void *p) {
+  tol_acc *a = p;
+  if (!a->match || !a->has_atol || !a->has_rtol)
+    return fail(c, m, "a tolerance needs match, atol and rtol");
+  char *spec = kh_asprintf("%s=%.17g:%.17g", a->match, a->atol, a->rtol);
+  kh_err e;
+  int rc = krun_setting_add_tolerance(c->s, spec, &e);
+  free(spec);
+  return rc == 0 ? 0 : fail(c, m, "%s", e.msg);
+}
+
+typedef struct dev_acc {
+  double id, slots;
+  int has_id, has_slots;
+} dev_acc;
+
+static int dev_key(cfg *c, const char *key, yaml_node_t *v, void *p) {
+  dev_acc *a = p;
+  if (strcmp(key, "id") == 0)
+    return a->has_id = 1,
+           cfg_number(c, "id", v, 0, KRUN_MAX_DEVICES - 1, &a->id);
+  if (strcmp(key, "slots") == 0)
+    return a->has_slots = 1, cfg_number(c, "slots", v, 1, 1024, &a->slots);
+  return -2;
+}
+
+static int dev_done(cfg *c, yaml_node_t *m, void *p) {
+  dev_acc *a = p;
+  if (!a->has_id || a->id != (int)a->id || a->slots != (int)a->slots)
+    return fail(c, m, "a device needs an integer id (and integer "
+                              "slots, optional)");
+  if (krun_setting_add_device(c->s, (int)a->id, a->has_slots ? (int)a->slots : 0) != 0)
+    return fail(c, m, "more than %d devices", KRUN_MAX_DEVICES);
+  return 0;
+}
+
+static const char known_keys[] =
+    "jobs, backend, slots, devices, timeout, grace, retries, repeat, "
+    "isolation, leaks, poison, seed, cap, wrap, warm, selection, tolerances";
+
+static int cfg_key(cfg *c, yaml_node_t *k, yaml_node_t *v) {
+  const char *key = scalar(k);
+  char expect[160];
+  int textual = 0;
+  if (krun_setting_expect(key, expect, sizeof expect, &textual))
+    return cfg_scalar(c, key, expect, textual, v);
+  if (strcmp(key, "selection") == 0) return cfg_selection(c, v);
+  tol_acc ta;
+  dev_acc da;
+  if (strcmp(key, "tolerances") == 0)
+    return cfg_entries(c, v, "tolerances", "match, atol, rtol",
+                           tol_key, &ta, sizeof ta, tol_done);
+  if (strcmp(key, "devices") == 0)
+    return cfg_entries(c, v, "devices", "id, slots", dev_key, &da,
+                           sizeof da, dev_done);
+  return fail(c, k, "unknown key '%s' (known: %s)", key,
+                      known_keys);
+}
+
+static int cfg_root(cfg *c, yaml_node_t *root) {
+  if (!root) return 0;                    /* an empty file is an empty config */
+  if (root->type == YAML_SCALAR_NODE && !*scalar(root)) return 0;
+  if (root->type != YAML_MAPPING_NODE)
+    return fail(c, root, "a config must be a mapping of settings, "
+                                 "not %s", node_kind[root->type]);
+  for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
+       p < root->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+    yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
+    if (k->type != YAML_SCALAR_NODE)
+      return fail(c, k, "a key must be a string, not %s",
+                          node_kind[k->type]);
+    for (yaml_node_pair_t *q = root->data.mapping.pairs.start; q < p; q++)
+      if (strcmp(scalar(yaml_document_get_node(c->doc, q->key)),
+                 scalar(k)) == 0)
+        return fail(c, k, "key '%s' appears twice", scalar(k));
+    if (cfg_key(c, k, v) != 0) return -1;
+  }
+  return 0;
+}
+
+/* Loads one YAML document from buf and hands its root to fn; malformed
+ * YAML and a second document are refused with their position. */
+static int load(const char *buf, size_t len, const char *name,
+                int (*fn)(cfg *, yaml_node_t *), krun_settings *out, kh_err *err) {
+  yaml_parser_t parser;
+  yaml_document_t doc;
+  if (!yaml_parser_initialize(&parser))
+    return kh_errf(err, "%s: cannot start the YAML parser", name);
+  yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
+  int rc;
+  if (!yaml_parser_load(&parser, &doc)) {
+    rc = kh_errf(err, "%s:%zu:%zu: malformed %s: %s%s%s", name,
+                 parser.problem_mark.line + 1, parser.problem_mark.column + 1,
+                 fn == cfg_root ? "YAML" : "JSON", parser.problem ? parser.problem : "error",
+                 parser.context ? " " : "", parser.context ? parser.context : "");
+    yaml_parser_delete(&parser);
+    return rc;
+  }
+  cfg c = {&doc, name, out, err};
+  rc = fn(&c, yaml_document_get_root_node(&doc));
+  yaml_document_delete(&doc);
+  /* A second document would be silently ignored: refuse it. */
+  if (rc == 0 && yaml_parser_load(&parser, &doc)) {
+    if (yaml_document_get_root_node(&doc))
+      rc = kh_errf(err, "%s: more than one document", name);
+    yaml_document_delete(&doc);
+  } else if (rc == 0 && parser.error != YAML_NO_ERROR) {
+    rc = kh_errf(err, "%s:%zu:%zu: malformed: %s", name, parser.problem_mark.line + 1,
+                 parser.problem_mark.column + 1, parser.problem ? parser.problem : "error");
+  }
+  yaml_parser_delete(&parser);
+  return rc;
+}
+
+int kcli_config_parse(const char *buf, size_t len, const char *name, krun_settings *out,
+                      kh_err *err) {
+  return load(buf, len, name, cfg_root, out, err);
+}
+
+static int readable(const char *p) { return access(p, R_OK) == 0; }
+
+int kcli_config_load(const char *arg, krun_settings *out, char **path_out,
+                   kh_err *err) {
+  char *path = NULL;
+  if (strchr(arg, '/') || readable(arg)) {
+    path = kh_strdup(arg);
+  } else {
+    const char *roots[] = {"configs", KILN_SOURCE_DIR "/configs"};
+    for (size_t i = 0; i < 2 && !path; i++) {
+      char *p = kh_asprintf("%s/%s.yaml", roots[i], arg);
+      if (readable(p)) path = p;
+      else free(p);
+    }
+    if (!path)
+      return kh_errf(err, "--config: no file '%s' and no profile "
+                           "configs/%s.yaml", arg, arg);
+  }
+  char *buf;
+  size_t len;
+  if (kh_read_file(path, 1 << 20, &buf, &len) != 0) {
+    kh_errf(err, "%s: cannot read config: %s", path, strerror(errno));
+    free(path);
+    return -1;
+  }
+  int rc = kcli_config_parse(buf, len, path, out, err);
+  free(buf);
+  if (path_out && rc == 0) *path_out = path;
+  else free(path);
+  return rc;
+}
+
+
+/* ---- CTest resource specs ------------------------------------------------------- */
+
+static yaml_node_t *get(cfg *c, yaml_node_t *map, const char *key) {
+  for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+       p++) {
+    yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+    if (k->type == YAML_SCALAR_NODE && strcmp(scalar(k), key) == 0)
+      return yaml_document_get_node(c->doc, p->value);
+  }
+  return NULL;
+}
+
+static int is_map(const yaml_node_t *n) { return n && n->type == YAML_MAPPING_NODE; }
+static int is_seq(const yaml_node_t *n) { return n && n->type == YAML_SEQUENCE_NODE; }
+
+static int spec_gpu(cfg *c, yaml_node_t *g) {
+  if (!is_map(g)) return fail(c, g, "a gpu must be an object with \"id\" and \"slots\"");
+  yaml_node_t *id = get(c, g, "id"), *slots = get(c, g, "slots");
+  long long dev;
+  double n;
+  if (!id || id->type != YAML_SCALAR_NODE ||
+      kh_parse_ll(scalar(id), 0, KRUN_MAX_DEVICES - 1, &dev) != 0)
+    return fail(c, g, "a gpu needs an \"id\" holding a device index (\"0\" to \"%d\")",
+                KRUN_MAX_DEVICES - 1);
+  /* Range first: converting an out-of-range double to int is undefined
+   * (found by tests/fuzz/fuzz-config). */
+  if (!slots || slots->type != YAML_SCALAR_NODE || !is_plain(slots) ||
+      kh_parse_double(scalar(slots), 1, 1024, &n) != 0 || n != (int)n)
+    return fail(c, g, "a gpu needs \"slots\": an integer from 1 to 1024");
+  if (krun_setting_add_device(c->s, (int)dev, (int)n) != 0) return fail(c, g, "too many gpus");
+  return 0;
+}
+
+static int spec_root(cfg *c, yaml_node_t *root) {
+  krun_setting_clear_devices(c->s);
+  if (!is_map(root))
+    return root ? fail(c, root, "a resource spec must be an object")
+                : kh_errf(c->err, "%s: the resource spec is empty", c->name);
+  yaml_node_t *version = get(c, root, "version"), *local = get(c, root, "local");
+  if (!version || !local)
+    return kh_errf(c->err, "%s: a resource spec needs \"version\" and \"local\"", c->name);
+  yaml_node_t *major = is_map(version) ? get(c, version, "major") : NULL;
+  if (!major || major->type != YAML_SCALAR_NODE)
+    return fail(c, version, "\"version\" needs \"major\": 1");
+  if (strcmp(scalar(major), "1") != 0)
+    return fail(c, major, "unsupported resource-spec major version (only 1 is known)");
+  if (!is_seq(local)) return fail(c, local, "\"local\" must be an array");
+  for (yaml_node_item_t *i = local->data.sequence.items.start;
+       i < local->data.sequence.items.top; i++) {
+    yaml_node_t *l = yaml_document_get_node(c->doc, *i);
+    yaml_node_t *gpus = is_map(l) ? get(c, l, "gpus") : NULL;
+    if (!gpus) continue;
+    if (!is_seq(gpus)) return fail(c, gpus, "\"gpus\" must be an array");
+    for (yaml_node_item_t *g = gpus->data.sequence.items.start;
+         g < gpus->data.sequence.items.top; g++)
+      if (spec_gpu(c, yaml_document_get_node(c->doc, *g)) != 0) return -1;
+  }
+  if (c->s->ndevices == 0) return kh_errf(c->err, "%s: the resource spec lists no gpus", c->name);
+  return 0;
+}
+
+int kcli_spec_parse(const char *buf, size_t len, const char *name, krun_settings *out,
+                    kh_err *err) {
+  return load(buf, len, name, spec_root, out, err);
+}

@@ -1,0 +1,274 @@
+/* Parsing the command line through the command table (table.c): the
+ * command word(s), then options and words in any order until `--`. Each
+ * option is looked up among the command's own, so `kiln list --wrap` is a
+ * usage error and each --help shows only what its command takes. Usage
+ * errors name the command, the option and the value, and exit 2.
+ */
+#include "cli-impl.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln-config.h"
+#include "protocol.h"
+
+/* ---- Help -------------------------------------------------------------------- */
+
+static void opt_left(const kcli__opt *o, char *out, size_t n) {
+  /* Long-only options line up under the long names of the others. */
+  if (o->short_name)
+    snprintf(out, n, "-%c, --%s%s%s", o->short_name, o->name, o->arg ? " " : "",
+             o->arg ? o->arg : "");
+  else
+    snprintf(out, n, "    --%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+}
+
+static void usage_line(const kcli__cmd *c, FILE *f, const char *lead) {
+  fprintf(f, "%skiln %s%s%s%s\n", lead, c->name, *c->opts ? " [OPTIONS]" : "",
+          *c->args ? " " : "", c->args);
+}
+
+void kcli__help(const kcli__cmd *c, FILE *f) {
+  usage_line(c, f, "usage: ");
+  if (c->about) fprintf(f, "\n%s\n", c->about);
+  else fprintf(f, "\n%s.\n", c->summary);
+  fprintf(f, "\nOptions:\n");
+  for (const char *p = c->opts; *p;) {
+    size_t len = strcspn(p, " ");
+    char id[64], left[64];
+    snprintf(id, sizeof id, "%.*s", (int)len, p);
+    const kcli__opt *o = kcli__opt_by_id(id);
+    if (o) {
+      opt_left(o, left, sizeof left);
+      fprintf(f, "  %-26s %s\n", left, o->help);
+    }
+    p += len + (p[len] == ' ');
+  }
+  fprintf(f, "  %-26s %s\n", "-h, --help", "this text");
+  if (c->footer) fprintf(f, "\n%s", c->footer);
+}
+
+void kcli__overview(const char *group, FILE *f) {
+  size_t glen = group ? strlen(group) : 0;
+  if (group) fprintf(f, "usage: kiln %s COMMAND [OPTIONS] [ARGS]\n\nCommands:\n", group);
+  else fprintf(f, "usage: kiln COMMAND [OPTIONS] [ARGS]\n"
+                  "       kiln --version\n"
+                  "\n"
+                  "Runs every selected GPU test in its own child process, scheduled onto\n"
+                  "devices through host-wide device tokens, and writes YAML reports.\n"
+                  "\nCommands:\n");
+  for (const kcli__cmd *c = kcli__cmds; c->name; c++) {
+    if (group && (strncmp(c->name, group, glen) != 0 || c->name[glen] != ' ')) continue;
+    char left[64];
+    snprintf(left, sizeof left, "%s %s", c->name, c->args);
+    fprintf(f, "  %-32s %s\n", left, c->summary);
+  }
+  fprintf(f, "\n`kiln %sCOMMAND --help` (or `kiln help %sCOMMAND`) shows a command's "
+             "options.\n", group ? "report " : "", group ? "report " : "");
+}
+
+int kcli__usage_error(const kcli__cmd *c, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "kiln %s: %s\n", c->name, msg);
+  usage_line(c, stderr, "usage: ");
+  fprintf(stderr, "(kiln %s --help lists its options)\n", c->name);
+  return KH_EXIT_USAGE;
+}
+
+/* ---- Options ------------------------------------------------------------------ */
+
+/* The command's option called --name (or -short when name is NULL). */
+static const kcli__opt *lookup(const kcli__cmd *c, const char *name, size_t len, char sh) {
+  for (const kcli__opt *o = kcli__opts; o->id; o++) {
+    if (!kcli__takes(c, o->id)) continue;
+    if (name ? strlen(o->name) == len && strncmp(o->name, name, len) == 0
+             : o->short_name == sh)
+      return o;
+  }
+  return NULL;
+}
+
+static int apply(kcli__args *a, const kcli__opt *o, const char *val) {
+  char *member = (char *)a + o->off;
+  kh_err err;
+  switch (o->kind) {
+  case KCLI__SETTING:
+    if (krun_setting_set(&a->flags, o->setting, val ? val : "true", &err) != 0)
+      return kcli__usage_error(a->cmd, "--%s: %s", o->name, err.msg);
+    return 0;
+  case KCLI__TOLERANCE:
+    if (krun_setting_add_tolerance(&a->flags, val, &err) != 0)
+      return kcli__usage_error(a->cmd, "--%s: %s", o->name, err.msg);
+    return 0;
+  case KCLI__STR:
+    free(*(char **)member);
+    *(char **)member = kh_strdup(val);
+    return 0;
+  case KCLI__LIST:
+    a->history = kh_xrealloc(a->history, (size_t)(a->nhistory + 1) * sizeof *a->history);
+    a->history[a->nhistory++] = kh_strdup(val);
+    return 0;
+  case KCLI__FLAG: *(int *)member = 1; return 0;
+  case KCLI__INT: {
+    long long v;
+    if (kh_parse_ll(val, (long long)o->lo, (long long)o->hi, &v) != 0)
+      return kcli__usage_error(a->cmd, "--%s: '%s' is not valid: expected an integer "
+                               "from %.0f to %.0f", o->name, val, o->lo, o->hi);
+    *(int *)member = (int)v;
+    return 0;
+  }
+  case KCLI__DOUBLE:
+    if (kh_parse_double(val, o->lo, o->hi, (double *)member) != 0)
+      return kcli__usage_error(a->cmd, "--%s: '%s' is not valid: expected a number "
+                               "from %g to %g", o->name, val, o->lo, o->hi);
+    return 0;
+  }
+  return 0;
+}
+
+static void add_word(kcli__args *a, char *w) {
+  a->pos = kh_xrealloc(a->pos, (size_t)(a->npos + 1) * sizeof *a->pos);
+  a->pos[a->npos++] = w;
+}
+
+/* One word at argv[*i]: an option (with its value), a word, or --help. */
+static int word(kcli__args *a, int argc, char **argv, int *i, int *help) {
+  const kcli__cmd *c = a->cmd;
+  char *w = argv[*i];
+  const kcli__opt *o = NULL;
+  const char *val = NULL;
+  if (strncmp(w, "--", 2) == 0) {
+    const char *eq = strchr(w + 2, '=');
+    size_t len = eq ? (size_t)(eq - w - 2) : strlen(w + 2);
+    if (len == 4 && strncmp(w + 2, "help", 4) == 0) return *help = 1, 0;
+    if (!(o = lookup(c, w + 2, len, 0)))
+      return kcli__usage_error(c, "unknown option '%s'", w);
+    if (eq && !o->arg) return kcli__usage_error(c, "--%s takes no value", o->name);
+    val = eq ? eq + 1 : NULL;
+  } else if (w[0] == '-' && w[1]) {
+    if (strcmp(w, "-h") == 0) return *help = 1, 0;
+    o = lookup(c, NULL, 0, w[1]);
+    if (!o || (w[2] && !o->arg)) {
+      if (c->dash_words) return add_word(a, w), 0;   /* an exclusion: -@slow */
+      return kcli__usage_error(c, "unknown option '%s'", w);
+    }
+    val = w[2] ? w + 2 : NULL;
+  } else {
+    add_word(a, w);
+    return 0;
+  }
+  if (o->arg && !val) {
+    if (*i + 1 >= argc) return kcli__usage_error(c, "--%s needs a value (%s)", o->name, o->arg);
+    val = argv[++*i];
+  }
+  return apply(a, o, val);
+}
+
+static void args_free(kcli__args *a) {
+  krun_settings_free(&a->flags);
+  char **strs[] = {&a->config, &a->report, &a->out, &a->spec, &a->token_key,
+                   &a->runner_dir, &a->junit, &a->shard, &a->shard_durations,
+                   &a->yaml, &a->concurrency, &a->skip, &a->rss_tests};
+  for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) free(*strs[i]);
+  for (int i = 0; i < a->nhistory; i++) free(a->history[i]);
+  free(a->history), free(a->pos);
+}
+
+/* ---- main ------------------------------------------------------------------------ */
+
+static int is_group(const char *w) {
+  size_t n = strlen(w);
+  for (const kcli__cmd *c = kcli__cmds; c->name; c++)
+    if (strncmp(c->name, w, n) == 0 && c->name[n] == ' ') return 1;
+  return 0;
+}
+
+/* The command argv names, and where its words start. */
+static const kcli__cmd *command(int argc, char **argv, int *first) {
+  if (argc > 2) {
+    char two[128];
+    snprintf(two, sizeof two, "%s %s", argv[1], argv[2]);
+    const kcli__cmd *c = kcli__cmd_find(two);
+    if (c) return *first = 3, c;
+  }
+  *first = 2;
+  return is_group(argv[1]) ? NULL : kcli__cmd_find(argv[1]);
+}
+
+int kcli_main(int argc, char **argv) {
+  if (argc < 2) {
+    kcli__overview(NULL, stderr);
+    return KH_EXIT_USAGE;
+  }
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    kcli__overview(NULL, stdout);
+    return KH_EXIT_OK;
+  }
+  if (strcmp(argv[1], "--version") == 0) {
+    printf("kiln %s (report format %d, runner protocol %d)\n", KILN_VERSION, KREP_FORMAT,
+           KP_VERSION);
+    return KH_EXIT_OK;
+  }
+  int first;
+  const kcli__cmd *c = command(argc, argv, &first);
+  if (!c && is_group(argv[1])) {
+    int help = argc > 2 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0);
+    if (!help)
+      fprintf(stderr, "kiln %s: %s '%s'\n", argv[1], argc > 2 ? "unknown command" : "needs a command",
+              argc > 2 ? argv[2] : "");
+    kcli__overview(argv[1], help ? stdout : stderr);
+    return help ? KH_EXIT_OK : KH_EXIT_USAGE;
+  }
+  if (!c) {
+    fprintf(stderr, "kiln: unknown command '%s' (`kiln help` lists them)\n", argv[1]);
+    return KH_EXIT_USAGE;
+  }
+  kcli__args a;
+  memset(&a, 0, sizeof a);
+  a.cmd = c, a.argc = argc, a.argv = argv;
+  krun_settings_init(&a.flags);
+  krep_diff_defaults(&a.diff);
+  int rc = 0, help = 0;
+  for (int i = first; i < argc && rc == 0; i++) {
+    if (strcmp(argv[i], "--") == 0) {
+      while (++i < argc) add_word(&a, argv[i]);
+      break;
+    }
+    rc = word(&a, argc, argv, &i, &help);
+  }
+  if (rc == 0 && help) {
+    kcli__help(c, stdout);
+  } else if (rc == 0 && (a.npos < c->min_pos || (c->max_pos >= 0 && a.npos > c->max_pos))) {
+    rc = kcli__usage_error(c, a.npos < c->min_pos ? "needs %s" : "takes %s, not %d words",
+                           *c->args ? c->args : "no words", a.npos);
+  } else if (rc == 0) {
+    rc = c->fn(&a);
+  }
+  args_free(&a);
+  return rc;
+}
+
+int kcli__help_cmd(kcli__args *a) {
+  if (a->npos == 0) {
+    kcli__overview(NULL, stdout);
+    return KH_EXIT_OK;
+  }
+  char name[128];
+  snprintf(name, sizeof name, "%s%s%s", a->pos[0], a->npos > 1 ? " " : "",
+           a->npos > 1 ? a->pos[1] : "");
+  const kcli__cmd *c = kcli__cmd_find(name);
+  if (c) {
+    kcli__help(c, stdout);
+    return KH_EXIT_OK;
+  }
+  if (a->npos == 1 && is_group(name)) {
+    kcli__overview(name, stdout);
+    return KH_EXIT_OK;
+  }
+  return kcli__usage_error(a->cmd, "no command '%s' (`kiln help` lists them)", name);
+}

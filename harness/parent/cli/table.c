@@ -1,0 +1,179 @@
+/* The command table: every subcommand of kiln and every option, each
+ * described once. Parsing, --help, `kiln help` and usage errors all read
+ * these rows (parse.c). A subcommand names its options by id; two rows may
+ * share a --name when their meaning differs by command (--out is a run
+ * folder for `kiln run`, a file for `kiln report junit`).
+ */
+#include "cli-impl.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#define SET(id, sh, arg, help) {id, id, sh, arg, KCLI__SETTING, id, 0, 0, 0, help}
+#define STR(id, name, sh, arg, member, help) \
+  {id, name, sh, arg, KCLI__STR, NULL, offsetof(kcli__args, member), 0, 0, help}
+#define FLAG(id, sh, member, help) \
+  {id, id, sh, NULL, KCLI__FLAG, NULL, offsetof(kcli__args, member), 0, 0, help}
+#define NUM(id, kind, arg, member, lo, hi, help) \
+  {id, id, 0, arg, kind, NULL, offsetof(kcli__args, member), lo, hi, help}
+
+const kcli__opt kcli__opts[] = {
+  SET("jobs", 'j', "N", "children at once (default: number of CPUs)"),
+  SET("backend", 0, "B", "auto|host|hip|cuda (auto: a GPU backend whose runner finds a device, else host)"),
+  STR("config", "config", 'c', "FILE", config, "YAML run profile: a path or a name in configs/ (quick, nightly, ...)"),
+  STR("report", "report", 0, "FILE", report, "also write the YAML report to FILE"),
+  STR("out", "out", 'o', "DIR", out, "run folder (default reports/runs/<UTC time>-<backend>)"),
+  SET("timeout", 't', "S", "seconds per test unless the test sets its own (default 120)"),
+  SET("grace", 0, "S", "seconds between SIGTERM and SIGKILL on timeout (default 2)"),
+  SET("retries", 0, "N", "run a failed test up to N more times; a later pass is `flaky`"),
+  SET("repeat", 0, "N", "run every selected test N times"),
+  SET("isolation", 0, "M", "process (one child per test) or none (one shared process)"),
+  SET("wrap", 0, "CMD", "run each child under CMD (valgrind, compute-sanitizer, ...)"),
+  SET("warm", 0, "N", "warm children per device, started before their test (0: off; default auto: 1 per slot)"),
+  SET("poison", 0, NULL, "fill new device allocations with NaN bytes"),
+  SET("seed", 0, "N", "run seed passed to every child (default: chosen per child)"),
+  SET("cap", 0, "F", "device allocation cap as a fraction of free memory"),
+  SET("slots", 0, "N", "slots per device (default 2 on a GPU, --jobs on host)"),
+  STR("resource-spec", "resource-spec", 0, "FILE", spec, "CTest resource-spec JSON: the devices and their slots"),
+  STR("token-key", "token-key", 0, "PATH", token_key, "device-token key path (default /tmp/kiln-tokens-<backend>; env KILN_TOKEN_KEY)"),
+  SET("leaks", 0, "P", "fail (a leak fails the test) or warn"),
+  {"tolerance", "tolerance", 0, "G=A:R", KCLI__TOLERANCE, NULL, 0, 0, 0, "atol A, rtol R for checks matching glob G (repeatable)"},
+  STR("junit", "junit", 0, "FILE", junit, "also write JUnit XML to FILE (default $XML_OUTPUT_FILE when set)"),
+  STR("shard", "shard", 0, "K/N", shard, "run shard K of N (1-based; else Bazel/Slurm array env)"),
+  STR("shard-durations", "shard-durations", 0, "REPORT", shard_durations, "balance shards by this report's times"),
+  STR("runner-dir", "runner-dir", 0, "DIR", runner_dir, "where kiln-runner-<backend> lives (env KILN_RUNNER_DIR)"),
+  FLAG("verbose", 'v', verbose, "more detail: child command lines, every test's message"),
+  /* Report tools */
+  STR("out-file", "out", 'o', "FILE", out, "write to FILE (default: stdout)"),
+  STR("html-out", "out", 'o', "FILE", out, "write to FILE (default: report.html beside the report; -: stdout)"),
+  STR("yaml", "yaml", 0, "FILE", yaml, "also write the findings as YAML to FILE"),
+  NUM("time-rel", KCLI__DOUBLE, "F", diff.time_rel, 0, 1e6, "slower by more than this fraction counts (default 0.2)..."),
+  NUM("test-abs-ms", KCLI__DOUBLE, "MS", diff.test_abs_ms, 0, 1e12, "...and by more than MS for a test body (default 100)"),
+  NUM("kernel-abs-ms", KCLI__DOUBLE, "MS", diff.kernel_abs_ms, 0, 1e12, "...or by more than MS for a kernel's median (default 0.05)"),
+  NUM("drift", KCLI__DOUBLE, "F", diff.drift_factor, 1, 1e300, "a passing check's max abs error grown more than F times (default 4)"),
+  NUM("metric-rel", KCLI__DOUBLE, "F", diff.metric_rel, 0, 1, "a GB/s or TFLOP/s metric lower by more than this fraction (default 0.2)"),
+  FLAG("force", 0, force, "merge reports of different revisions"),
+  {"history", "history", 0, "REPORT", KCLI__LIST, NULL, offsetof(kcli__args, history), 0, 0, "an earlier report for the trend plots (repeatable)"},
+  /* kiln bench */
+  NUM("tests", KCLI__INT, "N", tests, 1, 100000, "tests (or probes) per point (default 48)"),
+  STR("concurrency", "concurrency", 0, "LIST", concurrency, "processes at once, comma-separated (default 1,2,3,4,6,8)"),
+  NUM("host-tests", KCLI__INT, "N", host_tests, 1, 1000000, "no-op tests of the host CPU points (default 300)"),
+  STR("rss-tests", "rss-tests", 0, "A,B", rss_tests, "no-op test counts of the two peak-RSS runs (default 100,1000)"),
+  STR("bench-out", "out", 0, "DIR", out, "bench folder (default reports/runs/<UTC time>-bench)"),
+  STR("skip", "skip", 0, "LIST", skip, "sections left out: ceiling,kiln,none,host"),
+  {NULL, NULL, 0, NULL, 0, NULL, 0, 0, 0, NULL},
+};
+
+#define RUN_OPTS "jobs backend config report out timeout grace retries repeat " \
+  "isolation wrap warm poison seed cap slots resource-spec token-key leaks "     \
+  "tolerance junit shard shard-durations runner-dir verbose"
+
+static const char exit_run[] =
+  "Exit status: 0 all passed (skips and flaky allowed), 1 a test did not\n"
+  "pass, 2 usage or config error, 3 infrastructure error, 130 interrupted.\n"
+  "Flags override the config. See docs/harness.md.\n";
+static const char exit_tool[] =
+  "Exit status: 0 done, 2 usage error or inputs that do not belong together,\n"
+  "3 a file could not be written. See docs/reports.md.\n";
+
+const kcli__cmd kcli__cmds[] = {
+  {"run", "[--] [SELECTOR...]", "run tests, each in its own child process",
+   "Runs every selected GPU test in its own child process (a fresh engine\n"
+   "context each), scheduled onto devices through host-wide device tokens,\n"
+   "and writes a YAML report into the run folder.\n"
+   "\n"
+   "Selectors: SUITE, SUITE/TEST, globs (softmax/sizes_*), @TAG; a leading\n"
+   "'-' excludes (-@slow, -softmax/causal). Tests tagged `fault`, `bench` or\n"
+   "`perf` run only when named (@fault, @perf, their suite or id); on the host\n"
+   "backend, tests tagged `slow` (GPU-sized) run only through @slow or their\n"
+   "id. No selector: every other test (or the config's selection).",
+   RUN_OPTS, 0, -1, 1, kcli__run, exit_run},
+  {"list", "[SELECTOR...]", "what `kiln run` would run",
+   "Lists the tests the selectors (or the config's selection) choose: id,\n"
+   "tags, slots, and whether they need a device.",
+   "backend config resource-spec shard shard-durations runner-dir verbose", 0, -1, 1,
+   kcli__list, "Exit status: 0, 2 usage or config error, 3 no runner.\n"},
+  {"devices", "", "devices, their slots and who holds them",
+   "Asks the runner for its devices and shows each with its slots in the\n"
+   "host-wide token set (total, free) and the processes holding them.",
+   "backend config slots resource-spec token-key runner-dir", 0, 0, 0, kcli__devices,
+   "Exit status: 0, 2 usage or config error, 3 no runner or no token set.\n"},
+  {"report show", "FILE|RUNDIR", "a readable summary of a report",
+   "Counts, then every test that did not pass with its message, failing\n"
+   "checks (worst element) and log.", "", 1, 1, 0, kcli__report_show,
+   "Exit status: 0, 2 the report does not read.\n"},
+  {"report rebuild", "RUNDIR", "report.yaml from a run's journal",
+   "Rebuilds RUNDIR/report.yaml from RUNDIR/journal, after a kiln that was\n"
+   "killed (the report then says interrupted: true).", "report", 1, 1, 0,
+   kcli__report_rebuild, "Exit status: 0, 2 no journal, 3 a file could not be written.\n"},
+  {"report junit", "REPORT|RUNDIR", "JUnit XML of a report",
+   "JUnit XML (the Jenkins/Surefire variant) of a report.", "out-file", 1, 1, 0,
+   kcli__report_junit, exit_tool},
+  {"report diff", "BASE NEW", "what regressed from one report to another",
+   "Compares two reports test by test: newly failing or flaky tests, slower\n"
+   "tests and kernels past both thresholds, errors that grew, throughput\n"
+   "metrics that fell.",
+   "yaml time-rel test-abs-ms kernel-abs-ms drift metric-rel", 2, 2, 0,
+   kcli__report_diff,
+   "Exit status: 0 no regression, 1 a regression, 2 usage error, 3 a file\n"
+   "could not be written. See docs/reports.md.\n"},
+  {"report merge", "REPORT...", "one report from shards",
+   "Merges the reports of a sharded run (or of different selections) into\n"
+   "one: every test record whole, the summary recounted.", "out-file force", 1, -1, 0,
+   kcli__report_merge,
+   "Refuses (exit 2) reports of different revisions (unless --force),\n"
+   "overlapping reports, and shards missing, doubled or short of tests.\n"},
+  {"report html", "REPORT|RUNDIR", "a self-contained HTML page of a report",
+   "One HTML file: summary, plots (time per suite, error/tolerance per\n"
+   "check, trends over --history) and a filterable table of tests.",
+   "html-out history", 1, 1, 0, kcli__report_html, exit_tool},
+  {"bench", "", "kiln's speed: the ceiling, kiln, and its cost per test",
+   "Measures kiln's speed against the ceiling, side by side, and writes\n"
+   "DIR/bench.yaml plus the `kiln run` reports it made:\n"
+   "  ceiling  N processes that only open and close an engine context\n"
+   "           (kiln-runner-B --context-probe), c at a time, for each c in\n"
+   "           LIST: tests/s = N / wall. The ceiling is the best c.\n"
+   "  kiln     kiln run --repeat N --jobs c --slots c -- bench/trivial for\n"
+   "           each c, and with --warm 0 (kiln_cold)\n"
+   "  none     the same N tests in one process (--isolation none)\n"
+   "  host     kiln run --backend host --jobs 2 --repeat N bench/noop: CPU\n"
+   "           ms per test of the whole kiln process tree, and tests/s;\n"
+   "           the runner alone on the same test, 2 at a time, in turns\n"
+   "           with kiln, 3 rounds each (the summary takes each one's\n"
+   "           least CPU), and the ratio; kiln's own peak RSS at two test\n"
+   "           counts\n"
+   "Every child sees one device (the first), as `kiln run` narrows it.",
+   "backend tests concurrency host-tests rss-tests bench-out skip runner-dir", 0, 0, 0,
+   kcli__bench,
+   "Targets (PASS/MISS in the summary): kiln's best >= 90% of the ceiling;\n"
+   "host: kiln's CPU per test <= 1.3x the runner's alone, its tests/s with\n"
+   "2 jobs >= 2x the harness's before it was rebuilt (docs/performance.md);\n"
+   "kiln's peak RSS within 2 MiB from the first RSS run to the second.\n"
+   "Exit status: 0 every point measured (a MISS is not an error), 2 usage\n"
+   "error, 3 a point could not be measured. See docs/performance.md.\n"},
+  {"help", "[COMMAND]", "this overview, or a command's help", NULL, "", 0, 2, 0,
+   kcli__help_cmd, NULL},
+  {NULL, NULL, NULL, NULL, NULL, 0, 0, 0, NULL, NULL},
+};
+
+const kcli__opt *kcli__opt_by_id(const char *id) {
+  for (const kcli__opt *o = kcli__opts; o->id; o++)
+    if (strcmp(o->id, id) == 0) return o;
+  return NULL;
+}
+
+const kcli__cmd *kcli__cmd_find(const char *name) {
+  for (const kcli__cmd *c = kcli__cmds; c->name; c++)
+    if (strcmp(c->name, name) == 0) return c;
+  return NULL;
+}
+
+int kcli__takes(const kcli__cmd *c, const char *id) {
+  size_t n = strlen(id);
+  for (const char *p = c->opts; *p;) {
+    size_t len = strcspn(p, " ");
+    if (len == n && strncmp(p, id, n) == 0) return 1;
+    p += len + (p[len] == ' ');
+  }
+  return 0;
+}

@@ -1,0 +1,357 @@
+/* The journal: the run as it happens, one write() per finished test, in
+ * the protocol's record syntax (its own record types are described here
+ * the way records.h describes a child's). A test run is a `run` record
+ * (the parent's view), the child's records as `rec <record>`, a `tail` and
+ * `done`; the run starts with `kiln`, `shard`, `device`, `setting` and
+ * `selector` records and ends with `finish`. `kiln report rebuild` turns a
+ * journal back into the model, so rebuilding replays what was seen.
+ */
+#include "report-impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- The journal's own records ----------------------------------------------- */
+
+typedef struct jkiln {
+  long long format;
+  const char *version, *git, *host, *backend, *config, *out, *token_key;
+  double start;
+  const char *command;
+} jkiln;
+
+typedef struct jshard {
+  long long index, count, selected, total;
+  const char *method, *source;
+} jshard;
+
+typedef struct jpair {
+  const char *key, *value;
+} jpair;
+
+typedef struct jrun {
+  const char *id;
+  long long seq;
+  const char *suite, *tags;
+  long long repeat, attempt, device, slots;
+  const char *outcome;
+  long long retried;
+  const char *message, *file;
+  long long line;
+  const char *signal;
+  long long exit_code;
+  double start, end, wall_ms;
+  long long warm;
+  double startup_ms, ready_wait_ms;
+  const char *log;
+  long long log_bytes, log_dropped, lines_dropped;
+  const char *proto_error;
+} jrun;
+
+typedef struct jfinish {
+  double end;
+  long long interrupted, not_run, parent_gpu_clean, peak_rss_kb;
+} jfinish;
+
+#define K(s, name, type) {#name, type, offsetof(s, name), 0}
+#define O(s, name, type) {#name, type, offsetof(s, name), 1}
+static const kp_key kiln_keys[] = {
+    K(jkiln, format, KP_INT), K(jkiln, version, KP_STR), K(jkiln, git, KP_STR),
+    K(jkiln, host, KP_STR), K(jkiln, backend, KP_STR), K(jkiln, config, KP_STR),
+    K(jkiln, out, KP_STR), K(jkiln, token_key, KP_STR), K(jkiln, start, KP_DOUBLE),
+    K(jkiln, command, KP_STR)};
+static const kp_key shard_keys[] = {
+    K(jshard, index, KP_INT), K(jshard, count, KP_INT), K(jshard, selected, KP_INT),
+    K(jshard, total, KP_INT), K(jshard, method, KP_STR), K(jshard, source, KP_STR)};
+static const kp_key setting_keys[] = {K(jpair, key, KP_STR), K(jpair, value, KP_STR)};
+static const kp_key selector_keys[] = {{"value", KP_STR, offsetof(jpair, value), 0}};
+static const kp_key tail_keys[] = {{"text", KP_STR, offsetof(jpair, value), 0}};
+static const kp_key run_keys[] = {
+    K(jrun, id, KP_STR), K(jrun, seq, KP_INT), K(jrun, suite, KP_STR),
+    K(jrun, tags, KP_STR), K(jrun, repeat, KP_INT), K(jrun, attempt, KP_INT),
+    K(jrun, device, KP_INT), K(jrun, slots, KP_INT), K(jrun, outcome, KP_STR),
+    K(jrun, retried, KP_INT), K(jrun, message, KP_STR), K(jrun, file, KP_STR),
+    K(jrun, line, KP_INT), K(jrun, signal, KP_STR), K(jrun, exit_code, KP_INT),
+    K(jrun, start, KP_DOUBLE), K(jrun, end, KP_DOUBLE), K(jrun, wall_ms, KP_DOUBLE),
+    O(jrun, warm, KP_INT), K(jrun, startup_ms, KP_DOUBLE),
+    K(jrun, ready_wait_ms, KP_DOUBLE), K(jrun, log, KP_STR),
+    K(jrun, log_bytes, KP_INT), K(jrun, log_dropped, KP_INT),
+    K(jrun, lines_dropped, KP_INT), K(jrun, proto_error, KP_STR)};
+static const kp_key finish_keys[] = {
+    K(jfinish, end, KP_DOUBLE), K(jfinish, interrupted, KP_INT),
+    K(jfinish, not_run, KP_INT), K(jfinish, parent_gpu_clean, KP_INT),
+    O(jfinish, peak_rss_kb, KP_INT)};
+#define D(tag, keys) {tag, keys, (int)(sizeof keys / sizeof keys[0])}
+static const kp_rdesc rec_kiln = D("kiln", kiln_keys), rec_shard = D("shard", shard_keys),
+                      rec_setting = D("setting", setting_keys),
+                      rec_selector = D("selector", selector_keys),
+                      rec_tail = D("tail", tail_keys), rec_run = D("run", run_keys),
+                      rec_finish = D("finish", finish_keys), rec_done = {"done", NULL, 0};
+
+/* ---- Writing --------------------------------------------------------------------- */
+
+struct krep_journal {
+  int fd;
+  kh_buf buf;
+  kp_record_out rec;
+};
+
+static void put(krep_journal *j, const kp_rdesc *d, const void *rec) {
+  kp_encode(&j->rec, d, rec);
+  kh_buf_add(&j->buf, j->rec.buf, j->rec.len);
+  kh_buf_add(&j->buf, "\n", 1);
+}
+
+/* The record in j->rec as a child's: `rec <record>`. */
+static void put_rec(krep_journal *j) {
+  kh_buf_add(&j->buf, "rec ", 4);
+  kh_buf_add(&j->buf, j->rec.buf, j->rec.len);
+  kh_buf_add(&j->buf, "\n", 1);
+}
+
+static void flush(krep_journal *j) {
+  if (j->buf.len) (void)kh_write_all(j->fd, j->buf.data, j->buf.len);
+  j->buf.len = 0;
+}
+
+/* Long free text is cut so that a record always fits in one line. */
+static const char *cut(const char *v, char *buf, size_t n) {
+  if (!v) return NULL;
+  snprintf(buf, n, "%s", v);
+  return buf;
+}
+
+krep_journal *krep_journal_open(const krep_report *rep, const char *path,
+                                kh_err *err) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    kh_errf(err, "journal %s: %s", path, strerror(errno));
+    return NULL;
+  }
+  krep_journal *j = kh_xcalloc(1, sizeof *j);
+  j->fd = fd;
+  jkiln k = {KREP_FORMAT, rep->kiln_version, rep->git, rep->host, rep->backend,
+             rep->config, rep->out_dir, rep->token_key, rep->start_s, rep->command};
+  put(j, &rec_kiln, &k);
+  if (rep->shard.count) {
+    jshard s = {rep->shard.index, rep->shard.count, rep->shard.selected,
+                rep->shard.total, rep->shard.method, rep->shard.source};
+    put(j, &rec_shard, &s);
+  }
+  for (int i = 0; i < rep->ndevices; i++) {
+    const krep_device *d = &rep->devices[i];
+    kp_device dev = {NULL, d->index, d->name, d->arch, d->warp_size, 0, 0,
+                     (unsigned long long)d->total_bytes,
+                     (unsigned long long)d->free_bytes, NULL, d->physical,
+                     d->visible};
+    put(j, &kp_rec_device, &dev);
+  }
+  for (int i = 0; i < rep->nset; i++)
+    put(j, &rec_setting, &(jpair){rep->set_keys[i], rep->set_values[i]});
+  for (int i = 0; i < rep->nselection; i++)
+    put(j, &rec_selector, &(jpair){NULL, rep->selection[i]});
+  flush(j);
+  (void)fdatasync(fd);
+  return j;
+}
+
+void krep_journal_test(krep_journal *j, const krep_test *t) {
+  if (!j) return;
+  char message[8192], file[1024], proto[8192];
+  jrun r = {t->id, t->seq, t->suite, t->tags, t->repeat, t->attempt, t->device,
+            t->slots, krep_outcome_name(t->outcome), !t->final,
+            cut(t->message, message, sizeof message), cut(t->file, file, sizeof file),
+            t->line, t->signal, t->exit_code, t->started_s, t->ended_s, t->wall_ms,
+            t->warm ? 1 : KP_NONE, t->startup_ms, t->ready_wait_ms, t->log_path,
+            t->log_bytes, t->log_dropped, t->records_dropped,
+            cut(t->protocol_error, proto, sizeof proto)};
+  put(j, &rec_run, &r);
+  if (t->pid != KP_NONE) {
+    kp_test test = {t->id, t->pid, t->seed};
+    kp_encode(&j->rec, &kp_rec_test, &test);
+    put_rec(j);
+  }
+  for (int i = 0; i < t->nrecs; i++) {
+    const krep_rec *x = t->recs[i];
+    kp_begin(&j->rec, x->tag);
+    for (int k = 0; k < x->n; k++) kp_add_str(&j->rec, x->f[k].key, x->f[k].value);
+    put_rec(j);
+  }
+  char tail[8192];
+  put(j, &rec_tail, &(jpair){NULL, cut(t->log_tail ? t->log_tail : "", tail, sizeof tail)});
+  put(j, &rec_done, NULL);
+  flush(j);
+  /* No fdatasync here: a write() is in the page cache the moment it
+   * returns and survives kiln being killed, even by SIGKILL; a sync only
+   * guards against the machine going down, and one per test made the
+   * parent's loop wait on the disk (docs/reliability.md). */
+}
+
+void krep_journal_close(krep_journal *j, const krep_report *rep) {
+  if (!j) return;
+  jfinish f = {rep->end_s, rep->interrupted, rep->not_run, rep->parent_gpu_clean,
+               rep->peak_rss_kb >= 0 ? rep->peak_rss_kb : KP_NONE};
+  put(j, &rec_finish, &f);
+  flush(j);
+  (void)fdatasync(j->fd);
+  close(j->fd);
+  kh_buf_free(&j->buf);
+  free(j);
+}
+
+/* ---- Reading ----------------------------------------------------------------------- */
+
+static const char *nonempty(krep_report *rep, const char *s) {
+  return s && *s ? krep_str(rep, s) : NULL;
+}
+
+static krep_test *read_run(krep_report *rep, const kp_record *rec) {
+  jrun r;
+  if (kp_decode(&rec_run, rec->fields, rec->nfields, &r, NULL, 0) != 0) return NULL;
+  krep_test *t = krep_test_new(rep, r.id ? r.id : "", r.suite, r.tags);
+  t->seq = (int)r.seq;
+  t->repeat = r.repeat ? (int)r.repeat : 1;
+  t->attempt = r.attempt ? (int)r.attempt : 1;
+  t->device = (int)r.device;
+  t->slots = (int)r.slots;
+  t->outcome = krep_outcome_parse(r.outcome);
+  if (t->outcome < 0) t->outcome = KREP_ERROR;
+  t->final = !r.retried;
+  t->message = nonempty(rep, r.message);
+  t->file = nonempty(rep, r.file);
+  t->line = (int)r.line;
+  t->signal = nonempty(rep, r.signal);
+  t->exit_code = (int)r.exit_code;
+  t->started_s = r.start;
+  t->ended_s = r.end;
+  t->wall_ms = r.wall_ms;
+  t->warm = r.warm == 1;
+  if (t->warm) t->startup_ms = r.startup_ms, t->ready_wait_ms = r.ready_wait_ms;
+  t->log_path = nonempty(rep, r.log);
+  t->log_bytes = r.log_bytes;
+  t->log_dropped = r.log_dropped;
+  t->records_dropped = r.lines_dropped;
+  t->protocol_error = nonempty(rep, r.proto_error);
+  return t;
+}
+
+/* A `rec` line: the test's pid and seed from its test record; every other
+ * record the report lists is kept. */
+static void read_rec(krep_report *rep, krep_test *t, char *line) {
+  kp_record rec;
+  if (!t || kp_parse(line, &rec, NULL) != 0) return;
+  if (strcmp(rec.tag, "test") == 0) {
+    kp_test x;
+    if (kp_decode(&kp_rec_test, rec.fields, rec.nfields, &x, NULL, 0) == 0 &&
+        kp_get(&rec, "pid")) {
+      t->pid = x.pid;
+      t->seed = x.seed;
+      t->has_seed = kp_get(&rec, "seed") != NULL;
+    }
+    return;
+  }
+  krep_test_keep(rep, t, rec.tag, rec.fields, rec.nfields);
+}
+
+static void read_header(krep_report *rep, const kp_record *rec) {
+  jkiln k;
+  if (kp_decode(&rec_kiln, rec->fields, rec->nfields, &k, NULL, 0) != 0) return;
+  rep->kiln_version = krep_str(rep, k.version ? k.version : "");
+  rep->git = krep_str(rep, k.git);
+  rep->host = krep_str(rep, k.host);
+  rep->backend = krep_str(rep, k.backend);
+  rep->config = krep_str(rep, k.config);
+  rep->out_dir = krep_str(rep, k.out);
+  rep->token_key = krep_str(rep, k.token_key);
+  rep->command = krep_str(rep, k.command);
+  rep->start_s = k.start;
+}
+
+/* One line of the journal; *cur is the test run being read. */
+static void read_line(krep_report *rep, krep_test **cur, char *line) {
+  if (strncmp(line, "rec ", 4) == 0) {
+    read_rec(rep, *cur, line + 4);
+    return;
+  }
+  kp_record r;
+  if (kp_parse(line, &r, NULL) != 0) return;  /* a torn last line */
+  jshard s;
+  jpair p;
+  jfinish f;
+  kp_device d;
+  if (strcmp(r.tag, "kiln") == 0) {
+    read_header(rep, &r);
+  } else if (strcmp(r.tag, "device") == 0 &&
+             kp_decode(&kp_rec_device, r.fields, r.nfields, &d, NULL, 0) == 0) {
+    krep_device x = {(int)d.index, d.physical == KP_NONE ? (int)d.index : (int)d.physical,
+                     d.visible, d.name, d.arch, (int)d.warp_size,
+                     (long long)d.total_bytes, (long long)d.free_bytes};
+    krep_add_device(rep, &x);
+  } else if (strcmp(r.tag, "shard") == 0 &&
+             kp_decode(&rec_shard, r.fields, r.nfields, &s, NULL, 0) == 0) {
+    rep->shard = (krep_shard){(int)s.index, (int)s.count, (int)s.selected,
+                              (int)s.total, krep_str(rep, s.method),
+                              krep_str(rep, s.source)};
+  } else if (strcmp(r.tag, "setting") == 0 &&
+             kp_decode(&rec_setting, r.fields, r.nfields, &p, NULL, 0) == 0) {
+    krep_add_setting(rep, p.key ? p.key : "", p.value);
+  } else if (strcmp(r.tag, "selector") == 0 &&
+             kp_decode(&rec_selector, r.fields, r.nfields, &p, NULL, 0) == 0) {
+    krep_add_selector(rep, p.value ? p.value : "");
+  } else if (strcmp(r.tag, "run") == 0) {
+    if (*cur) krep__drop_last(rep);   /* a run whose `done` never came */
+    *cur = read_run(rep, &r);
+  } else if (strcmp(r.tag, "tail") == 0 && *cur &&
+             kp_decode(&rec_tail, r.fields, r.nfields, &p, NULL, 0) == 0) {
+    (*cur)->log_tail = krep_str(rep, p.value ? p.value : "");
+  } else if (strcmp(r.tag, "done") == 0) {
+    *cur = NULL;
+  } else if (strcmp(r.tag, "finish") == 0 &&
+             kp_decode(&rec_finish, r.fields, r.nfields, &f, NULL, 0) == 0) {
+    rep->finished = 1;
+    rep->end_s = f.end;
+    rep->interrupted = (int)f.interrupted;
+    rep->not_run = (int)f.not_run;
+    rep->parent_gpu_clean = kp_get(&r, "parent_gpu_clean") ? (int)f.parent_gpu_clean : -1;
+    rep->peak_rss_kb = f.peak_rss_kb == KP_NONE ? -1 : f.peak_rss_kb;
+  }
+}
+
+/* The journal holds runs in the order they finished; the report lists them
+ * in the order they were scheduled, as a live run's report does. */
+static int by_seq(const void *a, const void *b) {
+  const krep_test *x = *(krep_test *const *)a, *y = *(krep_test *const *)b;
+  return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+int krep_journal_read(const char *path, krep_report *rep, kh_err *err) {
+  krep_init(rep);
+  FILE *f = fopen(path, "re");
+  if (!f) return kh_errf(err, "%s: %s", path, strerror(errno));
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  krep_test *cur = NULL;
+  while ((n = getline(&line, &cap, f)) > 0) {
+    if (line[n - 1] != '\n') break;  /* torn by a kill mid-write */
+    line[n - 1] = '\0';
+    read_line(rep, &cur, line);
+  }
+  if (cur) krep__drop_last(rep);
+  free(line);
+  fclose(f);
+  if (!rep->kiln_version)
+    return kh_errf(err, "%s: not a kiln journal (no header record)", path);
+  qsort(rep->tests, (size_t)rep->ntests, sizeof *rep->tests, by_seq);
+  if (!rep->finished) {
+    rep->interrupted = 1;
+    rep->end_s = rep->start_s;
+    for (int i = 0; i < rep->ntests; i++)
+      if (rep->tests[i]->ended_s > rep->end_s) rep->end_s = rep->tests[i]->ended_s;
+  }
+  return 0;
+}

@@ -1,0 +1,274 @@
+/* Reports (prefix krep_): the one in-memory model of a run and its test
+ * runs, the one reader and the one YAML writer, the journal, and the tools
+ * that read a report: show, JUnit, HTML, diff, merge. `kiln run` fills the
+ * model as children report, writes the journal per test and report.yaml
+ * (and JUnit) from the model at the end; every tool reads report.yaml back
+ * into the same model. The format is in reports/README.md.
+ *
+ * Strings of a model are owned by it (interned: a no-op test costs a few
+ * hundred bytes, so a run of thousands stays small). A child's records are
+ * kept as sent (tag and key=value text): the report writes every key a
+ * child sent, known or not, and harness/common/records.h says which keys
+ * hold numbers.
+ */
+#ifndef KILN_PARENT_REPORT_H
+#define KILN_PARENT_REPORT_H
+
+#include <stdio.h>
+
+#include "base.h"
+#include "records.h"
+
+#define KREP_FORMAT 1
+
+/* ---- Outcomes ------------------------------------------------------------ */
+
+/* X(enum, name, fails the run, console colour, worth a retry). A new
+ * outcome is a row here; every writer and reader goes by the table. */
+#define KREP_OUTCOME_MAP(X)                  \
+  X(PASS, "pass", 0, "32", 0)                \
+  X(FAIL, "fail", 1, "31", 1)                \
+  X(CRASH, "crash", 1, "31;1", 1)            \
+  X(TIMEOUT, "timeout", 1, "35", 1)          \
+  X(LEAK, "leak", 1, "33", 1)                \
+  X(ERROR, "error", 1, "31", 0)              \
+  X(SKIP, "skip", 0, "36", 0)                \
+  X(FLAKY, "flaky", 0, "33;1", 0)
+
+typedef enum {
+#define KREP__ENUM(e, n, f, c, r) KREP_##e,
+  KREP_OUTCOME_MAP(KREP__ENUM)
+#undef KREP__ENUM
+  KREP_NOUTCOMES
+} krep_outcome;
+
+const char *krep_outcome_name(int outcome);
+const char *krep_outcome_color(int outcome);
+int krep_outcome_failed(int outcome);      /* flaky and skip do not fail */
+int krep_outcome_retryable(int outcome);
+int krep_outcome_parse(const char *name);  /* -1 for an unknown name */
+
+/* ---- The model ------------------------------------------------------------ */
+
+/* A child's record as it sent it. */
+typedef struct krep_rec {
+  const char *tag;
+  int n;
+  kp_field f[];
+} krep_rec;
+
+/* A value of a key this kiln does not know, read from a report and
+ * written back as it was (merge keeps every key of a test record). */
+typedef struct krep_any {
+  enum { KREP_SCALAR, KREP_SEQ, KREP_MAP } kind;
+  const char *text;         /* scalar; NULL: null */
+  int quoted;               /* the scalar was quoted (a string) */
+  int flow;
+  const char **keys;        /* map */
+  struct krep_any **items;
+  int n;
+} krep_any;
+
+typedef struct krep_extra {
+  const char *key;
+  krep_any *value;
+} krep_extra;
+
+/* One test run. Doubles are NAN and pid KP_NONE when unknown. */
+typedef struct krep_test {
+  const char *id, *suite, *tags;   /* tags comma-separated */
+  int seq;                  /* scheduling order: the report's order */
+  int outcome;              /* krep_outcome */
+  int final;                /* 0: a later attempt (--retries) replaced it */
+  int repeat, attempt;      /* from 1 */
+  int device;               /* physical device, -1 for none */
+  int slots;
+  int warm;                 /* ran in a warm child */
+  long long pid;
+  int has_seed;
+  unsigned long long seed;
+  double started_s, ended_s;       /* wall clock */
+  double wall_ms, startup_ms, ready_wait_ms;
+  const char *message, *file;      /* NULL: none */
+  int line;
+  const char *signal;              /* "SIGSEGV" when a signal ended it */
+  int exit_code;                   /* -1 when it did not exit */
+  const char *protocol_error;
+  long long records_dropped;       /* past the per-test limit */
+  const char *log_path;            /* relative to the run folder */
+  const char *log_tail;
+  long long log_bytes, log_dropped;
+  int merged_from;                 /* index into the report's sources; -1 */
+  const krep_rec **recs;           /* phases, device, memory, kernels, ... */
+  int nrecs, recs_cap;
+  size_t recs_bytes;               /* what they hold, against the limit */
+  krep_extra *extra;
+  int nextra;
+} krep_test;
+
+/* A device the run had (the runner's index, the token's physical index). */
+typedef struct krep_device {
+  int index, physical;
+  const char *visible, *name, *arch;
+  int warp_size;
+  long long total_bytes, free_bytes;
+} krep_device;
+
+typedef struct krep_shard {
+  int index, count;         /* count 0: not sharded */
+  int selected, total;
+  const char *method, *source;
+} krep_shard;
+
+/* An input of a merged report. */
+typedef struct krep_source {
+  const char *report, *git, *host, *start, *end;
+  krep_shard shard;
+} krep_source;
+
+typedef struct krep_pool krep_pool;
+
+typedef struct krep_report {
+  const char *path;         /* the file it was read from, or NULL */
+  const char *kiln_version, *git, *command;
+  const char *host, *backend, *config, *out_dir, *token_key;
+  double start_s, end_s;
+  double duration_s;        /* NAN: end - start */
+  int interrupted;
+  int finished;             /* the journal had its finish record */
+  int rebuilt;              /* made by `kiln report rebuild` */
+  int parent_gpu_clean;     /* 1, 0, -1 unknown */
+  long long peak_rss_kb;    /* kiln's own peak RSS, -1 unknown */
+  krep_shard shard;
+  krep_device *devices;
+  int ndevices;
+  const char **set_keys, **set_values;   /* effective settings, as text */
+  int nset;
+  const char **selection;
+  int nselection;
+  int not_run;              /* selected runs never started */
+  krep_source *sources;     /* merged_from */
+  int nsources;
+  krep_test **tests;
+  int ntests, tests_cap;
+  krep_pool *pool;
+} krep_report;
+
+void krep_init(krep_report *rep);
+void krep_free(krep_report *rep);
+/* A copy of s owned by the report (NULL stays NULL). */
+const char *krep_str(krep_report *rep, const char *s);
+void krep_add_device(krep_report *rep, const krep_device *d);
+void krep_add_setting(krep_report *rep, const char *key, const char *value);
+void krep_add_selector(krep_report *rep, const char *sel);
+
+/* Appends a test run in scheduling order. */
+krep_test *krep_test_new(krep_report *rep, const char *id, const char *suite,
+                         const char *tags);
+/* Keeps a child's record when the report lists its kind (phase, device,
+ * memory, kernel, check, leak, note, metric, truncated): 1 kept, 0 not such
+ * a record, -1 past the per-test limit (counted in records_dropped). */
+int krep_test_keep(krep_report *rep, krep_test *t, const char *tag,
+                   const kp_field *f, int n);
+/* The test's records with this tag, one after another: *i starts at 0. */
+const krep_rec *krep_test_next(const krep_test *t, const char *tag, int *i);
+/* A kept record as its struct (records.h); 0, or -1 when malformed. */
+int krep_rec_decode(const krep_rec *r, const kp_rdesc *d, void *out);
+/* Sum of the test's leak bytes (saturating); *count gets their number. */
+long long krep_test_leaked(const krep_test *t, int *count);
+
+/* Outcomes of the final runs: counts[KREP_NOUTCOMES], and their total. */
+int krep_count(const krep_report *rep, int *counts);
+/* A time in ms as the report keeps it (6 significant digits): a run's
+ * model then holds what its report.yaml reads back as. */
+double krep_round_ms(double ms);
+/* The run's duration in seconds (duration_s, else end - start). */
+double krep_duration(const krep_report *rep);
+
+/* ---- report.yaml ----------------------------------------------------------- */
+
+/* Writes the report atomically (a temporary file beside it, fsync, rename),
+ * streaming: no copy of the whole report in memory. "-": stdout. */
+int krep_write(const krep_report *rep, const char *path, kh_err *err);
+/* Reads FILE, or DIR/report.yaml. Errors name the file, line and column. */
+int krep_read(const char *path, krep_report *rep, kh_err *err);
+
+/* ---- The journal ------------------------------------------------------------- */
+
+typedef struct krep_journal krep_journal;
+
+/* Creates RUNDIR/journal with the run's header records, synced. */
+krep_journal *krep_journal_open(const krep_report *rep, const char *path,
+                                kh_err *err);
+/* Appends a finished test run: one write(), no sync (a write survives a
+ * killed kiln; docs/reliability.md). */
+void krep_journal_test(krep_journal *j, const krep_test *t);
+/* The finish record, synced; closes the journal. */
+void krep_journal_close(krep_journal *j, const krep_report *rep);
+/* Rebuilds a report from a journal; a journal without its finish record
+ * (kiln was killed) gives interrupted: true. */
+int krep_journal_read(const char *path, krep_report *rep, kh_err *err);
+
+/* ---- The YAML writer ------------------------------------------------------------ */
+
+/* Every YAML kiln writes goes through here: strings that YAML 1.1 or 1.2
+ * would read as anything else (numbers, booleans, null, timestamps,
+ * sexagesimals such as 1:30) are quoted; numbers are written so that
+ * both read them back as numbers; NaN is .nan. */
+typedef struct krep_yaml krep_yaml;
+
+krep_yaml *krep_yaml_open(const char *path, kh_err *err);  /* "-": stdout */
+/* Ends the document, flushes, and for a file fsyncs and renames it into
+ * place. 0, or -1 with err (the temporary file is removed). */
+int krep_yaml_close(krep_yaml *y, kh_err *err);
+void krep_yaml_map(krep_yaml *y, int flow);
+void krep_yaml_seq(krep_yaml *y, int flow);
+void krep_yaml_end(krep_yaml *y);            /* of the innermost map/seq */
+void krep_yaml_key(krep_yaml *y, const char *key);
+void krep_yaml_str(krep_yaml *y, const char *s);   /* NULL: null */
+void krep_yaml_int(krep_yaml *y, long long v);
+void krep_yaml_num(krep_yaml *y, double v);        /* all 17 digits */
+void krep_yaml_ms(krep_yaml *y, double v);         /* 6 digits: times */
+void krep_yaml_bool(krep_yaml *y, int v);
+void krep_yaml_null(krep_yaml *y);
+/* A protocol value: written as type (a number that is not one becomes a
+ * string); type -1: a number or boolean when it reads exactly as one. */
+void krep_yaml_value(krep_yaml *y, const char *text, int type);
+
+/* ---- Tools ------------------------------------------------------------------------ */
+
+/* `kiln report show`: counts, then every final test that did not pass with
+ * its message, failing checks and log. */
+void krep_show(const krep_report *rep, FILE *out);
+
+/* JUnit XML (Jenkins/Surefire variant), atomically; "-": stdout. */
+int krep_junit_write(const krep_report *rep, const char *path, kh_err *err);
+
+/* One self-contained HTML page; history: earlier reports for the trends. */
+int krep_html_write(const krep_report *rep, const krep_report *history,
+                    int nhistory, const char *path, kh_err *err);
+
+typedef struct krep_diff_opts {
+  double time_rel;          /* slower by more than this fraction */
+  double test_abs_ms;       /* ...and by more than this (test body) */
+  double kernel_abs_ms;     /* ...and by more than this (kernel median) */
+  double drift_factor;      /* max abs error grew more than this factor */
+  double metric_rel;        /* a GB/s or TFLOP/s metric fell by more */
+  const char *yaml_path;    /* or NULL */
+} krep_diff_opts;
+
+void krep_diff_defaults(krep_diff_opts *o);
+/* Prints what changed from base to neu; *regressions gets how many of the
+ * findings are regressions. */
+int krep_diff(const krep_report *base, const krep_report *neu,
+              const krep_diff_opts *o, FILE *out, int *regressions,
+              kh_err *err);
+
+/* Checks that the reports belong together (one revision unless force; no
+ * test run in two; for shards, each of 1..N once and no test lost) and
+ * merges them into out (sorted by shard; tests keep every key). Warnings
+ * go to log. */
+int krep_merge(krep_report *reps, int n, int force, krep_report *out,
+               FILE *log, kh_err *err);
+
+#endif

@@ -1,0 +1,46 @@
+/* `kiln report show`: a readable summary of a report, from the model. */
+#include "report-impl.h"
+
+#include <math.h>
+#include <string.h>
+
+static void show_checks(const krep_test *t, FILE *out) {
+  int i = 0;
+  const krep_rec *r;
+  while ((r = krep_test_next(t, "check", &i))) {
+    kp_check c;
+    if (krep_rec_decode(r, &kp_rec_check, &c) != 0 || c.pass) continue;
+    char sentence[1024];
+    kp_check_sentence(&c, sentence, sizeof sentence);
+    fprintf(out, "        %s\n", sentence);
+  }
+}
+
+static void show_test(const krep_test *t, FILE *out) {
+  if (!t->final || t->outcome == KREP_PASS) return;
+  fprintf(out, "  %-7s %s", krep_outcome_name(t->outcome), t->id);
+  if (t->repeat != 1) fprintf(out, " (repeat %d)", t->repeat);
+  fprintf(out, "\n        ");
+  if (t->file && *t->file) fprintf(out, "%s:%d: ", t->file, t->line);
+  fprintf(out, "%s\n", t->message ? t->message : "");
+  show_checks(t, out);
+  if (t->log_path && *t->log_path) fprintf(out, "        log: %s\n", t->log_path);
+}
+
+void krep_show(const krep_report *rep, FILE *out) {
+  char start[40] = "?", end[40] = "?";
+  if (!isnan(rep->start_s)) kh_iso_time(rep->start_s, start, sizeof start);
+  if (!isnan(rep->end_s)) kh_iso_time(rep->end_s, end, sizeof end);
+  fprintf(out, "kiln report %s (format %d)\n", rep->path ? rep->path : "-",
+          KREP_FORMAT);
+  fprintf(out, "backend %s on %s, %s .. %s (%.6g s)%s\n",
+          rep->backend ? rep->backend : "?", rep->host ? rep->host : "?", start,
+          end, krep_duration(rep), rep->interrupted ? ", INTERRUPTED" : "");
+  int counts[KREP_NOUTCOMES];
+  fprintf(out, "%d tests:", krep_count(rep, counts));
+  for (int o = 0; o < KREP_NOUTCOMES; o++)
+    if (counts[o]) fprintf(out, " %d %s", counts[o], krep_outcome_name(o));
+  if (rep->not_run) fprintf(out, " (%d not run)", rep->not_run);
+  fprintf(out, "\n");
+  for (int i = 0; i < rep->ntests; i++) show_test(rep->tests[i], out);
+}

@@ -1,0 +1,114 @@
+/* Deciding a test run's outcome from what its child sent and how the
+ * child ended, apart from any I/O so that it can be fuzzed
+ * (tests/fuzz/fuzz-record.c). The child's own verdict stands when it
+ * reached its end record, except for leaks under the fail policy and an
+ * exit status or signal that came after a pass.
+ */
+#include "run-impl.h"
+
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <string.h>
+
+void krun__signal_name(int sig, char *out, size_t n) {
+  const char *abbrev = sigabbrev_np(sig);
+  if (abbrev) snprintf(out, n, "SIG%s", abbrev);
+  else snprintf(out, n, "signal %d", sig);
+}
+
+static void say(krep_report *rep, krep_test *t, int outcome, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void say(krep_report *rep, krep_test *t, int outcome, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  t->outcome = outcome;
+  t->message = krep_str(rep, msg);
+}
+
+static void decide_ended(krep_report *rep, krep_test *t, const krun__stream *st,
+                         const krun__exit *x, int leaks_fail) {
+  static const struct { const char *status; int outcome; } map[] = {
+      {"pass", KREP_PASS}, {"fail", KREP_FAIL}, {"error", KREP_ERROR},
+      {"skip", KREP_SKIP}};
+  t->outcome = KREP_ERROR;
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (strcmp(st->status, map[i].status) == 0) t->outcome = map[i].outcome;
+  int nleaks = 0;
+  long long bytes = krep_test_leaked(t, &nleaks);
+  if (t->outcome == KREP_PASS && nleaks > 0 && leaks_fail) {
+    int i = 0;
+    kp_leak first = {0};
+    (void)krep_rec_decode(krep_test_next(t, "leak", &i), &kp_rec_leak, &first);
+    const char *file = first.file ? first.file : "?";
+    say(rep, t, KREP_LEAK, "%lld bytes in %d device allocation%s not freed (first "
+        "allocated at %s:%lld)", bytes, nleaks, nleaks == 1 ? "" : "s", file, first.line);
+    /* Point at the allocation, not at Check's last line. */
+    t->file = krep_str(rep, file);
+    t->line = first.line > 0 && first.line <= INT_MAX ? (int)first.line : 0;
+  }
+  /* A runner that passed its one test exits 0; any other status comes from
+   * a --wrap tool (valgrind --error-exitcode) or a sanitizer at exit. */
+  if (t->outcome == KREP_PASS && x->single && x->exited && x->code != 0)
+    say(rep, t, KREP_FAIL, "the runner exited with status %d after the test passed: an "
+        "error found at exit by a --wrap tool or sanitizer (see the log)", x->code);
+  if (t->outcome == KREP_PASS && x->signaled) {
+    char sig[32];
+    krun__signal_name(x->sig, sig, sizeof sig);
+    say(rep, t, KREP_CRASH, "the runner was killed by %s after the test ended", sig);
+  }
+}
+
+static void decide_unended(krep_report *rep, krep_test *t, const krun__stream *st,
+                           const krun__exit *x) {
+  char sig[32] = "";
+  if (x->signaled) krun__signal_name(x->sig, sig, sizeof sig);
+  const char *what = st->has_result ? " after its result record" : "";
+  if (x->timed_out)
+    say(rep, t, KREP_TIMEOUT, "timed out after %g s; sent SIGTERM to its process group%s",
+        x->timeout_s, x->kill_sent ? ", then SIGKILL after the grace period" : "");
+  else if (x->interrupted)
+    say(rep, t, KREP_ERROR, "interrupted: kiln was stopped during the test");
+  else if (x->shared_died && !st->started)
+    say(rep, t, KREP_ERROR, "not run: the shared runner process (--isolation none) "
+        "ended before this test");
+  else if (!st->started && x->signaled)
+    say(rep, t, KREP_CRASH, "killed by %s before the test started", sig);
+  else if (!st->started)
+    say(rep, t, KREP_ERROR, "the runner exited with status %d before the test started "
+        "(see the log)", x->code);
+  else if (x->signaled)
+    say(rep, t, KREP_CRASH, "killed by %s (signal %d)%s", sig, x->sig, what);
+  else
+    say(rep, t, KREP_CRASH, "exited with status %d without finishing the test (no end "
+        "record)%s", x->code, what);
+}
+
+void krun__decide(krep_report *rep, krep_test *t, const krun__stream *st,
+                  const char *partial, const krun__exit *x, int leaks_fail) {
+  if (x->signaled) {
+    char sig[32];
+    krun__signal_name(x->sig, sig, sizeof sig);
+    t->signal = krep_str(rep, sig);
+  }
+  t->exit_code = x->exited ? x->code : -1;
+  if (x->exec_errno) {
+    say(rep, t, KREP_ERROR, "runner missing/not executable: %s: %s", x->runner,
+        strerror(x->exec_errno));
+  } else if (t->protocol_error) {
+    say(rep, t, KREP_ERROR, "protocol error: %s", t->protocol_error);
+  } else if (st->ended) {
+    decide_ended(rep, t, st, x, leaks_fail);
+  } else if (partial && *partial && !x->signaled && !x->timed_out) {
+    krun__protocol_error(rep, t, "truncated record at the end of the stream", partial);
+    say(rep, t, KREP_ERROR, "protocol error: %s", t->protocol_error);
+  } else {
+    decide_unended(rep, t, st, x);
+  }
+  /* A child's result record may carry no message (tests/fuzz/fuzz-record
+   * found one): every decided outcome still says something. */
+  if (!t->message) t->message = krep_str(rep, "(the runner's result record had no message)");
+}

@@ -1,0 +1,390 @@
+/* Children and their test runs: the runner's command line and the spawn
+ * request for a test (or a warm child, or --isolation none's one process),
+ * and what happens when a child is done: outcome, log file, retries,
+ * journal and console. A cold child gets everything at once: its device
+ * narrowed, its slots to take (the runner takes them with SEM_UNDO and
+ * reports the wait), its test on the command line.
+ */
+#include "run-impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int krun__want(const krun_test *t, int cap) {
+  return t->slots < 0 ? cap : (t->slots == 0 ? 1 : t->slots);
+}
+
+double krun__timeout_ms(const krun__run *R, const krun_test *t) {
+  return 1e3 * (t->timeout_s > 0 ? t->timeout_s : R->s->timeout_s);
+}
+
+/* ---- The queue ------------------------------------------------------------------- */
+
+krun__item krun__queue_take(krun__run *R) {
+  krun__item it = R->queue[R->qhead++];
+  R->qwarm -= krun__warm_fits(&R->o->reg->tests[it.test]);
+  return it;
+}
+
+void krun__queue_front(krun__run *R, krun__item it) {
+  R->qwarm += krun__warm_fits(&R->o->reg->tests[it.test]);
+  if (R->qhead > 0) {
+    R->queue[--R->qhead] = it;
+    return;
+  }
+  if (R->qlen == R->qcap) {
+    R->qcap = R->qcap ? 2 * R->qcap : 64;
+    R->queue = kh_xrealloc(R->queue, (size_t)R->qcap * sizeof *R->queue);
+  }
+  memmove(R->queue + 1, R->queue, (size_t)R->qlen * sizeof *R->queue);
+  R->queue[0] = it;
+  R->qlen++;
+}
+
+/* ---- Jobs ------------------------------------------------------------------------- */
+
+void krun__job_init(krun__job *j, int ntests) {
+  memset(j, 0, sizeof *j);
+  j->fd_res = j->fd_out = j->fd_in = -1;
+  j->tests = kh_xcalloc((size_t)ntests, sizeof *j->tests);
+  j->st = kh_xcalloc((size_t)ntests, sizeof *j->st);
+  j->defs = kh_xcalloc((size_t)ntests, sizeof *j->defs);
+  j->ntests = ntests;
+  j->cur = ntests == 1 ? 0 : -1;
+}
+
+static void close_fd(int *fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
+void krun__job_clear(krun__job *j) {
+  close_fd(&j->fd_res), close_fd(&j->fd_out), close_fd(&j->fd_in);
+  krun__log_free(&j->log);
+  free(j->rd), free(j->tmpdir), free(j->partial);
+  free(j->tests), free(j->st), free(j->defs);
+  memset(j, 0, sizeof *j);
+  j->fd_res = j->fd_out = j->fd_in = -1;
+}
+
+krep_test *krun__job_test(const krun__job *j) {
+  return j->ntests && j->cur >= 0 ? j->tests[j->cur] : NULL;
+}
+
+krun__job *krun__free_job(krun__run *R) {
+  for (int i = 0; i < R->maxjobs; i++)
+    if (!R->jobs[i].active) return &R->jobs[i];
+  return NULL;
+}
+
+krep_test *krun__new_test(krun__run *R, const krun__item *it) {
+  const krun_test *t = &R->o->reg->tests[it->test];
+  krep_test *x = krep_test_new(&R->rep, t->id, t->suite, t->tags);
+  x->repeat = it->repeat;
+  x->attempt = it->attempt;
+  return x;
+}
+
+static void publish(krun__run *R, krep_test *t) {
+  krep_journal_test(R->journal, t);
+  krun__console_result(&R->con, t);
+}
+
+/* A result decided without a child (no device, too many slots). */
+void krun__immediate(krun__run *R, const krun__item *it, int outcome, const char *msg) {
+  krep_test *t = krun__new_test(R, it);
+  t->outcome = outcome;
+  t->message = krep_str(&R->rep, msg);
+  t->started_s = t->ended_s = kh_wall_s();
+  publish(R, t);
+}
+
+/* ---- Starting a child ---------------------------------------------------------------- */
+
+/* wrap, the runner, its options, then --warm or the test ids. */
+static char **runner_argv(krun__run *R, const krun__job *j) {
+  const krun_settings *s = R->s;
+  char **argv = kh_xcalloc((size_t)(R->nwrap + 12 + s->ntol + j->ntests), sizeof *argv);
+  int n = 0;
+  for (int i = 0; i < R->nwrap; i++) argv[n++] = kh_strdup(R->wrap[i]);
+  argv[n++] = kh_strdup(R->o->bi->runner);
+  argv[n++] = kh_strdup("--result-fd");
+  argv[n++] = kh_strdup("3");
+  if (s->poison) argv[n++] = kh_strdup("--poison");
+  if (krun_setting_is_set(s, "seed")) argv[n++] = kh_asprintf("--seed=%llu", s->seed);
+  if (s->cap > 0) argv[n++] = kh_asprintf("--cap=%g", s->cap);
+  for (int i = 0; i < s->ntol; i++) {
+    char spec[320];
+    ksel_tol_format(&s->tol[i], spec, sizeof spec);
+    argv[n++] = kh_asprintf("--tolerance=%s", spec);
+  }
+  if (j->warm) {
+    argv[n++] = kh_strdup("--warm");
+    return argv;
+  }
+  argv[n++] = kh_strdup("--");
+  for (int i = 0; i < j->ntests; i++) argv[n++] = kh_strdup(j->tests[i]->id);
+  return argv;
+}
+
+static void argv_free(char **argv) {
+  for (char **a = argv; *a; a++) free(*a);
+  free(argv);
+}
+
+static void verbose_argv(krun__run *R, char **argv) {
+  if (!R->o->verbose) return;
+  kh_buf b = {0};
+  for (char **a = argv; *a; a++) kh_buf_addf(&b, "%s%s", a == argv ? "" : " ", *a);
+  krun__console_note(&R->con, "exec: %s", b.data);
+  kh_buf_free(&b);
+}
+
+static void nonblock(int fd) { fcntl(fd, F_SETFL, O_NONBLOCK); }
+
+/* The child's environment: its test (a warm child learns it later), its
+ * private TEST_TMPDIR, the run folder and its device. */
+static void environment(krun__run *R, const krun__job *j, const char **set,
+                        const char **unset, char *dev) {
+  int n = 0, u = 0;
+  if (j->warm) {
+    /* The runner sets these from its assignment. KILN_WARM marks the
+     * process as kiln's until then (tests look for strays by it). */
+    unset[u++] = "KILN_TEST", unset[u++] = "TEST_TMPDIR";
+    set[n++] = "KILN_WARM=1";
+  } else {
+    set[n++] = kh_asprintf("KILN_TEST=%s", j->tests[0]->id);
+    set[n++] = kh_asprintf("TEST_TMPDIR=%s", j->tmpdir);
+    unset[u++] = "KILN_WARM";
+  }
+  set[n++] = kh_asprintf("KILN_RUN_DIR=%s", R->o->out_dir);
+  if (j->dev >= 0) set[n++] = kh_asprintf("KILN_DEVICE=%s", dev);
+  else unset[u++] = "KILN_DEVICE";
+  set[n] = NULL, unset[u] = NULL;
+}
+
+int krun__spawn(krun__run *R, krun__job *j) {
+  const krun_backend_info *bi = R->o->bi;
+  int res[2], out[2], in[2] = {-1, -1};
+  if (pipe2(res, O_CLOEXEC) != 0) return -1;
+  if (pipe2(out, O_CLOEXEC) != 0) return close(res[0]), close(res[1]), -1;
+  if (j->warm && pipe2(in, O_CLOEXEC) != 0) {
+    close(res[0]), close(res[1]), close(out[0]), close(out[1]);
+    return -1;
+  }
+  if (!j->warm) {
+    j->tmpdir = kh_asprintf("%s/tmp/%d", R->o->out_dir, ++R->seq);
+    kh_mkdir_p(j->tmpdir, 0700);
+  }
+  int phys = j->dev >= 0 ? bi->dev[j->dev].physical : -1;
+  char dev[16];
+  snprintf(dev, sizeof dev, "%d", phys);
+  const char *set[8], *unset[8];
+  environment(R, j, set, unset, dev);
+  char **argv = runner_argv(R, j);
+  verbose_argv(R, argv);
+  krun_spawn_req req = {.argv = argv, .env = set, .unenv = unset, .fd_in = in[0],
+                        .fd_out = out[1], .fd_err = out[1], .fd_result = res[1],
+                        .narrow = j->dev >= 0 ? bi : NULL, .device = j->dev,
+                        .new_pgroup = 1, .die_with_parent = 1};
+  /* A warm child takes its slot from its assignment. */
+  if (!j->warm && R->use_tokens && j->dev >= 0) {
+    req.take_semid = R->tok.semid;
+    req.take_semnum = krun_tokens_semnum(phys);
+    req.take_slots = j->slots;
+  }
+  fflush(NULL);
+  pid_t pid;
+  /* Its start-up counts from the request: vfork returns after the exec,
+   * which on a loaded machine may be a while. */
+  j->spawn_ms = kh_now_ms();
+  int rc = krun_spawn(&req, &pid, &j->exec_errno);
+  int saved = errno;
+  for (int i = 0; set[i]; i++)
+    if (strcmp(set[i], "KILN_WARM=1") != 0) free((char *)set[i]);
+  argv_free(argv);
+  close(res[1]), close(out[1]);
+  if (in[0] >= 0) close(in[0]);
+  if (rc != 0) {
+    close(res[0]), close(out[0]);
+    if (in[1] >= 0) close(in[1]);
+    return errno = saved, -1;
+  }
+  j->pid = pid;
+  j->fd_res = res[0], j->fd_out = out[0], j->fd_in = in[1];
+  nonblock(j->fd_res), nonblock(j->fd_out);
+  j->rd = kh_xmalloc(sizeof *j->rd);
+  kp_reader_init(j->rd);
+  j->active = 1;
+  if (j->warm) return 0;      /* no test, no slots yet: no holder file */
+  if (R->use_tokens && j->dev >= 0)
+    krun_tokens_holder_add(&R->tok, phys, pid, j->tests[0]->id, j->slots);
+  R->nrunning++;
+  for (int i = 0; i < j->ntests; i++) {
+    j->tests[i]->device = phys;
+    j->tests[i]->slots = j->slots;
+    j->tests[i]->started_s = kh_wall_s();
+  }
+  /* Without slots to take, nothing says when the test holds them: its
+   * clock starts now. */
+  if (!req.take_slots && j->ntests == 1)
+    j->deadline = j->spawn_ms + krun__timeout_ms(R, j->defs[0]);
+  if (j->dev >= 0) R->used[j->dev] += j->slots;
+  return 0;
+}
+
+void krun__spawn_failed(krun__run *R, krun__job *j) {
+  char msg[256];
+  snprintf(msg, sizeof msg, "could not start a child: %s", strerror(errno));
+  for (int i = 0; i < j->ntests; i++) {
+    j->tests[i]->outcome = KREP_ERROR;
+    j->tests[i]->message = krep_str(&R->rep, msg);
+    publish(R, j->tests[i]);
+  }
+  R->infra = 1;
+  krun__job_clear(j);
+}
+
+/* ---- Finishing a child -------------------------------------------------------------- */
+
+/* Retries and flakiness: a failed attempt with retries left is marked
+ * retried and queued again; a pass after a failed attempt is flaky. */
+static void retry_or_flaky(krun__run *R, const krun__job *j, int i) {
+  krep_test *t = j->tests[i];
+  if (t->outcome == KREP_PASS && t->attempt > 1) {
+    const krep_test *prev = NULL;
+    for (int k = 0; k < R->rep.ntests; k++) {
+      const krep_test *p = R->rep.tests[k];
+      if (strcmp(p->id, t->id) == 0 && p->repeat == t->repeat && p->attempt == t->attempt - 1)
+        prev = p;
+    }
+    char *msg = kh_asprintf("passed on attempt %d after %s on attempt %d: %s", t->attempt,
+                            prev ? krep_outcome_name(prev->outcome) : "?", t->attempt - 1,
+                            prev && prev->message ? prev->message : "");
+    t->outcome = KREP_FLAKY;
+    t->message = krep_str(&R->rep, msg);
+    free(msg);
+    return;
+  }
+  if (!krep_outcome_retryable(t->outcome) || t->attempt > R->s->retries || R->stopping ||
+      R->s->isolation == KRUN_ISO_NONE)
+    return;
+  t->final = 0;
+  krun__queue_front(R, (krun__item){(int)(j->defs[i] - R->o->reg->tests), t->repeat,
+                                    t->attempt + 1});
+}
+
+static krun__exit exit_info(const krun__run *R, const krun__job *j, int i) {
+  krun__exit x = {0};
+  x.runner = R->nwrap ? R->wrap[0] : R->o->bi->runner;
+  x.exec_errno = j->exec_errno;
+  x.grace_s = R->s->grace_s;
+  x.timeout_s = krun__timeout_ms(R, j->defs[i]) / 1e3;
+  /* In a shared process only the test that was running met the end. */
+  if (j->ntests > 1 && i != j->cur) {
+    x.shared_died = !j->st[i].started;
+    x.exited = 1;
+    return x;
+  }
+  x.single = j->ntests == 1;
+  x.timed_out = j->timed_out;
+  x.kill_sent = j->kill_sent;
+  x.interrupted = j->interrupted && !j->timed_out;
+  x.signaled = WIFSIGNALED(j->wstatus);
+  x.sig = x.signaled ? WTERMSIG(j->wstatus) : 0;
+  x.exited = WIFEXITED(j->wstatus);
+  x.code = x.exited ? WEXITSTATUS(j->wstatus) : -1;
+  return x;
+}
+
+/* logs/<suite>/<test>[.rN][.aN].log, relative to the run folder. */
+static char *log_name(const krun__job *j) {
+  if (j->ntests > 1) return kh_strdup("logs/shared-process.log");
+  const krep_test *t = j->tests[0];
+  kh_buf b = {0};
+  kh_buf_addf(&b, "logs/%s", t->id);
+  if (t->repeat > 1) kh_buf_addf(&b, ".r%d", t->repeat);
+  if (t->attempt > 1) kh_buf_addf(&b, ".a%d", t->attempt);
+  kh_buf_addf(&b, ".log");
+  return b.data;
+}
+
+static void write_log(krun__run *R, const krun__job *j, const char *name) {
+  char *path = kh_asprintf("%s/%s", R->o->out_dir, name);
+  char *slash = strrchr(path, '/');
+  *slash = '\0';
+  /* Tests of one suite follow each other: make its folder once. */
+  if (!R->log_dir || strcmp(R->log_dir, path) != 0) {
+    kh_mkdir_p(path, 0755);
+    free(R->log_dir);
+    R->log_dir = kh_strdup(path);
+  }
+  *slash = '/';
+  krun__log_write(&j->log, path);
+  free(path);
+}
+
+void krun__job_finish(krun__run *R, krun__job *j) {
+  if (j->warm && !j->assigned) {
+    krun__warm_gone(R, j);
+    return;
+  }
+  double now = kh_now_ms();
+  kill(-j->pid, SIGKILL);       /* whatever is left of its process group */
+  krep_test *cur = krun__job_test(j);
+  if (j->fd_res >= 0 && kp_reader_tail(j->rd, R->line) > 0 && cur) {
+    free(j->partial);
+    j->partial = kh_strdup(R->line);
+  }
+  R->nrunning--;
+  if (j->dev >= 0) {
+    krun_tokens_holder_remove(&R->tok, R->o->bi->dev[j->dev].physical, j->pid);
+    R->used[j->dev] -= j->slots;
+  }
+  if (j->exec_errno) R->infra = 1;
+  char *name = log_name(j);
+  write_log(R, j, name);
+  char *tail = krun__log_tail(&j->log);
+  int keep_tmp = 0;
+  for (int i = 0; i < j->ntests; i++) {
+    krep_test *t = j->tests[i];
+    krun__exit x = exit_info(R, j, i);
+    krun__decide(&R->rep, t, &j->st[i], i == j->cur ? j->partial : NULL, &x,
+                 R->s->leaks == KRUN_LEAKS_FAIL);
+    /* A runner that exits 3 before its test started could not set up
+     * (its slots, its options): an infrastructure error. */
+    if (x.exited && x.code == 3 && !j->st[i].started) R->infra = 1;
+    /* `ended` is when the child was reaped, not when its pipes drained:
+     * its slots came back at its exit, and overlap checks read this. */
+    double end_s = j->exit_wall_s > 0 ? j->exit_wall_s : kh_wall_s();
+    if (j->ntests == 1) {
+      /* A warm child's start-up overlapped other tests: the test's own
+       * time runs from its assignment. */
+      t->wall_ms = krep_round_ms(now - (j->warm ? j->assign_ms : j->spawn_ms));
+      t->ended_s = end_s;
+    } else if (!j->st[i].ended) {
+      t->ended_s = end_s;
+    }
+    if (j->warm) {
+      t->warm = 1;
+      if (j->ready) t->startup_ms = krep_round_ms(j->ready_ms - j->spawn_ms);
+      t->ready_wait_ms = krep_round_ms(j->ready && j->ready_ms < j->assign_ms
+                                           ? j->assign_ms - j->ready_ms : 0);
+    }
+    t->log_path = krep_str(&R->rep, name);
+    t->log_tail = krep_str(&R->rep, tail);
+    t->log_bytes = j->log.total;
+    t->log_dropped = krun__log_dropped(&j->log);
+    retry_or_flaky(R, j, i);
+    keep_tmp |= krep_outcome_failed(t->outcome);
+    publish(R, t);
+  }
+  if (!keep_tmp && j->tmpdir) kh_rm_rf(j->tmpdir);
+  free(tail), free(name);
+  krun__job_clear(j);
+}

@@ -1,0 +1,372 @@
+/* The scheduler and the event loop of `kiln run`: start what the slots
+ * allow (warm children first), then wait in poll() on every child's pipes
+ * and a signalfd, route records to their test runs, enforce deadlines
+ * (SIGTERM to the process group, SIGKILL after the grace), reap, and
+ * finish a child once its pipes are drained or their time is up: a
+ * grandchild holding them cannot hang kiln.
+ */
+#include "run-impl.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* After a child exits, its pipes get this long to reach end of file before
+ * the process group is killed. */
+#define DRAIN_MS 1000
+/* Bytes read from one child's output per wake-up, so a flood cannot starve
+ * the others. */
+#define READ_BUDGET (1u << 20)
+
+/* ---- Starting tests ----------------------------------------------------------------- */
+
+/* The device with the fewest of our own children that can take the test
+ * now; -1 to wait, -2 when no device could ever take it. */
+static int pick(krun__run *R, const krun_test *t) {
+  int best = -1, possible = 0;
+  for (int d = 0; d < R->o->bi->ndevices; d++) {
+    int k = krun__want(t, R->cap[d]);
+    if (R->cap[d] <= 0 || k > R->cap[d]) continue;
+    possible = 1;
+    if (R->used[d] + k > R->cap[d]) continue;
+    if (best < 0 || R->used[d] < R->used[best]) best = d;
+  }
+  return possible ? best : -2;
+}
+
+/* A test no device can run now or ever: decided without a child. */
+static int refuse(krun__run *R, const krun__item *it, const krun_test *t, int dev) {
+  const krun_backend_info *bi = R->o->bi;
+  char *msg;
+  int outcome = KREP_ERROR;
+  if (bi->ndevices == 0) {
+    outcome = KREP_SKIP;
+    msg = *bi->error ? kh_strdup(bi->error)
+                     : kh_asprintf("no %s device: the runner found none",
+                                   krun_backend_names[bi->backend]);
+  } else {
+    int any = 0;
+    for (int d = 0; d < bi->ndevices; d++) any |= R->cap[d] > 0;
+    (void)dev;
+    msg = any ? kh_asprintf("needs %d slots; no device has that many", t->slots)
+              : kh_strdup("no device has slots: every device the runner sees was left "
+                          "out by the device list (config or --resource-spec)");
+  }
+  krun__queue_take(R);
+  krun__immediate(R, it, outcome, msg);
+  free(msg);
+  return 1;
+}
+
+/* Starts one queued test; 0 when it could not start now. */
+static int start_one(krun__run *R) {
+  if (R->qhead == R->qlen || R->nrunning >= R->maxrun) return 0;
+  krun__item it = R->queue[R->qhead];
+  const krun_test *t = &R->o->reg->tests[it.test];
+  const krun_backend_info *bi = R->o->bi;
+  int dev = -1;
+  if (bi->ndevices == 0 && t->needs_gpu) return refuse(R, &it, t, -2);
+  if (bi->ndevices > 0) {
+    dev = pick(R, t);
+    if (dev == -1) return 0;
+    if (dev == -2) return refuse(R, &it, t, dev);
+  }
+  if (R->warm_on && krun__warm_fits(t)) {
+    krun__job *w = krun__warm_pick(R);
+    /* Only a ready child gets a test: one still starting is waited for
+     * (its ready record or its death wakes the loop). A test given to a
+     * child that then failed to start would be lost to a runner that
+     * cannot go warm at all (a --wrap that breaks it), where the children
+     * dying unused turn warm children off. */
+    if (w && !w->ready) return 0;
+    if (w && krun__warm_assign(R, w, &it) == 0) {
+      krun__queue_take(R);
+      return 1;
+    }
+  }
+  krun__job *j = krun__free_job(R);
+  if (!j) return 0;
+  krun__queue_take(R);
+  krun__job_init(j, 1);
+  j->tests[0] = krun__new_test(R, &it);
+  j->defs[0] = t;
+  j->dev = dev;
+  j->slots = dev >= 0 ? krun__want(t, R->cap[dev]) : 0;
+  if (krun__spawn(R, j) != 0) krun__spawn_failed(R, j);
+  return 1;
+}
+
+/* --isolation none: every queued run in one runner process, on the first
+ * device, holding the most slots any of them needs. */
+static void start_shared(krun__run *R) {
+  int n = R->qlen - R->qhead;
+  if (n == 0) return;
+  krun__job *j = &R->jobs[0];
+  krun__job_init(j, n);
+  int slots = 1;
+  for (int i = 0; i < n; i++) {
+    krun__item it = R->queue[R->qhead + i];
+    j->tests[i] = krun__new_test(R, &it);
+    j->defs[i] = &R->o->reg->tests[it.test];
+    if (j->defs[i]->slots < 0 || j->defs[i]->slots > slots) slots = j->defs[i]->slots;
+  }
+  R->qhead = R->qlen;
+  R->qwarm = 0;
+  j->dev = R->o->bi->ndevices > 0 ? 0 : -1;
+  j->slots = j->dev < 0 ? 0 : slots < 0 || slots > R->cap[0] ? R->cap[0] : slots;
+  if (krun__spawn(R, j) != 0) krun__spawn_failed(R, j);
+}
+
+/* ---- Reading from children ----------------------------------------------------------------- */
+
+/* --isolation none: a `test` record moves on to the next run of that id. */
+static void route_test(krun__run *R, krun__job *j, const char *line) {
+  char *copy = kh_strdup(line);
+  kp_record rec;
+  const char *id = kp_parse(copy, &rec, NULL) == 0 ? kp_get(&rec, "id") : NULL;
+  for (int i = j->cur + 1; id && i < j->ntests; i++) {
+    if (j->st[i].started || strcmp(j->tests[i]->id, id) != 0) continue;
+    j->cur = i;
+    j->test_ms = kh_now_ms();
+    j->tests[i]->started_s = kh_wall_s();
+    j->deadline = j->test_ms + krun__timeout_ms(R, j->defs[i]);
+    break;
+  }
+  free(copy);
+}
+
+/* The test holds its slots once the runner says it took them: its clock
+ * starts then. A warm child's clock ran from its assignment; it moves on by
+ * the wait the runner reports (the record may be read late). */
+static void token_taken(krun__run *R, krun__job *j, krep_test *t, const char *line) {
+  j->token_seen = 1;
+  if (!j->warm) {
+    j->deadline = kh_now_ms() + krun__timeout_ms(R, j->defs[0]);
+    t->started_s = kh_wall_s();
+    return;
+  }
+  char *copy = kh_strdup(line);
+  kp_record rec;
+  kp_phase ph = {0};
+  if (kp_parse(copy, &rec, NULL) != 0 ||
+      kp_decode(&kp_rec_phase, rec.fields, rec.nfields, &ph, NULL, 0) != 0)
+    ph.ms = 0;
+  double ms = ph.ms >= 0 ? ph.ms : 0;   /* NaN too */
+  free(copy);
+  j->deadline = j->assign_ms + ms + krun__timeout_ms(R, j->defs[0]);
+  t->started_s += ms / 1e3;
+}
+
+static void job_line(krun__run *R, krun__job *j, const char *line) {
+  int shared = j->ntests > 1;
+  if (j->warm && krun__warm_line(R, j, line)) return;
+  if (shared && strncmp(line, "test ", 5) == 0) route_test(R, j, line);
+  krep_test *t = krun__job_test(j);
+  if (!t) return;
+  krun__stream *st = &j->st[j->cur];
+  int was_ended = st->ended;
+  krun__ingest(&R->rep, t, st, line);
+  if (j->warm && st->started) R->warm_deaths = 0;   /* the warm path works */
+  if (!shared && !j->token_seen && strncmp(line, "phase name=token_wait", 21) == 0)
+    token_taken(R, j, t, line);
+  if (shared && !was_ended && st->ended) {
+    t->ended_s = kh_wall_s();
+    t->wall_ms = krep_round_ms(kh_now_ms() - j->test_ms);
+    /* Between tests: closing the shared context should be quick. */
+    j->deadline = kh_now_ms() + 60e3;
+  }
+}
+
+static void read_results(krun__run *R, krun__job *j) {
+  char chunk[65536];
+  for (int rounds = 0; rounds < 16; rounds++) {
+    ssize_t n = kh_read(j->fd_res, chunk, sizeof chunk);
+    if (n < 0 && errno == EAGAIN) return;
+    if (n <= 0) {
+      if (kp_reader_tail(j->rd, R->line) > 0 && krun__job_test(j)) {
+        free(j->partial);
+        j->partial = kh_strdup(R->line);
+      }
+      close(j->fd_res);
+      j->fd_res = -1;
+      return;
+    }
+    for (size_t off = 0; off < (size_t)n;) {
+      off += kp_reader_feed(j->rd, chunk + off, (size_t)n - off);
+      int k;
+      while ((k = kp_reader_next(j->rd, R->line)) != 0) {
+        if (k > 0) job_line(R, j, R->line);
+        else if (krun__job_test(j))
+          krun__protocol_error(&R->rep, krun__job_test(j), "record longer than the "
+                               "protocol's 65536-byte limit", NULL);
+        else kill(-j->pid, SIGKILL);   /* a warm child, before its test */
+      }
+    }
+  }
+}
+
+static void read_output(krun__job *j) {
+  char chunk[65536];
+  for (size_t got = 0; got < READ_BUDGET;) {
+    ssize_t n = kh_read(j->fd_out, chunk, sizeof chunk);
+    if (n < 0 && errno == EAGAIN) return;
+    if (n <= 0) {
+      close(j->fd_out);
+      j->fd_out = -1;
+      return;
+    }
+    krun__log_add(&j->log, chunk, (size_t)n);
+    got += (size_t)n;
+  }
+}
+
+/* ---- Signals, timers, reaping -------------------------------------------------------------- */
+
+static void stop_all(krun__run *R, int sig) {
+  double now = kh_now_ms();
+  for (int i = 0; i < R->maxjobs; i++) {
+    krun__job *j = &R->jobs[i];
+    if (!j->active || j->exited) continue;
+    j->interrupted = 1;
+    if (sig == SIGKILL || !j->term_sent) kill(-j->pid, sig);
+    if (sig == SIGKILL) j->kill_sent = 1;
+    if (!j->term_sent) j->term_sent = 1, j->kill_at = now + R->s->grace_s * 1e3;
+  }
+}
+
+static void signals(krun__run *R) {
+  struct signalfd_siginfo si;
+  while (kh_read(R->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+    if (si.ssi_signo == SIGCHLD) continue;       /* reaped below */
+    if (!R->stopping) {
+      R->stopping = 1;
+      R->rep.interrupted = 1;
+      char name[32];
+      krun__signal_name((int)si.ssi_signo, name, sizeof name);
+      krun__console_note(&R->con, "kiln: %s: stopping; no new tests start (again to "
+                         "kill at once)", name);
+      stop_all(R, SIGTERM);
+    } else {
+      stop_all(R, SIGKILL);
+    }
+  }
+}
+
+static void timers(krun__run *R, double now) {
+  for (int i = 0; i < R->maxjobs; i++) {
+    krun__job *j = &R->jobs[i];
+    if (!j->active || j->exited) continue;
+    if (j->deadline > 0 && now >= j->deadline && !j->term_sent) {
+      kill(-j->pid, SIGTERM);
+      j->timed_out = j->term_sent = 1;
+      j->kill_at = now + R->s->grace_s * 1e3;
+    }
+    if (j->kill_at > 0 && now >= j->kill_at && !j->kill_sent) {
+      kill(-j->pid, SIGKILL);
+      j->kill_sent = 1;
+    }
+  }
+}
+
+static void reap(krun__run *R) {
+  for (int i = 0; i < R->maxjobs; i++) {
+    krun__job *j = &R->jobs[i];
+    if (!j->active || j->exited) continue;
+    pid_t p;
+    do p = waitpid(j->pid, &j->wstatus, WNOHANG);
+    while (p < 0 && errno == EINTR);
+    if (p != j->pid) continue;
+    j->exited = 1;
+    j->exit_wall_s = kh_wall_s();
+    j->drain_until = kh_now_ms() + DRAIN_MS;
+  }
+}
+
+static void finish_ready(krun__run *R, double now) {
+  for (int i = 0; i < R->maxjobs; i++) {
+    krun__job *j = &R->jobs[i];
+    if (!j->active || !j->exited) continue;
+    if ((j->fd_res < 0 && j->fd_out < 0) || now >= j->drain_until) krun__job_finish(R, j);
+  }
+}
+
+/* ---- The loop ------------------------------------------------------------------------------------ */
+
+/* Children alive, warm ones included; names gets the tests running. */
+static int active(krun__run *R, const char **names, int max, int *nnames) {
+  int n = 0, k = 0;
+  for (int i = 0; i < R->maxjobs; i++) {
+    krun__job *j = &R->jobs[i];
+    if (!j->active) continue;
+    n++;
+    if (names && k < max && krun__job_test(j)) names[k++] = krun__job_test(j)->id;
+  }
+  if (nnames) *nnames = k;
+  return n;
+}
+
+static int poll_timeout(krun__run *R, double now) {
+  double next = now + (R->con.tty ? 500 : 1000);
+  for (int i = 0; i < R->maxjobs; i++) {
+    krun__job *j = &R->jobs[i];
+    if (!j->active) continue;
+    double t[] = {j->term_sent ? 0 : j->deadline, j->kill_sent ? 0 : j->kill_at,
+                  j->exited ? j->drain_until : 0};
+    for (size_t k = 0; k < 3; k++)
+      if (t[k] > 0 && t[k] < next) next = t[k];
+  }
+  return next <= now ? 0 : (int)(next - now) + 1;
+}
+
+static void poll_once(krun__run *R, struct pollfd *pfd, krun__job **who, char *which) {
+  int n = 0;
+  pfd[n++] = (struct pollfd){.fd = R->sigfd, .events = POLLIN};
+  for (int i = 0; i < R->maxjobs; i++) {
+    krun__job *j = &R->jobs[i];
+    if (!j->active) continue;
+    if (j->fd_res >= 0) who[n] = j, which[n] = 'r', pfd[n++] = (struct pollfd){j->fd_res, POLLIN, 0};
+    if (j->fd_out >= 0) who[n] = j, which[n] = 'o', pfd[n++] = (struct pollfd){j->fd_out, POLLIN, 0};
+  }
+  if (poll(pfd, (nfds_t)n, poll_timeout(R, kh_now_ms())) <= 0) return;
+  if (pfd[0].revents) signals(R);
+  for (int i = 1; i < n; i++) {
+    if (!pfd[i].revents) continue;
+    if (which[i] == 'r') read_results(R, who[i]);
+    else read_output(who[i]);
+  }
+}
+
+void krun__loop(krun__run *R) {
+  int shared = R->s->isolation == KRUN_ISO_NONE;
+  struct pollfd *pfd = kh_xcalloc((size_t)(1 + 2 * R->maxjobs), sizeof *pfd);
+  krun__job **who = kh_xcalloc((size_t)(1 + 2 * R->maxjobs), sizeof *who);
+  char *which = kh_xcalloc((size_t)(1 + 2 * R->maxjobs), 1);
+  if (shared) start_shared(R);
+  for (;;) {
+    if (!shared && !R->stopping) {
+      /* Fill the pool first, so that the tests started now go to warm
+       * children and new ones start behind them. */
+      krun__warm_fill(R);
+      while (start_one(R)) {
+      }
+      krun__warm_fill(R);
+    }
+    krun__warm_retire(R);
+    if (active(R, NULL, 0, NULL) == 0 && (R->stopping || R->qhead == R->qlen)) break;
+    poll_once(R, pfd, who, which);
+    double now = kh_now_ms();
+    timers(R, now);
+    reap(R);
+    finish_ready(R, now);
+    const char *names[8];
+    int nrun;
+    active(R, names, 8, &nrun);
+    krun__console_progress(&R->con, names, nrun);
+  }
+  free(pfd), free(who), free(which);
+}

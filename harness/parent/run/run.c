@@ -1,0 +1,301 @@
+/* `kiln run` from start to end: the queue of test runs, device slots (the
+ * host-wide token set), the warm pool's size, signals on a signalfd, the
+ * report's metadata and journal; then the loop (loop.c); then the report,
+ * JUnit and the exit status. Also two facts the report records: the
+ * source's git revision and whether kiln's own process stayed GPU-clean.
+ */
+#include "run-impl.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+#include <wordexp.h>
+
+#include "kiln-config.h"
+
+/* ---- Facts for the report ------------------------------------------------------------ */
+
+int krun_gpu_clean(char *why, size_t n) {
+  static const char *const files[] = {"/dev/nvidia", "/dev/kfd", "/dev/dri/"};
+  static const char *const libs[] = {"libcuda", "libamdhip64", "libhsa-runtime",
+                                     "libnvidia", "/dev/nvidia", "/dev/kfd", "/dev/dri/"};
+  why[0] = '\0';
+  DIR *d = opendir("/proc/self/fd");
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL) {
+    char link[300], target[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
+    ssize_t len = readlink(link, target, sizeof target - 1);
+    if (len <= 0) continue;
+    target[len] = '\0';
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+      if (strncmp(target, files[i], strlen(files[i])) == 0)
+        snprintf(why, n, "open file %s", target);
+  }
+  if (d) closedir(d);
+  char *maps = NULL;
+  if (kh_read_file("/proc/self/maps", 64u << 20, &maps, NULL) == 0) {
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
+      char *hit = strstr(maps, libs[i]);
+      if (!hit) continue;
+      char *eol = strchr(hit, '\n');
+      snprintf(why, n, "mapped %.*s", (int)(eol ? eol - hit : 80), hit);
+    }
+    free(maps);
+  }
+  return why[0] == '\0';
+}
+
+char *krun_git_rev(void) {
+  const char *env = getenv("KILN_GIT_REV");
+  if (env) return kh_strdup(env);
+  char *argv[] = {"git", "-C", KILN_SOURCE_DIR, "rev-parse", "--short=12", "HEAD", NULL};
+  char *out = NULL;
+  if (krun_capture(argv, 256, 5, &out, NULL) != 0) {
+    free(out);
+    return kh_strdup("");
+  }
+  out[strcspn(out, "\n")] = '\0';
+  return out;
+}
+
+/* ---- Setting up ---------------------------------------------------------------------------- */
+
+static void add_setting(const char *key, const char *value, void *rep) {
+  krep_add_setting(rep, key, value);
+}
+
+static void fill_meta(krun__run *R) {
+  const krun_opts *o = R->o;
+  krep_report *rep = &R->rep;
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  char *git = krun_git_rev();
+  rep->kiln_version = krep_str(rep, KILN_VERSION);
+  rep->git = krep_str(rep, git);
+  free(git);
+  rep->host = krep_str(rep, host);
+  rep->backend = krep_str(rep, krun_backend_names[o->bi->backend]);
+  rep->config = krep_str(rep, o->config_path);
+  rep->out_dir = krep_str(rep, o->out_dir);
+  rep->token_key = krep_str(rep, o->token_key);
+  rep->command = krep_str(rep, o->command);
+  if (o->shard && o->shard->count)
+    rep->shard = (krep_shard){o->shard->index, o->shard->count, o->shard->selected,
+                              o->shard->total, krep_str(rep, o->shard->method),
+                              krep_str(rep, o->shard->source)};
+  rep->start_s = kh_wall_s();
+  for (int i = 0; i < o->bi->ndevices; i++) {
+    const krun_device *d = &o->bi->dev[i];
+    krep_device x = {d->index, d->physical, d->visible, d->name, d->arch, d->warp_size,
+                     d->total_bytes, d->free_bytes};
+    krep_add_device(rep, &x);
+  }
+  krun_settings_each(o->s, add_setting, rep);
+  for (int i = 0; i < o->nselection; i++) krep_add_selector(rep, o->selection[i]);
+}
+
+static void fill_queue(krun__run *R) {
+  const krun_registry *reg = R->o->reg;
+  for (int rep = 1; rep <= R->s->repeat; rep++)
+    for (int i = 0; i < reg->n; i++) {
+      if (!R->o->chosen[i]) continue;
+      if (R->qlen == R->qcap) {
+        R->qcap = R->qcap ? 2 * R->qcap : 64;
+        R->queue = kh_xrealloc(R->queue, (size_t)R->qcap * sizeof *R->queue);
+      }
+      R->queue[R->qlen++] = (krun__item){i, rep, 1};
+      R->qwarm += krun__warm_fits(&reg->tests[i]);
+    }
+}
+
+/* A device that a config or resource spec lists but the runner does not
+ * see gets no slots: say so, since its tests will run elsewhere or not. */
+static void warn_unseen(krun__run *R) {
+  const krun_backend_info *bi = R->o->bi;
+  for (int i = 0; i < R->s->ndevices; i++) {
+    int seen = 0;
+    for (int d = 0; d < bi->ndevices; d++) seen |= bi->dev[d].physical == R->s->devices[i].id;
+    if (!seen)
+      krun__console_note(&R->con, "kiln: warning: device %d is listed (config or "
+                         "--resource-spec) but the %s runner does not see it; it gets "
+                         "no tests", R->s->devices[i].id, krun_backend_names[bi->backend]);
+  }
+}
+
+static int setup_tokens(krun__run *R, kh_err *err) {
+  const krun_backend_info *bi = R->o->bi;
+  warn_unseen(R);
+  krun_device_caps(R->s, bi, R->cap);
+  if (bi->ndevices == 0) return 0;
+  if (krun_tokens_open(&R->tok, R->o->token_key, err) != 0) return -1;
+  R->use_tokens = 1;
+  for (int d = 0; d < bi->ndevices; d++) {
+    if (R->cap[d] <= 0) continue;
+    int cap = krun_tokens_ensure(&R->tok, bi->dev[d].physical, R->cap[d], err);
+    if (cap < 0) return -1;
+    if (err->msg[0]) krun__console_note(&R->con, "kiln: warning: %s", err->msg);
+    R->cap[d] = cap;
+  }
+  return 0;
+}
+
+/* Warm children per device: off for --isolation none and with no device;
+ * `warm: auto` gives KRUN_WARM_PER_SLOT per slot. */
+static void setup_warm(krun__run *R) {
+  const krun_settings *s = R->s;
+  int total = 0;
+  for (int d = 0; d < R->o->bi->ndevices; d++) {
+    int max = s->warm >= 0 ? s->warm : R->cap[d] * KRUN_WARM_PER_SLOT;
+    R->warm_max[d] = R->cap[d] > 0 ? max : 0;
+    total += R->warm_max[d];
+  }
+  R->warm_on = total > 0 && R->use_tokens && s->isolation == KRUN_ISO_PROCESS;
+  /* Room in the job table for the pool and for retired children still on
+   * their way out. */
+  if (R->warm_on) {
+    R->maxjobs = R->maxrun + 2 * total;
+    free(R->jobs);
+    R->jobs = kh_xcalloc((size_t)R->maxjobs, sizeof *R->jobs);
+  }
+}
+
+static int setup_signals(krun__run *R, sigset_t *old) {
+  sigset_t set;
+  sigemptyset(&set);
+  int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP};
+  for (size_t i = 0; i < 4; i++) sigaddset(&set, sigs[i]);
+  sigprocmask(SIG_BLOCK, &set, old);
+  signal(SIGPIPE, SIG_IGN);
+  R->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  return R->sigfd < 0 ? -1 : 0;
+}
+
+static int parse_wrap(krun__run *R) {
+  if (!R->s->wrap || !*R->s->wrap) return 0;
+  wordexp_t we;
+  if (wordexp(R->s->wrap, &we, WRDE_NOCMD) != 0 || we.we_wordc == 0) {
+    fprintf(stderr, "kiln: --wrap: cannot split '%s' into words (no $(...) or unbalanced "
+                    "quotes, please)\n", R->s->wrap);
+    return -1;
+  }
+  R->wrap = kh_xcalloc(we.we_wordc, sizeof *R->wrap);
+  for (size_t i = 0; i < we.we_wordc; i++) R->wrap[i] = kh_strdup(we.we_wordv[i]);
+  R->nwrap = (int)we.we_wordc;
+  wordfree(&we);
+  return 0;
+}
+
+/* ---- Writing out -------------------------------------------------------------------------------- */
+
+/* This process's peak RSS in KiB: VmHWM of its own memory. (getrusage's
+ * ru_maxrss also counts the memory of whatever process exec'd kiln, when
+ * that one made it with vfork or fork.) */
+static long long peak_rss_kb(void) {
+  char *status = NULL;
+  long long kb = -1;
+  if (kh_read_file("/proc/self/status", 1 << 16, &status, NULL) == 0) {
+    const char *hwm = strstr(status, "VmHWM:");
+    if (hwm) kb = strtoll(hwm + 6, NULL, 10);
+    free(status);
+  }
+  return kb;
+}
+
+static int exit_status(krun__run *R) {
+  if (R->rep.interrupted) return KH_EXIT_INTERRUPTED;
+  if (R->infra) return KH_EXIT_INFRA;
+  for (int i = 0; i < R->rep.ntests; i++)
+    if (R->rep.tests[i]->final && krep_outcome_failed(R->rep.tests[i]->outcome))
+      return KH_EXIT_FAIL;
+  return KH_EXIT_OK;
+}
+
+static int finish(krun__run *R) {
+  krep_report *rep = &R->rep;
+  rep->end_s = kh_wall_s();
+  rep->not_run = R->qlen - R->qhead;
+  char why[512];
+  rep->parent_gpu_clean = krun_gpu_clean(why, sizeof why);
+  if (!rep->parent_gpu_clean) krun__console_note(&R->con, "kiln: parent is not GPU-clean: %s", why);
+  rep->peak_rss_kb = peak_rss_kb();
+  krep_journal_close(R->journal, rep);
+  R->journal = NULL;
+  char *path = kh_asprintf("%s/report.yaml", R->o->out_dir);
+  rep->path = krep_str(rep, path);
+  kh_err err;
+  int status = exit_status(R);
+  if (krep_write(rep, path, &err) != 0 ||
+      (R->o->report_copy && krep_write(rep, R->o->report_copy, &err) != 0)) {
+    krun__console_note(&R->con, "kiln: %s", err.msg);
+    status = KH_EXIT_INFRA;
+  }
+  /* JUnit from the model in memory, also when tests failed. */
+  if (R->o->junit && krep_junit_write(rep, R->o->junit, &err) != 0) {
+    krun__console_note(&R->con, "kiln: JUnit %s: %s", R->o->junit, err.msg);
+    if (status == KH_EXIT_OK) status = KH_EXIT_INFRA;
+  }
+  krun__console_summary(&R->con, rep, path);
+  free(path);
+  return status;
+}
+
+static void cleanup(krun__run *R, const sigset_t *old) {
+  if (R->journal) krep_journal_close(R->journal, &R->rep);
+  if (R->sigfd >= 0) close(R->sigfd);
+  if (old) sigprocmask(SIG_SETMASK, old, NULL);
+  krep_free(&R->rep);
+  for (int i = 0; i < R->nwrap; i++) free(R->wrap[i]);
+  free(R->wrap);
+  free(R->queue), free(R->jobs), free(R->line), free(R->log_dir);
+}
+
+int krun_run(const krun_opts *o) {
+  krun__run R;
+  memset(&R, 0, sizeof R);
+  R.o = o, R.s = o->s, R.sigfd = -1;
+  krep_init(&R.rep);
+  if (parse_wrap(&R) != 0) {
+    cleanup(&R, NULL);
+    return KH_EXIT_USAGE;
+  }
+  R.line = kh_xmalloc(KP_MAX_LINE);
+  R.maxjobs = R.maxrun = o->s->isolation == KRUN_ISO_NONE ? 1 : krun__jobs(o->s);
+  R.jobs = kh_xcalloc((size_t)R.maxjobs, sizeof *R.jobs);
+  fill_queue(&R);
+  krun__console_init(&R.con, o->verbose, R.qlen);
+  if (kh_mkdir_p(o->out_dir, 0755) != 0) {
+    fprintf(stderr, "kiln: cannot create run folder %s: %s\n", o->out_dir, strerror(errno));
+    cleanup(&R, NULL);
+    return KH_EXIT_INFRA;
+  }
+  kh_err err;
+  sigset_t old;
+  if (setup_signals(&R, &old) != 0 || setup_tokens(&R, &err) != 0) {
+    fprintf(stderr, "kiln: %s\n", R.sigfd < 0 ? strerror(errno) : err.msg);
+    cleanup(&R, &old);
+    return KH_EXIT_INFRA;
+  }
+  setup_warm(&R);
+  fill_meta(&R);
+  char *jpath = kh_asprintf("%s/journal", o->out_dir);
+  R.journal = krep_journal_open(&R.rep, jpath, &err);
+  free(jpath);
+  if (!R.journal) {
+    fprintf(stderr, "kiln: %s\n", err.msg);
+    cleanup(&R, &old);
+    return KH_EXIT_INFRA;
+  }
+  krun__console_note(&R.con, "kiln: %d test run%s on %s (%d device%s), run folder %s",
+                     R.qlen, R.qlen == 1 ? "" : "s", krun_backend_names[o->bi->backend],
+                     o->bi->ndevices, o->bi->ndevices == 1 ? "" : "s", o->out_dir);
+  krun__loop(&R);
+  int status = finish(&R);
+  cleanup(&R, &old);
+  return status;
+}

@@ -1,0 +1,176 @@
+/* Device tokens: a System V semaphore set shared by every kiln on the
+ * host, keyed by ftok(PATH, 'k'). System V rather than POSIX semaphores
+ * because SEM_UNDO lets the kernel return a dead process's slots, which no
+ * other primitive does: a child takes its slots with SEM_UNDO (kiln's
+ * runners do it themselves: KILN_TAKE_SLOTS, or a warm child's
+ * assignment), so the kernel gives them back however it ends.
+ *
+ * Layout: semaphore 0 marks the set initialised (the creator's first semop
+ * sets sem_otime, which openers wait for: Stevens' safe-initialisation
+ * scheme); 1 + d holds physical device d's free slots; 1 + KRUN_MAX_DEVICES
+ * + d its capacity. Holder files PATH.d/<device>/<pid> say who holds them,
+ * for `kiln devices`.
+ */
+#include "run.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/sem.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NSEMS (1 + 2 * KRUN_MAX_DEVICES)
+#define FREE(d) (1 + (d))
+#define CAP(d) (1 + KRUN_MAX_DEVICES + (d))
+
+/* Linux wants the caller to define it. */
+union semun_arg {
+  int val;
+  struct semid_ds *buf;
+  unsigned short *array;
+};
+
+char *krun_tokens_key(const char *flag, int backend) {
+  if (flag) return kh_strdup(flag);
+  const char *env = getenv("KILN_TOKEN_KEY");
+  if (env && *env) return kh_strdup(env);
+  return kh_asprintf("/tmp/kiln-tokens-%s", krun_backend_names[backend]);
+}
+
+static int semop_retry(int semid, struct sembuf *ops, size_t n) {
+  int r;
+  do r = semop(semid, ops, n);
+  while (r < 0 && errno == EINTR);
+  return r;
+}
+
+/* Waits (up to 10 s) until the creator has initialised the set. */
+static int wait_ready(int semid) {
+  for (int i = 0; i < 1000; i++) {
+    struct semid_ds ds;
+    union semun_arg arg = {.buf = &ds};
+    if (semctl(semid, 0, IPC_STAT, arg) != 0) return -1;
+    if (ds.sem_otime != 0) return 0;
+    usleep(10000);
+  }
+  return errno = ETIMEDOUT, -1;
+}
+
+int krun_tokens_open(krun_tokens *t, const char *path, kh_err *err) {
+  memset(t, 0, sizeof *t);
+  snprintf(t->key_path, sizeof t->key_path, "%s", path);
+  snprintf(t->holders, sizeof t->holders, "%s.d", path);
+  int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return kh_errf(err, "token key %s: cannot create: %s", path,
+                    strerror(errno));
+  close(fd);
+  key_t key = ftok(path, 'k');
+  if (key == -1)
+    return kh_errf(err, "token key %s: ftok: %s", path, strerror(errno));
+  t->semid = semget(key, NSEMS, IPC_CREAT | IPC_EXCL | 0660);
+  if (t->semid >= 0) {
+    /* New set: every value is 0; the first semop marks it ready. */
+    struct sembuf ready = {0, 1, 0};
+    if (semop_retry(t->semid, &ready, 1) != 0)
+      return kh_errf(err, "token set for %s: %s", path, strerror(errno));
+  } else if (errno == EEXIST) {
+    t->semid = semget(key, 0, 0);
+    if (t->semid < 0 || wait_ready(t->semid) != 0)
+      return kh_errf(err, "token set for %s: %s", path, strerror(errno));
+    struct semid_ds ds;
+    union semun_arg arg = {.buf = &ds};
+    if (semctl(t->semid, 0, IPC_STAT, arg) == 0 && ds.sem_nsems != NSEMS)
+      return kh_errf(err, "token set for %s (id %d) has %lu semaphores, "
+                           "kiln uses %d; remove it with `ipcrm -s %d`",
+                      path, t->semid, (unsigned long)ds.sem_nsems, NSEMS,
+                      t->semid);
+  } else {
+    return kh_errf(err, "token set for %s: semget: %s", path,
+                    strerror(errno));
+  }
+  mkdir(t->holders, 0775);
+  return 0;
+}
+
+int krun_tokens_capacity(const krun_tokens *t, int dev) {
+  return semctl(t->semid, CAP(dev), GETVAL);
+}
+
+int krun_tokens_free(const krun_tokens *t, int dev) {
+  return semctl(t->semid, FREE(dev), GETVAL);
+}
+
+int krun_tokens_ensure(krun_tokens *t, int dev, int want, kh_err *err) {
+  err->msg[0] = '\0';
+  if (dev < 0 || dev >= KRUN_MAX_DEVICES)
+    return kh_errf(err, "device %d is beyond the %d kiln supports", dev,
+                    KRUN_MAX_DEVICES);
+  char dir[PATH_MAX + 32];
+  snprintf(dir, sizeof dir, "%s/%d", t->holders, dev);
+  mkdir(dir, 0775);         /* for holder files */
+  int cap = krun_tokens_capacity(t, dev);
+  if (cap < 0) return kh_errf(err, "token set: %s", strerror(errno));
+  if (cap == want) return cap;
+  /* Free slots and capacity move together in one atomic semop; withdrawing
+   * slots never waits for a holder. */
+  short delta = (short)(want - cap);
+  struct sembuf ops[2] = {{(unsigned short)FREE(dev), delta, IPC_NOWAIT},
+                          {(unsigned short)CAP(dev), delta, IPC_NOWAIT}};
+  if (semop_retry(t->semid, ops, 2) == 0) return want;
+  snprintf(err->msg, sizeof err->msg,
+           "device %d keeps %d slots (another kiln holds some; wanted %d)",
+           dev, cap, want);
+  return cap;
+}
+
+int krun_tokens_semnum(int dev) { return FREE(dev); }
+
+void krun_tokens_holder_add(const krun_tokens *t, int dev, pid_t pid,
+                            const char *what, int slots) {
+  char path[PATH_MAX + 64], line[512];
+  snprintf(path, sizeof path, "%s/%d/%ld", t->holders, dev, (long)pid);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  int n = snprintf(line, sizeof line, "%s slots=%d\n", what, slots);
+  (void)kh_write_all(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+  close(fd);
+}
+
+void krun_tokens_holder_remove(const krun_tokens *t, int dev, pid_t pid) {
+  char path[PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/%d/%ld", t->holders, dev, (long)pid);
+  unlink(path);
+}
+
+void krun_tokens_holders(const krun_tokens *t, int dev,
+                       void (*fn)(pid_t pid, const char *what, void *arg),
+                       void *arg) {
+  char dir[PATH_MAX + 32];
+  snprintf(dir, sizeof dir, "%s/%d", t->holders, dev);
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    long long pid;
+    if (kh_parse_ll(e->d_name, 1, 1 << 30, &pid) != 0) continue;
+    char path[PATH_MAX + 320];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+      unlink(path);         /* its slots went back with it */
+      continue;
+    }
+    char *text = NULL;
+    if (kh_read_file(path, 4096, &text, NULL) != 0) continue;
+    text[strcspn(text, "\n")] = '\0';
+    fn((pid_t)pid, text, arg);
+    free(text);
+  }
+  closedir(d);
+}

@@ -1,0 +1,231 @@
+/* Dense decode attention: ke_attention for a few query rows per KV head
+ * (decode, speculative decode) over a long KV cache, split over the keys
+ * across blocks ("flash-decoding") so that a batch of 1 still fills the GPU.
+ *
+ * Algorithm (kd-decode.h has the core). A query row is a (query head of a
+ * KV head's group, query) pair, so one KV head's Hq / Hkv * Sq rows share
+ * every K and V read; RT of them (1, 2 or 4) form a block's row tile, more
+ * rows take more tiles (which read the same keys, adjacent in launch order
+ * so that the second read comes from L2). Each (batch, KV head, row tile)
+ * has its visible keys [0, kv_end) cut into `splits` ranges of at least
+ * min_chunk keys (chosen by engine/src/attention_decode.c from the
+ * multiprocessor count); one block per range streams it with 16-byte loads
+ * (lanes of a group split D in chunks of 8), merges its lane groups, and
+ * either writes the rows (one range) or leaves partial rows (max, sum,
+ * accumulator) in the engine's scratch; the block that finishes last merges
+ * them (a counter per row tile, set back to 0 by that block). Causal rows
+ * see keys j <= offset + i; a block loads keys up to its rows' largest
+ * limit and folds a key into a row only when the row sees it.
+ *
+ * Limits and values: D 1..256 (any value; L = 4, 8, 16, 32 lanes per key
+ * for D up to 32, 64, 128, 256), any B/H/S strides with D contiguous
+ * (16-byte copies when D and every K/V stride are multiples of 8 and the
+ * bases are 16-byte aligned; element loads and tiles of one row otherwise),
+ * f32/f16/bf16 with f32 arithmetic (16-bit outputs use the approximate
+ * exp). Rows with no visible key, or only -inf scores, give zeros; NaN/+inf
+ * scores make the row NaN; a NaN in V at a visible key makes that element
+ * NaN. Grid (tiles * splits, Hkv, B): B and Hkv are at most 65535 (checked
+ * by ke_attention), splits at most 2^20.
+ */
+#include "kd-decode.h"
+
+/* Two blocks per multiprocessor: 128 registers per thread, which hold a
+ * row tile of 4 (query and accumulator: 64 registers) with 2 keys of K and
+ * V loads in flight per lane. */
+#define KE_DEC_MIN_BLOCKS 2
+/* Keys of one (batch, KV head) of K and V. */
+template <typename T> struct ke_dec_dense_src {
+  const T *k, *v;
+  int64_t ks, vs; /* key strides */
+  __device__ __forceinline__ int64_t locate(int64_t key) const { return key; }
+  __device__ __forceinline__ const T *krow(int64_t key) const {
+    return k + key * ks;
+  }
+  __device__ __forceinline__ const T *vrow(int64_t key) const {
+    return v + key * vs;
+  }
+};
+
+/* The block's rows: row r of tile rt is the kv head's row rt * RT + r,
+ * query head hk * ratio + row / Sq, query row % Sq. */
+template <typename T, int RT> struct ke_dec_dense_rows {
+  T *o;
+  const ke__attention_desc *a;
+  int64_t b, hk, row0;
+  __device__ __forceinline__ bool head_query(int r, int64_t &h,
+                                             int64_t &i) const {
+    const int64_t ratio = a->hq / a->hkv, row = row0 + r;
+    if (row >= ratio * a->sq) return false;
+    h = hk * ratio + row / a->sq;
+    i = row % a->sq;
+    return true;
+  }
+  __device__ __forceinline__ int64_t id(int r) const {
+    int64_t h, i;
+    if (!head_query(r, h, i)) return -1;
+    return (b * a->hq + h) * a->sq + i;
+  }
+  __device__ __forceinline__ void store(int r, int d, float x) const {
+    int64_t h, i;
+    head_query(r, h, i);
+    o[b * a->o_stride[0] + h * a->o_stride[1] + i * a->o_stride[2] + d] =
+        kd_from_float<T>(x);
+  }
+};
+
+/* Shared memory: the copy pipeline while streaming, then the merge. */
+template <typename T, int L, int RT, int U, int S> union ke_dec_shared {
+  kd_dec_stage<T, U, S> stage;
+  kd_dec_smem<L, RT> merge;
+};
+
+/* Grid: x = row tile + tiles * range, y = KV head, z = batch. */
+template <typename T, int L, int RT, int U, int S, bool VEC>
+__global__ void __launch_bounds__(KD_DEC_THREADS, KE_DEC_MIN_BLOCKS)
+ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
+                           const T *__restrict__ v, T *__restrict__ o,
+                           ke__attention_desc a, ke__decode_split sp) {
+  constexpr bool FAST = kd_is16<T>::v;
+  __shared__ ke_dec_shared<T, L, RT, U, S> sm;
+  const int li = threadIdx.x % L;
+  const int d0 = li * KD_DEC_VEC;
+  const int nd = a.d - d0 < 0 ? 0 : (a.d - d0 > 8 ? 8 : (int)(a.d - d0));
+  const int64_t tiles = (a.hq / a.hkv * a.sq + RT - 1) / RT;
+  const int64_t rt = blockIdx.x % tiles, split = blockIdx.x / tiles;
+  const int64_t hk = blockIdx.y, b = blockIdx.z;
+  const ke_dec_dense_rows<T, RT> rows = {o, &a, b, hk, rt * RT};
+
+  /* Keys j < lim[r] are visible to row r; the tile's keys end at the
+   * largest limit, kv_end. */
+  kd_dec_state<RT> st;
+  st.clear();
+  int64_t lim[RT], kv_end = 0, lim_min = a.sk;
+  KD_UNROLL
+  for (int r = 0; r < RT; r++) {
+    int64_t h = 0, i = 0;
+    const bool active = rows.head_query(r, h, i);
+    lim[r] = a.sk;
+    if (a.causal) {
+      lim[r] = a.offset + i + 1;
+      lim[r] = lim[r] < 0 ? 0 : (lim[r] > a.sk ? a.sk : lim[r]);
+    }
+    if (!active) lim[r] = 0;
+    else lim_min = lim[r] < lim_min ? lim[r] : lim_min;
+    kv_end = lim[r] > kv_end ? lim[r] : kv_end;
+    const T *qrow = q + b * a.q_stride[0] + h * a.q_stride[1] +
+                    i * a.q_stride[2];
+    KD_UNROLL
+    for (int e = 0; e < KD_DEC_VEC; e++)
+      st.q[r][e] =
+          active && e < nd ? a.scale * kd_to_float(qrow[d0 + e]) : 0.0f;
+  }
+
+  /* This block's range of the tile's [0, kv_end): ranges of
+   * max(ceil(kv_end / splits), min_chunk) keys; the ones past kv_end do not
+   * exist (and are not counted), and a tile with no visible key has one
+   * empty range, which writes zeros. */
+  int64_t chunk = (kv_end + sp.splits - 1) / sp.splits;
+  if (chunk < sp.min_chunk) chunk = sp.min_chunk;
+  const int64_t parts = kv_end == 0 ? 1 : (kv_end + chunk - 1) / chunk;
+  if (split >= parts) return;
+  const int64_t kb = split * chunk;
+  const int n = (int)(kb + chunk < kv_end ? chunk : kv_end - kb);
+  /* Limits relative to the range; a row past the end may fold every key
+   * (it is never written), which keeps the common case check-free. */
+  int rlim[RT];
+  KD_UNROLL
+  for (int r = 0; r < RT; r++)
+    rlim[r] = rows.id(r) < 0 ? n
+              : (int)(lim[r] - kb < 0 ? 0
+                      : (lim[r] - kb > n ? n : lim[r] - kb));
+  const int rlim_min =
+      (int)(lim_min - kb < 0 ? 0 : (lim_min - kb > n ? n : lim_min - kb));
+
+  const ke_dec_dense_src<T> src = {
+      k + b * a.k_stride[0] + hk * a.k_stride[1],
+      v + b * a.v_stride[0] + hk * a.v_stride[1], a.k_stride[2],
+      a.v_stride[2]};
+  kd_dec_scan<T, L, RT, U, S, FAST, VEC>(src, st, sm.stage, kb, n, rlim,
+                                         rlim_min, d0, nd);
+  kd_dec_block_merge<L, RT, FAST>(st, sm.merge);
+  const int64_t pair = (hk + a.hkv * b) * tiles + rt;
+  const kd_dec_partials pt = {sp.partials, sp.splits,
+                              sp.counters ? sp.counters + pair : nullptr};
+  kd_dec_finish<L, RT, FAST, true>(st, sm.merge, rows, (int)a.d, split,
+                                   parts, pt);
+}
+
+/* 16-byte copies need D and every K/V stride to be multiples of 8
+ * elements and both bases 16-byte aligned. */
+static bool ke_dec_vec_ok(const void *k, const void *v,
+                          const ke__attention_desc *a) {
+  bool vec = a->d % KD_DEC_VEC == 0 && (uintptr_t)k % 16 == 0 &&
+             (uintptr_t)v % 16 == 0;
+  for (int d = 0; d < 3; d++)
+    vec = vec && a->k_stride[d] % KD_DEC_VEC == 0 &&
+          a->v_stride[d] % KD_DEC_VEC == 0;
+  return vec;
+}
+
+template <typename T, int L, int RT, bool VEC>
+static int ke_dec_launch_geom(hipStream_t s, const void *q, const void *k,
+                              const void *v, void *o,
+                              const ke__attention_desc *a,
+                              const ke__decode_split *sp) {
+  /* Keys per group per step: 2 (16-bit) or 1 (f32), 16 or 32 bytes of K
+   * and of V per lane; 3 stages: two steps in flight while one is
+   * folded. */
+  constexpr int U = sizeof(T) == 2 ? 2 : 1;
+  constexpr int S = 3;
+  const int64_t tiles = (a->hq / a->hkv * a->sq + RT - 1) / RT;
+  const dim3 grid((unsigned)(tiles * sp->splits), (unsigned)a->hkv,
+                  (unsigned)a->b);
+  hipLaunchKernelGGL((ke_attention_decode_kernel<T, L, RT, U, S, VEC>), grid,
+                     dim3(KD_DEC_THREADS), 0, s, (const T *)q, (const T *)k,
+                     (const T *)v, (T *)o, *a, *sp);
+  return (int)hipGetLastError();
+}
+
+template <typename T, int RT, bool VEC>
+static int ke_dec_launch_rows(hipStream_t s, const void *q, const void *k,
+                              const void *v, void *o,
+                              const ke__attention_desc *a,
+                              const ke__decode_split *sp) {
+  if (a->d <= 32)
+    return ke_dec_launch_geom<T, 4, RT, VEC>(s, q, k, v, o, a, sp);
+  if (a->d <= 64)
+    return ke_dec_launch_geom<T, 8, RT, VEC>(s, q, k, v, o, a, sp);
+  if (a->d <= 128)
+    return ke_dec_launch_geom<T, 16, RT, VEC>(s, q, k, v, o, a, sp);
+  return ke_dec_launch_geom<T, 32, RT, VEC>(s, q, k, v, o, a, sp);
+}
+
+/* Element loads (unaligned views, D not a multiple of 8) take tiles of one
+ * row: the slow path stays small. */
+template <typename T>
+static int ke_dec_launch_typed(hipStream_t s, const void *q, const void *k,
+                               const void *v, void *o,
+                               const ke__attention_desc *a,
+                               const ke__decode_split *sp) {
+  if (!ke_dec_vec_ok(k, v, a))
+    return ke_dec_launch_rows<T, 1, false>(s, q, k, v, o, a, sp);
+  switch (ke__decode_tile_rows(a->hq / a->hkv * a->sq)) {
+  case 1: return ke_dec_launch_rows<T, 1, true>(s, q, k, v, o, a, sp);
+  case 2: return ke_dec_launch_rows<T, 2, true>(s, q, k, v, o, a, sp);
+  default: return ke_dec_launch_rows<T, 4, true>(s, q, k, v, o, a, sp);
+  }
+}
+
+extern "C" int ke__attention_decode_launch(void *stream, ke_dtype dtype,
+                                           const void *q, const void *k,
+                                           const void *v, void *o,
+                                           const ke__attention_desc *desc,
+                                           const ke__decode_split *sp) {
+  if (desc->d < 1 || desc->d > 256 || sp->splits < 1 ||
+      (sp->splits > 1 && (!sp->partials || !sp->counters)))
+    return (int)hipErrorInvalidValue;
+  hipStream_t s = (hipStream_t)stream;
+  KD_DISPATCH_IN(dtype, T,
+                 return ke_dec_launch_typed<T>(s, q, k, v, o, desc, sp))
+  return (int)hipErrorInvalidValue;
+}

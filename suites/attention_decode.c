@@ -1,0 +1,519 @@
+/* Decode attention suite: ke_attention with few query rows per KV head,
+ * which takes the split-key kernel (kernels/attention_decode.hip), against
+ * the double reference. Key splits are forced through the test-only tuning
+ * knobs (kiln/test-tuning.h) so that every path runs whatever the device:
+ * one range, ranges of uneven length, more ranges than keys, ranges past a
+ * causal row tile's last key. Awkward sizes: Sk 1, 17, 3001, 5000; Sq 1..8;
+ * GQA 1..8; D from 1 to 256 (72, 112, 200 among them); causal offsets;
+ * strided and unaligned views; NaN/Inf as documented; the engine scratch.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/kernels.h"
+#include "kiln/test-tuning.h"
+#include "kiln/test.h"
+
+/* ---- Tolerances ----------------------------------------------------------
+ *
+ * The bound of suites/attention.c (docs/kernels.md, fused attention,
+ * Tolerances), unchanged: with u = 2^-24 and lambda = 6, a score of D terms
+ * is off by e_s = lambda sqrt(D) u |scale| max||q|| max||k||; the sums over
+ * Sk keys carry lambda sqrt(Sk) u. f32: atol (2 (e_s + 2u) + lambda sqrt(Sk)
+ * u + 4u) max|v|, rtol lambda sqrt(Sk) u, NMSE 1e-10; f16/bf16: atol at
+ * least 1e-5, the dtype's rtol, NMSE 1e-6 / 5e-5. The split adds one more
+ * rescaled sum per range, far inside the 4u the bound keeps for
+ * rescalings.
+ */
+#define LAMBDA 6.0
+#define U32 5.9604644775390625e-08
+
+typedef struct dec_case {
+  ke_dtype dtype;
+  int64_t b, hq, hkv, sq, sk, d;
+  int causal;
+  int64_t offset;          /* -1: default */
+  float q_std;             /* 0: 1 */
+  int64_t splits;          /* forced key ranges; 0: the engine's choice */
+} dec_case;
+
+static double max_row_norm(const double *x, int64_t rows, int64_t d) {
+  double best = 0.0;
+  for (int64_t r = 0; r < rows; r++) {
+    double s = 0.0;
+    for (int64_t e = 0; e < d; e++) s += x[r * d + e] * x[r * d + e];
+    if (s > best) best = s;
+  }
+  return sqrt(best);
+}
+
+static kt_tol dec_tol(const dec_case *c, const double *q, const double *k,
+                      const double *v) {
+  const double scale = 1.0 / sqrt((double)c->d);
+  const double s_max = scale * max_row_norm(q, c->b * c->hq * c->sq, c->d) *
+                       max_row_norm(k, c->b * c->hkv * c->sk, c->d);
+  double v_max = 0.0;
+  for (int64_t i = 0; i < c->b * c->hkv * c->sk * c->d; i++)
+    if (isfinite(v[i]) && fabs(v[i]) > v_max) v_max = fabs(v[i]);
+  const double e_s = LAMBDA * sqrt((double)c->d) * U32 * s_max;
+  const double sums = LAMBDA * sqrt((double)c->sk) * U32;
+  kt_tol t = {(2.0 * (e_s + 2.0 * U32) + sums + 4.0 * U32) * v_max, sums,
+              1e-10};
+  if (c->dtype != KE_F32) {
+    t.atol = t.atol > 1e-5 ? t.atol : 1e-5;
+    t.rtol = c->dtype == KE_F16 ? 1e-3 : 1.6e-2;
+    t.max_nmse = c->dtype == KE_F16 ? 1e-6 : 5e-5;
+  }
+  return t;
+}
+
+/* Forces `splits` key ranges (0: the engine's own choice) for the calls
+ * that follow. */
+static void dec_force_splits(int64_t splits) {
+  ke__decode_tuning t;
+  kt_assert_ok(ke__decode_tuning_get(kt_ctx(), &t));
+  t.force_splits = splits;
+  kt_assert_ok(ke__decode_tuning_set(kt_ctx(), &t));
+}
+
+static void dec_name(const dec_case *c, const char *what, char *buf,
+                     size_t n) {
+  snprintf(buf, n, "%s_%s_b%lld_h%lld/%lld_sq%lld_sk%lld_d%lld%s_off%lld_x%lld",
+           what, ke_dtype_name(c->dtype), (long long)c->b, (long long)c->hq,
+           (long long)c->hkv, (long long)c->sq, (long long)c->sk,
+           (long long)c->d, c->causal ? "_causal" : "", (long long)c->offset,
+           (long long)c->splits);
+}
+
+/* Runs ke_attention on the given views and checks o against the reference
+ * of the packed inputs (qd, kd, vd as [b, h, s, d]); want_o is o's
+ * expected content in its buffer's order (NULL: o is packed). */
+static void dec_check_views(const dec_case *c, const char *what,
+                            const ke_tensor *q, const ke_tensor *k,
+                            const ke_tensor *v, ke_tensor *o,
+                            const ke_tensor *obuf, const double *qd,
+                            const double *kd, const double *vd) {
+  ke_attention_params p;
+  ke_attention_params_init(&p);
+  p.causal = c->causal;
+  p.causal_offset = c->offset;
+  dec_force_splits(c->splits);
+  kt_assert_ok(ke_attention(kt_ctx(), q, k, v, o, &p));
+  dec_force_splits(0);
+  const int64_t n = c->b * c->hq * c->sq * c->d;
+  double *ref = malloc((size_t)n * sizeof *ref);
+  double *want = malloc((size_t)ke_tensor_numel(obuf) * sizeof *want);
+  ck_assert(ref && want);
+  ke_attention_ref(qd, kd, vd, ref, c->b, c->hq, c->hkv, c->sq, c->sk, c->d,
+                   &p);
+  if (obuf == o) {
+    memcpy(want, ref, (size_t)n * sizeof *ref);
+  } else {
+    /* The buffer around a strided o keeps its fill; o's rows get ref. */
+    double *fill = kt_to_doubles(obuf);
+    memcpy(want, fill, (size_t)ke_tensor_numel(obuf) * sizeof *want);
+    free(fill);
+    const int64_t off = ((const char *)o->data - (const char *)obuf->data) /
+                        (int64_t)ke_dtype_size(o->dtype);
+    for (int64_t a = 0; a < c->b; a++)
+      for (int64_t h = 0; h < c->hq; h++)
+        for (int64_t i = 0; i < c->sq; i++)
+          memcpy(want + off + a * o->stride[0] + h * o->stride[1] +
+                     i * o->stride[2],
+                 ref + ((a * c->hq + h) * c->sq + i) * c->d,
+                 (size_t)c->d * sizeof *ref);
+  }
+  char name[192];
+  dec_name(c, what, name, sizeof name);
+  kt_assert_close(name, obuf, want, dec_tol(c, qd, kd, vd));
+  free(want);
+  free(ref);
+}
+
+/* Fresh packed inputs; o starts as garbage that must all be overwritten. */
+static void dec_check(dec_case c) {
+  int64_t qs[4] = {c.b, c.hq, c.sq, c.d}, ks[4] = {c.b, c.hkv, c.sk, c.d};
+  ke_tensor q, k, v, o;
+  kt_alloc(&q, c.dtype, 4, qs);
+  kt_alloc(&k, c.dtype, 4, ks);
+  kt_alloc(&v, c.dtype, 4, ks);
+  kt_alloc(&o, c.dtype, 4, qs);
+  kt_fill_normal(&q, 0.0f, c.q_std > 0.0f ? c.q_std : 1.0f);
+  kt_fill_normal(&k, 0.0f, 1.0f);
+  kt_fill_normal(&v, 0.0f, 1.0f);
+  kt_fill_uniform(&o, 100.0f, 200.0f);
+  double *qd = kt_to_doubles(&q), *kd = kt_to_doubles(&k);
+  double *vd = kt_to_doubles(&v);
+  dec_check_views(&c, "dec", &q, &k, &v, &o, &o, qd, kd, vd);
+  free(vd);
+  free(kd);
+  free(qd);
+  kt_free(&o);
+  kt_free(&v);
+  kt_free(&k);
+  kt_free(&q);
+}
+
+static dec_case mk(ke_dtype dt, int64_t b, int64_t hq, int64_t hkv,
+                   int64_t sq, int64_t sk, int64_t d, int64_t splits) {
+  dec_case c = {dt, b, hq, hkv, sq, sk, d, 0, -1, 1.0f, splits};
+  return c;
+}
+
+#define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* ---- Sizes ----------------------------------------------------------------- */
+
+/* Sk 1, 17, 3001 against Sq 1..8 (GQA 2: up to 16 rows, four tiles), each
+ * with one range, a few, and more ranges than some tiles have keys. */
+START_TEST(sizes) {
+  static const int64_t sks[] = {1, 17, 3001};
+  static const int64_t sqs[] = {1, 2, 3, 5, 8};
+  static const int64_t splits[] = {1, 3, 40};
+  for (int i = 0; i < NELEM(sks); i++)
+    for (int j = 0; j < NELEM(sqs); j++)
+      dec_check(mk(KE_F32, 1, 4, 2, sqs[j], sks[i], 64,
+                   splits[(i + j) % NELEM(splits)]));
+  dec_check(mk(KE_BF16, 2, 8, 4, 1, 3001, 128, 7));
+  dec_check(mk(KE_F16, 2, 8, 4, 3, 17, 128, 2));
+}
+END_TEST
+
+/* GQA ratios 1..8 (MHA to 8 query heads per KV head), one and two queries,
+ * over 1000 keys cut in 5 ranges. */
+START_TEST(gqa_ratios) {
+  for (int64_t r = 1; r <= 8; r++) {
+    dec_check(mk(KE_F32, 2, 2 * r, 2, 1, 1000, 64, 5));
+    dec_check(mk(r % 2 ? KE_BF16 : KE_F16, 1, r, 1, 2, 1000, 128, 5));
+  }
+}
+END_TEST
+
+/* Every lane geometry (D up to 32, 64, 128, 256) and D values that are not
+ * multiples of 8 (element loads) or of the group's 8 * L. */
+START_TEST(head_dims) {
+  static const int64_t dims[] = {1,  3,  17, 32, 64,  72,  80,
+                                 96, 100, 112, 128, 200, 255, 256};
+  static const ke_dtype dts[] = {KE_F32, KE_F16, KE_BF16};
+  for (int i = 0; i < NELEM(dims); i++)
+    dec_check(mk(dts[i % 3], 1, 8, 2, 1, 777, dims[i], 4));
+}
+END_TEST
+
+/* Long contexts cut unevenly: 5000 keys in 2, 3, 7, 16 and 33 ranges (the
+ * last range shorter, or a range of a few keys), every dtype. */
+START_TEST(uneven_splits) {
+  static const int64_t splits[] = {2, 3, 7, 16, 33};
+  static const ke_dtype dts[] = {KE_F32, KE_F16, KE_BF16};
+  for (int i = 0; i < NELEM(splits); i++)
+    dec_check(mk(dts[i % 3], 2, 8, 2, 1, 5000, 128, splits[i]));
+  dec_check(mk(KE_BF16, 1, 32, 8, 1, 4099, 128, 33));
+}
+END_TEST
+
+/* The engine's own split for this device, and sharp scores (a running max
+ * that moves a lot, different in every range). */
+START_TEST(default_split) {
+  dec_check(mk(KE_F32, 1, 4, 1, 1, 4096, 128, 0));
+  dec_check(mk(KE_BF16, 1, 32, 8, 1, 2048, 128, 0));
+  dec_case c = mk(KE_F32, 1, 8, 2, 1, 3001, 64, 9);
+  c.q_std = 20.0f;
+  dec_check(c);
+}
+END_TEST
+
+/* ---- Causal ------------------------------------------------------------------ */
+
+/* Speculative decode (Sq 4, GQA 4: 16 rows in 4 tiles) with explicit
+ * offsets: rows see different prefixes, some ranges lie past a tile's last
+ * visible key, some rows see nothing (zeros); the default offset; Sq > Sk
+ * with the default offset (the first Sq - Sk rows see nothing). */
+START_TEST(causal_offsets) {
+  static const int64_t offsets[] = {-1, 0, 5, 1000, 2999, 5000,
+                                    (int64_t)1 << 40};
+  for (int i = 0; i < NELEM(offsets); i++) {
+    dec_case c = mk(KE_F32, 1, 8, 2, 4, 3001, 64, 1 + i % 4 * 3);
+    c.causal = 1;
+    c.offset = offsets[i];
+    dec_check(c);
+  }
+  dec_case c = mk(KE_BF16, 2, 4, 2, 8, 5, 128, 3);
+  c.causal = 1;                     /* default offset -3 */
+  dec_check(c);
+  c = mk(KE_F32, 1, 2, 1, 3, 3001, 72, 0);
+  c.causal = 1;
+  c.offset = 17;                    /* 18..20 keys of 3001 */
+  dec_check(c);
+}
+END_TEST
+
+/* ---- Layouts --------------------------------------------------------------- */
+
+/* A [B, H, S, D] view of a [B, S, H, D] region `first` elements into buf,
+ * S step s_step, B step b_step. */
+static ke_tensor bshd_view(const ke_tensor *buf, int64_t first, int64_t b,
+                           int64_t h, int64_t s, int64_t d, int64_t s_step,
+                           int64_t b_step) {
+  ke_tensor t = *buf;
+  t.rank = 4;
+  t.data = (char *)buf->data + first * (int64_t)ke_dtype_size(buf->dtype);
+  const int64_t shape[4] = {b, h, s, d};
+  const int64_t stride[4] = {b_step, d, s_step, 1};
+  memcpy(t.shape, shape, sizeof shape);
+  memcpy(t.stride, stride, sizeof stride);
+  return t;
+}
+
+/* The packed [b, h, s, d] copy of a view of a buffer read back whole. */
+static double *gather(const double *all, const ke_tensor *base,
+                      const ke_tensor *view) {
+  double *out = malloc((size_t)ke_tensor_numel(view) * sizeof *out);
+  ck_assert_ptr_nonnull(out);
+  const int64_t start = ((const char *)view->data - (const char *)base->data) /
+                        (int64_t)ke_dtype_size(view->dtype);
+  int64_t x = 0;
+  for (int64_t a = 0; a < view->shape[0]; a++)
+    for (int64_t h = 0; h < view->shape[1]; h++)
+      for (int64_t s = 0; s < view->shape[2]; s++)
+        for (int64_t e = 0; e < view->shape[3]; e++)
+          out[x++] = all[start + a * view->stride[0] + h * view->stride[1] +
+                         s * view->stride[2] + e];
+  return out;
+}
+
+/* Q, K, V as views of one packed QKV projection [B, S, Hq + 2 Hkv, D]
+ * (the queries are its last Sq positions), O a view of a wider [B, Sq,
+ * Hq + 1, D] buffer whose other elements must keep their fill. With D = 128
+ * every stride is a multiple of 8 (16-byte copies); with D = 100 none is;
+ * the last case shifts the Q/K/V views by one element, so that no row is
+ * 16-byte aligned (both take the element loads), and views one row less so
+ * that they stay inside the buffer. */
+START_TEST(strided_views) {
+  static const struct { int64_t d, shift; ke_dtype dt; } cfg[] = {
+      {128, 0, KE_BF16}, {100, 0, KE_F32}, {64, 1, KE_F16}};
+  for (int n = 0; n < NELEM(cfg); n++) {
+    const int64_t b = 2, hq = 8, hkv = 2, sk = 700, sq = 3, d = cfg[n].d;
+    const int64_t heads = hq + 2 * hkv, step = heads * d;
+    int64_t shape[4] = {b, sk, heads, d};
+    int64_t oshape[4] = {b, sq, hq + 1, d};
+    ke_tensor qkv, obuf;
+    kt_alloc(&qkv, cfg[n].dt, 4, shape);
+    kt_alloc(&obuf, cfg[n].dt, 4, oshape);
+    kt_fill_normal(&qkv, 0.0f, 1.0f);
+    kt_fill_uniform(&obuf, 100.0f, 200.0f);
+    const int64_t sh = cfg[n].shift;
+    ke_tensor q = bshd_view(&qkv, (sk - sq) * step + sh, b, hq, sq, d, step,
+                            sk * step);
+    ke_tensor k = bshd_view(&qkv, hq * d + sh, b, hkv, sk, d, step,
+                            sk * step);
+    ke_tensor v = bshd_view(&qkv, (hq + hkv) * d + sh, b, hkv, sk, d, step,
+                            sk * step);
+    if (sh) {
+      q.shape[2] = sq - 1;
+      k.shape[2] = v.shape[2] = sk - 1;
+    }
+    ke_tensor o = bshd_view(&obuf, d, b, hq, q.shape[2], d, (hq + 1) * d,
+                            sq * (hq + 1) * d);
+    dec_case c = mk(cfg[n].dt, b, hq, hkv, q.shape[2], k.shape[2], d, 5);
+    double *all = kt_to_doubles(&qkv);
+    double *qd = gather(all, &qkv, &q), *kd = gather(all, &qkv, &k);
+    double *vd = gather(all, &qkv, &v);
+    dec_check_views(&c, "strided", &q, &k, &v, &o, &obuf, qd, kd, vd);
+    free(vd);
+    free(kd);
+    free(qd);
+    free(all);
+    kt_free(&obuf);
+    kt_free(&qkv);
+  }
+}
+END_TEST
+
+/* ---- Special values ---------------------------------------------------------- */
+
+/* NaN and Inf planted in fresh inputs, keys cut into 4 ranges; the kernel
+ * against the reference (NaN must meet NaN) and the reference against the
+ * documented rules. Causal with offset 300: query i sees keys 0..300 + i.
+ *   batch 0: V[200] element 5 NaN: element 5 of every row NaN, element 4
+ *            not (rows 0, 1);
+ *   batch 1: K[150] element 0 NaN: a NaN score, every row NaN;
+ *   batch 2: K[100] all +inf: a score of +-inf or NaN (q's signs mixed);
+ *   all:     K and V rows 302..399 NaN: never visible to queries 0 and 1
+ *            (no effect), visible to 2 and 3 (NaN rows). */
+START_TEST(nan_inf) {
+  const int64_t nb = 3, hq = 2, hkv = 1, sq = 4, sk = 400, d = 64;
+  int64_t qs[4] = {nb, hq, sq, d}, ks[4] = {nb, hkv, sk, d};
+  ke_tensor q, k, v, o;
+  kt_alloc(&q, KE_F32, 4, qs);
+  kt_alloc(&k, KE_F32, 4, ks);
+  kt_alloc(&v, KE_F32, 4, ks);
+  kt_alloc(&o, KE_F32, 4, qs);
+  kt_fill_normal(&q, 0.0f, 1.0f);
+  kt_fill_normal(&k, 0.0f, 1.0f);
+  kt_fill_normal(&v, 0.0f, 1.0f);
+  double *qd = kt_to_doubles(&q), *kd = kt_to_doubles(&k);
+  double *vd = kt_to_doubles(&v);
+  vd[(0 * sk + 200) * d + 5] = NAN;
+  kd[(1 * sk + 150) * d + 0] = NAN;
+  for (int64_t e = 0; e < d; e++) kd[(2 * sk + 100) * d + e] = INFINITY;
+  for (int64_t a = 0; a < nb; a++)
+    for (int64_t j = 302; j < sk; j++)
+      for (int64_t e = 0; e < d; e++)
+        kd[(a * sk + j) * d + e] = vd[(a * sk + j) * d + e] = NAN;
+  kt_from_doubles(&k, kd);
+  kt_from_doubles(&v, vd);
+  dec_case c = mk(KE_F32, nb, hq, hkv, sq, sk, d, 4);
+  c.causal = 1;
+  c.offset = 300;
+  dec_check_views(&c, "nan_inf", &q, &k, &v, &o, &o, qd, kd, vd);
+  double *got = kt_to_doubles(&o);
+  for (int64_t h = 0; h < hq; h++)
+    for (int64_t i = 0; i < sq; i++) {
+      const double *r0 = got + ((0 * hq + h) * sq + i) * d;
+      const double *r1 = got + ((1 * hq + h) * sq + i) * d;
+      const int late = i >= 2; /* sees a NaN row past 301 */
+      ck_assert_msg(isnan(r0[5]), "V NaN lost (h %lld i %lld)", (long long)h,
+                    (long long)i);
+      ck_assert_msg(late || !isnan(r0[4]), "V NaN spread to element 4");
+      ck_assert_msg(isnan(r1[0]) && isnan(r1[d - 1]), "K NaN lost");
+    }
+  free(got);
+  free(vd);
+  free(kd);
+  free(qd);
+  kt_free(&o);
+  kt_free(&v);
+  kt_free(&k);
+  kt_free(&q);
+}
+END_TEST
+
+/* Rows whose visible scores are all -inf (K rows of -inf, q positive) give
+ * zeros, split or not, even though every V is NaN; and so do rows with no
+ * visible key (offset -3 over 2 keys: query i sees keys j <= i - 3). */
+START_TEST(empty_rows) {
+  const int64_t sq = 3, sk = 600, d = 32;
+  int64_t qs[4] = {1, 2, sq, d}, ks[4] = {1, 1, sk, d};
+  ke_tensor q, k, v, o;
+  kt_alloc(&q, KE_BF16, 4, qs);
+  kt_alloc(&k, KE_BF16, 4, ks);
+  kt_alloc(&v, KE_BF16, 4, ks);
+  kt_alloc(&o, KE_BF16, 4, qs);
+  kt_fill_uniform(&q, 0.5f, 1.0f);
+  double *kd = malloc((size_t)(sk * d) * sizeof *kd);
+  double *vd = malloc((size_t)(sk * d) * sizeof *vd);
+  ck_assert(kd && vd);
+  for (int64_t i = 0; i < sk * d; i++) {
+    kd[i] = -INFINITY;
+    vd[i] = NAN;
+  }
+  kt_from_doubles(&k, kd);
+  kt_from_doubles(&v, vd);
+  ke_tensor k2 = k, v2 = v;
+  k2.shape[2] = v2.shape[2] = 2;
+  static const int64_t splits[] = {1, 5};
+  static const int64_t offsets[] = {(int64_t)1 << 40, -3};
+  for (int s = 0; s < 2; s++)
+    for (int f = 0; f < 2; f++) {
+      ke_attention_params p;
+      ke_attention_params_init(&p);
+      p.causal = 1;
+      p.causal_offset = offsets[f];
+      kt_fill_uniform(&o, 1.0f, 2.0f);
+      dec_force_splits(splits[s]);
+      kt_assert_ok(ke_attention(kt_ctx(), &q, f ? &k2 : &k, f ? &v2 : &v, &o,
+                                &p));
+      dec_force_splits(0);
+      double *got = kt_to_doubles(&o);
+      for (int64_t i = 0; i < 2 * sq * d; i++)
+        ck_assert_msg(got[i] == 0.0, "%s, %lld ranges: out[%lld] = %g",
+                      f ? "nothing visible" : "all -inf",
+                      (long long)splits[s], (long long)i, got[i]);
+      free(got);
+    }
+  free(vd);
+  free(kd);
+  kt_free(&o);
+  kt_free(&v);
+  kt_free(&k);
+  kt_free(&q);
+}
+END_TEST
+
+/* ---- The engine scratch ------------------------------------------------------ */
+
+/* A split call leaves one scratch allocation in the ledger, with its call
+ * site in engine/src/scratch.c; later calls reuse it (counters back at
+ * zero: a second, different shape and a repeat are right), a larger need
+ * replaces it, and ke_scratch_release gives it back. */
+START_TEST(scratch) {
+  ke_context *ctx = kt_ctx();
+  const size_t before = ke_ledger_outstanding(ctx, NULL, 0);
+  dec_check(mk(KE_F32, 1, 4, 2, 1, 1000, 64, 6));
+  ke_allocation live[64];
+  size_t n = ke_ledger_outstanding(ctx, live, 64);
+  ck_assert_uint_eq(n, before + 1);
+  ck_assert_msg(strstr(live[n - 1].file, "scratch.c"), "scratch from %s",
+                live[n - 1].file);
+  const uint64_t first = live[n - 1].serial;
+  dec_check(mk(KE_F32, 1, 2, 2, 1, 999, 64, 3));   /* fits: reused */
+  dec_check(mk(KE_F32, 1, 4, 2, 1, 1000, 64, 6));  /* the first again */
+  n = ke_ledger_outstanding(ctx, live, 64);
+  ck_assert_uint_eq(n, before + 1);
+  ck_assert_uint_eq(live[n - 1].serial, first);
+  dec_check(mk(KE_BF16, 3, 16, 2, 1, 2000, 256, 9)); /* needs more */
+  n = ke_ledger_outstanding(ctx, live, 64);
+  ck_assert_uint_eq(n, before + 1);
+  ck_assert_uint_ne(live[n - 1].serial, first);
+  kt_assert_ok(ke_scratch_release(ctx));
+  ck_assert_uint_eq(ke_ledger_outstanding(ctx, NULL, 0), before);
+  kt_assert_ok(ke_scratch_release(ctx));           /* none: fine */
+  dec_check(mk(KE_F16, 1, 4, 2, 1, 1000, 64, 6));  /* allocated anew */
+  ck_assert_uint_eq(ke_ledger_outstanding(ctx, NULL, 0), before + 1);
+}
+END_TEST
+
+/* The knobs refuse values out of range and keep the old ones. */
+START_TEST(tuning_refusals) {
+  ke_context *ctx = kt_ctx();
+  ke__decode_tuning t, got;
+  ke__decode_tuning_defaults(&t);
+  t.blocks_per_mp = 0;
+  kt_assert_status(ke__decode_tuning_set(ctx, &t), KE_EINVAL);
+  ke__decode_tuning_defaults(&t);
+  t.min_chunk = 0;
+  kt_assert_status(ke__decode_tuning_set(ctx, &t), KE_EINVAL);
+  ke__decode_tuning_defaults(&t);
+  t.force_splits = -1;
+  kt_assert_status(ke__decode_tuning_set(ctx, &t), KE_EINVAL);
+  kt_assert_ok(ke__decode_tuning_get(ctx, &got));
+  ke__decode_tuning_defaults(&t);
+  ck_assert_int_eq(got.force_splits, t.force_splits);
+  ck_assert_int_eq(got.blocks_per_mp, t.blocks_per_mp);
+  /* max_rows 0: every shape takes the prefill kernel, same results. */
+  t.max_rows = 0;
+  kt_assert_ok(ke__decode_tuning_set(ctx, &t));
+  dec_case c = mk(KE_F32, 1, 4, 2, 1, 300, 64, 0);
+  dec_check(c);
+  kt_assert_ok(ke__decode_tuning_set(ctx, NULL));
+}
+END_TEST
+
+static const kt_test attention_decode_tests[] = {
+    KT_TEST(sizes),
+    KT_TEST(gqa_ratios),
+    KT_TEST(head_dims),
+    KT_TEST(uneven_splits),
+    KT_TEST(default_split),
+    KT_TEST(causal_offsets),
+    KT_TEST(strided_views),
+    KT_TEST(nan_inf),
+    KT_TEST(empty_rows),
+    KT_TEST(scratch),
+    KT_TEST(tuning_refusals),
+};
+
+KT_SUITE(kt_suite_attention_decode, "attention_decode", "gpu,kernel",
+         attention_decode_tests);
