@@ -6,8 +6,9 @@
  *
  * A block takes BM = WARPS * MU * 16 consecutive rows of one (batch, kv
  * head), as kd-attn.h defines rows (query major: the heads of a GQA group
- * share every K/V tile). Each warp owns MU units of 16 rows. Q is staged once and kept as A fragments in registers (QREG) or
- * re-read from shared memory; K and V stream through STAGES shared tiles
+ * share every K/V tile). Each warp owns MU units of 16 rows. Q is staged
+ * once and kept as A fragments in registers (QREG) or re-read from shared
+ * memory; K and V stream through STAGES shared tiles
  * (kd_mma_tile, swizzled) filled with kd_cp_async16 (cp.async on NVIDIA),
  * BN keys each. Per tile a warp computes S = Q K^T on the matrix unit,
  * scales it into the log2 domain, masks it where the tile needs it, updates

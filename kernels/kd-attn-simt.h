@@ -5,8 +5,8 @@
  * scripts/attn-tune.cu builds other configurations of the same code.
  *
  * A block of 256 threads (16 x 16: ty = tid / 16, tx = tid % 16) takes BM
- * consecutive rows of one (batch, kv head), as kd-attn.h defines rows. Q [BM][DP], K and V
- * [BN][DP] and P [BM][BN] live in shared memory as f32. Per tile of BN keys
+ * consecutive rows of one (batch, kv head), as kd-attn.h defines rows.
+ * Q [BM][DP], K and V [BN][DP] and P [BM][BN] live in shared memory as f32. Per tile of BN keys
  * the block computes S = Q K^T as a small GEMM: thread (ty, tx) owns rows
  * ty + 16 i (i < BM / 16) and keys tx + 16 j (j < BN / 16) and reads one
  * float4 of Q per row and of K per key for every four dimensions; the 16

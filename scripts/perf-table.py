@@ -104,7 +104,8 @@ def _tests_fallback(text):
         m = re.match(r"^  (\w+):(?: (.*))?$", line)
         if m:
             key, val = m.group(1), m.group(2)
-            section = key if key in ("notes", "metrics", "device_info") and not val else None
+            sections = ("notes", "metrics", "device_info")
+            section = key if key in sections and not val else None
             item = None
             if section == "device_info":
                 item = cur["device_info"] = {}
@@ -245,7 +246,8 @@ def markdown(kiln, torch, table):
     failed = [i for i, o in kiln["outcomes"].items() if o not in ("pass", "flaky")]
     if failed:
         lines.append(f"tests that did not pass: {', '.join(sorted(failed))}")
-    lines += ["", "| kernel | dtype | shape | kiln | % of copy or peak | torch | kiln/torch | verdict |",
+    lines += ["", "| kernel | dtype | shape | kiln | % of copy or peak | torch "
+                  "| kiln/torch | verdict |",
               "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
     for r in table:
         pct = "n/a" if r["copy"] is None or r["copy"] != r["copy"] else f"{100 * r['copy']:.0f}%"
