@@ -29,6 +29,29 @@ inline void kemu__require_warp(const char *op, int width) {
   if (warpSize != width) kemu__bad_warp(op, width);
 }
 
+/* Whether every product of two of these values is exact in f32 and normal
+ * (or zero): then acc + a * b rounds once, exactly as fmaf(a, b, acc), and
+ * needs no call. Products of 16-bit values have at most 22 significant bits,
+ * so only the range can fail (bf16's); NaN fails the test too. */
+inline bool kemu__plain_products(const float *x, int n) {
+  for (int i = 0; i < n; i++) {
+    const float m = fabsf(x[i]);
+    if (!(m <= 0x1p62f && (m >= 0x1p-62f || m == 0.0f))) return false;
+  }
+  return true;
+}
+
+/* d[i] += sum over k of a_i[k] * b_i[k] in k order, one rounding per term
+ * (fused multiply-add). */
+inline float kemu__dot16(float acc, const float *a, const float *b,
+                         bool plain) {
+  if (plain)
+    for (int k = 0; k < 16; k++) acc = acc + a[k] * b[k];
+  else
+    for (int k = 0; k < 16; k++) acc = fmaf(a[k], b[k], acc);
+  return acc;
+}
+
 /* Element e (0 or 1) of a register holding two 16-bit patterns. */
 inline uint16_t kemu__half_of(uint32_t reg, int e) {
   return (uint16_t)(e ? reg >> 16 : reg & 0xffffu);
@@ -97,11 +120,10 @@ inline void kemu_mma_m16n8k16(float d[4], const uint32_t a[4],
       ar[h][k] = a_at(g + 8 * h, k);
       bc[h][k] = b_at(k, 2 * tq + h);
     }
-  for (int i = 0; i < 4; i++) {
-    float acc = d[i];
-    for (int k = 0; k < 16; k++) acc = fmaf(ar[i / 2][k], bc[i % 2][k], acc);
-    d[i] = acc;
-  }
+  const bool plain = kemu__plain_products(&ar[0][0], 32) &&
+                     kemu__plain_products(&bc[0][0], 32);
+  for (int i = 0; i < 4; i++)
+    d[i] = kemu__dot16(d[i], ar[i / 2], bc[i % 2], plain);
 }
 
 /* ---- AMD CDNA (wave of 64) ----------------------------------------------- */
@@ -133,11 +155,9 @@ inline void kemu_mfma_16x16x16(float d[4], const uint32_t a[2],
                       (k % 4) / 2, k);
     bc[k] = elem((unsigned int)(col + 16 * (k / 4)), 2 + (k % 4) / 2, k);
   }
-  for (int i = 0; i < 4; i++) {
-    float acc = d[i];
-    for (int k = 0; k < 16; k++) acc = fmaf(ar[i][k], bc[k], acc);
-    d[i] = acc;
-  }
+  const bool plain = kemu__plain_products(&ar[0][0], 64) &&
+                     kemu__plain_products(bc, 16);
+  for (int i = 0; i < 4; i++) d[i] = kemu__dot16(d[i], ar[i], bc, plain);
 }
 
 #endif
