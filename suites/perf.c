@@ -856,16 +856,37 @@ START_TEST(mxfp_gemm) {
 }
 END_TEST
 
-/* ---- Fused attention ------------------------------------------------------------ */
+/* ---- Fused attention ------------------------------------------------------------- */
+
+/* B = 1, H = 16 (2 in emulation), Sq = Sk = S: S = 1024 and 4096 on a GPU
+ * (64 and 128 in emulation). FLOP = 4 D per visible (query, key) pair per
+ * head (Q K^T and P V): H S^2 pairs, H S (S + 1) / 2 when causal, so a
+ * causal figure counts only the work the mask leaves. */
+typedef struct attn_perf {
+  const char *bench;        /* metric prefix; "_s<S>" is appended */
+  int64_t s_gpu, s_host, d;
+  int causal;
+  int all_dtypes;           /* f32, f16 and bf16; else bf16 only */
+} attn_perf;
+
+static const attn_perf kAttnPerf[] = {
+    {"attention", 1024, 64, 128, 0, 1},
+    {"attention", 4096, 128, 128, 0, 1},
+    {"attention_causal", 1024, 64, 128, 1, 1},
+    {"attention_causal", 4096, 128, 128, 1, 1},
+    {"attention_d64", 4096, 128, 64, 0, 0},
+    {"attention_d256", 4096, 128, 256, 0, 0},
+};
 
 typedef struct attn_bench {
   perf_set q, k, v, o;
+  ke_attention_params p;
 } attn_bench;
 
 static void attn_launch(void *p, int s) {
   attn_bench *a = p;
   kt_assert_ok(ke_attention(kt_ctx(), &a->q.t[s], &a->k.t[s], &a->v.t[s],
-                            &a->o.t[s], NULL));
+                            &a->o.t[s], &a->p));
 }
 
 static double perf_max_norm(const double *x, int64_t rows, int64_t d) {
@@ -900,10 +921,9 @@ static kt_tol perf_attn_tol(ke_dtype dt, const double *q, int nq,
   return t;
 }
 
-/* Non-causal attention, B = 1, H = 16 (2 in emulation), Sq = Sk = S,
- * D = 128: 4 B H S^2 D FLOP (Q K^T and P V). */
-static void attn_run(const perf_cfg *c, int64_t S, ke_dtype dt) {
-  const int64_t H = c->host ? 2 : 16, D = PERF_HEAD_DIM;
+static void attn_run(const perf_cfg *c, const attn_perf *ap, ke_dtype dt) {
+  const int64_t H = c->host ? 2 : 16, D = ap->d;
+  const int64_t S = c->host ? ap->s_host : ap->s_gpu;
   int64_t es = (int64_t)ke_dtype_size(dt);
   int64_t shape[4] = {1, H, S, D};
   int nsets = perf_sets(c, 4 * H * S * D * es);
@@ -912,17 +932,23 @@ static void attn_run(const perf_cfg *c, int64_t S, ke_dtype dt) {
   set_alloc(&a.k, nsets, dt, 4, shape, 1);
   set_alloc(&a.v, nsets, dt, 4, shape, 1);
   set_alloc(&a.o, nsets, dt, 4, shape, 0);
+  ke_attention_params_init(&a.p);
+  a.p.causal = ap->causal;
 
   double ms = perf_time(c, "attention", attn_launch, &a, nsets);
-  char bench[32], sh[64];
-  snprintf(bench, sizeof bench, "attention_s%lld", (long long)S);
+  char bench[48], sh[64];
+  snprintf(bench, sizeof bench, "%s_s%lld", ap->bench, (long long)S);
   snprintf(sh, sizeof sh, "1x%lldx%lldx%lld", (long long)H, (long long)S,
            (long long)D);
-  perf_report_flops(bench, dt, sh,
-                    4.0 * (double)H * (double)S * (double)S * (double)D, ms);
+  const double pairs = ap->causal ? (double)S * (double)(S + 1) / 2.0
+                                  : (double)S * (double)S;
+  const double flop = 4.0 * (double)H * pairs * (double)D;
+  perf_report_flops(bench, dt, sh, flop, ms);
+  perf_report_peak(bench, dt, flop, ms);
   perf_rotation(bench, dt, nsets, 4 * H * S * D * es);
 
-  /* Sampled query rows (h, s), each against all keys of its head. */
+  /* Sampled query rows (h, s), each against the keys it sees (all, or
+   * 0..s when causal) of its head. */
   int n = c->host ? c->samples : 8;
   int64_t idx[64];
   perf_sample(H * S, n, idx);
@@ -934,11 +960,11 @@ static void attn_run(const perf_cfg *c, int64_t S, ke_dtype dt) {
   ke_attention_params p;
   ke_attention_params_init(&p);
   for (int i = 0; i < n; i++) {
-    int64_t h = idx[i] / S;
+    int64_t h = idx[i] / S, sk = ap->causal ? idx[i] % S + 1 : S;
     const double *kh = kd + (size_t)(h * S * D), *vh = vd + (size_t)(h * S * D);
     ke_attention_ref(qd + (size_t)i * D, kh, vh, ref + (size_t)i * D, 1, 1, 1,
-                     1, S, D, &p);
-    kt_tol t = perf_attn_tol(dt, qd + (size_t)i * D, 1, kh, vh, S, D);
+                     1, sk, D, &p);
+    kt_tol t = perf_attn_tol(dt, qd + (size_t)i * D, 1, kh, vh, sk, D);
     if (t.atol > tol.atol) tol.atol = t.atol;
     if (t.rtol > tol.rtol) tol.rtol = t.rtol;
   }
@@ -958,10 +984,10 @@ static void attn_run(const perf_cfg *c, int64_t S, ke_dtype dt) {
 
 START_TEST(attention) {
   perf_cfg c = perf_config();
-  int64_t len[2];
-  perf_lengths(&c, len);
-  for (int l = 0; l < 2; l++)
-    for (size_t i = 0; i < 2; i++) attn_run(&c, len[l], kMatDtypes[i]);
+  for (size_t i = 0; i < sizeof kAttnPerf / sizeof kAttnPerf[0]; i++)
+    for (size_t t = 0; t < NDTYPES; t++)
+      if (kAttnPerf[i].all_dtypes || kDtypes[t] == KE_BF16)
+        attn_run(&c, &kAttnPerf[i], kDtypes[t]);
 }
 END_TEST
 

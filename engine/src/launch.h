@@ -146,13 +146,15 @@ int ke__mask_launch(void *stream, ke_dtype dtype, void *scores,
 
 /* Fused attention: q/o [b, hq, sq, d], k/v [b, hkv, sk, d]; strides in
  * elements for the B, H and S dimensions (D is contiguous); 1 <= d <= 256,
- * hq a multiple of hkv; scale resolved; offset resolved when causal. */
+ * hq a multiple of hkv; scale resolved; offset resolved when causal;
+ * kernel resolved (KE_ATTN_KERNEL_TILED or KE_ATTN_KERNEL_ROWS). */
 typedef struct ke__attention_desc {
   int64_t b, hq, hkv, sq, sk, d;
   int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
   float scale;
   int causal;
   int64_t offset;
+  int kernel;
 } ke__attention_desc;
 int ke__attention_launch(void *stream, ke_dtype dtype, const void *q,
                          const void *k, const void *v, void *o,

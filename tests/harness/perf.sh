@@ -48,9 +48,11 @@ shapes = {d["key"] for d in notes.values()}
 want = [f"{b}.{dt}" for b in ("softmax", "rmsnorm", "rmsnorm_residual", "swiglu", "rope",
                              "kv_repeat", "mxfp4_dequant", "mxfp6_e2m3_dequant")
         for dt in ("f32", "f16", "bf16")] + ["copy.f32"]
-want_flop = [f"{b}_s{s}.{dt}" for b, dts in (("gemm", ("f32", "f16", "bf16")),
-                                            ("attention", ("f32", "bf16")))
-             for s in (64, 128) for dt in dts] + ["mxfp4_gemm_s128.bf16"]
+want_flop = [f"gemm_s{s}.{dt}" for s in (64, 128) for dt in ("f32", "f16", "bf16")]
+want_flop += ["mxfp4_gemm_s128.bf16"]
+want_flop += [f"{b}_s{s}.{dt}" for b in ("attention", "attention_causal")
+              for s in (64, 128) for dt in ("f32", "f16", "bf16")]
+want_flop += ["attention_d64_s128.bf16", "attention_d256_s128.bf16"]
 for k in want:
     for q in ("GBps", "ratio_to_copy", "ms", "bytes", "rotation_bytes"):
         v = vals[f"{k}.{q}"]
@@ -81,6 +83,8 @@ assert vals["mxfp4_gemm_s128.bf16.flop"] == 2 * 128 ** 3
 # No dense peak is known for the host emulation: no fraction is made up.
 assert not any(k.endswith("ratio_to_peak") for k in vals), "peak on the host"
 assert vals["attention_s64.bf16.flop"] == 4 * 2 * 64 * 64 * 128
+# Causal attention counts the visible pairs only: S (S + 1) / 2 per head.
+assert vals["attention_causal_s64.f16.flop"] == 4 * 2 * (64 * 65 // 2) * 128
 g = vals["softmax.f32.bytes"] / (vals["softmax.f32.ms"] * 1e-3) / 1e9
 assert abs(g / vals["softmax.f32.GBps"] - 1) < 1e-9, "GB/s is bytes over the median"
 PY
@@ -193,7 +197,9 @@ if python3 - "$T/table.md" <<'PY'
 import sys
 lines = [l for l in open(sys.argv[1]) if l.startswith("| ") and not l.startswith("| kernel") and "---" not in l]
 rows = {tuple(c.strip() for c in l.strip().strip("|").split("|")[:2]): l for l in lines}
-assert len(rows) == 2 + 8 * 3 + 11 + 16, len(rows)  # copy, fill, 8 memory benches x 3, 11 FLOP cases, 16 decode
+# copy, fill, 8 memory benches x 3, 6 GEMM, 1 MX GEMM and 14 attention FLOP
+# cases, 16 decode
+assert len(rows) == 2 + 8 * 3 + 6 + 1 + 14 + 16, len(rows)
 assert "below 0.9x torch" in rows[("decode_b8_s256", "bf16")]
 assert "meets targets" not in rows[("paged_decode_b1_s32", "f16")]
 assert "reference" in rows[("copy", "f32")]
