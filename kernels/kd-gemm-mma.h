@@ -331,15 +331,17 @@ template <class Cfg, bool AKC, bool BKC> constexpr int kd_mm_smem_bytes() {
 }
 
 /* Launches kd_mm_gemm over the whole problem: grid-stride over the tiles,
- * the dynamic shared memory limit raised once per kernel where the
- * slots need more than the default 48 KiB. */
+ * the dynamic shared memory limit raised once per kernel. Always, not only
+ * above the default 48 KiB: the default bounds static plus dynamic memory,
+ * and a stager's own static tables (the MX decode table) on top of slots
+ * of exactly 48 KiB made the launch fail on the H100. */
 template <class Arch, typename T, class Cfg, bool AKC, bool BKC, class StA,
           class StB, class OpA, class OpB>
 static int kd_mm_launch(hipStream_t stream, const OpA &a, const OpB &b,
                         const kd_mm_out &c, const kd_mm_dims &d) {
   constexpr int smem = kd_mm_smem_bytes<Cfg, AKC, BKC>();
   constexpr int threads = Cfg::WARPS * Arch::WARP;
-  if (smem > (48 << 10)) {
+  {
     auto kernel = kd_mm_gemm<Arch, T, Cfg, AKC, BKC, StA, StB, OpA, OpB>;
     static int raised; /* per kernel and process; racing callers agree */
     if (!__atomic_load_n(&raised, __ATOMIC_RELAXED)) {
