@@ -236,7 +236,7 @@ template <typename T, bool AKC, bool BKC>
 static void sweep_mm(int64_t m, int64_t n, int64_t k, bool all) {
   problem<T> p = make_problem<T>(m, n, k, !AKC, BKC);
   const std::vector<float> bh = host_b(p);
-  run_mm<kd_mm_nv_large, T, AKC, BKC>("128x256x32 s3 (large)", p, bh);
+  run_mm<kd_mm_nv_large, T, AKC, BKC>("128x128x64 s3 (large)", p, bh);
   run_mm<kd_mm_nv_medium, T, AKC, BKC>("128x128x32 s4 (medium)", p, bh);
   run_mm<kd_mm_nv_small, T, AKC, BKC>("64x128x32 s4 (small)", p, bh);
   if (all) {
@@ -439,7 +439,7 @@ int main(int argc, char **argv) {
   sweep_mm<kd_bf16, true, false>(8192, 8192, 8192, false);
   for (int64_t s : {4096, 1024}) sweep_simt(s, false, false);
   sweep_simt(4096, true, true);
-  run_mx<kd_mm_nv_large>("128x256x32 s3 (large) mxfp4", 4096, 4096, 4096);
+  run_mx<kd_mm_nv_large>("128x128x64 s3 (large) mxfp4", 4096, 4096, 4096);
   run_mx<kd_mm_nv_medium>("128x128x32 s4 (medium) mxfp4", 4096, 4096, 4096);
   for (int64_t k : {1024, 4096, 16384, 65536}) numerics(k);
   return 0;

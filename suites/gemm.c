@@ -224,7 +224,7 @@ END_TEST
 /* f16 x f16 and bf16 x bf16 GEMMs, each in every transpose. The host
  * emulation picks tile configurations as for 4 multiprocessors
  * (kernels/kd-gemm-mma.h), so these sizes reach each of them at warp 32
- * (NVIDIA: 128 x 256 at 130 x 258, 128 x 128 at 129 x 129, 64 x 128
+ * (NVIDIA: 128 x 128 x 64 at 130 x 386, 128 x 128 x 32 at 129 x 129, 64 x 128
  * below) and at warp 64 (CDNA: 128 x 128 from 130 x 130, 64 x 64 below).
  * The 16-byte copies need row strides that are multiples of 8 elements:
  * the "vec" rows pad M, N and K (equal mod 8) up to that in every
@@ -243,7 +243,7 @@ typedef struct mm_row {
 static const mm_row kMmRows[] = {
     {"vec 45x29x37", 1, 45, 29, 37, KE_F16, KE_F32, 1, 0, .pad_a = 3,
      .pad_b = 3},
-    {"vec nv 128x256", 1, 130, 258, 42, KE_BF16, KE_F32, 1, 0, .pad_a = 6,
+    {"vec nv large", 1, 130, 386, 42, KE_BF16, KE_F32, 1, 0, .pad_a = 6,
      .pad_b = 6},
     {"vec nv 128x128", 1, 129, 129, 65, KE_F16, KE_BF16, 1, 0, .pad_a = 7,
      .pad_b = 7},

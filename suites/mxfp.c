@@ -742,7 +742,7 @@ static void check_mx_gemm(ke_mxfp_format f, int64_t batch, int64_t m,
 }
 
 /* M x K x N across the tiles, batches, the dtypes; bf16 X runs on the
- * matrix units (each tile configuration of the host emulation: 130 x 258
+ * matrix units (each tile configuration of the host emulation: 130 x 386
  * reaches the largest at both warp sizes), with X's base off by one
  * element (element loads) and W's bytes at odd addresses (byte loads). */
 static void sweep_mx_gemm(ke_mxfp_format f) {
@@ -752,7 +752,7 @@ static void sweep_mx_gemm(ke_mxfp_format f) {
   check_mx_gemm(f, 3, 5, 64, 66, KE_F32, KE_F16);
   check_mx_gemm(f, 2, 70, 32, 129, KE_F16, KE_F16);
   check_mx_gemm(f, 1, 1, 32, 1, KE_BF16, KE_F32);
-  check_mx_gemm(f, 1, 130, 64, 258, KE_BF16, KE_F32);
+  check_mx_gemm(f, 1, 130, 64, 386, KE_BF16, KE_F32);
   check_mx_gemm(f, 3, 17, 96, 33, KE_BF16, KE_F16);
   check_mx_gemm_at(f, 2, 33, 64, 40, KE_BF16, KE_BF16, 1, 0);
   check_mx_gemm_at(f, 1, 40, 96, 130, KE_BF16, KE_F32, 0, 3);
