@@ -19,7 +19,7 @@ if [ $have_ctest = 1 ]; then
   mkdir -p "$T/empty-project"
   echo 'add_test(t "/bin/true")' >"$T/empty-project/CTestTestfile.cmake"
 fi
-ctest_reads() { (cd "$T/empty-project" && ctest --resource-spec-file "$1" >/dev/null 2>&1); }
+ctest_reads() { (cd "$T/empty-project" && ctest --resource-spec-file "$1") >/dev/null 2>&1; }
 
 n=0 agree=0
 for f in "$specs"/accept/*.json "$specs"/refuse/*.json; do

@@ -11,7 +11,7 @@ declare -A want=(
   [pass]=pass [fail_assert]=fail [segfault]=crash [abort_call]=crash
   [exit_early]=crash [hang]=timeout [hang_ignores_term]=timeout [leak]=leak
   [skip]=skip [flaky_once]=flaky [garbage]=error [truncated]=error
-  [grandchild]=pass [flood]=pass [sleeper]=pass [gpu_sleeper]=pass [pollution_writer]=leak
+  [grandchild]=leak [flood]=pass [sleeper]=pass [gpu_sleeper]=pass [pollution_writer]=leak
   [pollution_reader]=pass [oob_write_far]=crash [oob_write_near]=fail
   [unwritten_read]=fail [spin_kernel]=timeout [over_cap]=fail
   [closed_pipe]=crash [uninit_branch]=pass [yaml_strings]=pass [long_record]=pass

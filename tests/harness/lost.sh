@@ -13,16 +13,30 @@ export KILN_FAULT_SLEEP_MS=20000 KILN_FAULT_KILL_MS=400
 # Queue per repeat: pass, sleeper, helper, kill_kiln. Three at a time: pass
 # ends at once and kill_kiln starts, which kills kiln while sleeper and
 # helper run. Planned: 4 tests x 3 repeats = 12 runs; started: 4.
-k run --backend host -j 3 --repeat 3 -o "$T/run" faults/pass faults/sleeper faults/helper faults/kill_kiln
+# helper_sleep: the pid of faults/helper's helper (a `sleep` with this
+# test's token key and KILN_TEST=faults/helper in its environment).
+helper_sleep() {
+  local f
+  for f in $(grep -lsz '^KILN_TEST=faults/helper$' /proc/[0-9]*/environ); do
+    grep -qsz "^KILN_TOKEN_KEY=$KEY\$" "$f" || continue
+    f=${f%/environ}
+    grep -qs '^sleep' "$f/cmdline" && { basename "$f"; return; }
+  done
+}
+"$KILN" run --backend host -j 3 --repeat 3 -o "$T/run" faults/pass faults/sleeper faults/helper \
+  faults/kill_kiln >"$T/out.txt" 2>&1 &
+kiln_pid=$!
+hp=
+for i in $(seq 100); do hp=$(helper_sleep); [ -n "$hp" ] && break; sleep 0.02; done
+wait $kiln_pid; rc=$?
 expect_rc 137 "kiln killed by one of its tests"
 sleep 0.5
 expect_tokens_full "after kiln was killed"
 expect_no_runners "after kiln was killed (helpers included)"
-hp=$(grep -o 'helper pid [0-9]*' "$T/run/logs/faults/helper.log" 2>/dev/null | awk '{print $3}')
-[ -z "$hp" ] && hp=$(grep -ao 'helper pid [0-9]*' "$T/run/journal" | awk '{print $3}')
-if [ -n "$hp" ] && [ -e "/proc/$hp" ] && ! grep -q '^State:.*Z' "/proc/$hp/status"; then
+if [ -z "$hp" ]; then fail "faults/helper's helper was never seen running"
+elif [ -e "/proc/$hp" ] && ! grep -q '^State:.*Z' "/proc/$hp/status"; then
   fail "the helper ($hp) of faults/helper survived kiln"; kill -9 "$hp"
-else ok "the helper ${hp:-?} of faults/helper is gone"; fi
+else ok "the helper $hp of faults/helper is gone"; fi
 [ -f "$T/run/report.yaml" ] && fail "a killed kiln wrote report.yaml" || ok "no report.yaml"
 
 k report show "$T/run"

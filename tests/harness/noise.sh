@@ -24,7 +24,7 @@ expect_eq "$got" "slower_kernel syn/t07 k0" "exactly that kernel, nothing else"
 expect_match "$(field findings.0.factor)" '^(1\.[89]|2\.[0-2])' "by how much (x2)"
 expect_match "$(field findings.0.confidence)" '^0\.99[9]' "with a confidence of at least 99.9%"
 expect_match "$(field findings.0.noise_rel)" '^0\.[0-9]' "and the noise it was judged against"
-expect_out 'slower kernel +syn/t07 kernel k0: .*x2\.[0-9]+.*confidence' "the summary line says factor and confidence"
+expect_out 'slower kernel +syn/t07 kernel k0: .*\(x(1\.[89]|2\.[0-2])[0-9]*;.*confidence' "the summary line says factor and confidence"
 
 k report diff "$T/r/base.yaml" "$T/r/failing.yaml"
 expect_rc 1 "a test failing in one repeat"
