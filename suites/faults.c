@@ -230,6 +230,16 @@ static pid_t start_stray(int session) {
   ck_assert_int_eq(read(p[0], &stray, sizeof stray), (ssize_t)sizeof stray);
   close(p[0]);
   if (session) waitpid(c, NULL, 0);
+  /* Until it has become `sleep` (what kiln will report it as). */
+  char path[64], cmd[16] = "";
+  snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)stray);
+  for (int i = 0; i < 2000 && strcmp(cmd, "sleep") != 0; i++) {
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(cmd, 1, sizeof cmd - 1, f) : 0;
+    if (f) fclose(f);
+    cmd[n] = '\0';
+    if (strcmp(cmd, "sleep") != 0) usleep(1000);
+  }
   return stray;
 }
 

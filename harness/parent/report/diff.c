@@ -280,10 +280,11 @@ static double night_shift(const figures *F, int k) {
   return m;
 }
 
+/* Past the thresholds: a time slower by more than --time-rel (and the
+ * absolute one), a throughput lower by more than --metric-rel of its base. */
 static int slower_enough(const krep__fig *f, double run_shift, const krep_diff_opts *o) {
-  double rel = f->kind == FIG_METRIC ? o->metric_rel : o->time_rel;
-  if (exp(f->excess) - 1 <= rel) return 0;
-  if (f->kind == FIG_METRIC) return 1;
+  if (f->kind == FIG_METRIC) return 1 - exp(-f->excess) > o->metric_rel;
+  if (exp(f->excess) - 1 <= o->time_rel) return 0;
   double abs_ms = f->kind == FIG_BODY ? o->test_abs_ms : o->kernel_abs_ms;
   return f->neu - f->base * exp(run_shift) > abs_ms;
 }
