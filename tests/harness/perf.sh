@@ -102,26 +102,39 @@ expect_rc 0 "report merge"
 expect_eq "$(count_metrics "$T/merged.yaml")" "$n0" "metrics after merge"
 
 # ---- diff flags a lower throughput metric; html lists metrics ---------------------------
-# NEW = the same report with softmax.f32.GBps halved (a regression), a
+# The diff judges a change against the noise its repeats measure: BASE is
+# the perf run as three repeats (every time and metric as run, 1% above, 1%
+# below); NEW the same with softmax.f32.GBps halved (a regression), a
 # TFLOP/s figure raised and a ms figure doubled (neither is one).
-python3 - perf/report.yaml "$T/lower.yaml" <<'PY'
+python3 - perf/report.yaml "$T/base3.yaml" "$T/lower.yaml" <<'PY'
 import re, sys
 s = open(sys.argv[1]).read()
+head, _, tests = s.partition("\ntests:\n")
+tests = tests.rstrip().rstrip(".").rstrip() + "\n"
+recs = re.findall(r"^- id: .*\n(?:(?!- id: ).*\n)*", tests, re.M)
+def num(f):
+    return lambda m: m[1] + repr(float(m[2]) * f)
+def repeats(recs):
+    out = []
+    for r in recs:
+        for k, f in ((1, 1.0), (2, 1.01), (3, 0.99)):
+            c = re.sub(r"(\n\s+(?:\w+_ms|value): )([-0-9.e+]+)(?=\n)", num(f), r)
+            out.append(re.sub(r"\n  repeat: \d+\n", "\n  repeat: %d\n" % k, c))
+    return "".join(out)
 def scale(s, name, f):
-    out, n = re.subn(r"(- name: %s\n    value: )([^\n]+)" % re.escape(name),
-                     lambda m: m[1] + repr(float(m[2]) * f), s)
-    assert n == 1, name
+    out, n = re.subn(r"(- name: %s\n    value: )([^\n]+)" % re.escape(name), num(f), s)
+    assert n == 3, (name, n)
     return out
-s = scale(s, "softmax.f32.GBps", 0.5)
-s = scale(s, "gemm_s128.bf16.TFLOPs", 1.5)
-s = scale(s, "rope.f16.ms", 2.0)
-open(sys.argv[2], "w").write(s)
+base = repeats(recs)
+open(sys.argv[2], "w").write(head + "\ntests:\n" + base + "...\n")
+low = scale(scale(scale(base, "softmax.f32.GBps", 0.5), "gemm_s128.bf16.TFLOPs", 1.5), "rope.f16.ms", 2.0)
+open(sys.argv[3], "w").write(head + "\ntests:\n" + low + "...\n")
 PY
-k report diff perf/report.yaml "$T/lower.yaml" --yaml "$T/diff.yaml"
+k report diff "$T/base3.yaml" "$T/lower.yaml" --yaml "$T/diff.yaml"
 expect_rc 1 "diff with a halved GB/s"
-expect_out 'lower metric +perf/softmax metric softmax.f32.GBps: .* GB/s \(x0.50\)' "the finding names test, metric and factor"
+expect_out 'lower metric +perf/softmax metric softmax.f32.GBps: .* GB/s \(x0.50;' "the finding names test, metric and factor"
 expect_eq "$(grep -c 'kind: lower_metric' "$T/diff.yaml")" 1 "exactly one lower_metric finding"
-k report diff perf/report.yaml "$T/lower.yaml" --metric-rel 0.6
+k report diff "$T/base3.yaml" "$T/lower.yaml" --metric-rel 0.6
 expect_rc 0 "a 50% drop within --metric-rel 0.6"
 k report diff perf/report.yaml perf/report.yaml
 expect_rc 0 "a report against itself"

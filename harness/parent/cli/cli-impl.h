@@ -42,7 +42,8 @@ struct kcli__args;
 typedef struct kcli__cmd {
   const char *name;         /* "run", "report merge" */
   const char *args;         /* the words after the options, for usage */
-  const char *summary;      /* one line for `kiln help` */
+  const char *summary;      /* one line for `kiln help`; NULL: kiln's own
+                               (not listed) */
   const char *about;        /* the paragraph of its --help, or NULL */
   const char *opts;         /* its options' ids, space-separated */
   int min_pos, max_pos;     /* positional words; max -1: any number */
@@ -59,7 +60,7 @@ typedef struct kcli__args {
   krun_settings flags;      /* the settings it gave */
   char *config, *report, *out, *spec, *token_key, *runner_dir;
   char *junit, *shard, *shard_durations, *yaml;
-  char *concurrency, *skip, *rss_tests;
+  char *concurrency, *skip, *rss_tests, *format;
   char **history;
   int nhistory;
   int verbose, force;
@@ -100,5 +101,6 @@ int kcli__report_merge(kcli__args *a);
 int kcli__report_html(kcli__args *a);
 int kcli__bench(kcli__args *a);
 int kcli__help_cmd(kcli__args *a);
+int kcli__guard(kcli__args *a);
 
 #endif
