@@ -156,8 +156,10 @@ const kcli__cmd kcli__cmds[] = {
    "           with kiln, 3 rounds each (the summary takes each one's\n"
    "           least CPU), and the ratio; kiln's own peak RSS at two test\n"
    "           counts\n"
-   "Every child sees one device (the first), as `kiln run` narrows it.",
-   "backend tests concurrency host-tests rss-tests bench-out skip runner-dir", 0, 0, 0,
+   "Every child sees one device (the first), as `kiln run` narrows it.\n"
+   "--contain M is passed to every `kiln run`: the host figures with each\n"
+   "way of finding what tests leave running show what it costs per test.",
+   "backend tests concurrency host-tests rss-tests bench-out skip contain runner-dir", 0, 0, 0,
    kcli__bench,
    "Targets (PASS/MISS in the summary): kiln's best >= 90% of the ceiling;\n"
    "host: kiln's CPU per test <= 1.3x the runner's alone, its tests/s with\n"

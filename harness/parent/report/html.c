@@ -20,7 +20,7 @@ static const char css[] =
   "h1{font-size:20px;margin:16px 0 4px}h2{font-size:16px;margin:24px 0 8px}"
   ".meta{color:#555}.chips span{display:inline-block;padding:2px 10px;margin:4px 6px 0 0;"
   "border-radius:10px;background:#eee}.o-pass{color:#176c2e}.o-fail,.o-crash,.o-error,"
-  ".o-timeout{color:#b3261e;font-weight:600}.o-leak,.o-flaky{color:#8a5a00;font-weight:600}"
+  ".o-timeout,.o-lost{color:#b3261e;font-weight:600}.o-leak,.o-flaky{color:#8a5a00;font-weight:600}"
   ".o-skip{color:#00639b}.plots{display:flex;flex-wrap:wrap;gap:16px}"
   ".plots figure{margin:0;border:1px solid #ddd;border-radius:6px;padding:8px}"
   "figcaption{font-weight:600;margin-bottom:4px}svg text{font:11px sans-serif;fill:#333}"
