@@ -651,14 +651,11 @@ END_TEST
 
 /* ---- GEMM and fused attention: FLOP/s ------------------------------------------ */
 
-/* Sequence lengths: S = 1024 and 4096 on a GPU (64 and 128 in emulation);
- * f32 and bf16. */
+/* Sequence lengths: S = 1024 and 4096 on a GPU (64 and 128 in emulation). */
 static void perf_lengths(const perf_cfg *c, int64_t len[2]) {
   len[0] = c->host ? 64 : 1024;
   len[1] = c->host ? 128 : 4096;
 }
-
-static const ke_dtype kMatDtypes[] = {KE_F32, KE_BF16};
 
 /* ---- Device peaks ------------------------------------------------------------- */
 
