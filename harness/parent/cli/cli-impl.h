@@ -19,7 +19,7 @@ typedef enum {
   KCLI__SETTING,            /* a run setting (run.h), by name */
   KCLI__TOLERANCE,          /* a tolerance override, repeatable */
   KCLI__STR,                /* a string member of kcli__args */
-  KCLI__LIST,               /* a string appended to a list member */
+  KCLI__LIST,               /* a string appended to a kcli__strs member */
   KCLI__FLAG,               /* an int member set to 1; no value */
   KCLI__INT,                /* an int member, in [lo, hi] */
   KCLI__DOUBLE,             /* a double member, in [lo, hi] */
@@ -38,6 +38,19 @@ typedef struct kcli__opt {
 } kcli__opt;
 
 struct kcli__args;
+
+/* A repeatable option's values, in order. */
+typedef struct kcli__list {
+  char **v;
+  int n;
+} kcli__strs;
+
+/* An option as the command line gave it, in order (kiln slurm passes the
+ * `kiln run` ones on to its tasks). */
+typedef struct kcli__given {
+  const kcli__opt *o;
+  const char *val;          /* argv's text; NULL for a flag */
+} kcli__given;
 
 typedef struct kcli__cmd {
   const char *name;         /* "run", "report merge" */
@@ -59,12 +72,17 @@ typedef struct kcli__args {
   char **argv;              /* the whole command line, for reports */
   krun_settings flags;      /* the settings it gave */
   char *config, *report, *out, *spec, *token_key, *runner_dir;
-  char *junit, *shard, *shard_durations, *yaml;
+  char *junit, *shard, *shard_durations, *shard_plan, *yaml;
   char *concurrency, *skip, *rss_tests, *format;
-  char **history;
-  int nhistory;
+  kcli__strs history, sbatch;
+  kcli__given *given;
+  int ngiven;
   int verbose, force;
   int tests, host_tests;
+  /* kiln slurm */
+  char *partition, *account, *time, *merge_time, *resume, *follow, *merge, *base;
+  int gpus, tasks, dry_run, no_wait;
+  double poll_s;
   krep_diff_opts diff;
   char **pos;               /* positional words */
   int npos;
@@ -100,6 +118,20 @@ int kcli__report_diff(kcli__args *a);
 int kcli__report_merge(kcli__args *a);
 int kcli__report_html(kcli__args *a);
 int kcli__bench(kcli__args *a);
+int kcli__slurm(kcli__args *a);
+
+/* ---- What kiln run, list and slurm share (cmd-run.c) ----------------------------- */
+
+/* Defaults < config < resource spec < flags; prints what went wrong. */
+int kcli__settings(kcli__args *a, krun_settings *s, char **config_path);
+/* Selectors from the command line, else the config's selection. */
+void kcli__selectors(kcli__args *a, const krun_settings *s, char ***sel, int *nsel);
+/* The runner's tests and which the selectors choose; an exit status. host:
+ * hold back the host backend's `slow` tests. */
+int kcli__select(const char *runner, char **sel, int nsel, int host, krun_registry *reg,
+                 unsigned char **chosen);
+/* The runner of the backend, or for auto the first one built. */
+char *kcli__any_runner(const kcli__args *a, const krun_settings *s);
 int kcli__help_cmd(kcli__args *a);
 int kcli__guard(kcli__args *a);
 

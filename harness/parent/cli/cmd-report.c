@@ -107,17 +107,17 @@ int kcli__report_diff(kcli__args *a) {
   }
   krep_report *r = read_all(a->pos, 2);
   if (!r) return KH_EXIT_USAGE;
-  krep_report *h = a->nhistory ? read_all(a->history, a->nhistory) : NULL;
-  if (a->nhistory && !h) {
+  krep_report *h = a->history.n ? read_all(a->history.v, a->history.n) : NULL;
+  if (a->history.n && !h) {
     free_all(r, 2);
     return KH_EXIT_USAGE;
   }
   int regressions = 0;
   a->diff.yaml_path = a->yaml;
-  a->diff.history = h, a->diff.nhistory = a->nhistory;
+  a->diff.history = h, a->diff.nhistory = a->history.n;
   int rc = krep_diff(&r[0], &r[1], &a->diff, stdout, &regressions, &err);
   if (rc) fprintf(stderr, "kiln: %s\n", err.msg);
-  free_all(h, a->nhistory);
+  free_all(h, a->history.n);
   free_all(r, 2);
   return rc ? KH_EXIT_INFRA : regressions ? KH_EXIT_FAIL : KH_EXIT_OK;
 }
@@ -129,7 +129,8 @@ int kcli__report_merge(kcli__args *a) {
   kh_err err;
   const char *path = a->out ? a->out : "-";
   int rc = KH_EXIT_OK;
-  if (krep_merge(r, a->npos, a->force, &out, stderr, &err) != 0) {
+  krep_merge_opts mo = {a->force, NULL};
+  if (krep_merge(r, a->npos, &mo, &out, stderr, &err) != 0) {
     fprintf(stderr, "kiln: report merge: %s\n", err.msg);
     rc = KH_EXIT_USAGE;
   } else if (krep_write(&out, path, &err) != 0) {
@@ -147,8 +148,8 @@ int kcli__report_merge(kcli__args *a) {
 int kcli__report_html(kcli__args *a) {
   krep_report *r = read_all(a->pos, 1);
   if (!r) return KH_EXIT_USAGE;
-  krep_report *h = a->nhistory ? read_all(a->history, a->nhistory) : NULL;
-  if (a->nhistory && !h) {
+  krep_report *h = a->history.n ? read_all(a->history.v, a->history.n) : NULL;
+  if (a->history.n && !h) {
     free_all(r, 1);
     return KH_EXIT_USAGE;
   }
@@ -159,11 +160,11 @@ int kcli__report_html(kcli__args *a) {
                 : kh_strdup("report.html");
   }
   kh_err err;
-  int rc = krep_html_write(r, h, a->nhistory, out, &err);
+  int rc = krep_html_write(r, h, a->history.n, out, &err);
   if (rc) fprintf(stderr, "kiln: %s\n", err.msg);
   else if (strcmp(out, "-") != 0) fprintf(stderr, "kiln: wrote %s\n", out);
   free(out);
-  free_all(h, a->nhistory);
+  free_all(h, a->history.n);
   free_all(r, 1);
   return rc ? KH_EXIT_INFRA : KH_EXIT_OK;
 }

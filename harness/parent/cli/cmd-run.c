@@ -28,7 +28,7 @@ typedef struct plan {
 
 /* Defaults < config < resource spec < flags; then devices an outer
  * scheduler gave (CTest's RESOURCE_GROUPS), which replace any list. */
-static int settings(kcli__args *a, krun_settings *s, char **config_path) {
+int kcli__settings(kcli__args *a, krun_settings *s, char **config_path) {
   kh_err err;
   krun_settings_init(s);
   *config_path = NULL;
@@ -60,31 +60,72 @@ static int settings(kcli__args *a, krun_settings *s, char **config_path) {
   return 0;
 }
 
-static int select_tests(plan *p) {
+void kcli__selectors(kcli__args *a, const krun_settings *s, char ***sel, int *nsel) {
+  if (a->npos > 0) *sel = a->pos, *nsel = a->npos;
+  else *sel = s->selection, *nsel = s->nselection;
+}
+
+/* Loads the runner's registry and marks what the selectors choose; prints
+ * what went wrong and, on the host backend, the slow tests held back. */
+static int select_in(const char *runner, char **sel, int nsel, int host, krun_registry *reg,
+                     unsigned char **chosen, int *held) {
   kh_err err;
-  if (krun_registry_load(p->bi.runner, &p->reg, &err) != 0) {
+  if (krun_registry_load(runner, reg, &err) != 0) {
     fprintf(stderr, "kiln: cannot list tests: %s\n", err.msg);
     return KH_EXIT_INFRA;
   }
-  p->chosen = kh_xcalloc((size_t)p->reg.n + 1, 1);
-  int bad = ksel_select(p->reg.views, (size_t)p->reg.n, p->sel, p->nsel,
-                        p->bi.backend == KRUN_BACKEND_HOST, p->chosen, &p->held);
+  *chosen = kh_xcalloc((size_t)reg->n + 1, 1);
+  int bad = ksel_select(reg->views, (size_t)reg->n, sel, nsel, host, *chosen, held);
   if (bad) {
-    fprintf(stderr, "kiln: selector '%s' matches no test (see `kiln list`)\n", p->sel[bad - 1]);
+    fprintf(stderr, "kiln: selector '%s' matches no test (see `kiln list`)\n", sel[bad - 1]);
     return KH_EXIT_USAGE;
   }
-  if (p->held)
+  if (*held)
     fprintf(stderr, "kiln: %d GPU-sized test%s (tag slow) left out on the host backend; add "
-                    "@slow to run %s\n", p->held, p->held == 1 ? "" : "s",
-            p->held == 1 ? "it" : "them");
+                    "@slow to run %s\n", *held, *held == 1 ? "" : "s",
+            *held == 1 ? "it" : "them");
   return 0;
 }
 
-/* --shard K/N or the Bazel/Slurm environment narrows the selection. */
+int kcli__select(const char *runner, char **sel, int nsel, int host, krun_registry *reg,
+                 unsigned char **chosen) {
+  int held = 0;
+  return select_in(runner, sel, nsel, host, reg, chosen, &held);
+}
+
+char *kcli__any_runner(const kcli__args *a, const krun_settings *s) {
+  kh_err err;
+  if (s->backend != KRUN_BACKEND_AUTO) {
+    char *r = krun_runner_find(krun_backend_names[s->backend], a->runner_dir, &err);
+    if (!r) fprintf(stderr, "kiln: %s\n", err.msg);
+    return r;
+  }
+  static const int order[] = {KRUN_BACKEND_HOST, KRUN_BACKEND_CUDA, KRUN_BACKEND_HIP};
+  for (size_t i = 0; i < 3; i++) {
+    char *r = krun_runner_find(krun_backend_names[order[i]], a->runner_dir, &err);
+    if (r) return r;
+  }
+  fprintf(stderr, "kiln: no runner found for any backend: %s\n", err.msg);
+  return NULL;
+}
+
+static int select_tests(plan *p) {
+  return select_in(p->bi.runner, p->sel, p->nsel, p->bi.backend == KRUN_BACKEND_HOST, &p->reg,
+                   &p->chosen, &p->held);
+}
+
+/* --shard K/N or the Bazel/Slurm environment narrows the selection, by a
+ * plan when one is given. */
 static int shard(kcli__args *a, plan *p) {
   kh_err err;
-  if (krun_shard_resolve(a->shard, &p->sh, &err) != 0 ||
-      krun_shard_apply(&p->sh, &p->reg, p->chosen, a->shard_durations, &err) != 0) {
+  krun_plan sp = {0};
+  int rc = krun_shard_resolve(a->shard, &p->sh, &err);
+  if (rc == 0 && a->shard_plan) rc = krun_plan_read(a->shard_plan, &sp, &err);
+  if (rc == 0)
+    rc = krun_shard_apply(&p->sh, &p->reg, p->chosen, a->shard_durations,
+                          a->shard_plan ? &sp : NULL, &err);
+  krun_plan_free(&sp);
+  if (rc != 0) {
     fprintf(stderr, "kiln: %s\n", err.msg);
     return KH_EXIT_USAGE;
   }
@@ -100,14 +141,13 @@ static int shard(kcli__args *a, plan *p) {
  * host), the tests it selects there and the shard. */
 static int plan_make(kcli__args *a, plan *p) {
   memset(p, 0, sizeof *p);
-  if (settings(a, &p->s, &p->config_path) != 0) return KH_EXIT_USAGE;
+  if (kcli__settings(a, &p->s, &p->config_path) != 0) return KH_EXIT_USAGE;
   kh_err err;
   if (krun_backend_resolve(p->s.backend, a->runner_dir, &p->bi, &err) != 0) {
     fprintf(stderr, "kiln: %s\n", err.msg);
     return KH_EXIT_INFRA;
   }
-  if (a->npos > 0) p->sel = a->pos, p->nsel = a->npos;
-  else p->sel = p->s.selection, p->nsel = p->s.nselection;
+  kcli__selectors(a, &p->s, &p->sel, &p->nsel);
   int rc = select_tests(p);
   return rc ? rc : shard(a, p);
 }
@@ -205,7 +245,7 @@ static void print_holder(pid_t pid, const char *what, void *arg) {
 int kcli__devices(kcli__args *a) {
   krun_settings s;
   char *config_path;
-  if (settings(a, &s, &config_path) != 0) return krun_settings_free(&s), KH_EXIT_USAGE;
+  if (kcli__settings(a, &s, &config_path) != 0) return krun_settings_free(&s), KH_EXIT_USAGE;
   free(config_path);
   krun_backend_info bi;
   kh_err err;
@@ -215,6 +255,7 @@ int kcli__devices(kcli__args *a) {
     return KH_EXIT_INFRA;
   }
   printf("backend %s (runner %s)\n", krun_backend_names[bi.backend], bi.runner);
+  printf("devices from %s\n", bi.devices_from);
   if (bi.ndevices == 0) {
     printf("no devices: %s\n", *bi.error ? bi.error : "none found");
     krun_settings_free(&s);

@@ -97,6 +97,8 @@ static const kcli__opt *lookup(const kcli__cmd *c, const char *name, size_t len,
 static int apply(kcli__args *a, const kcli__opt *o, const char *val) {
   char *member = (char *)a + o->off;
   kh_err err;
+  a->given = kh_xrealloc(a->given, (size_t)(a->ngiven + 1) * sizeof *a->given);
+  a->given[a->ngiven++] = (kcli__given){o, val};
   switch (o->kind) {
   case KCLI__SETTING:
     if (krun_setting_set(&a->flags, o->setting, val ? val : "true", &err) != 0)
@@ -110,10 +112,12 @@ static int apply(kcli__args *a, const kcli__opt *o, const char *val) {
     free(*(char **)member);
     *(char **)member = kh_strdup(val);
     return 0;
-  case KCLI__LIST:
-    a->history = kh_xrealloc(a->history, (size_t)(a->nhistory + 1) * sizeof *a->history);
-    a->history[a->nhistory++] = kh_strdup(val);
+  case KCLI__LIST: {
+    kcli__strs *l = (kcli__strs *)member;
+    l->v = kh_xrealloc(l->v, (size_t)(l->n + 1) * sizeof *l->v);
+    l->v[l->n++] = kh_strdup(val);
     return 0;
+  }
   case KCLI__FLAG: *(int *)member = 1; return 0;
   case KCLI__INT: {
     long long v;
@@ -173,11 +177,17 @@ static int word(kcli__args *a, int argc, char **argv, int *i, int *help) {
 static void args_free(kcli__args *a) {
   krun_settings_free(&a->flags);
   char **strs[] = {&a->config, &a->report, &a->out, &a->spec, &a->token_key,
-                   &a->runner_dir, &a->junit, &a->shard, &a->shard_durations,
-                   &a->yaml, &a->concurrency, &a->skip, &a->rss_tests, &a->format};
+                   &a->runner_dir, &a->junit, &a->shard, &a->shard_durations, &a->shard_plan,
+                   &a->yaml, &a->concurrency, &a->skip, &a->rss_tests, &a->format,
+                   &a->partition, &a->account, &a->time, &a->merge_time, &a->resume,
+                   &a->follow, &a->merge, &a->base};
   for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) free(*strs[i]);
-  for (int i = 0; i < a->nhistory; i++) free(a->history[i]);
-  free(a->history), free(a->pos);
+  kcli__strs *lists[] = {&a->history, &a->sbatch};
+  for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+    for (int k = 0; k < lists[i]->n; k++) free(lists[i]->v[k]);
+    free(lists[i]->v);
+  }
+  free(a->given), free(a->pos);
 }
 
 /* ---- main ------------------------------------------------------------------------ */

@@ -43,6 +43,7 @@ const kcli__opt kcli__opts[] = {
   STR("junit", "junit", 0, "FILE", junit, "also write JUnit XML to FILE (default $XML_OUTPUT_FILE when set)"),
   STR("shard", "shard", 0, "K/N", shard, "run shard K of N (1-based; else Bazel/Slurm array env)"),
   STR("shard-durations", "shard-durations", 0, "REPORT", shard_durations, "balance shards by this report's times"),
+  STR("shard-plan", "shard-plan", 0, "FILE", shard_plan, "run this shard's tests of a plan (kiln slurm writes them)"),
   STR("runner-dir", "runner-dir", 0, "DIR", runner_dir, "where kiln-runner-<backend> lives (env KILN_RUNNER_DIR)"),
   FLAG("verbose", 'v', verbose, "more detail: child command lines, every test's message"),
   STR("format", "format", 0, "F", format, "text (default) or json: the plan as JSON for tools (docs/harness.md)"),
@@ -65,12 +66,33 @@ const kcli__opt kcli__opts[] = {
   STR("rss-tests", "rss-tests", 0, "A,B", rss_tests, "no-op test counts of the two peak-RSS runs (default 100,1000)"),
   STR("bench-out", "out", 0, "DIR", out, "bench folder (default reports/runs/<UTC time>-bench)"),
   STR("skip", "skip", 0, "LIST", skip, "sections left out: ceiling,kiln,none,host"),
+  /* kiln slurm */
+  STR("slurm-out", "out", 'o', "DIR", out, "run folder (default reports/slurm/<UTC time>)"),
+  STR("partition", "partition", 0, "P", partition, "Slurm partition of every job"),
+  STR("account", "account", 0, "A", account, "Slurm account every job is charged to"),
+  STR("time", "time", 0, "T", time, "each task's time limit, as sbatch takes it (30, 2:00:00)"),
+  STR("merge-time", "merge-time", 0, "T", merge_time, "the merge job's time limit"),
+  NUM("gpus-per-task", KCLI__INT, "N", gpus, 0, 1024, "GPUs each task asks for, as GRES gpu:N (default 1; 0: none)"),
+  NUM("tasks", KCLI__INT, "N", tasks, 1, 100000, "array tasks, a shard each (default 4, at most one per test)"),
+  {"sbatch", "sbatch", 0, "ARG", KCLI__LIST, NULL, offsetof(kcli__args, sbatch), 0, 0, "one more sbatch argument for every job (repeatable: --sbatch=--qos=high)"},
+  FLAG("dry-run", 0, dry_run, "print the plan and the job scripts; submit nothing"),
+  FLAG("no-wait", 0, no_wait, "submit, then exit (--follow RUN follows it later)"),
+  STR("resume", "resume", 0, "RUN", resume, "submit RUN's lost tests again, then merge the run"),
+  STR("follow", "follow", 0, "RUN", follow, "follow a submitted run to its end"),
+  STR("merge", "merge", 0, "RUN", merge, "merge RUN's shards now (what its merge job runs)"),
+  NUM("poll", KCLI__DOUBLE, "S", poll_s, 0.1, 3600, "seconds between looks at the queue (default 10)"),
+  STR("base", "base", 0, "REPORT", base, "the diff's base (default: the newest good run beside this one)"),
   {NULL, NULL, 0, NULL, 0, NULL, 0, 0, 0, NULL},
 };
 
 #define RUN_OPTS "jobs backend config report out timeout grace retries repeat " \
   "isolation wrap warm allow-empty contain poison seed cap slots resource-spec "  \
-  "token-key leaks tolerance junit shard shard-durations runner-dir verbose"
+  "token-key leaks tolerance junit shard shard-durations shard-plan runner-dir verbose"
+
+#define SLURM_OPTS "slurm-out partition account time merge-time gpus-per-task tasks " \
+  "sbatch dry-run no-wait resume follow merge poll base report junit shard-durations " \
+  "jobs backend config timeout grace retries repeat isolation wrap warm allow-empty "   \
+  "contain poison seed cap slots token-key leaks tolerance runner-dir verbose"
 
 static const char exit_run[] =
   "Exit status: 0 all passed (skips and flaky allowed), 1 a test did not\n"
@@ -141,6 +163,22 @@ const kcli__cmd kcli__cmds[] = {
    "One HTML file: summary, plots (time per suite, error/tolerance per\n"
    "check, trends over --history) and a filterable table of tests.",
    "html-out history", 1, 1, 0, kcli__report_html, exit_tool},
+  {"slurm", "[--] [SELECTOR...]", "run the selection across a Slurm cluster",
+   "Runs what `kiln run` would run, across a Slurm cluster. The selection is\n"
+   "cut into shards here (balanced by the times of the newest earlier run\n"
+   "beside the run folder, else by hashing test ids) and written down as a\n"
+   "plan; one array job runs a shard per task, each task asking for its GPUs\n"
+   "through GRES and running `kiln run` on exactly the GPUs Slurm gave it;\n"
+   "one dependent job merges the shards into RUN/report.yaml and writes\n"
+   "junit.xml, report.html, the diff against the last good run and status.\n"
+   "kiln slurm follows the jobs with a progress line and exits with the\n"
+   "merged run's status. A task that dies leaves its tests lost, with its\n"
+   "Slurm state and node; `kiln slurm --resume RUN` runs just those again.\n"
+   "Other options are `kiln run`'s, passed to every task.",
+   SLURM_OPTS, 0, -1, 1, kcli__slurm,
+   "Exit status: 0 the run passed (or --no-wait, --dry-run), 1 a test failed or\n"
+   "was lost or the diff found a regression, 2 usage error, 3 Slurm or a file\n"
+   "failed, 130 interrupted (the jobs go on). See docs/scale.md.\n"},
   {"bench", "", "kiln's speed: the ceiling, kiln, and its cost per test",
    "Measures kiln's speed against the ceiling, side by side, and writes\n"
    "DIR/bench.yaml plus the `kiln run` reports it made:\n"

@@ -74,6 +74,7 @@ typedef struct jrun {
   const char *log;
   long long log_bytes, log_dropped, lines_dropped;
   const char *proto_error;
+  const char *lost_by, *lost_state, *lost_job, *lost_node;
 } jrun;
 
 typedef struct jfinish {
@@ -115,7 +116,9 @@ static const kp_key run_keys[] = {
     O(jrun, warm, KP_INT), K(jrun, startup_ms, KP_DOUBLE),
     K(jrun, ready_wait_ms, KP_DOUBLE), K(jrun, log, KP_STR),
     K(jrun, log_bytes, KP_INT), K(jrun, log_dropped, KP_INT),
-    K(jrun, lines_dropped, KP_INT), K(jrun, proto_error, KP_STR)};
+    K(jrun, lines_dropped, KP_INT), K(jrun, proto_error, KP_STR),
+    K(jrun, lost_by, KP_STR), K(jrun, lost_state, KP_STR), K(jrun, lost_job, KP_STR),
+    K(jrun, lost_node, KP_STR)};
 static const kp_key finish_keys[] = {
     K(jfinish, end, KP_DOUBLE), K(jfinish, interrupted, KP_INT),
     K(jfinish, not_run, KP_INT), K(jfinish, parent_gpu_clean, KP_INT),
@@ -226,7 +229,8 @@ void krep_journal_test(krep_journal *j, const krep_test *t) {
             t->line, t->signal, t->exit_code, t->started_s, t->ended_s, t->wall_ms,
             t->warm ? 1 : KP_NONE, t->startup_ms, t->ready_wait_ms, t->log_path,
             t->log_bytes, t->log_dropped, t->records_dropped,
-            cut(t->protocol_error, proto, sizeof proto)};
+            cut(t->protocol_error, proto, sizeof proto), t->lost.by, t->lost.state,
+            t->lost.job, t->lost.node};
   put(j, &rec_run, &r);
   if (t->pid != KP_NONE) {
     kp_test test = {t->id, t->pid, t->seed};
@@ -296,6 +300,8 @@ static krep_test *read_run(krep_report *rep, const kp_record *rec) {
   t->log_dropped = r.log_dropped;
   t->records_dropped = r.lines_dropped;
   t->protocol_error = nonempty(rep, r.proto_error);
+  t->lost = (krep_loss){nonempty(rep, r.lost_by), nonempty(rep, r.lost_state),
+                        nonempty(rep, r.lost_job), nonempty(rep, r.lost_node)};
   return t;
 }
 
@@ -451,6 +457,33 @@ static void read_line(krep_report *rep, jstate *js, char *line) {
     rep->peak_rss_kb = f.peak_rss_kb == KP_NONE ? -1 : f.peak_rss_kb;
     rep->nothing_tested = nonempty(rep, f.nothing_tested);
   }
+}
+
+int krep_journal_count(const char *path, long long *offset, int *done, int *failed) {
+  FILE *f = fopen(path, "re");
+  if (!f) return -1;
+  if (fseeko(f, (off_t)*offset, SEEK_SET) != 0) {
+    fclose(f);
+    return -1;
+  }
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  while ((n = getline(&line, &cap, f)) > 0 && line[n - 1] == '\n') {
+    *offset += n;
+    line[n - 1] = '\0';
+    kp_record r;
+    jrun x;
+    if (strncmp(line, "run ", 4) != 0 || kp_parse(line, &r, NULL) != 0 ||
+        kp_decode(&rec_run, r.fields, r.nfields, &x, NULL, 0) != 0 || x.retried)
+      continue;
+    (*done)++;
+    int o = krep_outcome_parse(x.outcome);
+    *failed += o < 0 || krep_outcome_failed(o);
+  }
+  free(line);
+  fclose(f);
+  return 0;
 }
 
 /* The journal holds runs in the order they finished; the report lists them

@@ -83,11 +83,11 @@ static const char *name_of(const krep_test *t) {
 }
 
 /* failure for a test that failed, error for one that could not run to a
- * verdict (crash, timeout, harness error). */
+ * verdict (crash, timeout, harness error, lost with what ran it). */
 static const char *element(int outcome) {
   switch (outcome) {
   case KREP_FAIL: case KREP_LEAK: return "failure";
-  case KREP_CRASH: case KREP_TIMEOUT: case KREP_ERROR: return "error";
+  case KREP_CRASH: case KREP_TIMEOUT: case KREP_ERROR: case KREP_LOST: return "error";
   default: return NULL;
   }
 }

@@ -3,88 +3,149 @@
  * model and their test runs copied into a new one whole, keys this kiln
  * does not know included; each gets `merged_from: I`, the index of its
  * input in run.merged_from, because its log path is relative to that
- * input's run folder.
+ * input's run folder. A resumed run (`kiln slurm --resume`) comes in
+ * rounds: a later round's runs of a test replace an earlier round's, and
+ * each round's shards are checked on their own. The checks go through a
+ * hash table, so 64 shards of 10,000 tests merge in linear time.
  */
 #include "report-impl.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* ---- A table of test runs ------------------------------------------------------ */
+
+/* (round, id, repeat, attempt) -> an int; repeat and attempt 0 key an id. */
+typedef struct mkey {
+  const char *id;
+  int round, repeat, attempt;
+} mkey;
+
+typedef struct mtable {
+  mkey *k;
+  int *v;
+  size_t cap, n;
+} mtable;
+
+static uint64_t mhash(const mkey *k) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (const char *s = k->id; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+  int nums[] = {k->round, k->repeat, k->attempt};
+  for (int i = 0; i < 3; i++) h = (h ^ (uint64_t)(unsigned)nums[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+static int msame(const mkey *a, const mkey *b) {
+  return a->round == b->round && a->repeat == b->repeat && a->attempt == b->attempt &&
+         strcmp(a->id, b->id) == 0;
+}
+
+static void mgrow(mtable *t) {
+  if (t->n * 2 < t->cap) return;
+  mtable bigger = {kh_xcalloc(t->cap ? 2 * t->cap : 1024, sizeof *t->k), NULL,
+                   t->cap ? 2 * t->cap : 1024, t->n};
+  bigger.v = kh_xcalloc(bigger.cap, sizeof *bigger.v);
+  for (size_t i = 0; i < t->cap; i++) {
+    if (!t->k[i].id) continue;
+    size_t j = mhash(&t->k[i]) & (bigger.cap - 1);
+    while (bigger.k[j].id) j = (j + 1) & (bigger.cap - 1);
+    bigger.k[j] = t->k[i], bigger.v[j] = t->v[i];
+  }
+  free(t->k), free(t->v);
+  *t = bigger;
+}
+
+/* The value of k; added with value `fresh` when absent (*added set). */
+static int *mget(mtable *t, mkey k, int fresh, int *added) {
+  mgrow(t);
+  size_t j = mhash(&k) & (t->cap - 1);
+  for (; t->k[j].id; j = (j + 1) & (t->cap - 1))
+    if (msame(&t->k[j], &k)) return *added = 0, &t->v[j];
+  t->k[j] = k, t->v[j] = fresh, t->n++;
+  *added = 1;
+  return &t->v[j];
+}
+
+static void mfree(mtable *t) { free(t->k), free(t->v); }
+
 /* ---- Do the inputs belong together? ------------------------------------------- */
+
+typedef struct minput {
+  krep_report *rep;
+  int round;
+} minput;
 
 static const char *git_of(const krep_report *r) { return r->git ? r->git : ""; }
 
-static int check_revisions(const krep_report *reps, int n, int force, FILE *log,
-                           kh_err *err) {
+static int check_revisions(const minput *in, int n, int force, FILE *log, kh_err *err) {
   for (int i = 1; i < n; i++) {
-    if (strcmp(git_of(&reps[i]), git_of(&reps[0])) == 0) continue;
+    const krep_report *a = in[i].rep, *b = in[0].rep;
+    if (strcmp(git_of(a), git_of(b)) == 0) continue;
     if (!force)
       return kh_errf(err, "%s is from revision '%s' but %s is from '%s' "
-                     "(--force merges them anyway)", reps[i].path, git_of(&reps[i]),
-                     reps[0].path, git_of(&reps[0]));
-    fprintf(log, "kiln: warning: merging revisions '%s' and '%s' (--force)\n",
-            git_of(&reps[0]), git_of(&reps[i]));
+                     "(--force merges them anyway)", a->path, git_of(a), b->path, git_of(b));
+    fprintf(log, "kiln: warning: merging revisions '%s' and '%s' (--force)\n", git_of(b),
+            git_of(a));
   }
   return 0;
 }
 
-static int same_run(const krep_test *a, const krep_test *b) {
-  return a->repeat == b->repeat && a->attempt == b->attempt && strcmp(a->id, b->id) == 0;
-}
-
-/* A test run that two inputs both hold means overlapping shards. */
-static int check_duplicates(const krep_report *reps, int n, kh_err *err) {
-  for (int i = 0; i < n; i++)
-    for (int j = i + 1; j < n; j++)
-      for (int a = 0; a < reps[i].ntests; a++)
-        for (int b = 0; b < reps[j].ntests; b++)
-          if (same_run(reps[i].tests[a], reps[j].tests[b]))
-            return kh_errf(err, "%s (repeat %d, attempt %d) is in both %s and %s: "
-                           "the reports overlap", reps[i].tests[a]->id,
-                           reps[i].tests[a]->repeat, reps[i].tests[a]->attempt,
-                           reps[i].path, reps[j].path);
-  return 0;
-}
-
-static int distinct_ids(const krep_report *reps, int n) {
-  int count = 0;
-  for (int i = 0; i < n; i++)
-    for (int a = 0; a < reps[i].ntests; a++) {
-      int seen = 0;
-      for (int j = 0; j <= i && !seen; j++)
-        for (int b = 0; b < (j == i ? a : reps[j].ntests) && !seen; b++)
-          seen = strcmp(reps[j].tests[b]->id, reps[i].tests[a]->id) == 0;
-      count += !seen;
+/* A test run that two inputs of one round both hold means overlapping
+ * shards. Fills ids with each (round, id) and the last round of each id. */
+static int check_duplicates(const minput *in, int n, mtable *ids, mtable *last, kh_err *err) {
+  mtable runs = {0};
+  int rc = 0, added;
+  for (int i = 0; i < n && rc == 0; i++)
+    for (int a = 0; a < in[i].rep->ntests && rc == 0; a++) {
+      const krep_test *t = in[i].rep->tests[a];
+      int *owner = mget(&runs, (mkey){t->id, in[i].round, t->repeat, t->attempt}, i, &added);
+      if (!added && *owner != i)
+        rc = kh_errf(err, "%s (repeat %d, attempt %d) is in both %s and %s: the reports "
+                     "overlap", t->id, t->repeat, t->attempt, in[*owner].rep->path,
+                     in[i].rep->path);
+      mget(ids, (mkey){t->id, in[i].round, 0, 0}, 0, &added);
+      int *round = mget(last, (mkey){t->id, 0, 0, 0}, in[i].round, &added);
+      if (*round < in[i].round) *round = in[i].round;
     }
-  return count;
+  mfree(&runs);
+  return rc;
 }
 
-/* Sharded inputs: every shard of one N exactly once, and together every
- * test the shards were cut from (gaps show as a shortfall). */
-static int check_shards(const krep_report *reps, int n, kh_err *err) {
-  int sharded = 0, not_run = 0;
-  for (int i = 0; i < n; i++) sharded += reps[i].shard.count > 0;
+/* One round's sharded inputs: every shard of one N exactly once, and
+ * together every test the shards were cut from (gaps show as a shortfall). */
+static int check_round(const minput *in, int n, int round, const mtable *ids, kh_err *err) {
+  int sharded = 0, count = 0, nin = 0, not_run = 0, first = -1;
+  for (int i = 0; i < n; i++) {
+    if (in[i].round != round) continue;
+    if (first < 0) first = i, count = in[i].rep->shard.count;
+    nin++;
+    sharded += in[i].rep->shard.count > 0;
+    not_run += in[i].rep->not_run;
+  }
   if (sharded == 0) return 0;
-  if (sharded != n) return kh_errf(err, "some of the reports are shards and some are not");
-  int count = reps[0].shard.count;
+  if (sharded != nin) return kh_errf(err, "some of the reports are shards and some are not");
+  const krep_report *r0 = in[first].rep;
   for (int k = 1; k <= count; k++) {
     int have = 0;
     for (int i = 0; i < n; i++) {
-      if (reps[i].shard.count != count)
-        return kh_errf(err, "%s is shard %d/%d but %s is a shard of %d", reps[i].path,
-                       reps[i].shard.index, reps[i].shard.count, reps[0].path, count);
-      have += reps[i].shard.index == k;
+      const krep_report *r = in[i].rep;
+      if (in[i].round != round) continue;
+      if (r->shard.count != count)
+        return kh_errf(err, "%s is shard %d/%d but %s is a shard of %d", r->path,
+                       r->shard.index, r->shard.count, r0->path, count);
+      have += r->shard.index == k;
     }
     if (have != 1)
       return kh_errf(err, "shard %d/%d is %s", k, count,
                      have ? "given more than once" : "missing");
   }
-  for (int i = 0; i < n; i++) not_run += reps[i].not_run;
-  int ids = distinct_ids(reps, n);
-  if (reps[0].shard.total && ids + not_run < reps[0].shard.total)
+  int distinct = 0;
+  for (size_t j = 0; j < ids->cap; j++) distinct += ids->k[j].id && ids->k[j].round == round;
+  if (r0->shard.total && distinct + not_run < r0->shard.total)
     return kh_errf(err, "the shards selected %d tests but hold %d: a shard lost "
-                   "tests (interrupted?)", reps[0].shard.total, ids);
+                   "tests (interrupted?)", r0->shard.total, distinct);
   return 0;
 }
 
@@ -115,6 +176,8 @@ static void copy_test(krep_report *out, const krep_test *s, int from) {
   t->signal = krep_str(out, s->signal);
   t->protocol_error = krep_str(out, s->protocol_error);
   t->log_path = krep_str(out, s->log_path), t->log_tail = krep_str(out, s->log_tail);
+  t->lost = (krep_loss){krep_str(out, s->lost.by), krep_str(out, s->lost.state),
+                        krep_str(out, s->lost.job), krep_str(out, s->lost.node)};
   t->merged_from = from;
   t->recs = recs, t->nrecs = t->recs_cap = 0, t->recs_bytes = 0;
   for (int i = 0; i < s->nrecs; i++)
@@ -134,8 +197,8 @@ static void iso(krep_report *out, double wall_s, const char **to) {
   *to = krep_str(out, text);
 }
 
-static void copy_meta(krep_report *out, const krep_report *reps, int n) {
-  const krep_report *r0 = &reps[0];
+static void copy_meta(krep_report *out, const minput *in, int n) {
+  const krep_report *r0 = in[0].rep;
   out->kiln_version = krep_str(out, r0->kiln_version);
   out->git = krep_str(out, r0->git);
   out->command = krep_str(out, r0->command);
@@ -152,7 +215,7 @@ static void copy_meta(krep_report *out, const krep_report *reps, int n) {
   out->start_s = r0->start_s, out->end_s = r0->end_s, out->duration_s = 0;
   out->sources = kh_xcalloc((size_t)n, sizeof *out->sources);
   for (int i = 0; i < n; i++) {
-    const krep_report *r = &reps[i];
+    const krep_report *r = in[i].rep;
     if (r->start_s < out->start_s) out->start_s = r->start_s;
     if (r->end_s > out->end_s) out->end_s = r->end_s;
     out->duration_s = fmax(out->duration_s, krep_duration(r));
@@ -171,24 +234,45 @@ static void copy_meta(krep_report *out, const krep_report *reps, int n) {
     s->shard = r->shard;
     s->shard.method = krep_str(out, r->shard.method);
     s->shard.source = krep_str(out, r->shard.source);
+    s->round = in[i].round;
   }
 }
 
-/* Shards first by index, so the merged tests read in shard order. */
-static int by_shard(const void *a, const void *b) {
-  const krep_report *x = a, *y = b;
-  return (x->shard.index > y->shard.index) - (x->shard.index < y->shard.index);
+/* Rounds in order, each round's shards by index, so the merged tests read
+ * in shard order. */
+static int by_round_shard(const void *a, const void *b) {
+  const minput *x = a, *y = b;
+  if (x->round != y->round) return (x->round > y->round) - (x->round < y->round);
+  return (x->rep->shard.index > y->rep->shard.index) -
+         (x->rep->shard.index < y->rep->shard.index);
 }
 
-int krep_merge(krep_report *reps, int n, int force, krep_report *out, FILE *log,
-               kh_err *err) {
+int krep_merge(krep_report *reps, int n, const krep_merge_opts *o, krep_report *out,
+               FILE *log, kh_err *err) {
   krep_init(out);
-  if (check_revisions(reps, n, force, log, err) != 0 ||
-      check_duplicates(reps, n, err) != 0 || check_shards(reps, n, err) != 0)
-    return -1;
-  qsort(reps, (size_t)n, sizeof *reps, by_shard);
-  copy_meta(out, reps, n);
-  for (int i = 0; i < n; i++)
-    for (int t = 0; t < reps[i].ntests; t++) copy_test(out, reps[i].tests[t], i);
-  return 0;
+  minput *in = kh_xcalloc((size_t)n + 1, sizeof *in);
+  int maxround = 1;
+  for (int i = 0; i < n; i++) {
+    in[i] = (minput){&reps[i], o->round ? o->round[i] : 1};
+    if (in[i].round > maxround) maxround = in[i].round;
+  }
+  mtable ids = {0}, last = {0};
+  int rc = check_revisions(in, n, o->force, log, err);
+  if (rc == 0) rc = check_duplicates(in, n, &ids, &last, err);
+  for (int r = 1; r <= maxround && rc == 0; r++) rc = check_round(in, n, r, &ids, err);
+  if (rc == 0) {
+    qsort(in, (size_t)n, sizeof *in, by_round_shard);
+    copy_meta(out, in, n);
+    for (int i = 0; i < n; i++)
+      for (int t = 0; t < in[i].rep->ntests; t++) {
+        const krep_test *x = in[i].rep->tests[t];
+        int added;
+        /* A later round ran this test again: its runs stand. */
+        if (*mget(&last, (mkey){x->id, 0, 0, 0}, 0, &added) == in[i].round)
+          copy_test(out, x, i);
+      }
+  }
+  mfree(&ids), mfree(&last);
+  free(in);
+  return rc;
 }

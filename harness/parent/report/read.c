@@ -206,6 +206,11 @@ static void read_log(reader *r, krep_test *t, yaml_node_t *log) {
   t->log_dropped = integer(node(r, log, "dropped_bytes"), 0);
 }
 
+static void read_loss(reader *r, krep_test *t, yaml_node_t *m) {
+  t->lost = (krep_loss){str(r, m, "by"), str(r, m, "state"), str(r, m, "job"),
+                        str(r, m, "node")};
+}
+
 /* One key of a test record; 0 when this kiln does not know it. */
 static int read_key(reader *r, krep_test *t, const char *k, yaml_node_t *v) {
   for (int i = 0; i < krep__nlists; i++)
@@ -237,6 +242,7 @@ static int read_key(reader *r, krep_test *t, const char *k, yaml_node_t *v) {
   else if (strcmp(k, "signal") == 0) t->signal = krep_str(rep, s);
   else if (strcmp(k, "exit_code") == 0) t->exit_code = (int)integer(v, -1);
   else if (strcmp(k, "protocol_error") == 0) t->protocol_error = krep_str(rep, s);
+  else if (strcmp(k, "lost") == 0) read_loss(r, t, v);
   else if (strcmp(k, "device_info") == 0) keep_map(r, t, "device", v, NULL);
   else if (strcmp(k, "leaks_total") == 0) keep_map(r, t, "leak_total", v, NULL);
   else if (strcmp(k, "processes_left") == 0) read_procs(r, t, v);
@@ -284,6 +290,7 @@ static void read_sources(reader *r, yaml_node_t *seq) {
     s->start = str(r, m, "start");
     s->end = str(r, m, "end");
     read_shard(r, node(r, m, "shard"), &s->shard);
+    s->round = (int)integer(node(r, m, "round"), 1);
   }
 }
 

@@ -28,7 +28,10 @@
 /* ---- Outcomes ------------------------------------------------------------ */
 
 /* X(enum, name, fails the run, console colour, worth a retry). A new
- * outcome is a row here; every writer and reader goes by the table. */
+ * outcome is a row here; every writer and reader goes by the table.
+ * lost: the run started or was planned, but what ran it ended first (kiln
+ * was stopped or killed, or the Slurm task running its shard died), so its
+ * result never came back; krep_test.lost says what ended it and where. */
 #define KREP_OUTCOME_MAP(X)                  \
   X(PASS, "pass", 0, "32", 0)                \
   X(FAIL, "fail", 1, "31", 1)                \
@@ -90,6 +93,16 @@ typedef struct krep_proc {
   const char *error;        /* why it could not be killed, or NULL */
 } krep_proc;
 
+/* What ended a lost run before its result came back, and where (NULL:
+ * unknown). by: "kiln" (kiln was stopped or killed during the run) or
+ * "slurm" (the Slurm task that ran its shard ended first); state: the
+ * signal that stopped kiln, or the task's Slurm state (CANCELLED, TIMEOUT,
+ * NODE_FAIL, OUT_OF_MEMORY, ...); job: the Slurm job and array task
+ * ("1234_5"); node: the host it ran on. */
+typedef struct krep_loss {
+  const char *by, *state, *job, *node;
+} krep_loss;
+
 /* One test run. Doubles are NAN and pid KP_NONE when unknown. */
 typedef struct krep_test {
   const char *id, *suite, *tags;   /* tags comma-separated */
@@ -114,6 +127,7 @@ typedef struct krep_test {
   const char *log_path;            /* relative to the run folder */
   const char *log_tail;
   long long log_bytes, log_dropped;
+  krep_loss lost;                  /* outcome lost: why (by NULL: none) */
   int merged_from;                 /* index into the report's sources; -1 */
   const krep_rec **recs;           /* phases, device, memory, kernels, ... */
   int nrecs, recs_cap;
@@ -142,6 +156,7 @@ typedef struct krep_shard {
 typedef struct krep_source {
   const char *report, *git, *host, *start, *end;
   krep_shard shard;
+  int round;                /* of a resumed run: 1 the first, 2 its resume... */
 } krep_source;
 
 typedef struct krep_pool krep_pool;
@@ -248,6 +263,11 @@ void krep_journal_close(krep_journal *j, const krep_report *rep);
  * finished is `lost`, and not_run counts the rest of the plan. Lines are
  * bounded (an over-long one is an error naming it). */
 int krep_journal_read(const char *path, krep_report *rep, kh_err *err);
+/* Counts the test runs a journal finished from *offset on, as another kiln
+ * appends them (kiln slurm's progress): final runs into *done, those that
+ * failed also into *failed. *offset moves past the last whole line. -1
+ * when the file cannot be opened (not there yet). */
+int krep_journal_count(const char *path, long long *offset, int *done, int *failed);
 
 /* ---- The YAML writer ------------------------------------------------------------ */
 
@@ -308,11 +328,19 @@ int krep_diff(const krep_report *base, const krep_report *neu,
               const krep_diff_opts *o, FILE *out, int *regressions,
               kh_err *err);
 
+typedef struct krep_merge_opts {
+  int force;                /* merge reports of different revisions */
+  /* A resumed run's rounds (NULL: one round): input i is of round[i], 1
+   * the first. A test that a later round ran again keeps only that round's
+   * runs; each round's shards are checked on their own. */
+  const int *round;
+} krep_merge_opts;
+
 /* Checks that the reports belong together (one revision unless force; no
- * test run in two; for shards, each of 1..N once and no test lost) and
- * merges them into out (sorted by shard; tests keep every key). Warnings
- * go to log. */
-int krep_merge(krep_report *reps, int n, int force, krep_report *out,
-               FILE *log, kh_err *err);
+ * test run in two inputs of a round; for shards, each of 1..N once and no
+ * test lost) and merges them into out (sorted by round and shard; tests
+ * keep every key). Warnings go to log. */
+int krep_merge(krep_report *reps, int n, const krep_merge_opts *o,
+               krep_report *out, FILE *log, kh_err *err);
 
 #endif

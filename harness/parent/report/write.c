@@ -190,6 +190,15 @@ static void outcome(krep_yaml *y, const krep_test *t) {
   if (t->signal) kstr(y, "signal", t->signal);
   if (t->exit_code >= 0) kint(y, "exit_code", t->exit_code);
   if (t->protocol_error) kstr(y, "protocol_error", t->protocol_error);
+  if (t->lost.by) {
+    krep_yaml_key(y, "lost");
+    krep_yaml_map(y, 1);
+    kstr(y, "by", t->lost.by);
+    kstr_or_null(y, "state", t->lost.state);
+    kstr_or_null(y, "job", t->lost.job);
+    kstr_or_null(y, "node", t->lost.node);
+    krep_yaml_end(y);
+  }
 }
 
 static void test(krep_yaml *y, const krep_test *t) {
@@ -269,6 +278,7 @@ static void sources(krep_yaml *y, const krep_report *rep) {
     krep_yaml_key(y, "shard");
     if (s->shard.count) shard(y, &s->shard);
     else krep_yaml_null(y);
+    if (s->round > 1) kint(y, "round", s->round);
     krep_yaml_end(y);
   }
   krep_yaml_end(y);

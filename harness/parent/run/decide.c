@@ -80,6 +80,16 @@ static void decide_ended(krep_report *rep, krep_test *t, const krun__stream *st,
   left_running(rep, t, leaks_fail);
 }
 
+/* kiln was stopped during the test: the child was ended with it, so the
+ * test's result is lost, not the test's fault. */
+static void lost_by_kiln(krep_report *rep, krep_test *t, int stop_sig) {
+  char sig[32] = "";
+  if (stop_sig) krun__signal_name(stop_sig, sig, sizeof sig);
+  say(rep, t, KREP_LOST, "interrupted: kiln was stopped%s%s during the test; its result "
+      "is lost", *sig ? " by " : "", sig);
+  t->lost = (krep_loss){krep_str(rep, "kiln"), *sig ? krep_str(rep, sig) : NULL, NULL, NULL};
+}
+
 static void decide_unended(krep_report *rep, krep_test *t, const krun__stream *st,
                            const krun__exit *x) {
   char sig[32] = "";
@@ -89,7 +99,7 @@ static void decide_unended(krep_report *rep, krep_test *t, const krun__stream *s
     say(rep, t, KREP_TIMEOUT, "timed out after %g s; sent SIGTERM to its process group%s",
         x->timeout_s, x->kill_sent ? ", then SIGKILL after the grace period" : "");
   else if (x->interrupted)
-    say(rep, t, KREP_ERROR, "interrupted: kiln was stopped during the test");
+    lost_by_kiln(rep, t, x->stop_sig);
   else if (x->shared_died && !st->started)
     say(rep, t, KREP_ERROR, "not run: the shared runner process (--isolation none) "
         "ended before this test");

@@ -310,6 +310,7 @@ static krun__exit exit_info(const krun__run *R, const krun__job *j, int i) {
   x.timed_out = j->timed_out;
   x.kill_sent = j->kill_sent;
   x.interrupted = j->interrupted && !j->timed_out;
+  x.stop_sig = R->stop_sig;
   x.signaled = WIFSIGNALED(j->wstatus);
   x.sig = x.signaled ? WTERMSIG(j->wstatus) : 0;
   x.exited = WIFEXITED(j->wstatus);

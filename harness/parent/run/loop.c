@@ -246,6 +246,7 @@ static void signals(krun__run *R) {
     if (si.ssi_signo == SIGCHLD) continue;       /* reaped below */
     if (!R->stopping) {
       R->stopping = 1;
+      R->stop_sig = (int)si.ssi_signo;
       R->rep.interrupted = 1;
       char name[32];
       krun__signal_name((int)si.ssi_signo, name, sizeof name);

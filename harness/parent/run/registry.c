@@ -57,7 +57,7 @@ static int runner_records(const char *runner, const char *flag,
   char *argv[] = {(char *)runner, (char *)flag, NULL};
   char *out = NULL;
   size_t len = 0;
-  int st = krun_capture(argv, 16 << 20, 120, &out, &len);
+  int st = krun_capture(argv, 0, 16 << 20, 120, &out, &len);
   if (st != 0) {
     kh_errf(err, "%s %s %s", runner, flag,
              st < 0 ? (errno == ETIMEDOUT ? "timed out after 120 s"
@@ -120,61 +120,6 @@ void krun_registry_free(krun_registry *reg) {
 
 /* ---- Devices --------------------------------------------------------------------- */
 
-/* The visible-devices variables of each backend: a child sees exactly its
- * device, as index 0 (spawn.c), and an outer mask is respected. */
-static const char *const visible_vars[][2] = {
-    [KRUN_BACKEND_AUTO] = {NULL, NULL},
-    [KRUN_BACKEND_HOST] = {"KILN_EMU_VISIBLE_DEVICES", NULL},
-    [KRUN_BACKEND_HIP] = {"HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"},
-    [KRUN_BACKEND_CUDA] = {"CUDA_VISIBLE_DEVICES", NULL},
-};
-
-const char *krun__visible_var(int backend, int which) {
-  return visible_vars[backend][which];
-}
-
-/* Splits a comma-separated mask into at most max entries. */
-static int split_mask(const char *mask, char out[][64], int max) {
-  int n = 0;
-  for (const char *p = mask; p && *p && n < max;) {
-    const char *comma = strchr(p, ',');
-    size_t len = comma ? (size_t)(comma - p) : strlen(p);
-    snprintf(out[n++], 64, "%.*s", (int)(len < 63 ? len : 63), p);
-    p = comma ? comma + 1 : p + len;
-  }
-  return n;
-}
-
-/* The outer mask as a list of physical entries: for ROCm, HIP's mask
- * indexes into ROCR's. Returns -1 when no mask is set. */
-static int outer_mask(int backend, char out[][64]) {
-  if (backend == KRUN_BACKEND_CUDA || backend == KRUN_BACKEND_HOST) {
-    const char *m = getenv(krun__visible_var(backend, 0));
-    return m ? split_mask(m, out, KRUN_MAX_DEVICES) : -1;
-  }
-  if (backend != KRUN_BACKEND_HIP) return -1;
-  const char *rocr = getenv("ROCR_VISIBLE_DEVICES");
-  const char *hip = getenv("HIP_VISIBLE_DEVICES");
-  if (!rocr && !hip) return -1;
-  char base[KRUN_MAX_DEVICES][64];
-  int nbase = rocr ? split_mask(rocr, base, KRUN_MAX_DEVICES) : 0;
-  if (!rocr)
-    for (nbase = 0; nbase < KRUN_MAX_DEVICES; nbase++)
-      snprintf(base[nbase], 64, "%d", nbase);
-  if (!hip) {
-    memcpy(out, base, sizeof base);
-    return nbase;
-  }
-  char sel[KRUN_MAX_DEVICES][64];
-  int nsel = split_mask(hip, sel, KRUN_MAX_DEVICES), n = 0;
-  for (int i = 0; i < nsel; i++) {
-    long long k;
-    if (kh_parse_ll(sel[i], 0, nbase - 1, &k) == 0)
-      memcpy(out[n++], base[k], 64);
-  }
-  return n;
-}
-
 static void add_device(kp_record *r, void *arg) {
   krun_backend_info *bi = arg;
   if (strcmp(r->tag, "backend") == 0) {
@@ -206,21 +151,20 @@ static int devices_probe(int backend, const char *runner, krun_backend_info *bi,
   memset(bi, 0, sizeof *bi);
   bi->backend = backend;
   snprintf(bi->runner, sizeof bi->runner, "%s", runner);
+  krun_outer outer;
+  if (krun_outer_read(backend, &outer, err) != 0) return -1;
+  krun_outer_export(backend, &outer);
+  krun_outer_describe(&outer, bi->devices_from, sizeof bi->devices_from);
   if (runner_records(runner, "--devices", add_device, bi, err) != 0)
     return -1;
-  char mask[KRUN_MAX_DEVICES][64];
-  int nmask = outer_mask(backend, mask);
   for (int i = 0; i < bi->ndevices; i++) {
     krun_device *d = &bi->dev[i];
-    long long phys = d->index;
-    if (nmask >= 0 && d->index < nmask) {
-      snprintf(d->visible, sizeof d->visible, "%s", mask[d->index]);
-      if (kh_parse_ll(d->visible, 0, KRUN_MAX_DEVICES - 1, &phys) != 0)
-        phys = d->index;    /* a UUID: fall back to the position */
-    } else {
-      snprintf(d->visible, sizeof d->visible, "%d", d->index);
-    }
-    d->physical = (int)phys;
+    int k = d->index;
+    int inside = outer.n >= 0 && k >= 0 && k < outer.n;
+    if (inside) snprintf(d->visible, sizeof d->visible, "%s", outer.entry[k]);
+    else snprintf(d->visible, sizeof d->visible, "%d", k);
+    /* A UUID entry with no node number falls back to the position. */
+    d->physical = inside && outer.node_dev[k] >= 0 ? outer.node_dev[k] : k;
   }
   return 0;
 }

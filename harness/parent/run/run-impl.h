@@ -75,6 +75,7 @@ typedef struct krun__exit {
   double timeout_s, grace_s;
   int kill_sent;            /* the grace ran out: SIGKILL */
   int interrupted;          /* kiln was stopped */
+  int stop_sig;             /* ...by this signal (0: unknown) */
   int signaled, sig;
   int exited, code;
   int shared_died;          /* --isolation none: the process ended before
@@ -175,6 +176,7 @@ typedef struct krun__run {
   int job_serial;           /* the last KILN_JOB serial given */
   pid_t guard_pid;          /* the guard (guard.c), or 0 */
   int guard_fd;             /* its stdin, -1: none */
+  int stop_sig;             /* the signal that stopped kiln */
   char *line;               /* KP_MAX_LINE scratch */
   int seq;                  /* private TEST_TMPDIR numbers */
   char *log_dir;            /* the logs/<suite> folder made last */

@@ -56,7 +56,7 @@ char *krun_git_rev(void) {
   if (env) return kh_strdup(env);
   char *argv[] = {"git", "-C", KILN_SOURCE_DIR, "rev-parse", "--short=12", "HEAD", NULL};
   char *out = NULL;
-  if (krun_capture(argv, 256, 5, &out, NULL) != 0) {
+  if (krun_capture(argv, 0, 256, 5, &out, NULL) != 0) {
     free(out);
     return kh_strdup("");
   }
@@ -346,9 +346,10 @@ int krun_run(const krun_opts *o) {
   }
   krep_journal_plan(R.journal, R.qlen);
   krun__guard_start(&R);
-  krun__console_note(&R.con, "kiln: %d test run%s on %s (%d device%s), run folder %s",
+  krun__console_note(&R.con, "kiln: %d test run%s on %s (%d device%s: %s), run folder %s",
                      R.qlen, R.qlen == 1 ? "" : "s", krun_backend_names[o->bi->backend],
-                     o->bi->ndevices, o->bi->ndevices == 1 ? "" : "s", o->out_dir);
+                     o->bi->ndevices, o->bi->ndevices == 1 ? "" : "s", o->bi->devices_from,
+                     o->out_dir);
   krun__loop(&R);
   krun__contain_sweep(&R);
   int status = finish(&R);

@@ -161,6 +161,7 @@ typedef struct krun_backend_info {
   int ndevices;
   krun_device dev[KRUN_MAX_DEVICES];
   char error[512];          /* why there are none */
+  char devices_from[256];   /* where the devices came from (krun_outer) */
 } krun_backend_info;
 
 /* Resolves `auto` (the first of cuda, hip whose runner finds a device, else
@@ -172,6 +173,29 @@ int krun_backend_resolve(int wanted, const char *runner_dir,
 void krun_device_caps(const krun_settings *s, const krun_backend_info *bi,
                       int caps[KRUN_MAX_DEVICES]);
 
+/* ---- The devices the outside world gave (outer.c) ---------------------------- */
+
+/* Which devices kiln may use, as whoever started it said: the backend's own
+ * visible-devices variables, else a Slurm allocation (SLURM_STEP_GPUS, else
+ * SLURM_JOB_GPUS). The one place that question is answered. */
+typedef struct krun_outer {
+  int n;                    /* -1: nothing narrows kiln */
+  char entry[KRUN_MAX_DEVICES][64];  /* as the backend's mask names them */
+  int node_dev[KRUN_MAX_DEVICES];    /* the node's device number; -1: unknown */
+  char source[32];          /* the variable they came from */
+  int exported;             /* not the backend's own variable: kiln sets it */
+} krun_outer;
+
+/* Reads the environment for this backend; an error names a Slurm list that
+ * does not parse. */
+int krun_outer_read(int backend, krun_outer *o, kh_err *err);
+/* Devices that came from Slurm rather than the backend's own variable: sets
+ * that variable in kiln's environment, so that every runner kiln starts
+ * (the device probe included) sees exactly them. */
+void krun_outer_export(int backend, const krun_outer *o);
+/* "SLURM_JOB_GPUS=2", or "every device the runner sees". */
+void krun_outer_describe(const krun_outer *o, char *out, size_t n);
+
 /* ---- Shards ------------------------------------------------------------------ */
 
 typedef struct krun_shard {
@@ -182,16 +206,53 @@ typedef struct krun_shard {
   int selected, total;      /* tests this shard runs, of those selected */
 } krun_shard;
 
+/* Which tests every shard of a run runs, decided once and written down
+ * (plan.c), so that each shard (a Slurm array task), the merge and a resume
+ * all read one assignment. */
+typedef struct krun_plan_test {
+  char *id, *suite, *tags;
+  int shard;                /* 1..count */
+  double ms;                /* its time in the durations report; NAN */
+} krun_plan_test;
+
+typedef struct krun_plan {
+  char *path;               /* the file it was read from, or NULL */
+  int count;                /* shards */
+  const char *method;       /* "hash" or "durations" */
+  char *durations;          /* the report balanced by, or NULL */
+  char *git;                /* the revision planned from, or NULL */
+  int repeat;               /* runs of each test */
+  krun_plan_test *tests;    /* in registry order */
+  int ntests;
+} krun_plan;
+
 /* K/N from the flag (NULL: none), else Bazel's or Slurm's environment. */
 int krun_shard_resolve(const char *flag, krun_shard *sh, kh_err *err);
-/* Clears chosen[i] for other shards' tests. durations: a report to balance
- * by (NULL: rendezvous hashing of test ids). */
+/* The shard (0..count-1) of each chosen test of reg in shard_of[i] (-1 for
+ * the others): rendezvous hashing of test ids, or balanced by the wall
+ * times of a report (durations; NULL: hashing). ms_of (or NULL) gets the
+ * time each test was counted at (NAN when hashing). */
+int krun_shard_assign(const krun_registry *reg, const unsigned char *chosen,
+                      int count, const char *durations, int *shard_of,
+                      double *ms_of, kh_err *err);
+/* Clears chosen[i] for other shards' tests: by krun_shard_assign, or as
+ * plan says (then chosen becomes the plan's tests of this shard). */
 int krun_shard_apply(krun_shard *sh, const krun_registry *reg,
-                     unsigned char *chosen, const char *durations, kh_err *err);
+                     unsigned char *chosen, const char *durations,
+                     const krun_plan *plan, kh_err *err);
 /* The shard (0..count-1) of a test id under hashing. */
 int krun_shard_of(const char *id, int count);
 /* Bazel asks a test binary that shards to touch TEST_SHARD_STATUS_FILE. */
 void krun_shard_bazel_ack(void);
+
+/* A plan of count shards over the chosen tests (krun_shard_assign). */
+int krun_plan_make(const krun_registry *reg, const unsigned char *chosen,
+                   int count, const char *durations, int repeat,
+                   krun_plan *p, kh_err *err);
+/* Atomically; errors name the file. */
+int krun_plan_write(const krun_plan *p, const char *path, kh_err *err);
+int krun_plan_read(const char *path, krun_plan *p, kh_err *err);
+void krun_plan_free(krun_plan *p);
 
 /* ---- Device tokens ------------------------------------------------------------ */
 
@@ -259,12 +320,13 @@ typedef struct krun_spawn_req {
  * errno when no process could be made. */
 int krun_spawn(const krun_spawn_req *req, pid_t *pid, int *exec_errno);
 
-/* Runs argv with stdin from /dev/null and stderr to /dev/null, captures up
- * to max bytes of stdout, waits at most timeout_s. Returns the exit status
- * (0..255), 128+signal, or -1 when it could not run or timed out (errno
+/* Runs argv with stdin from /dev/null, captures up to max bytes of its
+ * stdout (and of its stderr too with with_stderr; else stderr goes to
+ * /dev/null), waits at most timeout_s. Returns the exit status (0..255),
+ * 128+signal, or -1 when it could not run or timed out (errno
  * ETIMEDOUT). */
-int krun_capture(char *const argv[], size_t max, double timeout_s,
-                 char **out, size_t *len);
+int krun_capture(char *const argv[], int with_stderr, size_t max,
+                 double timeout_s, char **out, size_t *len);
 
 /* ---- kiln run ---------------------------------------------------------------------- */
 

@@ -6,7 +6,9 @@
  * and changing N moves only about 1/N of them.
  * With a previous report, shards are balanced by its durations instead
  * (longest first onto the least-loaded shard), deterministic for the same
- * report and selection on every machine.
+ * report and selection on every machine. A shard plan (plan.c) written
+ * beforehand names each shard's tests outright: `kiln slurm` cuts the
+ * shards once and every array task runs its part of that plan.
  */
 #include "run.h"
 
@@ -144,14 +146,35 @@ static int by_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Sum of every record's wall time for an id (repeats and attempts). */
-static double id_ms(const krep_report *rep, const char *id) {
-  double ms = NAN;
-  for (int i = 0; i < rep->ntests; i++) {
-    if (strcmp(rep->tests[i]->id, id) != 0 || isnan(rep->tests[i]->wall_ms)) continue;
-    ms = (isnan(ms) ? 0 : ms) + rep->tests[i]->wall_ms;
+typedef struct timed {
+  const char *id;
+  double ms;
+} timed;
+
+static int by_id(const void *a, const void *b) {
+  return strcmp(((const timed *)a)->id, ((const timed *)b)->id);
+}
+
+/* Each id's wall time summed over its records (repeats and attempts),
+ * sorted by id, so that a suite of 10,000 looks each up in log time. */
+static timed *times_of(const krep_report *rep, int *n) {
+  timed *t = kh_xcalloc((size_t)rep->ntests + 1, sizeof *t);
+  int k = 0;
+  for (int i = 0; i < rep->ntests; i++)
+    if (!isnan(rep->tests[i]->wall_ms)) t[k++] = (timed){rep->tests[i]->id, rep->tests[i]->wall_ms};
+  qsort(t, (size_t)k, sizeof *t, by_id);
+  *n = 0;
+  for (int i = 0; i < k; i++) {
+    if (*n && strcmp(t[*n - 1].id, t[i].id) == 0) t[*n - 1].ms += t[i].ms;
+    else t[(*n)++] = t[i];
   }
-  return ms;
+  return t;
+}
+
+static double id_ms(const timed *t, int n, const char *id) {
+  timed key = {id, 0};
+  const timed *hit = bsearch(&key, t, (size_t)n, sizeof *t, by_id);
+  return hit ? hit->ms : NAN;
 }
 
 /* Tests the old report lacks get the median of those it has. */
@@ -167,21 +190,24 @@ static void fill_unknown(load *jobs, int n) {
   free(known);
 }
 
-static int balance(const krun_registry *reg, unsigned char *chosen,
-                       const char *path, int *shard_of, kh_err *err) {
+/* Longest first onto the least-loaded shard; ties go to the lower shard,
+ * equal times in id order, so every machine cuts the same shards. */
+static int balance(const krun_registry *reg, const unsigned char *chosen, int count,
+                   const char *path, int *shard_of, double *ms_of, kh_err *err) {
   krep_report rep;
   if (krep_read(path, &rep, err) != 0) {
     krep_free(&rep);
     return -1;
   }
   load *jobs = kh_xcalloc((size_t)reg->n + 1, sizeof *jobs);
-  int n = 0;
+  int n = 0, ntimed;
+  timed *old = times_of(&rep, &ntimed);
   for (int i = 0; i < reg->n; i++)
     if (chosen[i])
-      jobs[n] = (load){i, id_ms(&rep, reg->tests[i].id), reg->tests[i].id}, n++;
+      jobs[n] = (load){i, id_ms(old, ntimed, reg->tests[i].id), reg->tests[i].id}, n++;
+  free(old);
   fill_unknown(jobs, n);
   qsort(jobs, (size_t)n, sizeof *jobs, by_ms_desc);
-  int count = shard_of[reg->n];
   double *load = kh_xcalloc((size_t)count, sizeof *load);
   for (int j = 0; j < n; j++) {
     int best = 0;
@@ -189,30 +215,68 @@ static int balance(const krun_registry *reg, unsigned char *chosen,
       if (load[k] < load[best]) best = k;
     load[best] += jobs[j].ms;
     shard_of[jobs[j].reg_index] = best;
+    if (ms_of) ms_of[jobs[j].reg_index] = jobs[j].ms;
   }
   free(load), free(jobs);
   krep_free(&rep);
   return 0;
 }
 
+int krun_shard_assign(const krun_registry *reg, const unsigned char *chosen, int count,
+                      const char *durations, int *shard_of, double *ms_of, kh_err *err) {
+  for (int i = 0; i < reg->n; i++) {
+    shard_of[i] = chosen[i] ? krun_shard_of(reg->tests[i].id, count) : -1;
+    if (ms_of) ms_of[i] = NAN;
+  }
+  if (!durations) return 0;
+  if (balance(reg, chosen, count, durations, shard_of, ms_of, err) != 0) {
+    char why[sizeof err->msg];
+    snprintf(why, sizeof why, "%s", err->msg);
+    return kh_errf(err, "--shard-durations: %s", why);
+  }
+  return 0;
+}
+
+/* A plan names every shard's tests: this shard's are chosen, whatever the
+ * selection says, and each must be one the runner has. */
+static int apply_plan(krun_shard *sh, const krun_registry *reg, unsigned char *chosen,
+                      const krun_plan *plan, kh_err *err) {
+  if (sh->count != plan->count)
+    return kh_errf(err, "%s: a plan of %d shards, but this is shard %d/%d (from %s)",
+                   plan->path, plan->count, sh->index, sh->count, sh->source);
+  memset(chosen, 0, (size_t)reg->n);
+  sh->selected = 0;
+  for (int t = 0; t < plan->ntests; t++) {
+    if (plan->tests[t].shard != sh->index) continue;
+    int found = -1;
+    for (int i = 0; i < reg->n && found < 0; i++)
+      if (strcmp(reg->tests[i].id, plan->tests[t].id) == 0) found = i;
+    if (found < 0)
+      return kh_errf(err, "%s: shard %d lists test %s, which the runner does not have "
+                     "(a different build?)", plan->path, sh->index, plan->tests[t].id);
+    sh->selected += !chosen[found];
+    chosen[found] = 1;
+  }
+  sh->total = plan->ntests;
+  sh->method = plan->method;
+  return 0;
+}
+
 int krun_shard_apply(krun_shard *sh, const krun_registry *reg, unsigned char *chosen,
-                   const char *durations, kh_err *err) {
+                     const char *durations, const krun_plan *plan, kh_err *err) {
   if (sh->count == 0 && durations)
     return kh_errf(err, "--shard-durations %s given without --shard K/N", durations);
+  if (sh->count == 0 && plan)
+    return kh_errf(err, "--shard-plan %s: which shard? (--shard K/N or a Slurm array "
+                   "task)", plan->path);
   if (sh->count == 0) return 0;
+  if (plan) return apply_plan(sh, reg, chosen, plan, err);
   int *shard_of = kh_xcalloc((size_t)reg->n + 1, sizeof *shard_of);
-  shard_of[reg->n] = sh->count;
-  for (int i = 0; i < reg->n; i++)
-    shard_of[i] = krun_shard_of(reg->tests[i].id, sh->count);
-  if (durations) {
-    sh->method = "durations";
-    if (balance(reg, chosen, durations, shard_of, err) != 0) {
-      char why[sizeof err->msg];
-      snprintf(why, sizeof why, "%s", err->msg);
-      free(shard_of);
-      return kh_errf(err, "--shard-durations: %s", why);
-    }
+  if (krun_shard_assign(reg, chosen, sh->count, durations, shard_of, NULL, err) != 0) {
+    free(shard_of);
+    return -1;
   }
+  if (durations) sh->method = "durations";
   sh->total = sh->selected = 0;
   for (int i = 0; i < reg->n; i++) {
     if (!chosen[i]) continue;

@@ -210,11 +210,12 @@ int krun_spawn(const krun_spawn_req *req, pid_t *pid, int *exec_errno) {
 
 /* ---- Helper commands ------------------------------------------------------------------------ */
 
-int krun_capture(char *const argv[], size_t max, double timeout_s, char **out,
-                 size_t *len) {
+int krun_capture(char *const argv[], int with_stderr, size_t max, double timeout_s,
+                 char **out, size_t *len) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return -1;
-  krun_spawn_req req = {.argv = argv, .fd_in = -1, .fd_out = p[1], .fd_err = -1,
+  krun_spawn_req req = {.argv = argv, .fd_in = -1, .fd_out = p[1],
+                        .fd_err = with_stderr ? p[1] : -1,
                         .fd_result = -1, .die_with_parent = 1, .cgroup_procs = -1};
   pid_t pid;
   int exec_errno = 0;

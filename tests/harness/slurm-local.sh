@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# kiln slurm without a cluster (runs anywhere; tests/harness/slurm.sh has
+# the real one):
+#   - GPUs from Slurm: SLURM_JOB_GPUS / SLURM_STEP_GPUS narrow the devices,
+#     a renumbered mask keeps the node's GPU numbers for the tokens, a bad
+#     list is refused;
+#   - --dry-run: the plan and the job scripts with every sbatch option, a
+#     deterministic hash plan, and a plan balanced by an earlier run's times;
+#   - the job scripts run by hand in place of Slurm (sbatch, sacct and
+#     scontrol are stand-ins on PATH): a task killed mid-run (NODE_FAIL in
+#     sacct), one that never started (no record), one whose state only
+#     scontrol knows (TIMEOUT) -- their tests lost with state, job and node,
+#     none missing; --resume plans just those, and the merge of both rounds
+#     holds exactly the unsharded run's tests.
+. "$(dirname "$0")/lib.sh"
+
+export KILN_EMU_DEVICES=4
+SEL=(engine rope)
+ids() {  # ids REPORT: the final test runs as sorted "id repeat" lines
+  flat "$1"
+  grep -E '^tests\.[0-9]+\.(id|repeat|final)=' "$T/flat.txt" | awk -F'[.=]' '
+    {n=$2; v[n, $3]=$0; sub(/^[^=]*=/, "", v[n, $3])}
+    END {for (k in v) {split(k, a, SUBSEP); seen[a[1]]=1}
+         for (n in seen) if (v[n, "final"] == "true") print v[n, "id"], v[n, "repeat"]}' |
+    sort
+}
+
+# ---- GPUs from Slurm --------------------------------------------------------------
+SLURM_JOB_GPUS=2 k devices --backend host
+expect_out "devices from SLURM_JOB_GPUS=2" "kiln devices says where its devices came from"
+expect_out "^device 0 \(physical 2, visible as 2\)" "SLURM_JOB_GPUS=2: one device, the node's GPU 2"
+[ "$(grep -c '^device ' "$T/out.txt")" = 1 ] && ok "and no other" || fail "more devices than Slurm gave"
+SLURM_STEP_GPUS=3 SLURM_JOB_GPUS=1,3 k devices --backend host
+expect_out "^device 0 \(physical 3" "a step's GPUs (SLURM_STEP_GPUS) win over the job's"
+KILN_EMU_VISIBLE_DEVICES=0,1 SLURM_JOB_GPUS=2,3 k devices --backend host
+expect_out "^device 1 \(physical 3, visible as 1\)" \
+  "a mask Slurm renumbered from 0 keeps the node's GPU numbers for the tokens"
+SLURM_JOB_GPUS=0-1,3 k devices --backend host
+expect_out "^device 2 \(physical 3" "GPU ranges (0-1,3)"
+SLURM_JOB_GPUS=gpu0 k devices --backend host
+expect_rc 3 "a GPU list that does not parse"
+expect_out "SLURM_JOB_GPUS=gpu0" "the error names the variable and its value"
+SLURM_JOB_GPUS=1,3 k run --backend host -j 2 -o "$T/bound" engine
+expect_rc 0 "kiln run inside a job given GPUs 1 and 3"
+flat "$T/bound/report.yaml"
+expect_eq "$(grep -E '^devices\.[0-9]+\.physical=' "$T/flat.txt" | cut -d= -f2 | paste -sd,)" 1,3 \
+  "the run's devices are the job's GPUs"
+expect_eq "$(grep -E '^tests\.[0-9]+\.device=' "$T/flat.txt" | cut -d= -f2 | grep -cvE '^(1|3)$')" 0 \
+  "every test ran on one of them"
+
+# ---- --dry-run ---------------------------------------------------------------------
+mkdir -p "$T/cwd" && cd "$T/cwd"
+k slurm --dry-run --backend host --tasks 3 --partition gpu --account proj --time 30:00 \
+  --merge-time 5:00 --gpus-per-task 2 --sbatch=--qos=high --repeat 2 -j 1 -- "${SEL[@]}"
+expect_rc 0 "kiln slurm --dry-run"
+for want in '^#SBATCH --array=0-2$' '^#SBATCH --gres=gpu:2$' '^#SBATCH --partition=gpu$' \
+    '^#SBATCH --account=proj$' '^#SBATCH --time=30:00$' '^#SBATCH --time=5:00$' \
+    '^# sbatch --parsable --qos=high .*/slurm/array-1.sh$' \
+    "^# sbatch --parsable '--dependency=afterany:<array job>' --kill-on-invalid-dep=yes --qos=high .*/slurm/merge-1.sh$" \
+    '^exec .*/kiln run --out "\$dir" --shard-plan .*/slurm/plan-1 --runner-dir .* --backend host --repeat 2 --jobs 1 -- engine rope$' \
+    '^exec .*/kiln slurm --merge .*/reports/slurm/[0-9T]+Z$' \
+    '^kiln slurm: 3 shards of 28 tests, 2 runs each \(hash partition: no earlier report\)'; do
+  expect_out "$want" "dry run prints /$want/"
+done
+[ ! -e "$T/cwd/reports" ] && ok "a dry run writes nothing" || fail "a dry run wrote $T/cwd/reports"
+grep '^  shard ' "$T/out.txt" >"$T/plan1"
+k slurm --dry-run --backend host --tasks 3 "${SEL[@]}"
+grep '^  shard ' "$T/out.txt" >"$T/plan2"
+cmp -s "$T/plan1" "$T/plan2" && ok "the hash plan is the same every time" || fail "plans differ"
+
+k run --backend host -j 1 -o "$T/old" "${SEL[@]}"; expect_rc 0 "a run to balance by"
+k slurm --dry-run --backend host --tasks 3 --shard-durations "$T/old/report.yaml" "${SEL[@]}"
+expect_out "balanced by the times in $T/old/report.yaml" "--shard-durations balances the plan"
+flat "$T/old/report.yaml"
+longest=$(grep -E '^tests\.[0-9]+\.times\.wall_ms=' "$T/flat.txt" | cut -d= -f2 | sort -g | tail -1)
+spread=$(sed -nE 's/^  shard [0-9]+: [0-9]+ tests?, ([0-9.]+) s by the old times$/\1/p' "$T/out.txt" |
+         sort -g | sed -n '1p;$p' | paste -sd' ' | awk '{print ($2 - $1) * 1000}')
+awk -v s="$spread" -v l="$longest" 'BEGIN { exit !(s != "" && s <= l + 100) }' &&
+  ok "balanced shards differ by $spread ms, within the longest test ($longest ms)" ||
+  fail "shards differ by '$spread' ms; the longest test takes $longest ms"
+
+# ---- The job scripts, run by hand in place of Slurm ---------------------------------
+FAKE=$T/fake
+mkdir -p "$FAKE/bin"
+cat >"$FAKE/bin/sbatch" <<EOF
+#!/bin/bash
+n=\$(cat "$FAKE/next" 2>/dev/null || echo 100)
+echo \$((n + 1)) >"$FAKE/next"
+echo "\$*" >>"$FAKE/sbatch.log"
+echo "sbatch: warning: a stand-in for sbatch" >&2
+echo "\$n"
+EOF
+cat >"$FAKE/bin/sacct" <<EOF
+#!/bin/bash
+[ -f "$FAKE/sacct.txt" ] || { echo "sacct: error: Slurm accounting storage is disabled" >&2; exit 1; }
+cat "$FAKE/sacct.txt"
+EOF
+cat >"$FAKE/bin/scontrol" <<EOF
+#!/bin/bash
+cat "$FAKE/scontrol.txt" 2>/dev/null
+EOF
+printf '#!/bin/bash\necho "slurm_load_jobs error: Invalid job id specified" >&2; exit 1\n' >"$FAKE/bin/squeue"
+printf '#!/bin/bash\necho "$*" >>"%s/scancel.log"\n' "$FAKE" >"$FAKE/bin/scancel"
+chmod +x "$FAKE"/bin/*
+export PATH=$FAKE/bin:$PATH
+
+k run --backend host -j 1 -o "$T/ref" "${SEL[@]}"; ids "$T/ref/report.yaml" >"$T/ref.ids"
+R=$T/root/r
+k slurm --backend host -j 1 --tasks 3 --no-wait -o "$R" "${SEL[@]}"
+expect_rc 0 "kiln slurm --no-wait (a stand-in sbatch)"
+expect_out "round 1: array job 100 \(3 tasks\), merge job 101" "it names the jobs"
+expect_eq "$(sed -n 2p "$FAKE/sbatch.log")" \
+  "--parsable --dependency=afterany:100 --kill-on-invalid-dep=yes $R/slurm/merge-1.sh" \
+  "the merge job depends on the array job"
+slurm_env() {  # slurm_env ROUND TASK COUNT: what Slurm gives an array task
+  echo SLURM_ARRAY_JOB_ID=$((100 + 2 * ($1 - 1))) SLURM_ARRAY_TASK_ID=$2 \
+    SLURM_ARRAY_TASK_COUNT=$3 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_MAX=$(($3 - 1)) \
+    SLURM_ARRAY_TASK_STEP=1 SLURM_JOB_GPUS=$2 SLURMD_NODENAME=node$2
+}
+task() { env $(slurm_env "$@") bash "$R/slurm/array-$1.sh"; }
+task 1 0 3 >"$T/task0.out" 2>&1 && ok "task 0 ran its shard" || fail "task 0: $(tail -3 "$T/task0.out")"
+# Task 1 dies mid-run (its node fails): the script execs kiln, so $! is kiln.
+# Task 2 never starts.
+env $(slurm_env 1 1 3) KILN_EMU_INIT_MS=300 bash "$R/slurm/array-1.sh" >"$T/task1.out" 2>&1 &
+pid=$!
+for i in $(seq 200); do grep -qs '^run ' "$R/shards/1-2/journal" && break; sleep 0.05; done
+kill -KILL $pid; wait $pid 2>/dev/null
+grep -qs '^run ' "$R/shards/1-2/journal" && ok "task 1 finished a test before it died" ||
+  fail "task 1 finished nothing"
+echo "100_1|NODE_FAIL|node1" >"$FAKE/sacct.txt"
+k slurm --merge "$R"
+expect_rc 1 "the merge of a run with dead tasks exits 1"
+expect_eq "$(head -1 "$R/status")" lost "status"
+ids "$R/report.yaml" >"$T/r.ids"
+cmp -s "$T/ref.ids" "$T/r.ids" && ok "every test of the selection is in the merged report" ||
+  { fail "tests missing or extra"; diff "$T/ref.ids" "$T/r.ids" | head; }
+lost_of() {  # lost_of JOB: by/state/node of each lost test of that task, uniq'd
+  for i in $(grep -E "^tests\.[0-9]+\.lost\.job=$1\$" "$T/flat.txt" | sed -E 's/^tests\.([0-9]+)\..*/\1/'); do
+    echo "$(field tests.$i.outcome) $(field tests.$i.lost.by) $(field tests.$i.lost.state) $(field tests.$i.lost.node)"
+  done | sort -u
+}
+expect_eq "$(lost_of 100_1)" "lost slurm NODE_FAIL node1" "task 1's tests: lost, NODE_FAIL on node1 (sacct)"
+expect_eq "$(lost_of 100_2)" "lost slurm null null" "task 2's tests: lost, never started, no record"
+n2=$(grep -c ' shard=3 ' "$R/slurm/plan-1")
+expect_eq "$(grep -cE '^tests\.[0-9]+\.lost\.job=100_2$' "$T/flat.txt")" "$n2" "all $n2 tests of shard 3 are lost"
+i=$(grep -E '^tests\.[0-9]+\.lost\.job=100_2$' "$T/flat.txt" | head -1 | sed -E 's/^tests\.([0-9]+)\..*/\1/')
+expect_match "$(field tests.$i.message)" "never started" "a task that never ran says so"
+passed1=$(grep -E '^tests\.[0-9]+\.outcome=pass$' "$T/flat.txt" | wc -l)
+expect_match "$passed1" '^[1-9]' "what the tasks finished is kept ($passed1 passed)"
+# Without accounting, scontrol knows the state (for MinJobAge).
+rm "$FAKE/sacct.txt"
+echo "JobId=7 ArrayJobId=100 ArrayTaskId=1 JobName=kiln JobState=TIMEOUT Reason=TimeLimit ReqNodeList=(null) NodeList=node1 BatchHost=node1" \
+  >"$FAKE/scontrol.txt"
+k slurm --merge "$R"
+flat "$R/report.yaml"
+expect_eq "$(lost_of 100_1)" "lost slurm TIMEOUT node1" "from scontrol when sacct has no accounting"
+
+k slurm --resume "$R" --no-wait
+expect_rc 0 "kiln slurm --resume --no-wait"
+nlost=$(grep -c '^test ' "$R/slurm/plan-2")
+expect_eq "$nlost" "$(grep -c 'outcome=lost' <(grep -E '^tests\.[0-9]+\.outcome=' "$T/flat.txt"))" \
+  "the resume plans exactly the lost tests"
+tasks2=$(sed -nE 's/^plan .*count=([0-9]+).*/\1/p' "$R/slurm/plan-2")
+for t in $(seq 0 $((tasks2 - 1))); do task 2 "$t" "$tasks2" >"$T/r2-$t.out" 2>&1 || fail "round 2 task $t"; done
+k slurm --merge "$R"
+expect_rc 0 "the merge after the resume"
+expect_eq "$(head -1 "$R/status")" good "status"
+ids "$R/report.yaml" >"$T/r.ids"
+cmp -s "$T/ref.ids" "$T/r.ids" && ok "after --resume: exactly the unsharded run's tests, once each" ||
+  { fail "tests differ after --resume"; diff "$T/ref.ids" "$T/r.ids" | head; }
+expect_eq "$(field summary.lost)" 0 "nothing lost"
+expect_eq "$(grep -cE '^run\.merged_from\.[0-9]+\.round=2$' "$T/flat.txt")" "$tasks2" \
+  "the merged report names the resumed round's $tasks2 shards"
+k slurm --follow "$R" --poll 0.1
+expect_rc 0 "--follow of a merged run: its status"
+finish
