@@ -72,6 +72,7 @@ static void sample(named *s, double v) {
 }
 
 static double median_of(const named *s) {
+  if (s->nsamples == 0) return NAN; /* no samples: no array to copy */
   double *v = kh_xmalloc(((size_t)s->nsamples + 1) * sizeof *v);
   memcpy(v, s->samples, (size_t)s->nsamples * sizeof *v);
   double m = krep__median(v, s->nsamples);
