@@ -1,7 +1,13 @@
 /* Fused attention, flash-style: O = softmax(scale * Q K^T + causal) V in one
  * pass over K and V; the Sq x Sk scores never exist in memory.
  *
- * Algorithm. A block of 256 threads takes one (batch, kv head) and a tile of
+ * Kernels (docs/kernels.md). The launcher at the end runs the family the
+ * engine resolved: TILED is the matrix-core kernel (kd-attn-mma.h) for
+ * f16/bf16 where the device has matrix units and rows are 16-byte aligned
+ * with D a multiple of 8, the register-tiled SIMT kernel (kd-attn-simt.h)
+ * otherwise; ROWS is this file's kernel, below.
+ *
+ * ROWS algorithm. A block of 256 threads takes one (batch, kv head) and a tile of
  * R query rows. Rows are (query head of the kv head's group, query) pairs,
  * so with GQA/MQA a decode step packs the group's heads into one block and
  * every query head reads its kv head directly. Each row belongs to G
@@ -28,7 +34,10 @@
  * NaN; a row with no visible key (or only -inf scores) gives zeros. All
  * arithmetic is f32 whatever the storage type.
  */
+#include "kd-attn-mma.h"
+#include "kd-attn-simt.h"
 #include "kd.h"
+#include "kiln/attention.h"
 
 /* g++ (host emulation) has no unroll pragma; the GPU compilers do. */
 #if defined(KILN_BACKEND_HOST)
@@ -396,12 +405,122 @@ static int ke_attention_launch_typed(hipStream_t s, const void *q,
   return (int)hipErrorInvalidValue;
 }
 
+/* ---- Tiled kernels ---------------------------------------------------------- */
+
+/* Every row of q, k, v and o starts on 16 bytes, and D is whole 16-byte
+ * chunks: the matrix-core kernel's cp.async and 16-byte stores. */
+static bool ke_attn_rows16(const void *q, const void *k, const void *v,
+                           const void *o, const ke__attention_desc *a) {
+  if (a->d % 8 != 0) return false;
+  const void *ptr[4] = {q, k, v, o};
+  const int64_t *st[4] = {a->q_stride, a->k_stride, a->v_stride, a->o_stride};
+  for (int t = 0; t < 4; t++) {
+    if ((uintptr_t)ptr[t] % 16 != 0) return false;
+    for (int d = 0; d < 3; d++)
+      if (st[t][d] % 8 != 0) return false;
+  }
+  return true;
+}
+
+/* The matrix-core kernel for D padded to 32, 64, 80, 96, 128, 160, 192 or
+ * 256 (the fast paths are the D they name; any other multiple of 8 pads). */
+template <class Arch, typename T>
+static int ke_attn_mma_by_d(hipStream_t s, const void *q, const void *k,
+                            const void *v, void *o,
+                            const ke__attention_desc *a) {
+#define KE_ATTN_MMA(DP)                                                     \
+  return kd_attn_mma_launch<Arch, T,                                       \
+                            typename kd_attn_mma_default<Arch, DP>::type>( \
+      s, q, k, v, o, a)
+  switch ((a->d + 15) / 16) {
+  case 1: case 2: KE_ATTN_MMA(32);
+  case 3: case 4: KE_ATTN_MMA(64);
+  case 5: KE_ATTN_MMA(80);
+  case 6: KE_ATTN_MMA(96);
+  case 7: case 8: KE_ATTN_MMA(128);
+  case 9: case 10: KE_ATTN_MMA(160);
+  case 11: case 12: KE_ATTN_MMA(192);
+  default: KE_ATTN_MMA(256);
+  }
+#undef KE_ATTN_MMA
+}
+
+/* Whether a tiled grid of bm-row tiles keeps its 256-thread total within
+ * HIP's 32-bit limit: 16-row tiles (the AMD configurations for D > 128)
+ * would not at the largest row counts the engine accepts (2^28), and such
+ * a launch takes the ROWS kernel. */
+static bool ke_attn_grid_fits(const ke__attention_desc *a, int bm) {
+  const int64_t rows = a->hq / a->hkv * a->sq;
+  return (rows + bm - 1) / bm * KD_ATTN_SIMT_THREADS <= (int64_t)UINT32_MAX;
+}
+
+/* The SIMT tiled kernel for D padded to 64, 128, 192 or 256, in the
+ * configurations for 227 KiB of shared memory (NVIDIA) or 64 KiB (AMD). */
+template <typename T, bool BIG>
+static int ke_attn_simt_by_d(hipStream_t s, const void *q, const void *k,
+                             const void *v, void *o,
+                             const ke__attention_desc *a) {
+#define KE_ATTN_SIMT(DP)                                                     \
+  {                                                                         \
+    typedef typename kd_attn_simt_default<DP, BIG>::type C;                 \
+    if (!ke_attn_grid_fits(a, C::BM))                                       \
+      return ke_attention_launch_typed<T>(s, q, k, v, o, a);                \
+    return kd_attn_simt_launch<T, C>(s, q, k, v, o, a);                     \
+  }
+  switch ((a->d + 63) / 64) {
+  case 1: KE_ATTN_SIMT(64);
+  case 2: KE_ATTN_SIMT(128);
+  case 3: KE_ATTN_SIMT(192);
+  default: KE_ATTN_SIMT(256);
+  }
+#undef KE_ATTN_SIMT
+}
+
+/* The host emulation budgets shared memory as the GPU it emulates. */
+template <typename T>
+static int ke_attn_simt(hipStream_t s, const void *q, const void *k,
+                        const void *v, void *o, const ke__attention_desc *a) {
+#if defined(KILN_BACKEND_CUDA)
+  return ke_attn_simt_by_d<T, true>(s, q, k, v, o, a);
+#elif defined(KILN_BACKEND_HOST)
+  return kemu_warp_size() == 32 ? ke_attn_simt_by_d<T, true>(s, q, k, v, o, a)
+                                : ke_attn_simt_by_d<T, false>(s, q, k, v, o, a);
+#else
+  return ke_attn_simt_by_d<T, false>(s, q, k, v, o, a);
+#endif
+}
+
+template <typename T>
+static int ke_attention_tiled(hipStream_t s, const void *q, const void *k,
+                              const void *v, void *o,
+                              const ke__attention_desc *a) {
+  if constexpr (kd_is16<T>::v) {
+    if (ke_attn_rows16(q, k, v, o, a)) {
+      const kd_mma_kind kind = kd_mma_device_kind();
+#if KD_MMA_HAS_NV
+      if (kind == KD_MMA_NV)
+        return ke_attn_mma_by_d<kd_mma_nv, T>(s, q, k, v, o, a);
+#endif
+#if KD_MMA_HAS_CDNA
+      if (kind == KD_MMA_CDNA)
+        return ke_attn_mma_by_d<kd_mma_cdna, T>(s, q, k, v, o, a);
+#endif
+      (void)kind;
+    }
+  }
+  return ke_attn_simt<T>(s, q, k, v, o, a);
+}
+
 extern "C" int ke__attention_launch(void *stream, ke_dtype dtype,
                                     const void *q, const void *k,
                                     const void *v, void *o,
                                     const ke__attention_desc *desc) {
   hipStream_t s = (hipStream_t)stream;
-  KD_DISPATCH_IN(dtype, T,
-                 return ke_attention_launch_typed<T>(s, q, k, v, o, desc))
+  if (desc->kernel == KE_ATTN_KERNEL_TILED) {
+    KD_DISPATCH_IN(dtype, T, return ke_attention_tiled<T>(s, q, k, v, o, desc))
+  } else {
+    KD_DISPATCH_IN(dtype, T,
+                   return ke_attention_launch_typed<T>(s, q, k, v, o, desc))
+  }
   return (int)hipErrorInvalidValue;
 }

@@ -1,140 +1,397 @@
-/* The tiled GEMM kernel shared by kernels/gemm.hip (dense A and B) and
- * kernels/mxfp.hip (B decoded from MX blocks while it is loaded).
+/* The SIMT GEMM kernel shared by kernels/gemm.hip (f32, mixed dtypes, and
+ * 16-bit inputs on a device without matrix units) and kernels/mxfp.hip
+ * (f32 and f16 X against MX weights decoded as they are loaded).
  *
- * A block of 256 threads computes a 64 x 64 tile of C for one batch index.
- * K is walked in slabs of 16: the block stages op(A)[64 x 16] and
- * op(B)[16 x 64] in shared memory as f32 (each thread loads four elements of
- * each, out-of-range ones as 0), then each thread multiplies a 4 x 4 register
- * block: rows ty + 16i and columns tx + 16j of the tile, i, j < 4, so that a
- * warp reads shared memory as broadcasts and consecutive words. Each output
- * is one thread's in-order f32 sum over K with fused multiply-add, then
- * alpha * sum + beta * C, rounded once to C's dtype; C is read only when
- * beta != 0 and A and B only when alpha != 0. Edges: loads past M, N or K
- * stage zeros and stores past M or N are skipped, so any M, N, K >= 1 works.
- * The grid is (N tiles, M tiles, batch), the last two capped at 65535 and
- * walked grid-stride, so there is no limit from the grid either.
+ * A block of 256 threads computes a BM x BN tile of C for one batch index
+ * (128 x 128 by default), each thread an 8 x 8 block of it: rows
+ * 4 ty + i and BM / 2 + 4 ty + i, columns 4 tx + j and BN / 2 + 4 tx + j
+ * (i, j < 4; tx, ty < 16), so that every thread reads its operands from
+ * shared memory as 16-byte vectors and a warp's reads are broadcasts or
+ * consecutive. K is walked in slabs of BK: the block stages op(A)
+ * [BM x BK] and op(B) [BK x BN] in shared memory as f32, [k][row], in one
+ * of two buffers; while it multiplies one slab, each thread holds its
+ * share of the next in registers as loaded (four consecutive elements at a
+ * time, one vector where aligned; 16-bit values and MX codes still
+ * packed), then converts it and writes it to the other buffer, so one
+ * barrier per slab suffices. Out-of-range elements stage as
+ * zeros and stores past M or N are skipped, so any M, N, K >= 1 works.
  *
- * An operand is a loader: `float load(b, r, k)` returns element (r, k) of
- * the [rows, K] matrix of batch b (rows = M for A, N for B), and
- * `k_contiguous` says which index walks memory, so that the tile is loaded
- * with consecutive threads on consecutive addresses either way.
+ * Each output is one thread's in-order f32 sum over K with fused
+ * multiply-add, then alpha * sum + beta * C, rounded once to C's dtype; C
+ * is read only when beta != 0 and A and B only when alpha != 0. Tiles are
+ * walked grid-stride in a 1-D grid (kd_gemm_tile_of), so no size limit
+ * comes from the grid.
+ *
+ * An operand has `k_contiguous` and a `cursor<ROWS, BK>` that a thread
+ * points at a tile (init), steps slab by slab (next: load) and reads as
+ * f32 (values): its groups of four consecutive elements along the
+ * operand's contiguous index (k when k_contiguous, else the row), zero
+ * past the edges.
  */
 #ifndef KILN_KD_GEMM_H
 #define KILN_KD_GEMM_H
 
 #include "kd.h"
 
-#define KD_GEMM_TILE 64     /* rows and columns of C per block */
-#define KD_GEMM_BK 16       /* K per shared-memory slab */
-#define KD_GEMM_THREADS 256 /* 16 x 16 threads, a 4 x 4 block each */
-#define KD_GEMM_MICRO 4
-#define KD_GEMM_PAD 4       /* shared row padding against bank conflicts */
+#define KD_GEMM_GROUP_M 8 /* tile rows per L2 group */
 
-/* A dense f32/f16/bf16 matrix (ke__gemm_operand with its storage type). */
+/* Tile t of a grid-stride walk over batch x m_tiles x n_tiles tiles, as
+ * (batch, tile row, tile column): batch-major, and inside a batch in
+ * groups of KD_GEMM_GROUP_M tile rows, column by column, so that the
+ * blocks running at once share their A and B tiles in L2. */
+__device__ __forceinline__ void kd_gemm_tile_of(int64_t t, int64_t m_tiles,
+                                                int64_t n_tiles, int64_t *bi,
+                                                int64_t *mt, int64_t *nt) {
+  const int64_t per_batch = m_tiles * n_tiles;
+  *bi = t / per_batch;
+  const int64_t r = t - *bi * per_batch;
+  const int64_t span = (int64_t)KD_GEMM_GROUP_M * n_tiles;
+  const int64_t first = r / span * KD_GEMM_GROUP_M;
+  const int64_t rows = m_tiles - first < KD_GEMM_GROUP_M ? m_tiles - first
+                                                          : KD_GEMM_GROUP_M;
+  const int64_t in = r - r / span * span;
+  *mt = first + in % rows;
+  *nt = in / rows;
+}
+
+/* ---- Four consecutive elements ---------------------------------------- */
+
+/* Four elements of T as raw bits: W = 4 words for f32, 2 for 16-bit
+ * types (two to a word, the first in the low half). Held in registers
+ * between a slab's loads and its store to shared memory, 16-bit operands
+ * take half the registers of f32. */
+template <typename T> struct kd_gemm_raw4 {
+  static constexpr int W = sizeof(T) == 4 ? 4 : 2;
+  uint32_t w[W];
+};
+
+/* raw = p[0 .. n) (0 <= n <= 4), zero bits after (+0 in every dtype); one
+ * vector load when n == 4 and vec (p then 4-element aligned). */
+template <typename T>
+__device__ __forceinline__ void kd_gemm_ld4(const T *p, int n, bool vec,
+                                            kd_gemm_raw4<T> &raw) {
+  if (vec && n == 4) {
+    if constexpr (sizeof(T) == 4) {
+      const uint4 v = kd_ld16(p);
+      raw.w[0] = v.x;
+      raw.w[1] = v.y;
+      raw.w[2] = v.z;
+      raw.w[3] = v.w;
+    } else {
+#if defined(KILN_BACKEND_HOST)
+      memcpy(raw.w, p, 8);
+#else
+      const uint2 v = *(const uint2 *)p;
+      raw.w[0] = v.x;
+      raw.w[1] = v.y;
+#endif
+    }
+    return;
+  }
+  if constexpr (sizeof(T) == 4) {
+    KD_UNROLL
+    for (int i = 0; i < 4; i++) raw.w[i] = i < n ? kd_f32_bits(p[i]) : 0u;
+  } else {
+    KD_UNROLL
+    for (int i = 0; i < 2; i++)
+      raw.w[i] = (2 * i < n ? (uint32_t)p[2 * i].bits : 0u) |
+                 (2 * i + 1 < n ? (uint32_t)p[2 * i + 1].bits << 16 : 0u);
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ void kd_gemm_cvt4(const kd_gemm_raw4<T> &raw,
+                                             float out[4]) {
+  if constexpr (sizeof(T) == 4) {
+    KD_UNROLL
+    for (int i = 0; i < 4; i++) out[i] = kd_bits_f32(raw.w[i]);
+  } else {
+    KD_UNROLL
+    for (int i = 0; i < 4; i++) {
+      T e;
+      e.bits = (uint16_t)(raw.w[i / 2] >> (16 * (i % 2)));
+      out[i] = kd_to_float(e);
+    }
+  }
+}
+
+/* p[i] = v[i] (+ beta * p[i]) for i < n, rounded to T; one 16-byte
+ * store for four f32 when vec and beta == 0. */
+template <typename T>
+__device__ __forceinline__ void kd_gemm_store4(T *p, int n, bool vec,
+                                               const float v[4], float beta) {
+  if (sizeof(T) == 4 && vec && n == 4 && beta == 0.0f) {
+    kd_st16(p, make_uint4(kd_f32_bits(v[0]), kd_f32_bits(v[1]),
+                          kd_f32_bits(v[2]), kd_f32_bits(v[3])));
+    return;
+  }
+  KD_UNROLL
+  for (int i = 0; i < 4; i++)
+    if (i < n) {
+      float o = v[i];
+      if (beta != 0.0f) o = fmaf(beta, kd_to_float(p[i]), o);
+      p[i] = kd_from_float<T>(o);
+    }
+}
+
+/* Four floats of shared memory at p (16-byte aligned) as one access;
+ * memcpy on the host keeps its compiler's aliasing rules intact. */
+__device__ __forceinline__ float4 kd_gemm_lds4(const float *p) {
+#if defined(KILN_BACKEND_HOST)
+  float4 v;
+  memcpy(&v, p, sizeof v);
+  return v;
+#else
+  return *(const float4 *)p;
+#endif
+}
+__device__ __forceinline__ void kd_gemm_sts4(float *p, const float v[4]) {
+#if defined(KILN_BACKEND_HOST)
+  memcpy(p, v, 16);
+#else
+  *(float4 *)p = make_float4(v[0], v[1], v[2], v[3]);
+#endif
+}
+
+/* ---- Operands ----------------------------------------------------------- */
+
+/* A dense f32/f16/bf16 matrix (ke__gemm_operand with its storage type):
+ * element (b, r, k) at data[b * batch_stride + r * ld + k] when
+ * k_contiguous, else at data[b * batch_stride + k * ld + r]. vec: base,
+ * ld and batch_stride keep every group of four 4-element aligned. */
 template <typename T> struct kd_gemm_dense {
   const T *data;
   int64_t ld;
   int64_t batch_stride;
   int k_contiguous;
+  int vec;
 
-  __device__ __forceinline__ float load(int64_t b, int64_t r,
-                                        int64_t k) const {
-    const T *base = data + b * batch_stride;
-    return kd_to_float(k_contiguous ? base[r * ld + k] : base[k * ld + r]);
-  }
+  /* A thread's groups of one tile's ROWS x BK slabs, slab after slab.
+   * Group g is element i = threadIdx.x + 256 g of the slab's
+   * ROWS * BK / 4 groups: k-contiguous, row i / (BK / 4) at k
+   * 4 (i % (BK / 4)); otherwise rows 4 (i % (ROWS / 4)) at k
+   * i / (ROWS / 4). */
+  template <int ROWS, int BK> struct cursor {
+    static constexpr int L = ROWS * BK / (4 * 256);
+    const T *p[L];
+    int fixed[L]; /* k-contiguous: 1 if the row exists; else rows left */
+    int kpos[L];  /* the group's k in the slab */
+    int64_t step;
+    int kc, vec;
+    kd_gemm_raw4<T> raw[L];
+
+    __device__ __forceinline__ void init(const kd_gemm_dense &op, int64_t b,
+                                         int64_t r0, int64_t rows, int64_t) {
+      const T *base = op.data + b * op.batch_stride;
+      kc = op.k_contiguous;
+      vec = op.vec;
+      step = kc ? BK : BK * op.ld;
+      KD_UNROLL
+      for (int g = 0; g < L; g++) {
+        const int i = (int)threadIdx.x + 256 * g;
+        if (kc) {
+          const int64_t r = r0 + i / (BK / 4);
+          kpos[g] = 4 * (i % (BK / 4));
+          fixed[g] = r < rows;
+          p[g] = base + (fixed[g] ? r * op.ld : 0) + kpos[g];
+        } else {
+          const int64_t r = r0 + 4 * (i % (ROWS / 4)), left = rows - r;
+          kpos[g] = i / (ROWS / 4);
+          fixed[g] = left <= 0 ? 0 : (left < 4 ? (int)left : 4);
+          p[g] = base + kpos[g] * op.ld + (fixed[g] ? r : 0);
+        }
+      }
+    }
+    /* Loads the groups of the slab at k0 (the slab after the last one),
+     * zero past the edges. */
+    __device__ __forceinline__ void next(int64_t k0, int64_t klen) {
+      KD_UNROLL
+      for (int g = 0; g < L; g++) {
+        int n;
+        if (kc) {
+          const int64_t left = klen - (k0 + kpos[g]);
+          n = !fixed[g] || left <= 0 ? 0 : (left < 4 ? (int)left : 4);
+        } else {
+          n = k0 + kpos[g] < klen ? fixed[g] : 0;
+        }
+        kd_gemm_ld4(p[g], n, vec != 0, raw[g]);
+        p[g] += step;
+      }
+    }
+    /* The loaded groups as f32. */
+    __device__ __forceinline__ void values(float (*v)[4]) const {
+      KD_UNROLL
+      for (int g = 0; g < L; g++) kd_gemm_cvt4(raw[g], v[g]);
+    }
+  };
 };
 
-/* Stages rows [r0, r0 + 64) x K [k0, k0 + 16) of op into tile[k][r]. */
-template <class Op>
-__device__ __forceinline__ void
-kd_gemm_stage(const Op &op, float (*tile)[KD_GEMM_TILE + KD_GEMM_PAD],
-              int64_t b, int64_t r0, int64_t rows, int64_t k0, int64_t k_len) {
-  const int per_thread = KD_GEMM_TILE * KD_GEMM_BK / KD_GEMM_THREADS;
-  for (int i = 0; i < per_thread; i++) {
-    const int idx = (int)threadIdx.x + i * KD_GEMM_THREADS;
-    int r, kk;
-    if (op.k_contiguous) {
-      kk = idx % KD_GEMM_BK;
-      r = idx / KD_GEMM_BK;
+template <typename T>
+static kd_gemm_dense<T> kd_gemm_dense_of(const void *data, int64_t ld,
+                                        int64_t batch_stride,
+                                        int k_contiguous) {
+  const int64_t w = 4 * (int64_t)sizeof(T);
+  return {(const T *)data, ld, batch_stride, k_contiguous,
+          (uintptr_t)data % (uintptr_t)w == 0 && ld % 4 == 0 &&
+              batch_stride % 4 == 0};
+}
+
+/* The C view of the kernels. */
+template <typename Tc> struct kd_gemm_out {
+  Tc *data;
+  int64_t ld;
+  int64_t batch_stride;
+  int vec; /* base, ld, batch_stride: 16-byte stores of four f32 */
+};
+
+/* ---- The kernel ------------------------------------------------------- */
+
+/* MIN_BLOCKS: blocks per multiprocessor the registers must allow (2 caps
+ * a thread at 128 registers). */
+template <int BM_, int BN_, int BK_, int MIN_BLOCKS_ = 2> struct kd_gemm_cfg {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, MIN_BLOCKS = MIN_BLOCKS_;
+  static constexpr int THREADS = 256, TM = BM / 16, TN = BN / 16;
+  static constexpr int PAD = 4; /* keeps rows 16-byte aligned, spreads banks */
+  static_assert(TM == 8 && TN == 8, "an 8 x 8 block per thread");
+  static_assert(BM * BK % (4 * THREADS) == 0 && BN * BK % (4 * THREADS) == 0,
+                "four elements per thread and load");
+};
+typedef kd_gemm_cfg<128, 128, 8> kd_gemm_default;
+
+/* Writes a fetched share into the [BK][ROWS + PAD] buffer s. */
+template <int ROWS, int BK, int PAD>
+__device__ __forceinline__ void kd_gemm_put(int k_contiguous,
+                                            const float (*v)[4],
+                                            float (*s)[ROWS + PAD]) {
+  constexpr int L = ROWS * BK / (4 * 256);
+  KD_UNROLL
+  for (int g = 0; g < L; g++) {
+    const int i = (int)threadIdx.x + 256 * g;
+    if (k_contiguous) {
+      const int r = i / (BK / 4), k = 4 * (i % (BK / 4));
+      KD_UNROLL
+      for (int j = 0; j < 4; j++) s[k + j][r] = v[g][j];
     } else {
-      r = idx % KD_GEMM_TILE;
-      kk = idx / KD_GEMM_TILE;
+      const int r = 4 * (i % (ROWS / 4)), k = i / (ROWS / 4);
+      kd_gemm_sts4(&s[k][r], v[g]);
     }
-    const int64_t gr = r0 + r, gk = k0 + kk;
-    tile[kk][r] = gr < rows && gk < k_len ? op.load(b, gr, gk) : 0.0f;
   }
 }
 
-template <class OpA, class OpB, typename Tc>
-__global__ void __launch_bounds__(KD_GEMM_THREADS)
-kd_gemm_tiles(OpA a, OpB b, Tc *__restrict__ c, int64_t ldc,
-              int64_t c_batch_stride, int64_t m, int64_t n, int64_t k,
-              int64_t batch, float alpha, float beta) {
-  __shared__ float as[KD_GEMM_BK][KD_GEMM_TILE + KD_GEMM_PAD];
-  __shared__ float bs[KD_GEMM_BK][KD_GEMM_TILE + KD_GEMM_PAD];
-  const int side = KD_GEMM_TILE / KD_GEMM_MICRO; /* 16 */
-  const int tx = (int)threadIdx.x % side, ty = (int)threadIdx.x / side;
-  const int64_t m_tiles = (m + KD_GEMM_TILE - 1) / KD_GEMM_TILE;
-  const int64_t n_tiles = (n + KD_GEMM_TILE - 1) / KD_GEMM_TILE;
+template <class Cfg, class OpA, class OpB, typename Tc>
+__global__ void __launch_bounds__(256, Cfg::MIN_BLOCKS)
+kd_gemm_tiles(OpA a, OpB b, kd_gemm_out<Tc> c, int64_t m, int64_t n,
+              int64_t k, int64_t batch, float alpha, float beta) {
+  constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, PAD = Cfg::PAD;
+  constexpr int LA = BM * BK / (4 * 256), LB = BN * BK / (4 * 256);
+  __shared__ float as[2][BK][BM + PAD];
+  __shared__ float bs[2][BK][BN + PAD];
+  const int tx = (int)threadIdx.x % 16, ty = (int)threadIdx.x / 16;
+  const int64_t m_tiles = (m + BM - 1) / BM, n_tiles = (n + BN - 1) / BN;
+  const int64_t tiles = m_tiles * n_tiles * batch;
 
-  for (int64_t bi = blockIdx.z; bi < batch; bi += gridDim.z)
-    for (int64_t mt = blockIdx.y; mt < m_tiles; mt += gridDim.y)
-      for (int64_t nt = blockIdx.x; nt < n_tiles; nt += gridDim.x) {
-        const int64_t m0 = mt * KD_GEMM_TILE, n0 = nt * KD_GEMM_TILE;
-        float acc[KD_GEMM_MICRO][KD_GEMM_MICRO];
-        for (int i = 0; i < KD_GEMM_MICRO; i++)
-          for (int j = 0; j < KD_GEMM_MICRO; j++) acc[i][j] = 0.0f;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    int64_t bi, mt, nt;
+    kd_gemm_tile_of(t, m_tiles, n_tiles, &bi, &mt, &nt);
+    const int64_t m0 = mt * BM, n0 = nt * BN;
+    float acc[8][8];
+    KD_UNROLL
+    for (int i = 0; i < 8; i++)
+      KD_UNROLL
+      for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
 
-        /* alpha is uniform over the grid, so every thread of the block
-         * takes the same branch and the barriers stay matched. */
-        if (alpha != 0.0f) {
-          for (int64_t k0 = 0; k0 < k; k0 += KD_GEMM_BK) {
-            kd_gemm_stage(a, as, bi, m0, m, k0, k);
-            kd_gemm_stage(b, bs, bi, n0, n, k0, k);
-            __syncthreads();
-            for (int kk = 0; kk < KD_GEMM_BK; kk++) {
-              float av[KD_GEMM_MICRO], bv[KD_GEMM_MICRO];
-              for (int i = 0; i < KD_GEMM_MICRO; i++)
-                av[i] = as[kk][ty + side * i];
-              for (int j = 0; j < KD_GEMM_MICRO; j++)
-                bv[j] = bs[kk][tx + side * j];
-              for (int i = 0; i < KD_GEMM_MICRO; i++)
-                for (int j = 0; j < KD_GEMM_MICRO; j++)
-                  acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
-            }
-            __syncthreads(); /* the next slab overwrites as and bs */
-          }
-        }
-
-        Tc *cb = c + bi * c_batch_stride;
-        for (int i = 0; i < KD_GEMM_MICRO; i++) {
-          const int64_t row = m0 + ty + side * i;
-          if (row >= m) continue;
-          for (int j = 0; j < KD_GEMM_MICRO; j++) {
-            const int64_t col = n0 + tx + side * j;
-            if (col >= n) continue;
-            Tc *p = cb + row * ldc + col;
-            float v = alpha * acc[i][j];
-            if (beta != 0.0f) v = fmaf(beta, kd_to_float(*p), v);
-            *p = kd_from_float<Tc>(v);
-          }
-        }
+    /* alpha is uniform over the grid, so every thread of the block takes
+     * the same branch and the barriers stay matched. */
+    if (alpha != 0.0f) {
+      typename OpA::template cursor<BM, BK> ga;
+      typename OpB::template cursor<BN, BK> gb;
+      ga.init(a, bi, m0, m, k);
+      gb.init(b, bi, n0, n, k);
+      ga.next(0, k);
+      gb.next(0, k);
+      {
+        float va[LA][4], vb[LB][4];
+        ga.values(va);
+        gb.values(vb);
+        kd_gemm_put<BM, BK, PAD>(a.k_contiguous, va, as[0]);
+        kd_gemm_put<BN, BK, PAD>(b.k_contiguous, vb, bs[0]);
       }
+      __syncthreads();
+      int cur = 0;
+      for (int64_t k0 = 0; k0 < k; k0 += BK) {
+        /* The next slab's loads are in flight during this one's multiply;
+         * they wait in registers as loaded (raw 16-bit, or packed codes)
+         * and are converted after it. */
+        const bool more = k0 + BK < k;
+        if (more) {
+          ga.next(k0 + BK, k);
+          gb.next(k0 + BK, k);
+        }
+        KD_UNROLL
+        for (int kk = 0; kk < BK; kk++) {
+          float av[8], bv[8];
+          const float4 a0 = kd_gemm_lds4(&as[cur][kk][4 * ty]);
+          const float4 a1 = kd_gemm_lds4(&as[cur][kk][BM / 2 + 4 * ty]);
+          const float4 b0 = kd_gemm_lds4(&bs[cur][kk][4 * tx]);
+          const float4 b1 = kd_gemm_lds4(&bs[cur][kk][BN / 2 + 4 * tx]);
+          av[0] = a0.x, av[1] = a0.y, av[2] = a0.z, av[3] = a0.w;
+          av[4] = a1.x, av[5] = a1.y, av[6] = a1.z, av[7] = a1.w;
+          bv[0] = b0.x, bv[1] = b0.y, bv[2] = b0.z, bv[3] = b0.w;
+          bv[4] = b1.x, bv[5] = b1.y, bv[6] = b1.z, bv[7] = b1.w;
+          KD_UNROLL
+          for (int i = 0; i < 8; i++)
+            KD_UNROLL
+            for (int j = 0; j < 8; j++)
+              acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+        }
+        if (more) {
+          /* The other buffer was last read before the previous barrier. */
+          float va[LA][4], vb[LB][4];
+          ga.values(va);
+          gb.values(vb);
+          kd_gemm_put<BM, BK, PAD>(a.k_contiguous, va, as[cur ^ 1]);
+          kd_gemm_put<BN, BK, PAD>(b.k_contiguous, vb, bs[cur ^ 1]);
+        }
+        __syncthreads();
+        cur ^= 1;
+      }
+    }
+
+    /* Four rows at a time, each a pointer and two groups of four. */
+    const int64_t lim0 = n - (n0 + 4 * tx), lim1 = lim0 - BN / 2;
+    const int n_lo = lim0 <= 0 ? 0 : (lim0 < 4 ? (int)lim0 : 4);
+    const int n_hi = lim1 <= 0 ? 0 : (lim1 < 4 ? (int)lim1 : 4);
+    Tc *cb = c.data + bi * c.batch_stride + n0 + 4 * tx;
+    KD_UNROLL
+    for (int i = 0; i < 8; i++) {
+      const int64_t row = m0 + (i < 4 ? 0 : BM / 2) + 4 * ty + i % 4;
+      if (row >= m) continue;
+      Tc *p = cb + row * c.ld;
+      float v[4];
+      KD_UNROLL
+      for (int j = 0; j < 4; j++) v[j] = alpha * acc[i][j];
+      kd_gemm_store4(p, n_lo, c.vec != 0, v, beta);
+      KD_UNROLL
+      for (int j = 0; j < 4; j++) v[j] = alpha * acc[i][4 + j];
+      kd_gemm_store4(p + BN / 2, n_hi, c.vec != 0, v, beta);
+    }
+  }
 }
 
 /* Launches kd_gemm_tiles over the whole problem on stream. */
-template <class OpA, class OpB, typename Tc>
+template <class OpA, class OpB, typename Tc, class Cfg = kd_gemm_default>
 static int kd_gemm_run(hipStream_t stream, OpA a, OpB b, void *c, int64_t ldc,
                        int64_t c_batch_stride, int64_t m, int64_t n,
                        int64_t k, int64_t batch, float alpha, float beta) {
-  const int64_t cap = 65535;
-  const int64_t m_tiles = (m + KD_GEMM_TILE - 1) / KD_GEMM_TILE;
-  const int64_t n_tiles = (n + KD_GEMM_TILE - 1) / KD_GEMM_TILE;
-  dim3 grid((unsigned)n_tiles, (unsigned)(m_tiles < cap ? m_tiles : cap),
-            (unsigned)(batch < cap ? batch : cap));
-  hipLaunchKernelGGL((kd_gemm_tiles<OpA, OpB, Tc>), grid,
-                     dim3(KD_GEMM_THREADS), 0, stream, a, b, (Tc *)c, ldc,
-                     c_batch_stride, m, n, k, batch, alpha, beta);
+  const kd_gemm_out<Tc> out = {
+      (Tc *)c, ldc, c_batch_stride,
+      (uintptr_t)c % 16 == 0 && ldc % 4 == 0 && c_batch_stride % 4 == 0};
+  const int64_t tiles = ((m + Cfg::BM - 1) / Cfg::BM) *
+                        ((n + Cfg::BN - 1) / Cfg::BN) * batch;
+  const int64_t cap = (int64_t)1 << 30;
+  hipLaunchKernelGGL((kd_gemm_tiles<Cfg, OpA, OpB, Tc>),
+                     dim3((unsigned)(tiles < cap ? tiles : cap)), dim3(256),
+                     0, stream, a, b, out, m, n, k, batch, alpha, beta);
   return (int)hipGetLastError();
 }
 

@@ -297,6 +297,18 @@ struct kd_mma_nv {
     v = op(v, __shfl_xor(v, 1));
     return op(v, __shfl_xor(v, 2));
   }
+  /* Element (slot_row(s), col) of a C unit, returned to every lane that
+   * holds that row (s and col warp-uniform): column col sits in lane
+   * 4 g + (col % 8) / 2 of the quad, element 4 (col / 8) + 2 s + col % 2. */
+  static __device__ __forceinline__ float row_get(const frag_c &c, int s,
+                                                  int col) {
+    const int e = 4 * (col >> 3) + 2 * s + (col & 1);
+    float x = 0.0f;
+    KD_UNROLL
+    for (int i = 0; i < C_ELEMS; i++)
+      if (i == e) x = c.v[i];
+    return __shfl(x, (lane() & ~3) | ((col & 7) >> 1));
+  }
   /* C of a unit, rounded to T, as the A fragment of a next product whose
    * k runs over this unit's columns (attention's P V): on NVIDIA the C
    * layout of two m16n8 halves is the A layout, register for register. */
@@ -364,7 +376,15 @@ struct kd_mma_cdna {
   static __device__ __forceinline__ void load4(uint32_t r[2], const View &v,
                                                int row, int c0, int k) {
     const uint16_t *p = v.chunk(row, c0 + k / 8) + k % 8;
+#if KD_MMA__AMD_DEVICE
+    /* One 8-byte LDS read. hipcc kept memcpy's destination on the stack
+     * (scratch) in the attention kernel. */
+    const uint2 x = *reinterpret_cast<const uint2 *>(p);
+    r[0] = x.x;
+    r[1] = x.y;
+#else
     memcpy(r, p, 8);
+#endif
   }
   /* Four elements down a column: element (row + i, col), i < 4. */
   template <class View>
@@ -428,6 +448,16 @@ struct kd_mma_cdna {
     KD_UNROLL
     for (int m = 1; m < 16; m *= 2) v = op(v, __shfl_xor(v, m));
     return v;
+  }
+  /* Element (slot_row(s), col) of a C unit to every lane holding that row:
+   * lane 16 (lane / 16) + col, element s. */
+  static __device__ __forceinline__ float row_get(const frag_c &c, int s,
+                                                  int col) {
+    float x = 0.0f;
+    KD_UNROLL
+    for (int i = 0; i < C_ELEMS; i++)
+      if (i == s) x = c.v[i];
+    return __shfl(x, (lane() & ~15) | col);
   }
   /* C (row 4q + e, column c in lane 16q + c) to A (row c, k 4q..4q+3 in
    * lane 16q + c): a transpose of 4 x 4 blocks across quarter-waves. Lane

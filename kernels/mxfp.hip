@@ -22,85 +22,14 @@
  * kernel otherwise: one thread per element, grid-stride. Any rows, cols a
  * multiple of 32.
  *
- * The fused GEMM Y = X * dequant(W)^T,
- * which is kd-gemm.h's tile kernel with a B loader that decodes W's
- * elements into shared memory as f32 while staging each 16-deep slab: no
- * dequantised copy of W exists, and the result equals dequantising to f32
- * then ke_gemm bit for bit.
+ * The fused GEMM Y = X * dequant(W)^T decodes W while it is staged for
+ * one of ke_gemm's kernels (kd-mx.h), so no dequantised copy of W exists:
+ * bf16 X on the matrix units with W decoded to bf16 (exact), f16 and f32 X
+ * on the SIMT kernel with W decoded to f32 (exact). Either way the result
+ * equals dequantising to that type then ke_gemm, bit for bit.
  */
-#include "kd-gemm.h"
-#include "kiln/mxfp.h"
-
-/* Element format constants, by ke_mxfp_format. */
-template <int F> struct kd_mx_traits;
-template <> struct kd_mx_traits<KE_MXFP4_E2M1> {
-  enum { bits = 4, ebits = 2, mbits = 1, bias = 1 };
-};
-template <> struct kd_mx_traits<KE_MXFP6_E2M3> {
-  enum { bits = 6, ebits = 2, mbits = 3, bias = 1 };
-};
-template <> struct kd_mx_traits<KE_MXFP6_E3M2> {
-  enum { bits = 6, ebits = 3, mbits = 2, bias = 3 };
-};
-
-/* Code of element i of a packed row. 4-bit: nibble i & 1 of byte i / 2.
- * 6-bit: element 4g + j is bits 6j .. 6j + 5 of the little-endian 24-bit
- * word in bytes 3g .. 3g + 2; only the bytes holding those bits are read. */
-template <int Bits>
-__device__ __forceinline__ unsigned kd_mx_code(const uint8_t *row, int64_t i) {
-  if constexpr (Bits == 4) {
-    const unsigned byte = row[i >> 1];
-    return (i & 1) ? byte >> 4 : byte & 0xFu;
-  } else {
-    const uint8_t *group = row + 3 * (i >> 2);
-    const int bit = 6 * (int)(i & 3);
-    const int lo = bit >> 3, hi = (bit + 5) >> 3; /* both in 0 .. 2 */
-    unsigned w = group[lo];
-    if (hi != lo) w |= (unsigned)group[hi] << 8;
-    return (w >> (bit & 7)) & 0x3Fu;
-  }
-}
-
-/* Exact value of code under E8M0 scale as f32 (Inf above the f32 range). */
-template <int F>
-__device__ __forceinline__ float kd_mx_decode(unsigned code, unsigned scale) {
-  typedef kd_mx_traits<F> T;
-  if (scale == KE_MX_SCALE_NAN) return kd_bits_f32(0x7fc00000u);
-  const uint32_t sign = (code >> (T::ebits + T::mbits)) & 1u;
-  const unsigned e = (code >> T::mbits) & ((1u << T::ebits) - 1u);
-  const unsigned man = code & ((1u << T::mbits) - 1u);
-  const uint32_t sig = e ? man | (1u << T::mbits) : man;
-  uint32_t bits = 0;
-  if (sig != 0) {
-    /* value = sig * 2^exp2; top = exponent of its leading bit. */
-    const int exp2 = (e ? (int)e : 1) - T::bias - T::mbits + (int)scale - 127;
-    int lead = 0;
-    while ((sig >> (lead + 1)) != 0u) lead++;
-    const int top = exp2 + lead;
-    if (top > 127)
-      bits = 0x7f800000u;
-    else if (top >= -126)
-      bits = ((uint32_t)(top + 127) << 23) | ((sig << (23 - lead)) & 0x7fffffu);
-    else
-      bits = sig << (exp2 + 149); /* subnormal; exp2 >= -131 */
-  }
-  return kd_bits_f32(bits | sign << 31);
-}
-
-/* W as a GEMM operand: element (n, k) of an [N, K] MX matrix. */
-template <int F> struct kd_mx_operand {
-  const uint8_t *data;
-  const uint8_t *scales;
-  int64_t row_bytes;
-  int64_t row_blocks;
-  int k_contiguous; /* always 1: k walks each row's bytes */
-
-  __device__ __forceinline__ float load(int64_t, int64_t r, int64_t k) const {
-    const unsigned code =
-        kd_mx_code<kd_mx_traits<F>::bits>(data + r * row_bytes, k);
-    return kd_mx_decode<F>(code, scales[r * row_blocks + k / KE_MX_BLOCK]);
-  }
-};
+#include "kd-gemm-mma.h"
+#include "kd-mx.h"
 
 template <int F, typename Tout>
 __global__ void ke_mxfp_dequant_rows(const uint8_t *__restrict__ data,
@@ -247,17 +176,75 @@ extern "C" int ke__mxfp_dequant_launch(void *stream, int format,
   return (int)hipErrorInvalidValue;
 }
 
+/* ---- The fused GEMM ------------------------------------------------------ */
+
+/* f32 and f16 X (and bf16 X without matrix units): the SIMT kernel with W
+ * decoded to f32 as it is loaded. One block per multiprocessor's worth of
+ * registers: at two (128 registers) the decoding of 6-bit codes spilled. */
+typedef kd_gemm_cfg<128, 128, 8, 1> ke_mxfp_simt_cfg;
+
 template <int F, typename Tx, typename Ty>
-static int ke_mxfp_gemm_typed(hipStream_t stream, const ke__gemm_operand *x,
-                              const void *w_data, const void *w_scales,
-                              void *y, int64_t ldy, int64_t ybs, int64_t m,
-                              int64_t n, int64_t k, int64_t batch) {
-  kd_gemm_dense<Tx> lx = {(const Tx *)x->data, x->ld, x->batch_stride,
-                          x->k_contiguous};
-  kd_mx_operand<F> lw = {(const uint8_t *)w_data, (const uint8_t *)w_scales,
-                         k * kd_mx_traits<F>::bits / 8, k / KE_MX_BLOCK, 1};
-  return kd_gemm_run<kd_gemm_dense<Tx>, kd_mx_operand<F>, Ty>(
-      stream, lx, lw, y, ldy, ybs, m, n, k, batch, 1.0f, 0.0f);
+static int ke_mxfp_gemm_simt(hipStream_t stream, const ke__gemm_operand *x,
+                             const void *w_data, const void *w_scales,
+                             void *y, int64_t ldy, int64_t ybs, int64_t m,
+                             int64_t n, int64_t k, int64_t batch) {
+  const kd_gemm_dense<Tx> lx =
+      kd_gemm_dense_of<Tx>(x->data, x->ld, x->batch_stride, 1);
+  const kd_mx_operand<F> lw = {(const uint8_t *)w_data,
+                               (const uint8_t *)w_scales,
+                               k * kd_mx_traits<F>::bits / 8, k / KE_MX_BLOCK};
+  return kd_gemm_run<kd_gemm_dense<Tx>, kd_mx_operand<F>, Ty,
+                     ke_mxfp_simt_cfg>(stream, lx, lw, y, ldy, ybs, m, n, k,
+                                       batch, 1.0f, 0.0f);
+}
+
+/* bf16 X on the matrix units, W decoded to bf16 (exact) as it is staged. */
+template <class Arch, int F, class Cfg, bool VEC>
+static int ke_mxfp_gemm_mm_cfg(hipStream_t s, const kd_mm_dense &x,
+                               const kd_mx_mm &w, const kd_mm_out &y,
+                               const kd_mm_dims &d) {
+  constexpr int th = Cfg::WARPS * Arch::WARP;
+  return kd_mm_launch<Arch, kd_bf16, Cfg, true, true,
+                      kd_mm_dense_stager<th, Cfg::BM, Cfg::BK, true, VEC>,
+                      kd_mx_stager<F, th, Cfg::BN, Cfg::BK>>(s, x, w, y, d);
+}
+
+template <class Arch, int F>
+static int ke_mxfp_gemm_mm(hipStream_t s, const ke__gemm_operand *x,
+                           const kd_mx_mm &w, const kd_mm_out &y,
+                           const kd_mm_dims &d) {
+  const kd_mm_dense dx = {(const uint16_t *)x->data, x->ld, x->batch_stride};
+  if (!kd_mm_aligned(x->data, x->ld, x->batch_stride))
+    return ke_mxfp_gemm_mm_cfg<Arch, F, typename kd_mm_configs<Arch>::small,
+                               false>(s, dx, w, y, d);
+  return kd_mm_with_config<Arch>(d.m, d.n, d.batch, [&](auto cfg) {
+    return ke_mxfp_gemm_mm_cfg<Arch, F, decltype(cfg), true>(s, dx, w, y, d);
+  });
+}
+
+/* The matrix-core kernel for bf16 X where the device has a matrix unit;
+ * -1 when it does not apply. f16 cannot hold every MX value (they reach
+ * 28 * 2^127 and down to 2^-131), so f16 X stays on the SIMT kernel. */
+template <int F>
+static int ke_mxfp_gemm_try_mm(hipStream_t s, const ke__gemm_operand *x,
+                               const void *w_data, const void *w_scales,
+                               const kd_mm_out &y, const kd_mm_dims &d) {
+  if (x->dtype != KE_BF16) return -1;
+  const kd_mma_kind kind = kd_mma_device_kind();
+  const uintptr_t need = kd_mx_traits<F>::bits == 4 ? 4 : 2;
+  const kd_mx_mm w = {(const uint8_t *)w_data, (const uint8_t *)w_scales,
+                      d.k * kd_mx_traits<F>::bits / 8, d.k / KE_MX_BLOCK,
+                      (uintptr_t)w_data % need == 0};
+#if KD_MMA_HAS_NV
+  if (kind == KD_MMA_NV) return ke_mxfp_gemm_mm<kd_mma_nv, F>(s, x, w, y, d);
+#endif
+#if KD_MMA_HAS_CDNA
+  if (kind == KD_MMA_CDNA)
+    return ke_mxfp_gemm_mm<kd_mma_cdna, F>(s, x, w, y, d);
+#endif
+  (void)kind;
+  (void)w;
+  return -1;
 }
 
 extern "C" int ke__mxfp_gemm_launch(void *stream, const ke__gemm_operand *x,
@@ -267,11 +254,15 @@ extern "C" int ke__mxfp_gemm_launch(void *stream, const ke__gemm_operand *x,
                                     int64_t y_batch_stride, int64_t m,
                                     int64_t n, int64_t k, int64_t batch) {
   hipStream_t s = (hipStream_t)stream;
+  const kd_mm_out yo = {y, (int)y_dtype, ldy, y_batch_stride};
+  const kd_mm_dims d = {m, n, k, batch, 1.0f, 0.0f};
   KE_MX_DISPATCH(format, F,
+    const int rc = ke_mxfp_gemm_try_mm<F>(s, x, w_data, w_scales, yo, d);
+    if (rc >= 0) return rc;
     KD_DISPATCH_IN(x->dtype, Tx,
       KD_DISPATCH_IN(y_dtype, Ty,
-        return ke_mxfp_gemm_typed<F, Tx, Ty>(s, x, w_data, w_scales, y, ldy,
-                                             y_batch_stride, m, n, k,
-                                             batch))))
+        return ke_mxfp_gemm_simt<F, Tx, Ty>(s, x, w_data, w_scales, y, ldy,
+                                            y_batch_stride, m, n, k,
+                                            batch))))
   return (int)hipErrorInvalidValue;
 }

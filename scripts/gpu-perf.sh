@@ -4,8 +4,10 @@
 # (`scripts/gpu-run.sh stage` here first), then scripts/torch-compare.py on
 # the same device, then scripts/perf-table.py joining the two, then the
 # memory-pattern roofs (.device/kernel-limits, from scripts/kernel-limits.cu)
-# into summary.txt. Everything lands flat under $OUT: perf.log,
-# perf-report.yaml, torch.json, torch.log, perf-table.md, summary.txt.
+# into summary.txt, then the fused-attention sweep (.device/attn-tune, from
+# scripts/attn-tune.cu). Everything lands flat under $OUT: perf.log,
+# perf-report.yaml, torch.json, torch.log, perf-table.md, attn-tune.txt,
+# summary.txt.
 #
 #   bash scripts/gpu-perf.sh [SELECTORS...]     (default: @perf)
 #
@@ -53,6 +55,14 @@ if [ -x "$stage/kernel-limits" ]; then
   echo "== memory-pattern roofs (scripts/kernel-limits.cu)" >> "$summary"
   "$stage/kernel-limits" >> "$summary" 2>&1
   echo "kernel-limits: exit $?" >> "$summary"
+fi
+# The fused-attention configurations, timed and checked (scripts/attn-tune.cu);
+# KILN_ATTN_TUNE_ARGS adds arguments (e.g. "--only bf16").
+if [ -x "$stage/attn-tune" ]; then
+  read -r -a tune_args <<< "${KILN_ATTN_TUNE_ARGS:-}"
+  "$stage/attn-tune" "${tune_args[@]}" > "$out/attn-tune.txt" 2>&1
+  echo "attn-tune: exit $? ($(grep -c '|' "$out/attn-tune.txt") lines in attn-tune.txt)" >> "$summary"
+  grep ' best ' "$out/attn-tune.txt" >> "$summary"
 fi
 cat "$summary" "$out/perf-table.md" 2>/dev/null
 [ "$kiln_rc" -eq 0 ] && [ "$torch_rc" -eq 0 ]

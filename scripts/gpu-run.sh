@@ -37,6 +37,12 @@ stage)
   nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   "$nvcc_bin" -O3 -std=c++17 -arch=sm_90 scripts/kernel-limits.cu \
     -o "$stage/kernel-limits"
+  # The GEMM tile sweep (docs/performance.md, GEMM notes), run by hand.
+  "$nvcc_bin" -O3 -std=c++17 -arch=sm_90 -DKILN_BACKEND_CUDA -Ikernels \
+    -Iengine/include -Iengine/src scripts/gemm-tune.cu -o "$stage/gemm-tune"
+  # The fused-attention tuning sweep (docs/performance.md), run by gpu-perf.sh.
+  "$nvcc_bin" -O3 -std=c++17 -arch=sm_90 -DKILN_BACKEND_CUDA -Ikernels \
+    -Iengine/include -Iengine/src scripts/attn-tune.cu -o "$stage/attn-tune"
   git rev-parse HEAD > "$stage/REVISION" 2>/dev/null || true
   du -sh "$stage"
   ;;

@@ -5,11 +5,13 @@ and prints a markdown table (docs/performance.md):
     scripts/perf-table.py REPORT.yaml|RUNDIR [TORCH.json] [-o FILE]
 
 Columns: kernel, dtype, shape, kiln GB/s (TFLOP/s for GEMM and attention),
-% of copy (kiln's copy measured in the same test), torch, kiln/torch, and
-the verdict against the targets: a memory-bound kernel must reach 80% of
-kiln's measured copy and at least torch's speed; decode (dense and paged)
-0.9x torch, and 70% of copy where its K/V bytes are 128 MB or more; GEMM and
-attention are compared by ratio only. Reads the report with PyYAML when it is installed,
+% of copy (kiln's copy measured in the same test), % of the device's dense
+peak (FLOP rows, where the perf suite knows the device), torch, kiln/torch,
+and the verdict against the targets: a memory-bound kernel must reach 80%
+of kiln's measured copy and at least torch's speed; decode (dense and
+paged) 0.9x torch, and 70% of copy where its K/V bytes are 128 MB or more;
+a FLOP row with a target in FLOP_TARGETS must reach that fraction of
+torch, others are compared by ratio only. Reads the report with PyYAML when it is installed,
 else with a small reader of the report's own layout (block style, as
 `kiln run` writes it). Exit 0 when it printed a table, 2 on bad input.
 """
@@ -25,6 +27,15 @@ COPY_TARGET = 0.8
 DECODE_TORCH = 0.9
 DECODE_COPY = 0.7
 DECODE_COPY_BYTES = 128e6
+# kiln/torch that a FLOP case must reach: attention (fused, B 1, H 16,
+# S 4096, D 128, causal or not) at half of torch's SDPA in 16 bits, and
+# 0.8 of it in f32 (exact f32 on both sides).
+FLOP_TARGETS = {(f"{b}_s4096", dt): (0.5 if dt != "f32" else 0.8)
+                for b in ("attention", "attention_causal")
+                for dt in ("f16", "bf16", "f32")}
+# GEMM 4096^3 at 0.6 of torch (cuBLAS) in 16 bits, 0.8 in f32.
+FLOP_TARGETS.update({("gemm_s4096", "bf16"): 0.6, ("gemm_s4096", "f16"): 0.6,
+                     ("gemm_s4096", "f32"): 0.8})
 
 
 # ---- Reading a kiln report -----------------------------------------------------------
@@ -79,8 +90,11 @@ def _tests_fallback(text):
         m = re.match(r"^  (\w+):(?: (.*))?$", line)
         if m:
             key, val = m.group(1), m.group(2)
-            section = key if key in ("notes", "metrics") and not val else None
+            sections = ("notes", "metrics", "device_info")
+            section = key if key in sections and not val else None
             item = None
+            if section == "device_info":
+                item = cur["device_info"] = {}
             if val is not None and section is None:
                 cur[key] = _scalar(val)
             continue
@@ -110,8 +124,9 @@ def load_report(path, use_yaml=True):
         tests = doc.get("tests") or []
     else:
         tests = _tests_fallback(text)
-    metrics, shapes, outcomes = {}, {}, {}
+    metrics, shapes, outcomes, device = {}, {}, {}, None
     for t in tests:
+        device = device or str((t.get("device_info") or {}).get("name") or "") or None
         if str(t.get("final", "true")).lower() == "false":
             continue
         for m in t.get("metrics") or []:
@@ -122,7 +137,7 @@ def load_report(path, use_yaml=True):
                 shapes[key[:-len(".shape")]] = str(n.get("value"))
         outcomes[str(t.get("id"))] = str(t.get("outcome"))
     return {"path": path, "metrics": metrics, "shapes": shapes,
-            "outcomes": outcomes}
+            "outcomes": outcomes, "device": device}
 
 
 def load_torch(path):
@@ -183,6 +198,14 @@ def rows(kiln, torch):
             elif ratio is not None and ratio < 1.0:
                 verdict.append("slower than torch")
             verdict = verdict or ["meets targets"]
+        elif not mem and (bench, dt) in FLOP_TARGETS:
+            want = FLOP_TARGETS[(bench, dt)]
+            if ratio is None:
+                verdict = ["no torch figure"]
+            elif ratio < want:
+                verdict = [f"below {want:g}x torch"]
+            else:
+                verdict = [f"meets {want:g}x torch"]
         elif not mem:
             verdict = ["ratio only"]
         else:
@@ -190,9 +213,10 @@ def rows(kiln, torch):
         shape = kiln["shapes"].get(key, "?")
         if torch and key in torch["shapes"] and torch["shapes"][key] != shape:
             verdict.append(f"torch shape {torch['shapes'][key]}")
+        peak = None if mem else kiln["metrics"].get(f"{key}.ratio_to_peak")
         out.append({"bench": bench, "dtype": dt, "shape": shape,
                     "unit": "GB/s" if mem else "TFLOP/s", "kiln": k,
-                    "copy": copy, "torch": t, "ratio": ratio,
+                    "copy": copy, "peak": peak, "torch": t, "ratio": ratio,
                     "verdict": "; ".join(verdict),
                     "note": torch["notes"].get(key, "") if torch else ""})
     return out
@@ -205,12 +229,15 @@ def markdown(kiln, torch, table):
     failed = [i for i, o in kiln["outcomes"].items() if o not in ("pass", "flaky")]
     if failed:
         lines.append(f"tests that did not pass: {', '.join(sorted(failed))}")
-    lines += ["", "| kernel | dtype | shape | kiln | % of copy | torch | kiln/torch | verdict |",
-              "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    lines += ["", "| kernel | dtype | shape | kiln | % of copy | % of peak | torch | kiln/torch | verdict |",
+              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+
+    def pct(v):
+        return "n/a" if v is None or v != v else f"{100 * v:.0f}%"
     for r in table:
-        pct = "n/a" if r["copy"] is None or r["copy"] != r["copy"] else f"{100 * r['copy']:.0f}%"
         lines.append(f"| {r['bench']} | {r['dtype']} | {r['shape']} | "
-                     f"{_fmt(r['kiln'])} {r['unit']} | {pct} | "
+                     f"{_fmt(r['kiln'])} {r['unit']} | {pct(r['copy'])} | "
+                     f"{pct(r['peak'])} | "
                      f"{_fmt(r['torch'])}{'' if r['torch'] is None else ' ' + r['unit']} | "
                      f"{_fmt(r['ratio'])} | {r['verdict']} |")
     notes = [(f"{r['bench']}.{r['dtype']}", r["note"]) for r in table if r["note"]]

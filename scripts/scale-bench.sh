@@ -38,6 +38,11 @@ import os, sys, yaml
 seed, out, ntests, nshards = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 rep = yaml.load(open(seed), Loader=yaml.CSafeLoader)
 base = [t for t in rep["tests"] if t.get("final", True)]
+# Copies share their records: written out in full, as kiln writes reports
+# (kiln refuses YAML anchors and aliases).
+class Dumper(yaml.CSafeDumper):
+    def ignore_aliases(self, data):
+        return True
 run = os.path.join(out, "run")
 os.makedirs(os.path.join(run, "slurm"), exist_ok=True)
 # The plan and state a kiln slurm run folder holds (no Slurm job: array=0).
@@ -60,7 +65,7 @@ for k, ts in enumerate(shard_tests, 1):
     d = os.path.join(run, "shards", f"1-{k}")
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "report.yaml"), "w") as f:
-        yaml.dump(r, f, Dumper=yaml.CSafeDumper, sort_keys=False, width=1 << 20)
+        yaml.dump(r, f, Dumper=Dumper, sort_keys=False, width=1 << 20)
 open(os.path.join(run, "slurm", "plan-1"), "w").write("\n".join(plan) + "\n")
 open(os.path.join(run, "slurm", "state"), "w").write(
     f"slurm format=1 kiln={sys.argv[0]} cwd={out} gpus=0\nround n=1 tasks={nshards} array=0 merge=0\n")

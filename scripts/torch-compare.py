@@ -22,7 +22,7 @@ HEAD_DIM = 128
 ROPE_HEADS = 32
 KV_HEADS, Q_HEADS = 8, 32
 MEM_DTYPES = ("f32", "f16", "bf16")
-MAT_DTYPES = ("f32", "bf16")
+GEMM_DTYPES = ("f32", "f16", "bf16")
 ES = {"f32": 4, "f16": 2, "bf16": 2}
 MX_FORMATS = {  # name: (bits, exponent bits, mantissa bits, bias)
     "mxfp4": (4, 2, 1, 1),
@@ -77,20 +77,52 @@ def plan(target, lengths, attn_heads, decode_lengths=(4096, 32768)):
             mem(f"{fmt}_dequant", dt, f"{r}x{COLS}", r * row, r * row, rows=r,
                 fmt=fmt)
     for s in lengths:
-        for dt in MAT_DTYPES:
+        for dt in GEMM_DTYPES:
             cases.append(dict(bench=f"gemm_s{s}", dtype=dt, shape=f"{s}x{s}x{s}",
                               flop=2 * s ** 3, set_bytes=3 * s * s * ES[dt],
                               kind="flop", seq=s))
-    for s in lengths:
-        for dt in MAT_DTYPES:
-            h = attn_heads
-            cases.append(dict(bench=f"attention_s{s}", dtype=dt,
-                              shape=f"1x{h}x{s}x{HEAD_DIM}",
-                              flop=4 * h * s * s * HEAD_DIM,
-                              set_bytes=4 * h * s * HEAD_DIM * ES[dt],
-                              kind="flop", seq=s, heads=h))
+    # The MX linear layer at the longer length: bf16 X [S, S] times MXFP4
+    # W [S, S] transposed (suites/perf.c, mxfp_gemm).
+    s = lengths[-1]
+    cases.append(dict(bench=f"mxfp4_gemm_s{s}", dtype="bf16",
+                      shape=f"{s}x{s}x{s}", flop=2 * s ** 3,
+                      set_bytes=2 * s * s * 2 + s * s // 2 + s * s // 32,
+                      kind="flop", seq=s, fmt="mxfp4"))
+    cases += attention_cases(lengths, attn_heads)
     plan_decode(cases, decode_lengths)
     return cases
+
+
+# ---- Fused attention: suites/perf.c's kAttnPerf ---------------------------------
+
+ATTN_DTYPES = ("f32", "f16", "bf16")
+# (bench, which of the lengths, D, causal, dtypes)
+ATTN_CASES = (
+    ("attention", 0, 128, False, ATTN_DTYPES),
+    ("attention", 1, 128, False, ATTN_DTYPES),
+    ("attention_causal", 0, 128, True, ATTN_DTYPES),
+    ("attention_causal", 1, 128, True, ATTN_DTYPES),
+    ("attention_d64", 1, 64, False, ("bf16",)),
+    ("attention_d256", 1, 256, False, ("bf16",)),
+)
+
+
+def attention_cases(lengths, heads):
+    """B 1, H heads, Sq = Sk = S; FLOP = 4 D per visible (query, key) pair
+    and head: S^2, or S (S + 1) / 2 when causal (only the pairs the mask
+    leaves are counted, as kiln counts them)."""
+    out = []
+    for bench, which, d, causal, dts in ATTN_CASES:
+        if which >= len(lengths):
+            continue
+        s = lengths[which]
+        pairs = s * (s + 1) // 2 if causal else s * s
+        for dt in dts:
+            out.append(dict(bench=f"{bench}_s{s}", dtype=dt,
+                            shape=f"1x{heads}x{s}x{d}", flop=4 * heads * pairs * d,
+                            set_bytes=4 * heads * s * d * ES[dt], kind="flop",
+                            seq=s, heads=heads, head_dim=d, causal=causal))
+    return out
 
 
 # ---- Decode (suites/perf.c "Decode"): K/V bandwidth ---------------------------
@@ -272,6 +304,25 @@ def measure(args, cases, results):
             record_case(results, alt, ms_ri, copy_gbps,
                         note="torch.repeat_interleave(dim=1)")
             note = "expand + reshape (+ contiguous), as Hugging Face's repeat_kv"
+        elif b.startswith("mxfp4_gemm_"):
+            s = case["seq"]
+            x = [randn((s, s), dt) for _ in range(nsets)]
+            data = [torch.randint(0, 256, (s, s // 2), device=dev,
+                                  dtype=torch.uint8) for _ in range(nsets)]
+            scales = [torch.randint(117, 138, (s, s // 32), device=dev,
+                                    dtype=torch.uint8) for _ in range(nsets)]
+            lut = torch.tensor(mx_value_table("mxfp4"), device=dev,
+                               dtype=torch.float32)
+
+            def fn(i):
+                d = data[i]
+                codes = torch.stack((d & 15, d >> 4), dim=-1).reshape(s, s)
+                v = lut[codes.long()].view(s, s // 32, 32)
+                sc = torch.exp2(scales[i].float() - 127.0)[..., None]
+                w = (v * sc).view(s, s).to(dts[dt])
+                return torch.matmul(x[i], w.t())
+            note = ("unfused torch ops: dequantise W to bf16 (unpack, table, "
+                    "scale), then torch.matmul(X, W.t())")
         elif b.endswith("_dequant"):
             fmt = case["fmt"]
             bits = MX_FORMATS[fmt][0]
@@ -302,13 +353,8 @@ def measure(args, cases, results):
             c = [torch.empty((s, s), device=dev, dtype=dts[dt]) for _ in range(nsets)]
             fn = lambda i: torch.matmul(a[i], bb[i], out=c[i])
             note = f"torch.matmul, allow_tf32={torch.backends.cuda.matmul.allow_tf32}"
-        elif b.startswith("attention_"):
-            s, h = case["seq"], case["heads"]
-            q = [randn((1, h, s, HEAD_DIM), dt) for _ in range(nsets)]
-            k = [randn((1, h, s, HEAD_DIM), dt) for _ in range(nsets)]
-            v = [randn((1, h, s, HEAD_DIM), dt) for _ in range(nsets)]
-            fn = lambda i: F.scaled_dot_product_attention(q[i], k[i], v[i])
-            note = "F.scaled_dot_product_attention, non-causal, default backend choice"
+        elif b.startswith("attention"):
+            fn, note = attention_fn(case, nsets, randn, F)
         elif "decode_" in b:
             bb, s = case["batch"], case["seq"]
             key = (bb, s, dt)
@@ -334,6 +380,20 @@ def measure(args, cases, results):
         print(f"{b:24} {dt:5} {case['shape']:34} {ms:9.4f} ms", flush=True)
         fn = None
         torch.cuda.empty_cache()
+
+
+def attention_fn(case, nsets, randn, F):
+    """F.scaled_dot_product_attention on [1, H, S, D] tensors, is_causal as
+    the case (top-left aligned, which is kiln's default offset when
+    Sq == Sk), the backend torch picks."""
+    s, h, d, dt = case["seq"], case["heads"], case["head_dim"], case["dtype"]
+    q = [randn((1, h, s, d), dt) for _ in range(nsets)]
+    k = [randn((1, h, s, d), dt) for _ in range(nsets)]
+    v = [randn((1, h, s, d), dt) for _ in range(nsets)]
+    causal = case["causal"]
+    fn = lambda i: F.scaled_dot_product_attention(q[i], k[i], v[i], is_causal=causal)
+    return fn, ("F.scaled_dot_product_attention, %s, default backend choice"
+                % ("is_causal=True" if causal else "non-causal"))
 
 
 # ---- Command line -------------------------------------------------------------------

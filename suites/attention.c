@@ -5,13 +5,16 @@
  * visible key give zeros), NaN propagation, strided [B, S, H, D] views and
  * packed QKV, agreement with kv_repeat + MHA, and each refusal. The original
  * engine's attention was right only up to 32 keys: most checks here run far
- * beyond one key tile.
+ * beyond one key tile. The kernel is AUTO's choice (tiled for prefill,
+ * ROWS for decode shapes) except in rows_kernel_prefill;
+ * suites/attention_tiled.c pins the tiled kernels.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention-check.h"
 #include "kiln/kernels.h"
 #include "kiln/test.h"
 
@@ -46,14 +49,6 @@
 #define LAMBDA 6.0
 #define U32 5.9604644775390625e-08
 
-typedef struct attn_case {
-  ke_dtype dtype;
-  int64_t b, hq, hkv, sq, sk, d;
-  int causal;
-  int64_t offset;          /* -1: default */
-  float scale;             /* 0: default */
-  float q_std;             /* spread of Q: larger makes sharper softmax */
-} attn_case;
 
 static double max_row_norm(const double *x, int64_t rows, int64_t d) {
   double best = 0.0;
@@ -72,8 +67,8 @@ static double max_abs(const double *x, int64_t n) {
   return best;
 }
 
-static kt_tol attn_tol(const attn_case *c, const double *q, const double *k,
-                       const double *v) {
+kt_tol attn_tol(const attn_case *c, const double *q, const double *k,
+                const double *v) {
   const double scale =
       c->scale != 0.0f ? fabs(c->scale) : 1.0 / sqrt((double)c->d);
   const double s_max = scale * max_row_norm(q, c->b * c->hq * c->sq, c->d) *
@@ -97,29 +92,34 @@ static kt_tol attn_tol(const attn_case *c, const double *q, const double *k,
   return t;
 }
 
-static ke_attention_params params_of(const attn_case *c) {
+ke_attention_params attn_params(const attn_case *c) {
   ke_attention_params p;
   ke_attention_params_init(&p);
   p.scale = c->scale;
   p.causal = c->causal;
   p.causal_offset = c->offset;
+  p.kernel = c->kernel;
   return p;
 }
 
-static void case_name(const attn_case *c, char *buf, size_t n) {
+void attn_case_name(const attn_case *c, char *buf, size_t n) {
   snprintf(buf, n, "attn_%s_b%lld_h%lld/%lld_sq%lld_sk%lld_d%lld%s",
            ke_dtype_name(c->dtype), (long long)c->b, (long long)c->hq,
            (long long)c->hkv, (long long)c->sq, (long long)c->sk,
            (long long)c->d, c->causal ? "_causal" : "");
+  size_t len = strlen(buf);
   if (c->causal && c->offset >= 0) {
-    size_t len = strlen(buf);
     snprintf(buf + len, n - len, "_off%lld", (long long)c->offset);
+    len = strlen(buf);
   }
+  if (c->kernel != KE_ATTN_KERNEL_AUTO)
+    snprintf(buf + len, n - len, "%s",
+             c->kernel == KE_ATTN_KERNEL_TILED ? "_tiled" : "_rows");
 }
 
 /* Fresh inputs, the kernel, the reference on the inputs read back; returns
  * the reference output (caller frees) when want_ref is set. */
-static double *run_case(const attn_case *c, int want_ref) {
+double *attn_run(const attn_case *c, int want_ref) {
   int64_t qs[4] = {c->b, c->hq, c->sq, c->d};
   int64_t ks[4] = {c->b, c->hkv, c->sk, c->d};
   ke_tensor q, k, v, o;
@@ -131,7 +131,7 @@ static double *run_case(const attn_case *c, int want_ref) {
   kt_fill_normal(&k, 0.0f, 1.0f);
   kt_fill_normal(&v, 0.0f, 1.0f);
   kt_fill_uniform(&o, 100.0f, 200.0f);  /* every output must be written */
-  ke_attention_params p = params_of(c);
+  ke_attention_params p = attn_params(c);
   kt_assert_ok(ke_attention(kt_ctx(), &q, &k, &v, &o, &p));
 
   double *qd = kt_to_doubles(&q), *kd = kt_to_doubles(&k);
@@ -141,7 +141,7 @@ static double *run_case(const attn_case *c, int want_ref) {
   ke_attention_ref(qd, kd, vd, ref, c->b, c->hq, c->hkv, c->sq, c->sk, c->d,
                    &p);
   char name[160];
-  case_name(c, name, sizeof name);
+  attn_case_name(c, name, sizeof name);
   kt_assert_close(name, &o, ref, attn_tol(c, qd, kd, vd));
   free(vd);
   free(kd);
@@ -155,11 +155,12 @@ static double *run_case(const attn_case *c, int want_ref) {
   return NULL;
 }
 
-static void check(attn_case c) { (void)run_case(&c, 0); }
+static void check(attn_case c) { (void)attn_run(&c, 0); }
 
 static attn_case mk(ke_dtype dt, int64_t b, int64_t hq, int64_t hkv,
                     int64_t sq, int64_t sk, int64_t d, int causal) {
-  attn_case c = {dt, b, hq, hkv, sq, sk, d, causal, -1, 0.0f, 1.0f};
+  attn_case c = {dt, b, hq, hkv, sq, sk, d, causal, -1, 0.0f, 1.0f,
+                 KE_ATTN_KERNEL_AUTO};
   return c;
 }
 
@@ -266,6 +267,21 @@ START_TEST(long_sequences) {
 }
 END_TEST
 
+/* The ROWS kernel pinned on prefill shapes, which AUTO now sends to the
+ * tiled kernels (kiln/attention.h): it must stay right for every shape. */
+START_TEST(rows_kernel_prefill) {
+  const ke_dtype dts[] = {KE_F32, KE_F16, KE_BF16};
+  for (size_t t = 0; t < 3; t++) {
+    attn_case c = mk(dts[t], 1, 2, 1, 300, 300, 128, 1);
+    c.kernel = KE_ATTN_KERNEL_ROWS;
+    check(c);
+    c = mk(dts[t], 2, 8, 2, 113, 500, 64, 0);
+    c.kernel = KE_ATTN_KERNEL_ROWS;
+    check(c);
+  }
+}
+END_TEST
+
 /* ---- Masking and offsets ---------------------------------------------------- */
 
 /* Explicit offsets, and the default with Sq > Sk, whose first Sq - Sk
@@ -278,7 +294,7 @@ START_TEST(causal_offsets) {
     check(c);
   }
   attn_case c = mk(KE_F32, 1, 2, 1, 113, 33, 64, 1);  /* offset -80 */
-  double *ref = run_case(&c, 1);
+  double *ref = attn_run(&c, 1);
   for (int64_t h = 0; h < 2; h++)
     for (int64_t i = 0; i < 113; i++)
       for (int64_t e = 0; e < 64; e++) {
@@ -430,7 +446,7 @@ END_TEST
 /* ---- Layouts ---------------------------------------------------------------- */
 
 /* The packed [b, h, s, d] copy of a view into a buffer read back whole. */
-static double *gather(const double *buf, const ke_tensor *base,
+double *attn_gather(const double *buf, const ke_tensor *base,
                       const ke_tensor *view) {
   const int64_t n = ke_tensor_numel(view);
   double *out = malloc((size_t)n * sizeof *out);
@@ -449,7 +465,7 @@ static double *gather(const double *buf, const ke_tensor *base,
 
 /* A [B, H, S, D] view of a [B, S, H, D] region starting `first` elements
  * into buf, whose S step is `s_step` elements. */
-static ke_tensor bshd_view(const ke_tensor *buf, int64_t first, int64_t b,
+ke_tensor attn_bshd_view(const ke_tensor *buf, int64_t first, int64_t b,
                            int64_t h, int64_t s, int64_t d, int64_t s_step,
                            int64_t b_step) {
   ke_tensor t = *buf;
@@ -467,7 +483,7 @@ static ke_tensor bshd_view(const ke_tensor *buf, int64_t first, int64_t b,
 START_TEST(strided_layouts) {
   const int64_t b = 2, hq = 8, hkv = 2, sq = 33, sk = 113, d = 80;
   attn_case c = mk(KE_F32, b, hq, hkv, sq, sk, d, 1);
-  ke_attention_params p = params_of(&c);
+  ke_attention_params p = attn_params(&c);
   int64_t qb[4] = {b, sq, hq, d}, kb[4] = {b, sk, hkv, d};
   ke_tensor qbuf, kbuf, vbuf, obuf;
   kt_alloc(&qbuf, KE_F32, 4, qb);
@@ -478,15 +494,15 @@ START_TEST(strided_layouts) {
   kt_fill_normal(&kbuf, 0.0f, 1.0f);
   kt_fill_normal(&vbuf, 0.0f, 1.0f);
   kt_fill_uniform(&obuf, 100.0f, 200.0f);
-  ke_tensor q = bshd_view(&qbuf, 0, b, hq, sq, d, hq * d, sq * hq * d);
-  ke_tensor k = bshd_view(&kbuf, 0, b, hkv, sk, d, hkv * d, sk * hkv * d);
-  ke_tensor v = bshd_view(&vbuf, 0, b, hkv, sk, d, hkv * d, sk * hkv * d);
-  ke_tensor o = bshd_view(&obuf, 0, b, hq, sq, d, hq * d, sq * hq * d);
+  ke_tensor q = attn_bshd_view(&qbuf, 0, b, hq, sq, d, hq * d, sq * hq * d);
+  ke_tensor k = attn_bshd_view(&kbuf, 0, b, hkv, sk, d, hkv * d, sk * hkv * d);
+  ke_tensor v = attn_bshd_view(&vbuf, 0, b, hkv, sk, d, hkv * d, sk * hkv * d);
+  ke_tensor o = attn_bshd_view(&obuf, 0, b, hq, sq, d, hq * d, sq * hq * d);
   kt_assert_ok(ke_attention(kt_ctx(), &q, &k, &v, &o, &p));
   double *qd = kt_to_doubles(&qbuf), *kd = kt_to_doubles(&kbuf);
   double *vd = kt_to_doubles(&vbuf);
-  double *qp = gather(qd, &qbuf, &q), *kp = gather(kd, &kbuf, &k);
-  double *vp = gather(vd, &vbuf, &v);
+  double *qp = attn_gather(qd, &qbuf, &q), *kp = attn_gather(kd, &kbuf, &k);
+  double *vp = attn_gather(vd, &vbuf, &v);
   double *ref = malloc((size_t)(b * hq * sq * d) * sizeof *ref);
   double *want = malloc((size_t)(b * hq * sq * d) * sizeof *want);
   ck_assert_ptr_nonnull(ref);
@@ -516,15 +532,15 @@ START_TEST(strided_layouts) {
   kt_alloc(&obuf2, KE_BF16, 4, o2_shape);
   kt_fill_normal(&qkv, 0.0f, 1.0f);
   const int64_t step = heads * d, bstep = s2 * heads * d;
-  ke_tensor q2 = bshd_view(&qkv, 0, b, hq, s2, d, step, bstep);
-  ke_tensor k2 = bshd_view(&qkv, hq * d, b, hkv, s2, d, step, bstep);
-  ke_tensor v2 = bshd_view(&qkv, (hq + hkv) * d, b, hkv, s2, d, step, bstep);
+  ke_tensor q2 = attn_bshd_view(&qkv, 0, b, hq, s2, d, step, bstep);
+  ke_tensor k2 = attn_bshd_view(&qkv, hq * d, b, hkv, s2, d, step, bstep);
+  ke_tensor v2 = attn_bshd_view(&qkv, (hq + hkv) * d, b, hkv, s2, d, step, bstep);
   attn_case c2 = mk(KE_BF16, b, hq, hkv, s2, s2, d, 1);
-  ke_attention_params p2 = params_of(&c2);
+  ke_attention_params p2 = attn_params(&c2);
   kt_assert_ok(ke_attention(kt_ctx(), &q2, &k2, &v2, &obuf2, &p2));
   double *all = kt_to_doubles(&qkv);
-  double *q2p = gather(all, &qkv, &q2), *k2p = gather(all, &qkv, &k2);
-  double *v2p = gather(all, &qkv, &v2);
+  double *q2p = attn_gather(all, &qkv, &q2), *k2p = attn_gather(all, &qkv, &k2);
+  double *v2p = attn_gather(all, &qkv, &v2);
   double *ref2 = malloc((size_t)(b * hq * s2 * d) * sizeof *ref2);
   ck_assert_ptr_nonnull(ref2);
   ke_attention_ref(q2p, k2p, v2p, ref2, b, hq, hkv, s2, s2, d, &p2);
@@ -620,7 +636,7 @@ START_TEST(throughput) {
     kt_fill_normal(&q, 0.0f, 1.0f);
     kt_fill_normal(&k, 0.0f, 1.0f);
     kt_fill_normal(&v, 0.0f, 1.0f);
-    ke_attention_params p = params_of(c);
+    ke_attention_params p = attn_params(c);
     kt_assert_ok(ke_attention(ctx, &q, &k, &v, &o, &p));
     ke_kernel_stats st[8];
     size_t nst = 0;
@@ -638,14 +654,18 @@ START_TEST(throughput) {
     }
     const double flops = 4.0 * (double)c->d * pairs * (double)(c->b * c->hq);
     char key[96], value[128];
-    case_name(c, key, sizeof key);
+    attn_case_name(c, key, sizeof key);
     snprintf(value, sizeof value, "median %.3f ms, %.2f TFLOP/s",
              st[0].median_ms, flops / (st[0].median_ms * 1e-3) / 1e12);
     kt_note(key, value);
+    /* One assertion for the whole output: each ck_assert records its
+     * location through Check's pipe, millions of writes at these sizes. */
     double *out = kt_to_doubles(&o);
-    for (int64_t i = 0; i < ke_tensor_numel(&o); i++)
-      ck_assert_msg(isfinite(out[i]), "%s: output %lld is %g", key,
-                    (long long)i, out[i]);
+    int64_t bad = -1;
+    for (int64_t i = 0; i < ke_tensor_numel(&o) && bad < 0; i++)
+      if (!isfinite(out[i])) bad = i;
+    ck_assert_msg(bad < 0, "%s: output %lld is %g", key, (long long)bad,
+                  bad < 0 ? 0.0 : out[bad]);
     free(out);
     kt_free(&o);
     kt_free(&v);
@@ -754,6 +774,10 @@ START_TEST(refusals) {
   p.causal = 1;
   p.causal_offset = (int64_t)1 << 62;
   kt_assert_status(ke_attention(ctx, &q, &k2, &v2, &o, &p), KE_EINVAL);
+  ke_attention_params_init(&p);
+  p.kernel = (ke_attention_kernel)7;
+  kt_assert_status(ke_attention(ctx, &q, &k2, &v2, &o, &p), KE_EINVAL);
+  ck_assert_msg(strstr(ke_last_error(), "kernel 7"), "%s", ke_last_error());
   kt_assert_status(ke_attention(ctx, &q, NULL, &v2, &o, NULL), KE_EINVAL);
   kt_assert_status(ke_attention(NULL, &q, &k2, &v2, &o, NULL), KE_EINVAL);
   kt_free(&v2);
@@ -772,6 +796,7 @@ static const kt_test attention_tests[] = {
     KT_TEST(head_dims),
     KT_TEST(gqa_ratios),
     KT_TEST(decode),
+    KT_TEST(rows_kernel_prefill),
     KT_TEST(decode_long, .tags = "slow", .timeout_s = 600),
     KT_TEST(long_sequences, .tags = "slow", .timeout_s = 900),
     KT_TEST(causal_offsets),

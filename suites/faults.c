@@ -6,18 +6,23 @@
  * Environment the tests read (set by tests/harness):
  *   KILN_FAULT_STATE_DIR  where faults/flaky_once keeps its attempt marker
  *   KILN_FAULT_FLOOD_MB   megabytes faults/flood writes (default 300)
- *   KILN_FAULT_SLEEP_MS   how long faults/sleeper and faults/gpu_sleeper
- *                         sleep (default 300)
+ *   KILN_FAULT_SLEEP_MS   how long faults/sleeper, faults/gpu_sleeper and
+ *                         faults/helper sleep (default 300)
+ *   KILN_FAULT_KILL_MS    how long faults/kill_kiln waits before it kills
+ *                         kiln (default 300)
  *
  * The device faults (oob_write_far, oob_write_near, unwritten_read,
  * spin_kernel) run real kernels from kernels/faults.hip through the
  * test-only entry points of kiln/test-faults.h, on every backend.
  */
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -155,14 +160,17 @@ START_TEST(flood) {
 }
 END_TEST
 
-/* Sleeps KILN_FAULT_SLEEP_MS (default 300): for token-sharing tests. */
-static void faults_sleep(void) {
-  const char *env = getenv("KILN_FAULT_SLEEP_MS");
+/* Sleeps $name milliseconds (default 300). */
+static void sleep_env(const char *name) {
+  const char *env = getenv(name);
   long ms = env ? atol(env) : 300;
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0) {
   }
 }
+
+/* Sleeps KILN_FAULT_SLEEP_MS: for token-sharing tests. */
+static void faults_sleep(void) { sleep_env("KILN_FAULT_SLEEP_MS"); }
 
 START_TEST(sleeper) { faults_sleep(); }
 END_TEST
@@ -174,6 +182,109 @@ START_TEST(gpu_sleeper) {
   kt_assert_ok(ke_malloc(kt_ctx(), &p, 256));
   faults_sleep();
   kt_assert_ok(ke_free(kt_ctx(), p));
+}
+END_TEST
+
+/* ---- Processes a test leaves behind -------------------------------------------- */
+
+/* In a child of the test: nothing of the runner's (no pipe to kiln, no
+ * Check call: see grandchild), stdout and stderr on /dev/null, then
+ * `sleep`, which keeps the test's environment. */
+static void become_sleeper(void) {
+  int null = open("/dev/null", O_RDWR);
+  if (null >= 0) dup2(null, 1), dup2(null, 2);
+  if (close_range(3, ~0u, 0) != 0)
+    for (int fd = 3; fd < 1024; fd++) close(fd);
+  execlp("sleep", "sleep", "100000", (char *)NULL);
+  _exit(127);
+}
+
+/* Starts a sleeper that leaves the test's process group, and returns its
+ * pid: session 0, its own process group; session 1, the daemon pattern (a
+ * child calls setsid() and forks the sleeper, then exits, so the sleeper is
+ * an orphan in a new session). */
+static pid_t start_stray(int session) {
+  int p[2];
+  ck_assert_int_eq(pipe(p), 0);
+  pid_t c = fork();
+  ck_assert_int_ge(c, 0);
+  if (c == 0) {
+    close(p[0]);
+    pid_t stray = 0;
+    if (session) {
+      setsid();
+      stray = fork();
+      if (stray != 0) {
+        (void)!write(p[1], &stray, sizeof stray);
+        _exit(0);
+      }
+    } else {
+      setpgid(0, 0);
+      stray = getpid();
+      (void)!write(p[1], &stray, sizeof stray);
+    }
+    become_sleeper();
+  }
+  close(p[1]);
+  pid_t stray = -1;
+  ck_assert_int_eq(read(p[0], &stray, sizeof stray), (ssize_t)sizeof stray);
+  close(p[0]);
+  if (session) waitpid(c, NULL, 0);
+  /* Until it has become `sleep` (what kiln will report it as). */
+  char path[64], cmd[16] = "";
+  snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)stray);
+  for (int i = 0; i < 2000 && strcmp(cmd, "sleep") != 0; i++) {
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(cmd, 1, sizeof cmd - 1, f) : 0;
+    if (f) fclose(f);
+    cmd[n] = '\0';
+    if (strcmp(cmd, "sleep") != 0) usleep(1000);
+  }
+  return stray;
+}
+
+/* Leaves two sleepers running, neither in the test's process group (one in
+ * its own group, one a daemon in a new session), and passes. */
+START_TEST(escape) {
+  pid_t group = start_stray(0), daemon = start_stray(1);
+  printf("escaped: pid %ld in its own process group, pid %ld in a new session\n",
+         (long)group, (long)daemon);
+}
+END_TEST
+
+/* A well-behaved test with a helper process: it starts `sleep` in its own
+ * process group, sleeps KILN_FAULT_SLEEP_MS, then stops its helper and
+ * passes. Only a kiln that dies meanwhile leaves the helper behind. */
+START_TEST(helper) {
+  pid_t h = fork();
+  ck_assert_int_ge(h, 0);
+  if (h == 0) become_sleeper();
+  printf("helper pid %ld\n", (long)h);
+  fflush(stdout);
+  faults_sleep();
+  kill(h, SIGKILL);
+  waitpid(h, NULL, 0);
+}
+END_TEST
+
+/* Kills kiln: sleeps KILN_FAULT_KILL_MS (default 300, so that other tests
+ * are in flight), then sends SIGKILL to its parent, and waits to die with
+ * it. */
+START_TEST(kill_kiln) {
+  sleep_env("KILN_FAULT_KILL_MS");
+  printf("killing kiln (pid %ld)\n", (long)getppid());
+  fflush(stdout);
+  kill(getppid(), SIGKILL);
+  for (;;) pause();
+}
+END_TEST
+
+/* 300 device allocations never freed: the report lists every one. */
+START_TEST(many_leaks) {
+  for (int i = 0; i < 300; i++) {
+    void *p = NULL;
+    kt_assert_ok(ke_malloc(kt_ctx(), &p, 64 + (size_t)i));
+  }
 }
 END_TEST
 
@@ -399,6 +510,10 @@ static const kt_test fault_tests[] = {
     KT_TEST(uninit_branch, .host_only = 1),
     KT_TEST(yaml_strings, .host_only = 1),
     KT_TEST(long_record, .host_only = 1),
+    KT_TEST(escape, .host_only = 1),
+    KT_TEST(helper, .host_only = 1, .tags = "sleep"),
+    KT_TEST(kill_kiln, .host_only = 1),
+    KT_TEST(many_leaks),
 };
 
 KT_SUITE(kt_suite_faults, "faults", "fault", fault_tests);

@@ -2,7 +2,10 @@
  * shared (stride 0) operands, row strides wider than rows, alpha and beta
  * (beta = 0 with NaN in C, alpha = 0 with NaN in A), every dtype mix,
  * attention's two products, special values and each refusal, against the
- * double reference on fresh random inputs.
+ * double reference on fresh random inputs. f16 x f16 and bf16 x bf16 run
+ * on the matrix units where the device has them (every tile configuration
+ * and layout, aligned and not: the table of matrix-core cases below), the
+ * rest on the SIMT kernel.
  */
 #include <math.h>
 #include <stdio.h>
@@ -57,8 +60,10 @@ typedef struct gemm_case {
   ke_dtype ta, tb, tc;
   float alpha, beta;
   int64_t pad_a, pad_b, pad_c; /* row stride minus row length */
+  int64_t off_a, off_b, off_c; /* view base, elements into the backing */
   int share_a, share_b;        /* 1: batch stride 0; 2: rank-2 operand */
   int nan_c;                   /* C holds NaN before the call */
+  const char *label;           /* prefix of the check's name, or NULL */
 } gemm_case;
 
 static gemm_case base_case(int64_t m, int64_t n, int64_t k) {
@@ -74,23 +79,29 @@ static gemm_case base_case(int64_t m, int64_t n, int64_t k) {
 }
 
 /* A stored matrix in a packed backing tensor [nb, rows, cols + pad], the
- * view the kernel gets, and the backing contents as doubles. */
+ * view the kernel gets (starting `off` elements in, off <= pad), and the
+ * backing contents as doubles; `at` is the view's first element there. */
 typedef struct operand {
   ke_tensor full, view;
-  double *host;
+  double *host, *at;
   int64_t ld, stride; /* in the backing's elements; stride 0 = shared */
 } operand;
 
 static void operand_make(operand *o, ke_dtype dt, int64_t batch,
-                         int64_t rows, int64_t cols, int64_t pad, int share) {
+                         int64_t rows, int64_t cols, int64_t pad, int64_t off,
+                         int share) {
+  ck_assert_msg(off <= pad, "a view offset (%lld) needs as much padding",
+                (long long)off);
   const int64_t nb = share ? 1 : batch;
   int64_t shape[3] = {nb, rows, cols + pad};
   kt_alloc(&o->full, dt, 3, shape);
   kt_fill_normal(&o->full, 0.0f, 1.0f);
   o->host = kt_to_doubles(&o->full);
+  o->at = o->host + off;
   o->ld = cols + pad;
   o->stride = share ? 0 : rows * o->ld;
   o->view = o->full;
+  o->view.data = (char *)o->full.data + off * (int64_t)ke_dtype_size(dt);
   if (share == 2 || (batch == 1 && share == 0)) { /* rank 2 */
     o->view.rank = 2;
     o->view.shape[0] = rows;
@@ -118,10 +129,10 @@ static void check_gemm(const gemm_case *g) {
   p.beta = g->beta;
   operand a, b, c;
   operand_make(&a, g->ta, g->batch, g->trans_a ? g->k : g->m,
-               g->trans_a ? g->m : g->k, g->pad_a, g->share_a);
+               g->trans_a ? g->m : g->k, g->pad_a, g->off_a, g->share_a);
   operand_make(&b, g->tb, g->batch, g->trans_b ? g->n : g->k,
-               g->trans_b ? g->k : g->n, g->pad_b, g->share_b);
-  operand_make(&c, g->tc, g->batch, g->m, g->n, g->pad_c, 0);
+               g->trans_b ? g->k : g->n, g->pad_b, g->off_b, g->share_b);
+  operand_make(&c, g->tc, g->batch, g->m, g->n, g->pad_c, g->off_c, 0);
   const int64_t c_elems = ke_tensor_numel(&c.full);
   if (g->nan_c) {
     for (int64_t i = 0; i < c_elems; i++) c.host[i] = NAN;
@@ -130,20 +141,22 @@ static void check_gemm(const gemm_case *g) {
   kt_assert_ok(ke_gemm(kt_ctx(), &a.view, &b.view, &c.view, &p));
 
   /* Expected: the reference in the view, C's gap columns unchanged. */
-  kt_tol tol = gemm_tol(g->tc, &p, g->batch, g->m, g->n, g->k, a.host, a.ld,
-                        a.stride, b.host, b.ld, b.stride, c.host, c.ld,
+  kt_tol tol = gemm_tol(g->tc, &p, g->batch, g->m, g->n, g->k, a.at, a.ld,
+                        a.stride, b.at, b.ld, b.stride, c.at, c.ld,
                         c.stride);
   double *ref = malloc((size_t)c_elems * sizeof *ref);
   ck_assert_ptr_nonnull(ref);
   memcpy(ref, c.host, (size_t)c_elems * sizeof *ref);
-  ke_gemm_ref(&p, g->batch, g->m, g->n, g->k, a.host, a.ld, a.stride, b.host,
-              b.ld, b.stride, ref, c.ld, c.stride);
-  char name[160];
+  ke_gemm_ref(&p, g->batch, g->m, g->n, g->k, a.at, a.ld, a.stride, b.at,
+              b.ld, b.stride, ref + g->off_c, c.ld, c.stride);
+  char name[224];
   snprintf(name, sizeof name,
-           "gemm_b%lld_%lldx%lldx%lld_%s%s_%s_%s_%s", (long long)g->batch,
+           "%s%sgemm_b%lld_%lldx%lldx%lld_%s%s_%s_%s_%s%s",
+           g->label ? g->label : "", g->label ? ": " : "", (long long)g->batch,
            (long long)g->m, (long long)g->n, (long long)g->k,
            g->trans_a ? "T" : "N", g->trans_b ? "T" : "N",
-           ke_dtype_name(g->ta), ke_dtype_name(g->tb), ke_dtype_name(g->tc));
+           ke_dtype_name(g->ta), ke_dtype_name(g->tb), ke_dtype_name(g->tc),
+           g->pad_a || g->pad_b || g->pad_c ? "_views" : "");
   kt_assert_close(name, &c.full, ref, tol);
   free(ref);
   operand_free(&a);
@@ -162,10 +175,13 @@ static void check_transposes(gemm_case g) {
 
 /* ---- Shapes ---------------------------------------------------------------- */
 
-/* Below, at and across the 64 x 64 x 16 tile in every dimension. */
+/* Below, at and across the tiles in every dimension: the SIMT kernel's
+ * 128 x 128 x 8 and the matrix-core kernel's 64 x 128 x 32 (the
+ * configuration these sizes reach). */
 static const int64_t kShapes[][3] = {
-    {1, 1, 1},   {7, 33, 113}, {64, 64, 16}, {65, 63, 17}, {1, 130, 31},
-    {129, 1, 65}, {33, 7, 1},  {2, 3, 200},  {100, 70, 48},
+    {1, 1, 1},    {7, 33, 113},  {64, 64, 16}, {65, 63, 17}, {1, 130, 31},
+    {129, 1, 65}, {33, 7, 1},    {2, 3, 200},  {100, 70, 48},
+    {128, 128, 8}, {129, 127, 9},
 };
 
 static void sweep_shapes(ke_dtype ta, ke_dtype tb, ke_dtype tc) {
@@ -200,6 +216,188 @@ START_TEST(mixed_dtypes) {
     g.tc = mixes[i][2];
     check_transposes(g);
   }
+}
+END_TEST
+
+/* ---- The matrix-core path ----------------------------------------------------- */
+
+/* f16 x f16 and bf16 x bf16 GEMMs, each in every transpose. The host
+ * emulation picks tile configurations as for 4 multiprocessors
+ * (kernels/kd-gemm-mma.h), so these sizes reach each of them at warp 32
+ * (NVIDIA: 128 x 128 x 64 at 130 x 386, 128 x 128 x 32 at 129 x 129, 64 x 128
+ * below) and at warp 64 (CDNA: 128 x 128 from 130 x 130, 64 x 64 below).
+ * The 16-byte copies need row strides that are multiples of 8 elements:
+ * the "vec" rows pad M, N and K (equal mod 8) up to that in every
+ * transpose, so their edge chunks are partial copies; packed odd sizes,
+ * strides off by a few elements and bases off by one take the
+ * element-load staging. */
+typedef struct mm_row {
+  const char *what;
+  int64_t batch, m, n, k;
+  ke_dtype t, tc;
+  float alpha, beta;
+  int64_t pad_a, pad_b, pad_c, off_a, off_b, off_c;
+  int share_a, share_b, nan_c;
+} mm_row;
+
+static const mm_row kMmRows[] = {
+    {"vec 45x29x37", 1, 45, 29, 37, KE_F16, KE_F32, 1, 0, .pad_a = 3,
+     .pad_b = 3},
+    {"vec nv large", 1, 130, 386, 42, KE_BF16, KE_F32, 1, 0, .pad_a = 6,
+     .pad_b = 6},
+    {"vec nv 128x128", 1, 129, 129, 65, KE_F16, KE_BF16, 1, 0, .pad_a = 7,
+     .pad_b = 7},
+    {"vec k 1", 1, 17, 33, 1, KE_BF16, KE_F16, 1, 0, .pad_a = 7, .pad_b = 7},
+    {"vec long k", 1, 9, 17, 1001, KE_F16, KE_F32, 1, 0, .pad_a = 7,
+     .pad_b = 7},
+    {"vec whole tiles", 1, 128, 256, 64, KE_BF16, KE_F32, 1, 0, .pad_a = 0},
+    {"one element", 1, 1, 1, 1, KE_F16, KE_F32, 1, 0, .pad_a = 0},
+    {"17 cubed", 1, 17, 17, 17, KE_BF16, KE_BF16, 1, 0, .pad_a = 0},
+    {"one row, k 1000", 1, 1, 17, 1000, KE_F16, KE_F16, 1, 0, .pad_a = 0},
+    {"one column, k 3001", 1, 17, 1, 3001, KE_BF16, KE_F32, 1, 0, .pad_a = 0},
+    {"tall", 1, 1000, 17, 17, KE_F16, KE_BF16, 1, 0, .pad_a = 0},
+    {"wide, k 1", 1, 17, 1000, 1, KE_BF16, KE_F16, 1, 0, .pad_a = 0},
+    {"alpha, beta", 1, 45, 37, 29, KE_F16, KE_F32, 0.5f, 2.0f, .pad_a = 3,
+     .pad_b = 3, .pad_c = 3},
+    {"alpha, beta, bf16 C", 2, 70, 65, 33, KE_BF16, KE_BF16, -1.25f, -0.5f, .pad_a = 0},
+    {"beta 1, f16 C", 1, 33, 17, 70, KE_F16, KE_F16, 1, 1, .pad_a = 7,
+     .pad_b = 7},
+    {"beta 0, NaN in C", 1, 70, 65, 33, KE_BF16, KE_F32, 1, 0, .pad_c = 3,
+     .nan_c = 1},
+    {"batch, B shared (stride 0)", 4, 24, 32, 72, KE_F16, KE_F32, 1, 0,
+     .share_b = 1},
+    {"batch, A rank 2", 3, 24, 40, 16, KE_BF16, KE_F16, 1, 0, .share_a = 2},
+    {"batch, both shared", 3, 33, 17, 21, KE_F16, KE_F32, 1, 0, .share_a = 1,
+     .share_b = 2},
+    {"batch, configs", 3, 66, 130, 42, KE_BF16, KE_F32, 1, 0, .pad_a = 6,
+     .pad_b = 6, .pad_c = 1},
+    {"strided views", 2, 32, 24, 48, KE_F16, KE_F32, 1, 0, .pad_a = 8,
+     .pad_b = 16, .pad_c = 5},
+    {"row strides + 3 and + 1", 2, 31, 29, 45, KE_BF16, KE_F32, 1, 0,
+     .pad_a = 3, .pad_b = 1, .pad_c = 17},
+    {"bases off by one", 2, 40, 72, 48, KE_F16, KE_BF16, 1, 0, .pad_a = 8,
+     .pad_b = 8, .pad_c = 8, .off_a = 1, .off_b = 1, .off_c = 1},
+    {"only A off by one, large", 1, 130, 258, 42, KE_BF16, KE_F32, 1, 0,
+     .pad_a = 6, .pad_b = 6, .off_a = 1},
+};
+
+static void mm_row_run(const mm_row *r) {
+  gemm_case g = base_case(r->m, r->n, r->k);
+  g.batch = r->batch;
+  g.ta = g.tb = r->t;
+  g.tc = r->tc;
+  g.alpha = r->alpha;
+  g.beta = r->beta;
+  g.pad_a = r->pad_a;
+  g.pad_b = r->pad_b;
+  g.pad_c = r->pad_c;
+  g.off_a = r->off_a;
+  g.off_b = r->off_b;
+  g.off_c = r->off_c;
+  g.share_a = r->share_a;
+  g.share_b = r->share_b;
+  g.nan_c = r->nan_c;
+  g.label = r->what;
+  check_transposes(g);
+}
+
+START_TEST(matrix_cores) {
+  for (size_t i = 0; i < sizeof kMmRows / sizeof kMmRows[0]; i++)
+    mm_row_run(&kMmRows[i]);
+}
+END_TEST
+
+/* GPU-sized, awkward: 1000 and 3001 in every dimension. */
+static const mm_row kMmLarge[] = {
+    {"1000 cubed", 1, 1000, 1000, 1000, KE_BF16, KE_F32, 1, 0, .pad_a = 0},
+    {"3001 x 1000 x 17", 1, 3001, 1000, 17, KE_F16, KE_F16, 1, 0, .pad_a = 0},
+    {"17 x 3001 x 1000", 1, 17, 3001, 1000, KE_BF16, KE_BF16, 0.5f, 1, .pad_a = 0},
+    {"1000 x 17 x 3001", 1, 1000, 17, 3001, KE_F16, KE_F32, 1, 0, .pad_a = 0},
+    {"3001 x 3001 x 1000", 1, 3001, 3001, 1000, KE_F16, KE_F32, 1, 0, .pad_a = 0},
+    {"vec 1001 cubed", 1, 1001, 1001, 1001, KE_BF16, KE_F16, 1, 0,
+     .pad_a = 7, .pad_b = 7},
+    {"unaligned 1000 x 1001 x 999", 2, 1000, 1001, 999, KE_BF16, KE_F32, 1,
+     0, .pad_a = 1, .pad_b = 3, .off_a = 1},
+};
+
+START_TEST(matrix_cores_large) {
+  for (size_t i = 0; i < sizeof kMmLarge / sizeof kMmLarge[0]; i++)
+    mm_row_run(&kMmLarge[i]);
+}
+END_TEST
+
+/* Operands whose memory ends at their last element: a [rows, cols] view
+ * with row stride ld over exactly (rows - 1) * ld + cols elements (the
+ * host emulation allocates to the byte), so that a kernel reading past a
+ * row's end reads past its allocation in the last row: an error under
+ * ASan (CI's sanitizer pass runs this suite) and under compute-sanitizer,
+ * even where the values read would only reach outputs that are never
+ * written. */
+typedef struct exact_operand {
+  ke_tensor mem, view;
+  double *host;
+} exact_operand;
+
+static void exact_make(exact_operand *o, ke_dtype dt, int64_t rows,
+                       int64_t cols, int64_t ld) {
+  int64_t extent[1] = {(rows - 1) * ld + cols};
+  kt_assert_ok(ke_tensor_alloc(kt_ctx(), &o->mem, dt, 1, extent));
+  kt_fill_normal(&o->mem, 0.0f, 1.0f);
+  o->host = kt_to_doubles(&o->mem);
+  o->view = o->mem;
+  o->view.rank = 2;
+  o->view.shape[0] = rows;
+  o->view.shape[1] = cols;
+  o->view.stride[0] = ld;
+  o->view.stride[1] = 1;
+}
+
+static void exact_free(exact_operand *o) {
+  free(o->host);
+  kt_assert_ok(ke_tensor_free(kt_ctx(), &o->mem));
+}
+
+/* C = op(A) op(B) with A and B allocated to their last element; row
+ * strides padded to a multiple of 8 (pad8: the 16-byte copies) or packed
+ * (the element loads), M, N, K = 45, 29, 37 so that every edge chunk is
+ * partial. */
+static void exact_case(ke_dtype dt, int trans_a, int trans_b, int pad8) {
+  const int64_t m = 45, n = 29, k = 37;
+  const int64_t ar = trans_a ? k : m, ac = trans_a ? m : k;
+  const int64_t br = trans_b ? n : k, bc = trans_b ? k : n;
+  const int64_t lda = pad8 ? (ac + 7) / 8 * 8 : ac;
+  const int64_t ldb = pad8 ? (bc + 7) / 8 * 8 : bc;
+  exact_operand a, b;
+  exact_make(&a, dt, ar, ac, lda);
+  exact_make(&b, dt, br, bc, ldb);
+  int64_t sc[2] = {m, n};
+  ke_tensor c;
+  kt_alloc(&c, KE_F32, 2, sc);
+  ke_gemm_params p;
+  ke_gemm_params_init(&p);
+  p.trans_a = trans_a;
+  p.trans_b = trans_b;
+  kt_assert_ok(ke_gemm(kt_ctx(), &a.view, &b.view, &c, &p));
+  double ref[45 * 29];
+  ke_gemm_ref(&p, 1, m, n, k, a.host, lda, 0, b.host, ldb, 0, ref, n, 0);
+  kt_tol tol = gemm_tol(KE_F32, &p, 1, m, n, k, a.host, lda, 0, b.host, ldb,
+                        0, ref, n, 0);
+  char name[96];
+  snprintf(name, sizeof name, "exact_%s_%s%s_%s", ke_dtype_name(dt),
+           trans_a ? "T" : "N", trans_b ? "T" : "N",
+           pad8 ? "ld8" : "packed");
+  kt_assert_close(name, &c, ref, tol);
+  kt_free(&c);
+  exact_free(&a);
+  exact_free(&b);
+}
+
+START_TEST(exact_extents) {
+  static const ke_dtype dts[] = {KE_F16, KE_BF16, KE_F32};
+  for (size_t i = 0; i < 3; i++)
+    for (int t = 0; t < 4; t++)
+      for (int pad8 = 0; pad8 < 2; pad8++)
+        exact_case(dts[i], t & 1, t >> 1, pad8);
 }
 END_TEST
 
@@ -283,13 +481,14 @@ START_TEST(beta_zero_ignores_nan_c) {
 END_TEST
 
 /* alpha = 0: C = beta * C, A and B unread (as BLAS), so NaN in them does
- * not propagate. */
-START_TEST(alpha_zero_skips_product) {
+ * not propagate; on the SIMT kernel (f32) and the matrix-core one (f16,
+ * bf16). */
+static void alpha_zero_case(ke_dtype dt) {
   const int64_t m = 9, n = 70, k = 20;
   int64_t sa[2] = {m, k}, sb[2] = {k, n}, sc[2] = {m, n};
   ke_tensor a, b, c;
-  kt_alloc(&a, KE_F32, 2, sa);
-  kt_alloc(&b, KE_F32, 2, sb);
+  kt_alloc(&a, dt, 2, sa);
+  kt_alloc(&b, dt, 2, sb);
   kt_alloc(&c, KE_F32, 2, sc);
   double *nan_a = malloc((size_t)(m * k) * sizeof *nan_a);
   ck_assert_ptr_nonnull(nan_a);
@@ -304,12 +503,20 @@ START_TEST(alpha_zero_skips_product) {
   p.alpha = 0.0f;
   p.beta = 1.5f;
   kt_assert_ok(ke_gemm(kt_ctx(), &a, &b, &c, &p));
-  kt_assert_close("alpha0_beta1.5", &c, ref, kt_tol_default(KE_F32));
+  char name[64];
+  snprintf(name, sizeof name, "alpha0_beta1.5_%s", ke_dtype_name(dt));
+  kt_assert_close(name, &c, ref, kt_tol_default(KE_F32));
   free(ref);
   free(nan_a);
   kt_free(&a);
   kt_free(&b);
   kt_free(&c);
+}
+
+START_TEST(alpha_zero_skips_product) {
+  alpha_zero_case(KE_F32);
+  alpha_zero_case(KE_F16);
+  alpha_zero_case(KE_BF16);
 }
 END_TEST
 
@@ -351,38 +558,54 @@ END_TEST
 
 /* NaN in A row 2 makes C row 2 NaN; +Inf in B column 5 makes C column 5
  * +-Inf by the sign of A's entries (NaN where signs mix), exactly as the
- * double reference computes. */
-START_TEST(special_values) {
+ * double reference computes: in f32 (SIMT) and in f16 and bf16 (matrix
+ * units), in both layouts of B. */
+static void special_case(ke_dtype dt, int trans_b) {
   const int64_t m = 6, n = 9, k = 40;
-  int64_t sa[2] = {m, k}, sb[2] = {k, n}, sc[2] = {m, n};
+  int64_t sa[2] = {m, k}, sb[2] = {trans_b ? n : k, trans_b ? k : n};
+  int64_t sc[2] = {m, n};
   ke_tensor a, b, c;
-  kt_alloc(&a, KE_F32, 2, sa);
-  kt_alloc(&b, KE_F32, 2, sb);
+  kt_alloc(&a, dt, 2, sa);
+  kt_alloc(&b, dt, 2, sb);
   kt_alloc(&c, KE_F32, 2, sc);
   kt_fill_uniform(&a, 0.5f, 1.0f); /* positive: Inf keeps its sign */
   kt_fill_normal(&b, 0.0f, 1.0f);
   double *ah = kt_to_doubles(&a), *bh = kt_to_doubles(&b);
+  const int64_t ldb = trans_b ? k : n;
+#define B_AT(kk, nn) bh[trans_b ? (nn) * ldb + (kk) : (kk) * ldb + (nn)]
   ah[2 * k + 17] = NAN;
   ah[4 * k + 3] = -ah[4 * k + 3]; /* row 4 mixes signs against B[3][5] */
-  bh[3 * n + 5] = INFINITY;
-  bh[7 * n + 5] = INFINITY;
+  B_AT(3, 5) = INFINITY;
+  B_AT(7, 5) = INFINITY;
+#undef B_AT
   kt_from_doubles(&a, ah);
   kt_from_doubles(&b, bh);
   ke_gemm_params p;
   ke_gemm_params_init(&p);
+  p.trans_b = trans_b;
   kt_assert_ok(ke_gemm(kt_ctx(), &a, &b, &c, &p));
   double ref[6 * 9];
-  ke_gemm_ref(&p, 1, m, n, k, ah, k, 0, bh, n, 0, ref, n, 0);
+  ke_gemm_ref(&p, 1, m, n, k, ah, k, 0, bh, ldb, 0, ref, n, 0);
   ck_assert_msg(isnan(ref[2 * n + 0]) && isinf(ref[0 * n + 5]) &&
                     isnan(ref[4 * n + 5]),
                 "reference lost the special values it should carry");
-  kt_tol tol = gemm_tol(KE_F32, &p, 1, m, n, k, ah, k, 0, bh, n, 0, ref, n, 0);
-  kt_assert_close("nan_row_inf_col", &c, ref, tol);
+  kt_tol tol =
+      gemm_tol(KE_F32, &p, 1, m, n, k, ah, k, 0, bh, ldb, 0, ref, n, 0);
+  char name[64];
+  snprintf(name, sizeof name, "nan_row_inf_col_%s_%s", ke_dtype_name(dt),
+           trans_b ? "NT" : "NN");
+  kt_assert_close(name, &c, ref, tol);
   free(ah);
   free(bh);
   kt_free(&a);
   kt_free(&b);
   kt_free(&c);
+}
+
+START_TEST(special_values) {
+  static const ke_dtype dts[] = {KE_F32, KE_F16, KE_BF16};
+  for (size_t i = 0; i < 3; i++)
+    for (int t = 0; t < 2; t++) special_case(dts[i], t);
 }
 END_TEST
 
@@ -510,6 +733,9 @@ static const kt_test gemm_tests[] = {
     KT_TEST(shapes_f16),
     KT_TEST(shapes_bf16),
     KT_TEST(mixed_dtypes),
+    KT_TEST(matrix_cores),
+    KT_TEST(matrix_cores_large, .tags = "slow", .timeout_s = 600),
+    KT_TEST(exact_extents),
     KT_TEST(batched),
     KT_TEST(batch_shared_operands),
     KT_TEST(leading_dims),

@@ -622,6 +622,38 @@ static double *mx_gemm_doubles(const ke_tensor *x, const mx_device *d,
  * reference each time. Then with no guard at all, the last block ending at
  * the end of its allocation: on the host build under ASan (CI) and under
  * compute-sanitizer a read past it is reported as an error. */
+/* One X dtype of guard_bytes: f32 X reads W through the SIMT kernel's
+ * loads, bf16 X through the matrix-core staging. */
+static void guard_run(const ke_mxfp_matrix *w, ke_dtype xt, uint64_t *rng) {
+  int64_t xs[2] = {3, w->cols};
+  ke_tensor x;
+  kt_alloc(&x, xt, 2, xs);
+  kt_fill_normal(&x, 0.0f, 1.0f);
+  double *first = NULL;
+  const int guards[] = {0x00, 0xFF, (int)(rng_next(rng) & 0xFF), -1};
+  for (size_t g = 0; g < 4; g++) {
+    mx_device d;
+    if (guards[g] < 0) mx_upload(&d, w, 0, 0, 0);
+    else mx_upload(&d, w, 64, 64, guards[g]);
+    check_dequant("guarded", &d, w, KE_F32, 0);
+    double *y = mx_gemm_doubles(&x, &d, KE_F32);
+    if (!first) {
+      first = y;
+    } else {
+      for (int64_t i = 0; i < 3 * w->rows; i++)
+        ck_assert_msg(memcmp(&y[i], &first[i], sizeof y[i]) == 0,
+                      "%s gemm, %s X: Y[%lld] is %.9g with guard 0x%02x but "
+                      "%.9g with guard 0x00: it read outside W",
+                      ke_mxfp_format_name(w->format), ke_dtype_name(xt),
+                      (long long)i, y[i], guards[g] & 0xFF, first[i]);
+      free(y);
+    }
+    mx_device_free(&d);
+  }
+  free(first);
+  kt_free(&x);
+}
+
 START_TEST(guard_bytes) {
   uint64_t rng = kt_seed();
   for (size_t fi = 0; fi < 3; fi++) {
@@ -633,33 +665,8 @@ START_TEST(guard_bytes) {
       ((uint8_t *)w.data)[i] = (uint8_t)rng_next(&rng);
     for (size_t i = 0; i < ke_mxfp_scale_bytes(rows, cols); i++)
       ((uint8_t *)w.scales)[i] = (uint8_t)(117 + rng_next(&rng) % 21);
-    int64_t xs[2] = {3, cols};
-    ke_tensor x;
-    kt_alloc(&x, KE_F32, 2, xs);
-    kt_fill_normal(&x, 0.0f, 1.0f);
-    double *first = NULL;
-    const int guards[] = {0x00, 0xFF, (int)(rng_next(&rng) & 0xFF), -1};
-    for (size_t g = 0; g < 4; g++) {
-      mx_device d;
-      if (guards[g] < 0) mx_upload(&d, &w, 0, 0, 0);
-      else mx_upload(&d, &w, 64, 64, guards[g]);
-      check_dequant("guarded", &d, &w, KE_F32, 0);
-      double *y = mx_gemm_doubles(&x, &d, KE_F32);
-      if (!first) {
-        first = y;
-      } else {
-        for (int64_t i = 0; i < 3 * rows; i++)
-          ck_assert_msg(memcmp(&y[i], &first[i], sizeof y[i]) == 0,
-                        "%s gemm: Y[%lld] is %.9g with guard 0x%02x but "
-                        "%.9g with guard 0x00: it read outside W",
-                        ke_mxfp_format_name(f), (long long)i, y[i],
-                        guards[g] & 0xFF, first[i]);
-        free(y);
-      }
-      mx_device_free(&d);
-    }
-    free(first);
-    kt_free(&x);
+    guard_run(&w, KE_F32, &rng);
+    guard_run(&w, KE_BF16, &rng);
     mx_host_free(&w);
   }
 }
@@ -668,10 +675,13 @@ END_TEST
 /* ---- The fused GEMM -------------------------------------------------------------- */
 
 /* Y = X * dequant(W)^T with W quantised by the reference from fresh normal
- * weights; X [batch, m, k] (rank 2 when batch is 1); Y starts as NaN,
- * which must not matter (Y is not read). */
-static void check_mx_gemm(ke_mxfp_format f, int64_t batch, int64_t m,
-                          int64_t k, int64_t n, ke_dtype tx, ke_dtype ty) {
+ * weights; X [batch, m, k] (rank 2 when batch is 1) as a view whose base
+ * is x_off elements into rows of k + 8 (x_off 0: packed rows of k); W's
+ * data w_off bytes into its allocation (odd: no alignment at all); Y
+ * starts as NaN, which must not matter (Y is not read). */
+static void check_mx_gemm_at(ke_mxfp_format f, int64_t batch, int64_t m,
+                             int64_t k, int64_t n, ke_dtype tx, ke_dtype ty,
+                             int64_t x_off, size_t w_off) {
   const int rank = batch == 1 ? 2 : 3;
   int64_t wshape[2] = {n, k};
   ke_tensor wt;
@@ -685,14 +695,18 @@ static void check_mx_gemm(ke_mxfp_format f, int64_t batch, int64_t m,
   ck_assert_ptr_nonnull(wd);
   kt_assert_ok(ke_mxfp_dequant_ref(&w, wd));
   mx_device d;
-  mx_upload(&d, &w, 0, 0, 0);
+  mx_upload(&d, &w, w_off, w_off, 0x5a);
 
-  int64_t xshape[3] = {batch, m, k}, yshape[3] = {batch, m, n};
-  ke_tensor x, y;
-  kt_alloc(&x, tx, rank, xshape + (3 - rank));
+  const int64_t ldx = x_off ? k + 8 : k;
+  int64_t xshape[3] = {batch, m, ldx}, yshape[3] = {batch, m, n};
+  ke_tensor xfull, x, y;
+  kt_alloc(&xfull, tx, rank, xshape + (3 - rank));
   kt_alloc(&y, ty, rank, yshape + (3 - rank));
-  kt_fill_normal(&x, 0.0f, 1.0f);
-  double *xd = kt_to_doubles(&x);
+  kt_fill_normal(&xfull, 0.0f, 1.0f);
+  x = xfull;
+  x.data = (char *)xfull.data + x_off * (int64_t)ke_dtype_size(tx);
+  x.shape[rank - 1] = k;
+  double *xd = kt_to_doubles(&xfull);
   double *ref = malloc((size_t)(batch * m * n) * sizeof *ref);
   ck_assert_ptr_nonnull(ref);
   for (int64_t i = 0; i < batch * m * n; i++) ref[i] = NAN;
@@ -702,17 +716,19 @@ static void check_mx_gemm(ke_mxfp_format f, int64_t batch, int64_t m,
   ke_gemm_params p;
   ke_gemm_params_init(&p);
   p.trans_b = 1;
-  ke_gemm_ref(&p, batch, m, n, k, xd, k, m * k, wd, k, 0, ref, n, m * n);
-  kt_tol tol = gemm_tol(ty, &p, batch, m, n, k, xd, k, m * k, wd, k, 0, ref,
-                        n, m * n);
+  ke_gemm_ref(&p, batch, m, n, k, xd + x_off, ldx, m * ldx, wd, k, 0, ref, n,
+              m * n);
+  kt_tol tol = gemm_tol(ty, &p, batch, m, n, k, xd + x_off, ldx, m * ldx, wd,
+                        k, 0, ref, n, m * n);
   char name[128];
-  snprintf(name, sizeof name, "mxgemm_%s_b%lld_%lldx%lldx%lld_%s_%s",
+  snprintf(name, sizeof name, "mxgemm_%s_b%lld_%lldx%lldx%lld_%s_%s%s%s",
            ke_mxfp_format_name(f), (long long)batch, (long long)m,
-           (long long)n, (long long)k, ke_dtype_name(tx), ke_dtype_name(ty));
+           (long long)n, (long long)k, ke_dtype_name(tx), ke_dtype_name(ty),
+           x_off ? "_xoff" : "", w_off ? "_woff" : "");
   kt_assert_close(name, &y, ref, tol);
   free(ref);
   free(xd);
-  kt_free(&x);
+  kt_free(&xfull);
   kt_free(&y);
   mx_device_free(&d);
   free(wd);
@@ -720,13 +736,27 @@ static void check_mx_gemm(ke_mxfp_format f, int64_t batch, int64_t m,
   mx_host_free(&w);
 }
 
-/* M x K x N across the 64 x 64 x 16 tile, batches, and the dtypes. */
+static void check_mx_gemm(ke_mxfp_format f, int64_t batch, int64_t m,
+                          int64_t k, int64_t n, ke_dtype tx, ke_dtype ty) {
+  check_mx_gemm_at(f, batch, m, k, n, tx, ty, 0, 0);
+}
+
+/* M x K x N across the tiles, batches, the dtypes; bf16 X runs on the
+ * matrix units (each tile configuration of the host emulation: 130 x 386
+ * reaches the largest at both warp sizes), with X's base off by one
+ * element (element loads) and W's bytes at odd addresses (byte loads). */
 static void sweep_mx_gemm(ke_mxfp_format f) {
   check_mx_gemm(f, 1, 1, 32, 1, KE_F32, KE_F32);
   check_mx_gemm(f, 1, 7, 96, 33, KE_F16, KE_F32);
   check_mx_gemm(f, 1, 65, 160, 70, KE_BF16, KE_BF16);
   check_mx_gemm(f, 3, 5, 64, 66, KE_F32, KE_F16);
   check_mx_gemm(f, 2, 70, 32, 129, KE_F16, KE_F16);
+  check_mx_gemm(f, 1, 1, 32, 1, KE_BF16, KE_F32);
+  check_mx_gemm(f, 1, 130, 64, 386, KE_BF16, KE_F32);
+  check_mx_gemm(f, 3, 17, 96, 33, KE_BF16, KE_F16);
+  check_mx_gemm_at(f, 2, 33, 64, 40, KE_BF16, KE_BF16, 1, 0);
+  check_mx_gemm_at(f, 1, 40, 96, 130, KE_BF16, KE_F32, 0, 3);
+  check_mx_gemm_at(f, 1, 9, 32, 17, KE_F16, KE_F32, 1, 5);
 }
 
 START_TEST(gemm_e2m1) { sweep_mx_gemm(KE_MXFP4_E2M1); }
@@ -738,52 +768,59 @@ END_TEST
 START_TEST(gemm_e3m2) { sweep_mx_gemm(KE_MXFP6_E3M2); }
 END_TEST
 
-/* The fused kernel equals dequantise-to-f32 then ke_gemm, bit for bit: the
- * same tile kernel sees the same f32 values in the same order. */
+/* The fused kernel equals dequantising W then ke_gemm, bit for bit: with
+ * bf16 X dequantised to bf16 (the matrix-core kernel either way, the same
+ * exact values in the same order), with f16 and f32 X dequantised to f32
+ * (the SIMT kernel either way). */
 START_TEST(gemm_matches_dequant_gemm) {
   const int64_t m = 33, k = 224, n = 70;
+  static const ke_dtype xts[] = {KE_BF16, KE_F16, KE_F32};
   uint64_t rng = kt_seed();
-  for (size_t fi = 0; fi < 3; fi++) {
-    ke_mxfp_format f = kFormats[fi];
-    ke_mxfp_matrix w = mx_host(f, n, k);
-    for (size_t i = 0; i < ke_mxfp_data_bytes(f, n, k); i++)
-      ((uint8_t *)w.data)[i] = (uint8_t)rng_next(&rng);
-    for (size_t i = 0; i < ke_mxfp_scale_bytes(n, k); i++)
-      ((uint8_t *)w.scales)[i] = (uint8_t)(120 + rng_next(&rng) % 15);
-    mx_device d;
-    mx_upload(&d, &w, 0, 0, 0);
-    int64_t xs[2] = {m, k}, ws[2] = {n, k}, ys[2] = {m, n};
-    ke_tensor x, wf, y;
-    kt_alloc(&x, KE_F16, 2, xs);
-    kt_alloc(&wf, KE_F32, 2, ws);
-    kt_alloc(&y, KE_F32, 2, ys);
-    kt_fill_normal(&x, 0.0f, 1.0f);
-    kt_assert_ok(ke_mxfp_dequant(kt_ctx(), &d.w, &wf));
-    ke_gemm_params p;
-    ke_gemm_params_init(&p);
-    p.trans_b = 1;
-    kt_assert_ok(ke_gemm(kt_ctx(), &x, &wf, &y, &p));
-    double *two_step = kt_to_doubles(&y);
-    double *fused = mx_gemm_doubles(&x, &d, KE_F32);
-    for (int64_t i = 0; i < m * n; i++)
-      ck_assert_msg(memcmp(&fused[i], &two_step[i], sizeof fused[i]) == 0,
-                    "%s: fused Y[%lld] = %.9g, dequant + gemm %.9g",
-                    ke_mxfp_format_name(f), (long long)i, fused[i],
-                    two_step[i]);
-    free(fused);
-    free(two_step);
-    kt_free(&x);
-    kt_free(&wf);
-    kt_free(&y);
-    mx_device_free(&d);
-    mx_host_free(&w);
-  }
+  for (size_t fi = 0; fi < 3; fi++)
+    for (size_t xi = 0; xi < 3; xi++) {
+      ke_mxfp_format f = kFormats[fi];
+      const ke_dtype tx = xts[xi], tw = tx == KE_BF16 ? KE_BF16 : KE_F32;
+      ke_mxfp_matrix w = mx_host(f, n, k);
+      for (size_t i = 0; i < ke_mxfp_data_bytes(f, n, k); i++)
+        ((uint8_t *)w.data)[i] = (uint8_t)rng_next(&rng);
+      for (size_t i = 0; i < ke_mxfp_scale_bytes(n, k); i++)
+        ((uint8_t *)w.scales)[i] = (uint8_t)(120 + rng_next(&rng) % 15);
+      mx_device d;
+      mx_upload(&d, &w, 0, 0, 0);
+      int64_t xs[2] = {m, k}, ws[2] = {n, k}, ys[2] = {m, n};
+      ke_tensor x, wf, y;
+      kt_alloc(&x, tx, 2, xs);
+      kt_alloc(&wf, tw, 2, ws);
+      kt_alloc(&y, KE_F32, 2, ys);
+      kt_fill_normal(&x, 0.0f, 1.0f);
+      kt_assert_ok(ke_mxfp_dequant(kt_ctx(), &d.w, &wf));
+      ke_gemm_params p;
+      ke_gemm_params_init(&p);
+      p.trans_b = 1;
+      kt_assert_ok(ke_gemm(kt_ctx(), &x, &wf, &y, &p));
+      double *two_step = kt_to_doubles(&y);
+      double *fused = mx_gemm_doubles(&x, &d, KE_F32);
+      for (int64_t i = 0; i < m * n; i++)
+        ck_assert_msg(memcmp(&fused[i], &two_step[i], sizeof fused[i]) == 0,
+                      "%s, %s X: fused Y[%lld] = %.9g, dequant to %s + gemm "
+                      "%.9g",
+                      ke_mxfp_format_name(f), ke_dtype_name(tx),
+                      (long long)i, fused[i], ke_dtype_name(tw), two_step[i]);
+      free(fused);
+      free(two_step);
+      kt_free(&x);
+      kt_free(&wf);
+      kt_free(&y);
+      mx_device_free(&d);
+      mx_host_free(&w);
+    }
 }
 END_TEST
 
 /* A NaN scale poisons exactly the outputs that use its block: W row 5's
- * second block is NaN, so Y column 5 is NaN and nothing else. */
-START_TEST(gemm_nan_scale) {
+ * second block is NaN, so Y column 5 is NaN and nothing else (f32 X on the
+ * SIMT kernel, bf16 X on the matrix units). */
+static void nan_scale_case(ke_dtype xt) {
   const int64_t m = 9, k = 96, n = 12;
   ke_mxfp_matrix w = mx_host(KE_MXFP6_E3M2, n, k);
   uint64_t rng = kt_seed();
@@ -799,7 +836,7 @@ START_TEST(gemm_nan_scale) {
   mx_upload(&d, &w, 0, 0, 0);
   int64_t xs[2] = {m, k};
   ke_tensor x;
-  kt_alloc(&x, KE_F32, 2, xs);
+  kt_alloc(&x, xt, 2, xs);
   kt_fill_normal(&x, 0.0f, 1.0f);
   double *xd = kt_to_doubles(&x);
   int64_t ys[2] = {m, n};
@@ -816,7 +853,9 @@ START_TEST(gemm_nan_scale) {
       ck_assert_msg(!isnan(ref[i * n + j]) == (j != 5),
                     "reference: Y[%lld, %lld] = %g", (long long)i,
                     (long long)j, ref[i * n + j]);
-  kt_assert_close("nan_scale_column", &y, ref,
+  char name[64];
+  snprintf(name, sizeof name, "nan_scale_column_%s", ke_dtype_name(xt));
+  kt_assert_close(name, &y, ref,
                   gemm_tol(KE_F32, &p, 1, m, n, k, xd, k, 0, wd, k, 0, ref,
                            n, 0));
   free(xd);
@@ -825,6 +864,11 @@ START_TEST(gemm_nan_scale) {
   kt_free(&y);
   mx_device_free(&d);
   mx_host_free(&w);
+}
+
+START_TEST(gemm_nan_scale) {
+  nan_scale_case(KE_F32);
+  nan_scale_case(KE_BF16);
 }
 END_TEST
 

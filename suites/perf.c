@@ -651,14 +651,57 @@ END_TEST
 
 /* ---- GEMM and fused attention: FLOP/s ------------------------------------------ */
 
-/* Sequence lengths: S = 1024 and 4096 on a GPU (64 and 128 in emulation);
- * f32 and bf16. */
+/* Sequence lengths: S = 1024 and 4096 on a GPU (64 and 128 in emulation). */
 static void perf_lengths(const perf_cfg *c, int64_t len[2]) {
   len[0] = c->host ? 64 : 1024;
   len[1] = c->host ? 128 : 4096;
 }
 
-static const ke_dtype kMatDtypes[] = {KE_F32, KE_BF16};
+/* ---- Device peaks ------------------------------------------------------------- */
+
+/* Dense (no sparsity) peak TFLOP/s of the device for dtype's GEMM inputs,
+ * from the vendor's datasheet, with that source in *source; 0 for a device
+ * not in the table (the host emulation included). f16/bf16 is the tensor
+ * core rate with f32 accumulation, f32 the CUDA cores' FMA rate (no TF32). */
+static double perf_peak_tflops(ke_dtype dt, const char **source) {
+  static const struct {
+    const char *name; /* substring of the device name, first match wins */
+    double f16, f32;
+    const char *source;
+  } kPeaks[] = {
+      {"H100 PCIe", 756.5, 51.0, "NVIDIA H100 datasheet, PCIe"},
+      {"H100", 989.4, 67.0, "NVIDIA H100 datasheet, SXM5"},
+      {"A100", 312.0, 19.5, "NVIDIA A100 datasheet"},
+  };
+  const char *name = ke_context_device(kt_ctx())->name;
+  for (size_t i = 0; i < sizeof kPeaks / sizeof kPeaks[0]; i++)
+    if (strstr(name, kPeaks[i].name)) {
+      *source = kPeaks[i].source;
+      return dt == KE_F32 ? kPeaks[i].f32 : kPeaks[i].f16;
+    }
+  *source = NULL;
+  return 0.0;
+}
+
+/* Records BENCH.DTYPE.ratio_to_peak (TFLOP/s over the dense peak) and the
+ * peak's source as a note, where the device is in the table. */
+static void perf_report_peak(const char *bench, ke_dtype dt, double flop,
+                             double ms) {
+  const char *source;
+  const double peak = perf_peak_tflops(dt, &source);
+  if (peak <= 0.0) return;
+  const char *d = ke_dtype_name(dt);
+  perf_metric(bench, d, "peak_TFLOPs", peak, "TFLOP/s");
+  perf_metric(bench, d, "ratio_to_peak", flop / (ms * 1e-3) / 1e12 / peak,
+              "ratio");
+  char key[128];
+  snprintf(key, sizeof key, "%s.%s.peak_source", bench, d);
+  kt_note(key, source);
+}
+
+/* ---- GEMM ----------------------------------------------------------------------- */
+
+static const ke_dtype kGemmDtypes[] = {KE_F32, KE_F16, KE_BF16};
 
 typedef struct gemm_bench {
   perf_set a, b, c;
@@ -669,7 +712,8 @@ static void gemm_launch(void *p, int s) {
   kt_assert_ok(ke_gemm(kt_ctx(), &g->a.t[s], &g->b.t[s], &g->c.t[s], NULL));
 }
 
-/* Square C[S, S] = A[S, S] B[S, S], no transposes: 2 S^3 FLOP. */
+/* Square C[S, S] = A[S, S] B[S, S], no transposes, all of one dtype (f16
+ * and bf16 on the matrix units, f32 on the SIMT kernel): 2 S^3 FLOP. */
 static void gemm_run(const perf_cfg *c, int64_t S, ke_dtype dt) {
   int64_t es = (int64_t)ke_dtype_size(dt);
   int64_t shape[2] = {S, S};
@@ -684,8 +728,9 @@ static void gemm_run(const perf_cfg *c, int64_t S, ke_dtype dt) {
   snprintf(bench, sizeof bench, "gemm_s%lld", (long long)S);
   snprintf(sh, sizeof sh, "%lldx%lldx%lld", (long long)S, (long long)S,
            (long long)S);
-  perf_report_flops(bench, dt, sh, 2.0 * (double)S * (double)S * (double)S,
-                    ms);
+  const double flop = 2.0 * (double)S * (double)S * (double)S;
+  perf_report_flops(bench, dt, sh, flop, ms);
+  perf_report_peak(bench, dt, flop, ms);
   perf_rotation(bench, dt, nsets, 3 * S * S * es);
 
   /* Sampled rows of C from the same rows of A and all of B. */
@@ -716,18 +761,129 @@ START_TEST(gemm) {
   int64_t len[2];
   perf_lengths(&c, len);
   for (int l = 0; l < 2; l++)
-    for (size_t i = 0; i < 2; i++) gemm_run(&c, len[l], kMatDtypes[i]);
+    for (size_t i = 0; i < sizeof kGemmDtypes / sizeof kGemmDtypes[0]; i++)
+      gemm_run(&c, len[l], kGemmDtypes[i]);
 }
 END_TEST
 
+/* ---- MX GEMM -------------------------------------------------------------------- */
+
+typedef struct mxgemm_bench {
+  perf_set x, y;
+  ke_mxfp_matrix w[PERF_MAX_SETS];
+} mxgemm_bench;
+
+static void mxgemm_launch(void *p, int s) {
+  mxgemm_bench *b = p;
+  kt_assert_ok(ke_mxfp_gemm(kt_ctx(), &b->x.t[s], &b->w[s], &b->y.t[s]));
+}
+
+/* The linear layer Y[S, S] = X[S, S] dequant(W)^T with W MXFP4 [S, S]
+ * (random codes, scales 2^-10 .. 2^10), X and Y bf16: the matrix-core
+ * kernel decoding W as it stages it. 2 S^3 FLOP. */
+static void mxgemm_run(const perf_cfg *c, int64_t S) {
+  const ke_mxfp_format fmt = KE_MXFP4_E2M1;
+  const ke_dtype dt = KE_BF16;
+  const size_t nd = ke_mxfp_data_bytes(fmt, S, S);
+  const size_t ns = ke_mxfp_scale_bytes(S, S);
+  const int64_t set_bytes = 2 * S * S * 2 + (int64_t)(nd + ns);
+  const int nsets = perf_sets(c, set_bytes);
+  int64_t shape[2] = {S, S};
+  mxgemm_bench b;
+  memset(&b, 0, sizeof b);
+  set_alloc(&b.x, nsets, dt, 2, shape, 1);
+  set_alloc(&b.y, nsets, dt, 2, shape, 0);
+  unsigned char *hd = malloc(nd), *hs = malloc(ns);
+  ck_assert_msg(hd && hs, "out of host memory for %zu MX bytes", nd);
+  for (int s = 0; s < nsets; s++) {
+    mx_random(hd, nd, hs, ns);
+    b.w[s] = (ke_mxfp_matrix){.format = fmt, .rows = S, .cols = S};
+    kt_assert_ok(ke_malloc(kt_ctx(), &b.w[s].data, nd));
+    kt_assert_ok(ke_malloc(kt_ctx(), &b.w[s].scales, ns));
+    kt_assert_ok(ke_copy_to_device(kt_ctx(), b.w[s].data, hd, nd));
+    kt_assert_ok(ke_copy_to_device(kt_ctx(), b.w[s].scales, hs, ns));
+  }
+
+  double ms = perf_time(c, "mxfp_gemm", mxgemm_launch, &b, nsets);
+  char bench[48], sh[64];
+  snprintf(bench, sizeof bench, "mxfp4_gemm_s%lld", (long long)S);
+  snprintf(sh, sizeof sh, "%lldx%lldx%lld", (long long)S, (long long)S,
+           (long long)S);
+  const double flop = 2.0 * (double)S * (double)S * (double)S;
+  perf_report_flops(bench, dt, sh, flop, ms);
+  perf_report_peak(bench, dt, flop, ms);
+  perf_rotation(bench, dt, nsets, set_bytes);
+
+  /* Sampled rows of Y against the decoded W of the last set (hd, hs). */
+  int n = c->host ? c->samples : 8;
+  int64_t idx[64];
+  perf_sample(S, n, idx);
+  const ke_mxfp_matrix wh = {fmt, S, S, hd, hs};
+  double *wd = perf_doubles((size_t)S * (size_t)S);
+  kt_assert_ok(ke_mxfp_dequant_ref(&wh, wd));
+  double *xd = perf_rows_doubles(&b.x.t[nsets - 1], S, idx, n);
+  double *ref = perf_doubles((size_t)n * (size_t)S);
+  ke_gemm_params p;
+  ke_gemm_params_init(&p);
+  p.trans_b = 1;
+  ke_gemm_ref(&p, 1, n, S, S, xd, S, 0, wd, S, 0, ref, S, 0);
+  kt_tol tol = gemm_tol(dt, &p, 1, n, S, S, xd, S, 0, wd, S, 0, NULL, S, 0);
+  mxgemm_launch(&b, nsets - 1);
+  char name[64];
+  snprintf(name, sizeof name, "%s_%s", bench, ke_dtype_name(dt));
+  perf_check(name, &b.y.t[nsets - 1], S, idx, n, ref, tol);
+  free(ref);
+  free(xd);
+  free(wd);
+  free(hd);
+  free(hs);
+  for (int s = 0; s < nsets; s++) {
+    kt_assert_ok(ke_free(kt_ctx(), b.w[s].data));
+    kt_assert_ok(ke_free(kt_ctx(), b.w[s].scales));
+  }
+  set_free(&b.x);
+  set_free(&b.y);
+}
+
+START_TEST(mxfp_gemm) {
+  perf_cfg c = perf_config();
+  int64_t len[2];
+  perf_lengths(&c, len);
+  mxgemm_run(&c, len[1]);
+}
+END_TEST
+
+/* ---- Fused attention ------------------------------------------------------------- */
+
+/* B = 1, H = 16 (2 in emulation), Sq = Sk = S: S = 1024 and 4096 on a GPU
+ * (64 and 128 in emulation). FLOP = 4 D per visible (query, key) pair per
+ * head (Q K^T and P V): H S^2 pairs, H S (S + 1) / 2 when causal, so a
+ * causal figure counts only the work the mask leaves. */
+typedef struct attn_perf {
+  const char *bench;        /* metric prefix; "_s<S>" is appended */
+  int64_t s_gpu, s_host, d;
+  int causal;
+  int all_dtypes;           /* f32, f16 and bf16; else bf16 only */
+} attn_perf;
+
+static const attn_perf kAttnPerf[] = {
+    {"attention", 1024, 64, 128, 0, 1},
+    {"attention", 4096, 128, 128, 0, 1},
+    {"attention_causal", 1024, 64, 128, 1, 1},
+    {"attention_causal", 4096, 128, 128, 1, 1},
+    {"attention_d64", 4096, 128, 64, 0, 0},
+    {"attention_d256", 4096, 128, 256, 0, 0},
+};
+
 typedef struct attn_bench {
   perf_set q, k, v, o;
+  ke_attention_params p;
 } attn_bench;
 
 static void attn_launch(void *p, int s) {
   attn_bench *a = p;
   kt_assert_ok(ke_attention(kt_ctx(), &a->q.t[s], &a->k.t[s], &a->v.t[s],
-                            &a->o.t[s], NULL));
+                            &a->o.t[s], &a->p));
 }
 
 static double perf_max_norm(const double *x, int64_t rows, int64_t d) {
@@ -762,10 +918,9 @@ static kt_tol perf_attn_tol(ke_dtype dt, const double *q, int nq,
   return t;
 }
 
-/* Non-causal attention, B = 1, H = 16 (2 in emulation), Sq = Sk = S,
- * D = 128: 4 B H S^2 D FLOP (Q K^T and P V). */
-static void attn_run(const perf_cfg *c, int64_t S, ke_dtype dt) {
-  const int64_t H = c->host ? 2 : 16, D = PERF_HEAD_DIM;
+static void attn_run(const perf_cfg *c, const attn_perf *ap, ke_dtype dt) {
+  const int64_t H = c->host ? 2 : 16, D = ap->d;
+  const int64_t S = c->host ? ap->s_host : ap->s_gpu;
   int64_t es = (int64_t)ke_dtype_size(dt);
   int64_t shape[4] = {1, H, S, D};
   int nsets = perf_sets(c, 4 * H * S * D * es);
@@ -774,17 +929,23 @@ static void attn_run(const perf_cfg *c, int64_t S, ke_dtype dt) {
   set_alloc(&a.k, nsets, dt, 4, shape, 1);
   set_alloc(&a.v, nsets, dt, 4, shape, 1);
   set_alloc(&a.o, nsets, dt, 4, shape, 0);
+  ke_attention_params_init(&a.p);
+  a.p.causal = ap->causal;
 
   double ms = perf_time(c, "attention", attn_launch, &a, nsets);
-  char bench[32], sh[64];
-  snprintf(bench, sizeof bench, "attention_s%lld", (long long)S);
+  char bench[48], sh[64];
+  snprintf(bench, sizeof bench, "%s_s%lld", ap->bench, (long long)S);
   snprintf(sh, sizeof sh, "1x%lldx%lldx%lld", (long long)H, (long long)S,
            (long long)D);
-  perf_report_flops(bench, dt, sh,
-                    4.0 * (double)H * (double)S * (double)S * (double)D, ms);
+  const double pairs = ap->causal ? (double)S * (double)(S + 1) / 2.0
+                                  : (double)S * (double)S;
+  const double flop = 4.0 * (double)H * pairs * (double)D;
+  perf_report_flops(bench, dt, sh, flop, ms);
+  perf_report_peak(bench, dt, flop, ms);
   perf_rotation(bench, dt, nsets, 4 * H * S * D * es);
 
-  /* Sampled query rows (h, s), each against all keys of its head. */
+  /* Sampled query rows (h, s), each against the keys it sees (all, or
+   * 0..s when causal) of its head. */
   int n = c->host ? c->samples : 8;
   int64_t idx[64];
   perf_sample(H * S, n, idx);
@@ -796,11 +957,11 @@ static void attn_run(const perf_cfg *c, int64_t S, ke_dtype dt) {
   ke_attention_params p;
   ke_attention_params_init(&p);
   for (int i = 0; i < n; i++) {
-    int64_t h = idx[i] / S;
+    int64_t h = idx[i] / S, sk = ap->causal ? idx[i] % S + 1 : S;
     const double *kh = kd + (size_t)(h * S * D), *vh = vd + (size_t)(h * S * D);
     ke_attention_ref(qd + (size_t)i * D, kh, vh, ref + (size_t)i * D, 1, 1, 1,
-                     1, S, D, &p);
-    kt_tol t = perf_attn_tol(dt, qd + (size_t)i * D, 1, kh, vh, S, D);
+                     1, sk, D, &p);
+    kt_tol t = perf_attn_tol(dt, qd + (size_t)i * D, 1, kh, vh, sk, D);
     if (t.atol > tol.atol) tol.atol = t.atol;
     if (t.rtol > tol.rtol) tol.rtol = t.rtol;
   }
@@ -820,10 +981,10 @@ static void attn_run(const perf_cfg *c, int64_t S, ke_dtype dt) {
 
 START_TEST(attention) {
   perf_cfg c = perf_config();
-  int64_t len[2];
-  perf_lengths(&c, len);
-  for (int l = 0; l < 2; l++)
-    for (size_t i = 0; i < 2; i++) attn_run(&c, len[l], kMatDtypes[i]);
+  for (size_t i = 0; i < sizeof kAttnPerf / sizeof kAttnPerf[0]; i++)
+    for (size_t t = 0; t < NDTYPES; t++)
+      if (kAttnPerf[i].all_dtypes || kDtypes[t] == KE_BF16)
+        attn_run(&c, &kAttnPerf[i], kDtypes[t]);
 }
 END_TEST
 
@@ -1063,7 +1224,7 @@ static const kt_test kPerfTests[] = {
     PERF_TEST(copy),    PERF_TEST(softmax),      PERF_TEST(rmsnorm),
     PERF_TEST(rmsnorm_residual), PERF_TEST(swiglu), PERF_TEST(rope),
     PERF_TEST(kv_repeat), PERF_TEST(mxfp_dequant), PERF_TEST(gemm),
-    PERF_TEST(attention), PERF_TEST(decode), PERF_TEST(paged_decode),
-    PERF_TEST(decode_sweep),
+    PERF_TEST(mxfp_gemm), PERF_TEST(attention), PERF_TEST(decode),
+    PERF_TEST(paged_decode), PERF_TEST(decode_sweep),
 };
 KT_SUITE(kt_suite_perf, "perf", "perf", kPerfTests);

@@ -14,6 +14,7 @@ extern const kt_suite kt_suite_drift;
 extern const kt_suite kt_suite_paged_attention;
 extern const kt_suite kt_suite_masks;
 extern const kt_suite kt_suite_attention;
+extern const kt_suite kt_suite_attention_tiled;
 extern const kt_suite kt_suite_attention_decode;
 extern const kt_suite kt_suite_kv_repeat;
 extern const kt_suite kt_suite_bench;
@@ -32,6 +33,7 @@ const kt_suite *const kt_suites[] = {
     &kt_suite_paged_attention,
     &kt_suite_masks,
     &kt_suite_attention,
+    &kt_suite_attention_tiled,
     &kt_suite_attention_decode,
     &kt_suite_kv_repeat,
     &kt_suite_bench,

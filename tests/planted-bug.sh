@@ -4,9 +4,12 @@
 # tests. The bugs: softmax's reduction drops the row's last partial warp;
 # RoPE forms its angle in f32; RMSNorm adds eps after the square root;
 # SwiGLU puts the swish on up (the original engine's form); paged attention
-# reads the last cache block past the sequence length; fused attention stops
-# after 32 keys (the original engine's bug); decode split over the keys
-# merges partial results without rescaling them to a common maximum.
+# reads the last cache block past the sequence length; fused attention's
+# SIMT kernels stop after 32 keys (the original engine's bug); decode split
+# over the keys merges partial results without rescaling them to a common
+# maximum; the matrix-core layer (kernels/kd-mma.h) loads fragments in a
+# wrong layout, which its GEMM and MX GEMM tests (at both warp sizes) and the
+# 16-bit tiled attention tests must catch (tests/meson.build).
 # Usage: planted-bug.sh GOOD_RUNNER MUTANT_RUNNER [TEST...]
 set -u
 good=$1 mutant=$2
@@ -14,7 +17,9 @@ tests=("${@:3}")
 [ ${#tests[@]} -gt 0 ] || tests=(softmax/sizes_f32 softmax/causal softmax/mixed_dtypes softmax/row_paths
        rope/large_positions rope/glm_2d rmsnorm/extreme_values
        swiglu/sizes_f32 swiglu/fused_f32
-       attention/sizes_f32 attention/decode attention/gqa_ratios)
+       attention/sizes_f32 attention/decode attention/gqa_ratios
+       attention_tiled/head_dims_f32 attention_tiled/head_dims_bf16
+       attention_tiled/special_values)
 
 out=$("$good" --seed 7 "${tests[@]}" 2>&1); rc=$?
 if [ $rc -ne 0 ]; then

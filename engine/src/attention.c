@@ -1,6 +1,7 @@
-/* Fused attention: the C entry point (shape, stride and dtype checks,
- * launch) and the double-precision reference, side by side. The kernel is
- * in kernels/attention.hip.
+/* Fused attention: the C entry point (shape, stride and dtype checks, the
+ * kernel family, launch) and the double-precision reference, side by side.
+ * The kernels are in kernels/attention.hip (the launcher and ROWS),
+ * kernels/kd-attn-mma.h and kernels/kd-attn-simt.h (TILED).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -15,14 +16,28 @@
 #define KE__ATTN_MAX_SEQ (((int64_t)1 << 31) - 1)
 #define KE__ATTN_MAX_GRID_YZ 65535   /* Hkv and B map to grid y and z */
 #define KE__ATTN_MAX_OFFSET ((int64_t)1 << 61)
-/* Query rows per kv head: row tiles of >= 32 rows then stay within a grid x
- * of 2^23 blocks, whose 256-thread total fits HIP's 32-bit limit. */
+/* Query rows per kv head: the ROWS kernel's tiles of >= 32 rows then stay
+ * within a grid x of 2^23 blocks, whose 256-thread total fits HIP's 32-bit
+ * limit (a tiled launch that would not takes ROWS; kernels/attention.hip). */
 #define KE__ATTN_MAX_ROWS ((int64_t)1 << 28)
+/* AUTO takes the tiled kernels from this many query rows per kv head: one
+ * full row tile of the matrix-core kernel (kiln/attention.h). */
+#define KE__ATTN_TILED_MIN_ROWS 64
 
 void ke_attention_params_init(ke_attention_params *p) {
   p->scale = 0.0f;
   p->causal = 0;
   p->causal_offset = -1;
+  p->kernel = KE_ATTN_KERNEL_AUTO;
+}
+
+/* The kernel family that runs: the caller's, or by rows per kv head. */
+static int ke__attention_kernel(const ke_attention_params *p,
+                                const ke__attention_desc *a) {
+  if (p->kernel != KE_ATTN_KERNEL_AUTO) return p->kernel;
+  return a->hq / a->hkv * a->sq >= KE__ATTN_TILED_MIN_ROWS
+             ? KE_ATTN_KERNEL_TILED
+             : KE_ATTN_KERNEL_ROWS;
 }
 
 /* The scale the kernel uses: the caller's, or 1/sqrt(D) rounded to f32. */
@@ -123,6 +138,10 @@ static int ke__attention_check(const ke_tensor *q, const ke_tensor *k,
   if (p->causal && p->causal_offset > KE__ATTN_MAX_OFFSET)
     return ke__fail(KE_EINVAL, "attention: causal_offset %lld above 2^61",
                     (long long)p->causal_offset);
+  if (p->kernel != KE_ATTN_KERNEL_AUTO && p->kernel != KE_ATTN_KERNEL_TILED &&
+      p->kernel != KE_ATTN_KERNEL_ROWS)
+    return ke__fail(KE_EINVAL, "attention: kernel %d is not AUTO (0), TILED "
+                               "(1) or ROWS (2)", (int)p->kernel);
   return KE_OK;
 }
 
@@ -155,10 +174,13 @@ int ke_attention(ke_context *ctx, const ke_tensor *q, const ke_tensor *k,
   a.scale = ke__attention_scale(params, a.d);
   a.causal = params->causal != 0;
   a.offset = params->causal_offset < 0 ? a.sk - a.sq : params->causal_offset;
-  /* Few query rows per KV head (decode): the split-key kernel. */
-  if (ke__attention_decode_fits(ctx, &a))
+  /* Few query rows per KV head (decode), unless the caller pinned a
+   * kernel: the split-key kernel. */
+  if (params->kernel == KE_ATTN_KERNEL_AUTO &&
+      ke__attention_decode_fits(ctx, &a))
     return ke__attention_decode(ctx, q->dtype, q->data, k->data, v->data,
                                 o->data, &a);
+  a.kernel = ke__attention_kernel(params, &a);
   KE__TIMED_LAUNCH(ctx, "attention",
                    ke__attention_launch(ctx->stream, q->dtype, q->data,
                                         k->data, v->data, o->data, &a));

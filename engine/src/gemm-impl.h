@@ -1,5 +1,5 @@
-/* GEMM internals shared by the entry points that launch the tiled GEMM
- * kernel (engine/src/gemm.c, engine/src/mxfp.c): how a tensor is read as a
+/* GEMM internals shared by the entry points that launch the GEMM kernels
+ * (engine/src/gemm.c, engine/src/mxfp.c): how a tensor is read as a
  * batch of row-major matrices, and the checks every such view must pass.
  */
 #ifndef KILN_GEMM_IMPL_H

@@ -1,7 +1,7 @@
 /* GEMM: the C entry point (layout checks, launch) and the double-precision
  * reference, side by side; also the matrix-view checks that every entry
- * point launching the tiled GEMM kernel shares (gemm-impl.h). The kernel is
- * in kernels/gemm.hip and kernels/kd-gemm.h.
+ * point launching the GEMM kernels shares (gemm-impl.h). The kernels are
+ * in kernels/gemm.hip (kernels/kd-gemm-mma.h, kernels/kd-gemm.h).
  */
 #include <math.h>
 #include <stdint.h>

@@ -93,7 +93,7 @@ int ke__swiglu_launch(void *stream, ke_dtype in_dtype, const void *gate,
                       int64_t gate_stride, const void *up, int64_t up_stride,
                       ke_dtype out_dtype, void *out, int64_t out_stride,
                       int64_t rows, int64_t cols);
-/* One GEMM input as the tile kernel sees it: a [rows, K] matrix per batch
+/* One GEMM input as the GEMM kernels see it: a [rows, K] matrix per batch
  * (rows = M for A, N for B), element (b, r, k) at
  * data[b * batch_stride + r * ld + k] when k_contiguous, else at
  * data[b * batch_stride + k * ld + r]. */
@@ -146,13 +146,15 @@ int ke__mask_launch(void *stream, ke_dtype dtype, void *scores,
 
 /* Fused attention: q/o [b, hq, sq, d], k/v [b, hkv, sk, d]; strides in
  * elements for the B, H and S dimensions (D is contiguous); 1 <= d <= 256,
- * hq a multiple of hkv; scale resolved; offset resolved when causal. */
+ * hq a multiple of hkv; scale resolved; offset resolved when causal;
+ * kernel resolved (KE_ATTN_KERNEL_TILED or KE_ATTN_KERNEL_ROWS). */
 typedef struct ke__attention_desc {
   int64_t b, hq, hkv, sq, sk, d;
   int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
   float scale;
   int causal;
   int64_t offset;
+  int kernel;
 } ke__attention_desc;
 int ke__attention_launch(void *stream, ke_dtype dtype, const void *q,
                          const void *k, const void *v, void *o,

@@ -30,7 +30,8 @@ typedef struct kt__child {
   char test_id[256];
   ke_context *ctx;
   int keep_context;         /* several tests in one process share it */
-  uint64_t ledger_mark;     /* allocations with serial >= mark are this test's */
+  uint64_t ledger_mark;     /* allocations with serial >= mark are this test's
+                               (set when its body starts) */
   int skipped;
   char skip_reason[512];
   int setup_failed;

@@ -248,8 +248,13 @@ static int run_one(const entry *e) {
   if (srunner_ntests_run(sr) > 0 && results) {
     r.status = status_of(results[0]);
     r.message = tr_msg(results[0]);
-    if (tr_lfile(results[0])) r.file = tr_lfile(results[0]);
-    r.line = tr_lno(results[0]);
+    /* A failure is where it failed (the test API's helpers report their
+     * caller's line); a pass, a skip or an error is the test itself:
+     * Check's location for them is only its last passing assertion. */
+    if (strcmp(r.status, "fail") == 0 && tr_lfile(results[0])) {
+      r.file = tr_lfile(results[0]);
+      r.line = tr_lno(results[0]);
+    }
   }
   if (kt__state.skipped) r.message = kt__state.skip_reason;
   else if (kt__state.setup_failed) r.message = kt__state.setup_error;

@@ -33,9 +33,20 @@ void kt__emit(kp_record_out *r) {
   }
 }
 
-ke_context *kt_ctx(void) {
-  ck_assert_msg(kt__state.ctx != NULL,
-                "kt_ctx(): no engine context (host_only test?)");
+/* An assertion of a helper, at its caller's line (kiln/test.h). */
+#define AT(file, line, cond, ...) \
+  ((cond) ? _mark_point((file), (line)) : _ck_assert_failed((file), (line), __VA_ARGS__))
+/* kt_assert_ok at the caller's line. */
+#define OK_AT(file, line, expr)                                                 \
+  do {                                                                         \
+    int st_ = (expr);                                                          \
+    AT(file, line, st_ == KE_OK, "Assertion '" #expr "' failed", "%s returned %s: %s", \
+       #expr, ke_status_name(st_), ke_last_error());                           \
+  } while (0)
+
+ke_context *kt__ctx_at(const char *file, int line) {
+  AT(file, line, kt__state.ctx != NULL, "Assertion 'kt_ctx()' failed",
+     "kt_ctx(): no engine context (host_only test?)");
   return kt__state.ctx;
 }
 
@@ -83,70 +94,71 @@ static guarded *guard_find(const void *data) {
 }
 
 /* 1 when both guard zones still hold the pattern. */
-static int guard_intact(const guarded *g) {
+static int guard_intact(const guarded *g, const char *file, int line) {
   unsigned char want[KT__GUARD_BYTES], got[KT__GUARD_BYTES];
   guard_fill(want);
   const unsigned char *base = g->base;
-  kt_assert_ok(ke_copy_to_host(kt_ctx(), got, base, KT__GUARD_BYTES));
+  ke_context *ctx = kt__ctx_at(file, line);
+  OK_AT(file, line, ke_copy_to_host(ctx, got, base, KT__GUARD_BYTES));
   if (memcmp(want, got, KT__GUARD_BYTES) != 0) return 0;
-  kt_assert_ok(ke_copy_to_host(kt_ctx(), got,
-                               base + KT__GUARD_BYTES + g->bytes,
-                               KT__GUARD_BYTES));
+  OK_AT(file, line, ke_copy_to_host(ctx, got, base + KT__GUARD_BYTES + g->bytes,
+                                    KT__GUARD_BYTES));
   return memcmp(want, got, KT__GUARD_BYTES) == 0;
 }
 
 void kt_alloc_at(ke_tensor *t, ke_dtype dtype, int rank, const int64_t *shape,
                  const char *file, int line) {
-  ck_assert_msg(nguards < KT__MAX_GUARDED,
-                "kt_alloc: more than %d guarded buffers", KT__MAX_GUARDED);
-  kt_assert_ok(ke_tensor_init(t, dtype, rank, shape));
+  AT(file, line, nguards < KT__MAX_GUARDED, "Assertion 'kt_alloc' failed",
+     "kt_alloc: more than %d guarded buffers", KT__MAX_GUARDED);
+  OK_AT(file, line, ke_tensor_init(t, dtype, rank, shape));
   size_t bytes = (size_t)ke_tensor_numel(t) * ke_dtype_size(dtype);
+  ke_context *ctx = kt__ctx_at(file, line);
   void *base = NULL;
-  kt_assert_ok(ke_malloc_at(kt_ctx(), &base, bytes + 2 * KT__GUARD_BYTES,
-                            file, line));
+  OK_AT(file, line, ke_malloc_at(ctx, &base, bytes + 2 * KT__GUARD_BYTES, file, line));
   unsigned char pattern[KT__GUARD_BYTES];
   guard_fill(pattern);
   unsigned char *b = base;
-  kt_assert_ok(ke_copy_to_device(kt_ctx(), b, pattern, KT__GUARD_BYTES));
-  kt_assert_ok(ke_copy_to_device(kt_ctx(), b + KT__GUARD_BYTES + bytes,
-                                 pattern, KT__GUARD_BYTES));
+  OK_AT(file, line, ke_copy_to_device(ctx, b, pattern, KT__GUARD_BYTES));
+  OK_AT(file, line, ke_copy_to_device(ctx, b + KT__GUARD_BYTES + bytes, pattern,
+                                      KT__GUARD_BYTES));
   t->data = b + KT__GUARD_BYTES;
   guards[nguards++] = (guarded){t->data, base, bytes};
 }
 
-void kt_free(ke_tensor *t) {
+void kt_free_at(ke_tensor *t, const char *file, int line) {
   if (!t || !t->data) return;
   guarded *g = guard_find(t->data);
   if (!g) {
-    kt_assert_ok(ke_tensor_free(kt_ctx(), t));
+    OK_AT(file, line, ke_tensor_free(kt__ctx_at(file, line), t));
     return;
   }
-  int intact = guard_intact(g);
+  int intact = guard_intact(g, file, line);
   void *base = g->base;
   *g = guards[--nguards];
   t->data = NULL;
-  kt_assert_ok(ke_free(kt_ctx(), base));
-  ck_assert_msg(intact, "guard bytes around a buffer were overwritten: "
-                        "a kernel wrote out of bounds");
+  OK_AT(file, line, ke_free(kt__ctx_at(file, line), base));
+  AT(file, line, intact, "Assertion 'kt_free' failed",
+     "guard bytes around a buffer were overwritten: a kernel wrote out of bounds");
 }
 
-void kt_fill_uniform(ke_tensor *t, float lo, float hi) {
-  kt_assert_ok(ke_rand_uniform(kt_ctx(), t, kt_seed(), lo, hi));
+void kt_fill_uniform_at(ke_tensor *t, float lo, float hi, const char *file, int line) {
+  OK_AT(file, line, ke_rand_uniform(kt__ctx_at(file, line), t, kt_seed(), lo, hi));
 }
 
-void kt_fill_normal(ke_tensor *t, float mean, float stddev) {
-  kt_assert_ok(ke_rand_normal(kt_ctx(), t, kt_seed(), mean, stddev));
+void kt_fill_normal_at(ke_tensor *t, float mean, float stddev, const char *file, int line) {
+  OK_AT(file, line, ke_rand_normal(kt__ctx_at(file, line), t, kt_seed(), mean, stddev));
 }
 
-double *kt_to_doubles(const ke_tensor *t) {
+double *kt_to_doubles_at(const ke_tensor *t, const char *file, int line) {
   double *v = malloc((size_t)ke_tensor_numel(t) * sizeof *v);
-  ck_assert_msg(v != NULL, "kt_to_doubles: out of host memory");
-  kt_assert_ok(ke_tensor_to_doubles(kt_ctx(), t, v));
+  AT(file, line, v != NULL, "Assertion 'kt_to_doubles' failed",
+     "kt_to_doubles: out of host memory");
+  OK_AT(file, line, ke_tensor_to_doubles(kt__ctx_at(file, line), t, v));
   return v;
 }
 
-void kt_from_doubles(ke_tensor *t, const double *values) {
-  kt_assert_ok(ke_tensor_from_doubles(kt_ctx(), t, values));
+void kt_from_doubles_at(ke_tensor *t, const double *values, const char *file, int line) {
+  OK_AT(file, line, ke_tensor_from_doubles(kt__ctx_at(file, line), t, values));
 }
 
 /* ---- Numeric checks ------------------------------------------------------- */
@@ -206,17 +218,17 @@ static void compare(const double *a, const double *e, int64_t n,
   r->nmse = ref2 > 0.0 ? err2 / ref2 : (err2 > 0.0 ? INFINITY : 0.0);
 }
 
-int kt_check(const char *name, const ke_tensor *actual,
-             const double *expected, kt_tol tol, kt_check_result *out) {
+int kt_check_at(const char *name, const ke_tensor *actual, const double *expected,
+                kt_tol tol, kt_check_result *out, const char *file, int line) {
   kt_check_result r;
   memset(&r, 0, sizeof r);
   r.tol = tol_lookup(name, tol);
   r.n = ke_tensor_numel(actual);
-  double *a = kt_to_doubles(actual);
+  double *a = kt_to_doubles_at(actual, file, line);
   compare(a, expected, r.n, &r);
   free(a);
   const guarded *g = guard_find(actual->data);
-  r.guard_damaged = g ? !guard_intact(g) : 0;
+  r.guard_damaged = g ? !guard_intact(g, file, line) : 0;
   r.pass = r.over == 0 && !r.guard_damaged &&
            (r.tol.max_nmse <= 0.0 || r.nmse <= r.tol.max_nmse);
 
@@ -259,8 +271,6 @@ void kt_metric(const char *name, double value, const char *unit) {
 
 /* ---- Fixture ---------------------------------------------------------------- */
 
-static ke_allocation before[1024];
-static size_t nbefore;
 static double body_start;
 
 static void emit_phase(const char *name, double ms) {
@@ -288,6 +298,52 @@ static void emit_memory(const char *when) {
   if (ke_mem_info(kt__state.ctx, &free_b, &total_b) != KE_OK) return;
   kp_record_out rec;
   kp_encode(&rec, &kp_rec_memory, &(kp_memory){when, free_b, total_b});
+  kt__emit(&rec);
+}
+
+/* Every allocation outstanding now, oldest first (malloc'd; *n of them). */
+static ke_allocation *outstanding(ke_context *ctx, size_t *n) {
+  *n = ke_ledger_outstanding(ctx, NULL, 0);
+  ke_allocation *all = malloc((*n ? *n : 1) * sizeof *all);
+  ck_assert_msg(all != NULL, "out of host memory listing %zu allocations", *n);
+  *n = ke_ledger_outstanding(ctx, all, *n);
+  return all;
+}
+
+/* The serial from which allocations are the test's: past every one alive
+ * now. Serials only grow, so an allocation alive after the test with a
+ * serial below it was alive before it (a shared process's earlier tests),
+ * whatever their number. */
+static uint64_t ledger_mark(ke_context *ctx) {
+  size_t n;
+  ke_allocation *all = outstanding(ctx, &n);
+  uint64_t mark = 0;
+  for (size_t i = 0; i < n; i++)
+    if (all[i].serial >= mark) mark = all[i].serial + 1;
+  free(all);
+  return mark;
+}
+
+/* The test's leaks: a record for each (the first KP_LEAKS_LISTED), then
+ * the exact totals. */
+static void emit_leaks(void) {
+  size_t n;
+  ke_allocation *live = outstanding(kt__state.ctx, &n);
+  kp_leak_total total = {0, 0, 0};
+  kp_record_out rec;
+  for (size_t i = 0; i < n; i++) {
+    if (live[i].serial < kt__state.ledger_mark) continue;
+    total.count++;
+    total.bytes += live[i].bytes;
+    if (total.listed == KP_LEAKS_LISTED) continue;
+    total.listed++;
+    kp_leak l = {live[i].bytes, live[i].file, live[i].line, live[i].serial};
+    kp_encode(&rec, &kp_rec_leak, &l);
+    kt__emit(&rec);
+  }
+  free(live);
+  if (total.count == 0) return;
+  kp_encode(&rec, &kp_rec_leak_total, &total);
   kt__emit(&rec);
 }
 
@@ -327,16 +383,10 @@ void kt__fixture_setup(void) {
     }
     emit_device(ke_context_device(kt__state.ctx));
   }
-  nbefore = ke_ledger_outstanding(kt__state.ctx, before, 1024);
+  kt__state.ledger_mark = ledger_mark(kt__state.ctx);
   ke_timing_reset(kt__state.ctx);
   emit_memory("before");
   body_start = kt__now_ms();
-}
-
-static int was_there_before(uint64_t serial) {
-  for (size_t i = 0; i < nbefore && i < 1024; i++)
-    if (before[i].serial == serial) return 1;
-  return 0;
 }
 
 void kt__fixture_teardown(void) {
@@ -362,15 +412,7 @@ void kt__fixture_teardown(void) {
    * it is given back first, so that it is never counted (if that fails,
    * it stays listed, and shows as a leak). */
   (void)ke_scratch_release(kt__state.ctx);
-  ke_allocation live[256];
-  size_t nlive = ke_ledger_outstanding(kt__state.ctx, live, 256);
-  for (size_t i = 0; i < nlive && i < 256; i++) {
-    if (was_there_before(live[i].serial)) continue;
-    kp_leak l = {live[i].bytes, live[i].file, live[i].line, live[i].serial};
-    kp_record_out rec;
-    kp_encode(&rec, &kp_rec_leak, &l);
-    kt__emit(&rec);
-  }
+  emit_leaks();
   emit_memory("after");
 
   if (!kt__state.keep_context) {

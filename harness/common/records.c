@@ -61,6 +61,11 @@ static const kp_key leak_keys[] = {
     KEY(kp_leak, line, KP_INT), KEY(kp_leak, serial, KP_UINT)};
 DESC(kp_rec_leak, "leak", leak_keys);
 
+static const kp_key leak_total_keys[] = {KEY(kp_leak_total, count, KP_UINT),
+                                         KEY(kp_leak_total, bytes, KP_UINT),
+                                         KEY(kp_leak_total, listed, KP_UINT)};
+DESC(kp_rec_leak_total, "leak_total", leak_total_keys);
+
 static const kp_key note_keys[] = {KEY(kp_note, key, KP_STR),
                                    KEY(kp_note, value, KP_STR)};
 DESC(kp_rec_note, "note", note_keys);

@@ -111,6 +111,14 @@ typedef struct kp_leak {
   unsigned long long serial;
 } kp_leak;
 
+/* After a test's leak records: the exact totals of what it left allocated,
+ * and how many of them the leak records list (a runner lists at most
+ * KP_LEAKS_LISTED). */
+typedef struct kp_leak_total {
+  unsigned long long count, bytes, listed;
+} kp_leak_total;
+#define KP_LEAKS_LISTED 1000
+
 typedef struct kp_note {
   const char *key, *value;
 } kp_note;
@@ -142,8 +150,8 @@ typedef struct kp_truncated {
 void kp_check_sentence(const kp_check *c, char *out, size_t n);
 
 extern const kp_rdesc kp_rec_test, kp_rec_phase, kp_rec_device, kp_rec_memory,
-    kp_rec_check, kp_rec_kernel, kp_rec_leak, kp_rec_note, kp_rec_metric,
-    kp_rec_result, kp_rec_end, kp_rec_truncated;
+    kp_rec_check, kp_rec_kernel, kp_rec_leak, kp_rec_leak_total, kp_rec_note,
+    kp_rec_metric, kp_rec_result, kp_rec_end, kp_rec_truncated;
 
 /* The per-test records, in the order docs/protocol.md lists them:
  * X(descriptor, struct). */
@@ -151,7 +159,8 @@ extern const kp_rdesc kp_rec_test, kp_rec_phase, kp_rec_device, kp_rec_memory,
   X(kp_rec_test, kp_test) X(kp_rec_phase, kp_phase)                          \
   X(kp_rec_device, kp_device) X(kp_rec_memory, kp_memory)                    \
   X(kp_rec_check, kp_check) X(kp_rec_kernel, kp_kernel)                      \
-  X(kp_rec_leak, kp_leak) X(kp_rec_note, kp_note)                            \
+  X(kp_rec_leak, kp_leak) X(kp_rec_leak_total, kp_leak_total)              \
+  X(kp_rec_note, kp_note)                                                    \
   X(kp_rec_metric, kp_metric) X(kp_rec_result, kp_result)                    \
   X(kp_rec_end, kp_end) X(kp_rec_truncated, kp_truncated)
 

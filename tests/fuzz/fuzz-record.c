@@ -68,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   krun__decide(&rep, t, &st, partial, &x, mode & 0x20);
   if (t->outcome < 0 || t->outcome >= KREP_NOUTCOMES || !t->message) abort();
-  int nleaks = 0;
+  long long nleaks = 0;
   (void)krep_test_leaked(t, &nleaks);
   kh_err err;
   if (krep_write(&rep, "-", &err) != 0 && strstr(err.msg, "YAML writer")) {

@@ -10,11 +10,12 @@ k list;                        expect_rc 0 "list"
 expect_out '^softmax/sizes_f32 ' "list shows softmax tests"
 if grep -q '^faults/' "$T/out.txt"; then fail "fault tests listed without being named"; else ok "fault tests hidden by default"; fi
 k list faults;                 expect_rc 0 "list faults"
-expect_eq "$(grep -c '^faults/' "$T/out.txt")" 27 "fault tests listed by suite"
+# (faults/flood, tag slow, is held back on the host backend, as by kiln run.)
+expect_eq "$(grep -c '^faults/' "$T/out.txt")" 30 "fault tests listed by suite"
 k list softmax/causal;         expect_eq "$(wc -l <"$T/out.txt")" 1 "an id selects one test"
 k list 'softmax/sizes_f*';     expect_eq "$(grep -c '^softmax/sizes_f' "$T/out.txt")" 2 "a glob selects sizes_f32 and sizes_f16"
 k list 'faults/pollution_*'; expect_eq "$(cut -d" " -f1 "$T/out.txt" | tr "\n" " ")" "faults/pollution_writer faults/pollution_reader " "a glob under the fault suite selects fault tests"
-k list @fault;                 expect_eq "$(grep -c "^faults/" "$T/out.txt")" 27 "@fault selects the fault suite"
+k list @fault;                 expect_eq "$(grep -c "^faults/" "$T/out.txt")" 30 "@fault selects the fault suite"
 k list softmax -@slow;         rc2=$(grep -c sizes_large "$T/out.txt"); expect_eq "$rc2" 0 "-@slow excludes the slow test"
 k list -- faults -faults/pass; if grep -q '^faults/pass ' "$T/out.txt"; then fail "-suite/test did not exclude"; else ok "-suite/test excludes after --"; fi
 k list '*';                    if grep -q '^faults/' "$T/out.txt"; then fail "'*' swept up fault tests"; else ok "a bare glob does not select fault tests"; fi
@@ -86,10 +87,14 @@ expect_rc 0 "a good resource spec"; expect_out 'slots 3 total, 3 free' "resource
 spec '{"version":{"major":1,"minor":0},' '"local":[{"gpus":[{"id":"0","slots":"x"}]}]}'
 expect_rc 2 "bad slots in resource spec"; expect_out 'spec.json:2:' "resource-spec error names line and column"
 spec '{"version":{"major":2,"minor":0},"local":[]}'; expect_rc 2 "resource spec major version 2"
-spec '{"version":{"major":1,"minor":0},"local":[{"gpus":[{"id":"0","slots":-2}]}]}'; expect_rc 2 "negative slots in resource spec"; expect_out 'spec.json:1:[0-9]+: a gpu needs "slots"' "negative slots: line:column"
-spec '{"version":{"major":1,"minor":0},"local":[{"gpus":[{"id":"0","slots":2222222220}]}]}'; expect_rc 2 "slots beyond int in resource spec"
-spec '{"version":{"major":1,"minor":0},"local":[{"gpus":[{"id":"99","slots":1}]}]}'; expect_rc 2 "device id out of range in resource spec"
+spec '{"version":{"major":1,"minor":0},"local":[{"gpus":[{"id":"0","slots":-2}]}]}'; expect_rc 2 "negative slots in resource spec"; expect_out 'spec.json:1:[0-9]+: "slots" must be an unsigned' "negative slots: line:column"
+# What CTest accepts, kiln accepts (tests/harness/ctest.sh has the corpus):
+# slots up to 2^32-1 (kiln uses at most 1024), any id of a-z0-9_ (one that
+# is no device index gets no tests), text after the JSON.
+spec '{"version":{"major":1,"minor":0},"local":[{"gpus":[{"id":"0","slots":2222222220}]}]}'; expect_rc 0 "slots beyond int in resource spec, as CTest"; expect_out 'slots 1024 total' "kiln uses at most 1024"
+spec '{"version":{"major":1,"minor":0},"local":[{"gpus":[{"id":"99","slots":1}]}]}'; expect_rc 0 "a device id kiln does not know, as CTest"
 spec '{"version":{"major":1,"minor":0},' '  "local":[{"gpus":[{"id":"0" "slots":1}]}]}'; expect_rc 2 "malformed JSON"; expect_out 'spec.json:2:[0-9]+: ' "malformed JSON: line:column"
 k devices --backend host --resource-spec "$T/nosuch.json"; expect_rc 2 "missing resource spec"; expect_out 'nosuch.json' "missing resource spec: names the file"
-spec '{"version":{"major":1,"minor":0},"local":[{"gpus":[{"id":"0","slots":1}]}]} x'; expect_rc 2 "trailing garbage in resource spec"
+spec '{"version":{"major":1,"minor":0},"local":[{"gpus":[{"id":"0","slots":1}]}]} x'; expect_rc 0 "text after the JSON, as CTest"
+spec '{"version":{"major":1,"minor":1},"local":[]}'; expect_rc 2 "minor version 1, as CTest"
 finish

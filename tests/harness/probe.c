@@ -7,19 +7,13 @@
  *                              most tests holding slots at once across the
  *                              reports (started..ended, each end trimmed by
  *                              MARGIN_MS for the parents' reaping latency)
- *   kh-probe maxrss CMD...     runs CMD (output to /dev/null); prints its exit status and the
- *                              largest RSS (KiB) of it and its waited-for
- *                              descendants
  */
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ipc.h>
-#include <sys/resource.h>
 #include <sys/sem.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <yaml.h>
@@ -152,24 +146,6 @@ static int cmd_overlap(double margin, int n, char **files) {
   return 0;
 }
 
-static int cmd_maxrss(char **argv) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, 1);
-    dup2(null, 2);
-    execvp(argv[0], argv);
-    _exit(127);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  struct rusage ru;
-  getrusage(RUSAGE_CHILDREN, &ru);
-  printf("%d %ld\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
-         ru.ru_maxrss);
-  return 0;
-}
-
 int main(int argc, char **argv) {
   if (argc == 3 && !strcmp(argv[1], "flat")) return cmd_flat(argv[2]);
   if (argc == 4 && !strcmp(argv[1], "semval"))
@@ -177,8 +153,7 @@ int main(int argc, char **argv) {
   if (argc == 3 && !strcmp(argv[1], "semrm")) return cmd_semrm(argv[2]);
   if (argc >= 4 && !strcmp(argv[1], "overlap"))
     return cmd_overlap(atof(argv[2]), argc - 3, argv + 3);
-  if (argc >= 3 && !strcmp(argv[1], "maxrss")) return cmd_maxrss(argv + 2);
   fprintf(stderr, "usage: kh-probe flat FILE | semval KEY DEV | "
-                  "overlap MARGIN_MS REPORT... | maxrss CMD...\n");
+                  "overlap MARGIN_MS REPORT...\n");
   return 2;
 }

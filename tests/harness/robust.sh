@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The parent survives what children do: a grandchild holding the pipes
-# (kiln finishes, the grandchild is killed), a 300 MB output flood (log
+# (kiln finishes, the grandchild is killed and reported: a leak), a 300 MB output flood (log
 # bounded, kiln's memory bounded), a runner that is missing or cannot be
 # executed (error outcome, exit 3, a message naming the file), a device that
 # is listed but unusable (error outcome for its tests, the rest run).
@@ -9,7 +9,7 @@
 start=$(date +%s%N)
 k run --backend host -o "$T/gc" faults/grandchild
 took=$(( ($(date +%s%N) - start) / 1000000 ))
-expect_rc 0 "grandchild holding the pipes"
+expect_rc 1 "grandchild holding the pipes: left running, a leak"
 [ "$took" -lt 8000 ] && ok "kiln did not hang on the grandchild (${took} ms)" || fail "kiln took ${took} ms"
 gpid=$(grep -o 'grandchild pid [0-9]*' "$T/gc/logs/faults/grandchild.log" | awk '{print $3}')
 sleep 0.3
@@ -18,9 +18,13 @@ if [ -n "$gpid" ] && [ -e "/proc/$gpid" ] && ! grep -q '^State:.*Z' "/proc/$gpid
 expect_no_runners "after the grandchild test"
 
 export KILN_FAULT_FLOOD_MB=300
-read -r frc rss < <("$KH_PROBE" maxrss "$KILN" run --backend host -o "$T/flood" faults/flood)
-expect_eq "$frc" 0 "flood run passes"
-[ "$rss" -lt 65536 ] && ok "kiln's peak RSS ${rss} KiB stays under 64 MiB" || fail "peak RSS ${rss} KiB"
+k run --backend host -o "$T/flood" faults/flood
+expect_eq "$rc" 0 "flood run passes"
+# kiln's own peak (VmHWM, in the report): the runner's memory is not kiln's,
+# and under AddressSanitizer the runner alone passes 64 MiB.
+flat "$T/flood/report.yaml"
+rss=$(field run.kiln_peak_rss_kb)
+[ -n "$rss" ] && [ "$rss" -lt 65536 ] && ok "kiln's peak RSS ${rss} KiB stays under 64 MiB" || fail "kiln's peak RSS '${rss}' KiB"
 size=$(stat -c %s "$T/flood/logs/faults/flood.log")
 [ "$size" -le 340000 ] && ok "log bounded: $size bytes" || fail "log is $size bytes"
 flat "$T/flood/report.yaml"

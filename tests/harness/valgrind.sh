@@ -26,7 +26,7 @@ else ok "valgrind reported nothing on kiln"; fi
 flat "$T/vg/report.yaml"
 declare -A want=([pass]=pass [fail_assert]=fail [segfault]=crash [abort_call]=crash
   [exit_early]=crash [hang_ignores_term]=timeout [leak]=leak [garbage]=error
-  [truncated]=error [grandchild]=pass [oob_write_far]=crash [over_cap]=fail
+  [truncated]=error [grandchild]=leak [oob_write_far]=crash [over_cap]=fail
   [closed_pipe]=crash [flood]=pass)
 for t in "${!want[@]}"; do
   expect_eq "$(tfield "faults/$t" outcome)" "${want[$t]}" "under valgrind: faults/$t"

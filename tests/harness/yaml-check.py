@@ -26,6 +26,7 @@ INT = {
     "error_growth", "lower_metric", "fixed", "still_failing", "new_test", "removed_test",
     "tests", "failed", "concurrency", "cpus", "host_tests", "jobs", "devices_on_host",
     "tests_a", "tests_b", "peak_rss_kb_a", "peak_rss_kb_b", "growth_kb", "target_kb", "rounds",
+    "lost", "listed", "figures", "history", "repeats", "failed_repeats", "slower_run",
 }
 FLOAT = {
     "duration_s", "max_abs", "max_rel", "nmse", "worst_actual", "worst_expected", "atol",
@@ -35,18 +36,20 @@ FLOAT = {
     "ratio_to_ceiling", "load_avg_1m", "target_ratio", "target_cpu_ratio", "cpu_ratio",
     "target_tests_per_s", "runner_tests_per_s", "runner_cpu_ms_per_test",
     "context_open_ms_mean", "context_open_ms_max", "process_start_ms_mean",
+    "confidence", "noise_rel", "adjusted_factor", "run_factor", "lambda", "p_needed",
 }
 BOOL = {"final", "warm", "interrupted", "rebuilt_from_journal", "parent_gpu_clean",
-        "regressed", "regression", "available", "cpu_pass", "tests_per_s_pass"}
+        "regressed", "regression", "available", "cpu_pass", "tests_per_s_pass", "killed",
+        "run_judged"}
 # Fields that may be null (unknown or not applying), by key.
 NULLABLE = {"git", "config", "out", "token_key", "device", "parent_gpu_clean", "path",
             "shard", "ceiling", "kiln", "isolation_none", "host", "rss", "ratio_to_ceiling",
             "load_avg_1m", "runner_cpu_ms_per_test", "runner_tests_per_s", "cpu_ratio",
-            "started", "ended", "start", "end"}
+            "started", "ended", "start", "end", "nothing_tested"}
 # Report settings by name: the rest are strings.
 SETTINGS = {"jobs": "int", "slots": "int", "retries": "int", "repeat": "int", "seed": "int",
             "timeout": "float", "grace": "float", "cap": "float", "poison": "bool",
-            "warm": "auto"}
+            "warm": "auto", "allow_empty": "bool"}
 
 
 def expected(kind, path):

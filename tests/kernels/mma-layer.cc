@@ -81,7 +81,8 @@ __global__ void product(const uint16_t *a, const uint16_t *b, float *c) {
  * S as the A fragment (c_to_a) and V stored [k][n]. */
 template <class Arch, typename T>
 __global__ void two_step(const uint16_t *a, const uint16_t *b,
-                         const uint16_t *v, float *o, float *rowmax) {
+                         const uint16_t *v, float *o, float *rowmax,
+                         float *rowget) {
   typedef kd_mma_tile<2> T16;
   __shared__ uint16_t sa[16 * 16], sb[16 * 16], sv[16 * 16];
   const T16 ta = {sa}, tb = {sb}, tv = {sv};
@@ -105,6 +106,9 @@ __global__ void two_step(const uint16_t *a, const uint16_t *b,
   for (int r = 0; r < Arch::ROW_SLOTS; r++) {
     const float m = Arch::row_reduce(part[r], kd_max_op());
     rowmax[Arch::lane() * Arch::ROW_SLOTS + r] = m;
+    for (int col = 0; col < 16; col++)
+      rowget[(Arch::lane() * Arch::ROW_SLOTS + r) * 16 + col] =
+          Arch::row_get(s, r, col);
   }
 
   typename Arch::frag_a p;
@@ -170,13 +174,14 @@ template <class Arch, typename T>
 static void check_two_step(const char *arch, const char *dt) {
   uint16_t *a = dev16(256), *b = dev16(256), *v = dev16(256);
   float *o = devf(256), *rowmax = devf(Arch::WARP * Arch::ROW_SLOTS);
+  float *rowget = devf(Arch::WARP * Arch::ROW_SLOTS * 16);
   for (int i = 0; i < 256; i++) {
     a[i] = to_bits<T>(draw());
     b[i] = to_bits<T>(draw());
     v[i] = to_bits<T>(draw());
   }
   hipLaunchKernelGGL((two_step<Arch, T>), 1, Arch::WARP, 0, 0, a, b, v, o,
-                     rowmax);
+                     rowmax, rowget);
   CHECK(hipGetLastError() == hipSuccess, "%s launch failed", arch);
   float s[256];
   for (int i = 0; i < 16; i++)
@@ -198,6 +203,13 @@ static void check_two_step(const char *arch, const char *dt) {
       if (!(fabsf(got - want) <= 1e-5f * (1 + fabsf(want))) && bad++ < 3)
         CHECK(false, "%s %s row max lane %d slot %d: %g, want %g", arch, dt,
               l, r, got, want);
+      /* row_get: every element of the lane's row, bit for bit. */
+      for (int col = 0; col < 16; col++) {
+        const float g = rowget[(l * Arch::ROW_SLOTS + r) * 16 + col];
+        if (g != s[row * 16 + col] && bad++ < 3)
+          CHECK(false, "%s %s row_get lane %d slot %d col %d: %g, want %g",
+                arch, dt, l, r, col, g, s[row * 16 + col]);
+      }
     }
   for (int i = 0; i < 16; i++)
     for (int j = 0; j < 16; j++) {
@@ -215,6 +227,7 @@ static void check_two_step(const char *arch, const char *dt) {
   hipFree(v);
   hipFree(o);
   hipFree(rowmax);
+  hipFree(rowget);
 }
 
 template <class Arch, typename T>
@@ -237,7 +250,7 @@ int main(void) {
     fprintf(stderr, "mma-layer: %d check(s) failed\n", g_failures);
     return 1;
   }
-  printf("mma-layer: every load form, product, row reduction and C->A "
-         "conversion agrees at warp 32 and 64\n");
+  printf("mma-layer: every load form, product, row reduction, row_get and "
+         "C->A conversion agrees at warp 32 and 64\n");
   return 0;
 }

@@ -93,18 +93,37 @@ void ke_mask_apply_ref(double *scores, int64_t matrices, int64_t sq,
  * Q or K) makes the whole output row NaN; a NaN in V[j, e] at a visible key
  * j makes element e of the row NaN however small the key's weight (the
  * whole row when the V row is NaN). Masked keys are never read, so a NaN
- * there does nothing.
+ * there does nothing. An Inf in V at a visible key gives +-Inf in that
+ * element, or NaN on the matrix units (docs/kernels.md).
  *
- * Decode: with at most 16 query rows per KV head ((Hq / Hkv) * Sq), the
+ * Kernels: every kernel family computes the same function for every shape
+ * (to the tolerances of docs/kernels.md); `kernel` pins one, as PyTorch's
+ * sdpa_kernel does, for benchmarks and tests. AUTO takes the decode kernel
+ * below at most 16 query rows per KV head ((Hq / Hkv) * Sq), TILED from 64,
+ * ROWS in between.
+ *
+ * Decode: with at most 16 query rows per KV head and kernel AUTO, the
  * call takes a kernel that splits each KV head's keys across blocks and
  * merges their partial results (docs/kernels.md, "Decode"): same semantics
  * and sizes as above. Its partial results live in the engine's scratch
  * (kiln/engine.h, ke_scratch_release), allocated on first need; if the
  * allocation cap refuses it, the call runs unsplit. */
+typedef enum ke_attention_kernel {
+  KE_ATTN_KERNEL_AUTO = 0,
+  /* Tiles of query rows against tiles of keys (prefill): f16/bf16 on the
+   * matrix units where the device has them and rows are 16-byte aligned
+   * with D a multiple of 8, register-tiled f32 SIMT otherwise. */
+  KE_ATTN_KERNEL_TILED = 1,
+  /* A few lanes per query row, keys split inside a block (any shape): the
+   * general SIMT kernel. */
+  KE_ATTN_KERNEL_ROWS = 2,
+} ke_attention_kernel;
+
 typedef struct ke_attention_params {
   float scale;             /* default 0: 1 / sqrt(D) */
   int causal;              /* default 0 */
   int64_t causal_offset;   /* default -1: Sk - Sq */
+  ke_attention_kernel kernel; /* default KE_ATTN_KERNEL_AUTO */
 } ke_attention_params;
 
 void ke_attention_params_init(ke_attention_params *p);

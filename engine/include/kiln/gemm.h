@@ -1,5 +1,6 @@
 /* kiln engine: batched GEMM, C = alpha * op(A) * op(B) + beta * C.
- * Kernel: kernels/gemm.hip (tiles in kernels/kd-gemm.h); entry point and
+ * Kernels: kernels/gemm.hip (tiles in kernels/kd-gemm-mma.h and
+ * kernels/kd-gemm.h); entry point and
  * reference: engine/src/gemm.c; tolerances and limits: docs/kernels.md.
  */
 #ifndef KILN_GEMM_H
@@ -36,8 +37,13 @@ extern "C" {
  * matrix for all of them); otherwise its batch extent must equal C's.
  *
  * Dtypes f32, f16 or bf16 for A, B and C independently; products and sums
- * are f32 (each thread sums its K terms in order, with fused multiply-add),
- * and the result is rounded once to C's dtype.
+ * are f32, and the result is rounded once to C's dtype. f16 x f16 and
+ * bf16 x bf16 run on the matrix units where the device has them (NVIDIA
+ * sm_80+, AMD gfx90a/gfx94x): each output is summed k ascending 16 products
+ * at a time by the unit, whose internal rounding is the hardware's. All
+ * else (f32: no TF32; mixed dtypes; devices without matrix units) runs on
+ * the CUDA/SIMD cores, each output one thread's in-order sum of its K
+ * terms with fused multiply-add. docs/kernels.md bounds both.
  *
  * beta = 0: C is written and never read (it may hold NaN or garbage).
  * alpha = 0: A and B are not read; C = beta * C (as BLAS).
@@ -45,7 +51,8 @@ extern "C" {
  * of op(A) makes row m of C NaN); an f32 sum beyond the f32 range is Inf.
  *
  * Sizes: M, N, K from 1 to 2^31 - 1, any batch count; no shape has to be a
- * multiple of the 64 x 64 x 16 tile.
+ * multiple of a tile, and no stride or base needs any alignment (16-byte
+ * aligned rows are faster on the matrix units).
  *
  * Refuses (KE_ESHAPE): rank other than 2 or 3, a dimension < 1 or too
  * large, shapes that do not agree, a non-contiguous last dimension,

@@ -1,7 +1,8 @@
 /* kiln engine: OCP Microscaling (MX v1.0) weights: MXFP4 and MXFP6 blocks,
  * device dequantisation, the dequantise-in-the-tile GEMM, and the double
- * reference encoder and decoder. Kernels: kernels/mxfp.hip; entry points
- * and references: engine/src/mxfp.c; tolerances: docs/kernels.md.
+ * reference encoder and decoder. Kernels: kernels/mxfp.hip and
+ * kernels/kd-mx.h; entry points and references: engine/src/mxfp.c;
+ * tolerances: docs/kernels.md.
  */
 #ifndef KILN_MXFP_H
 #define KILN_MXFP_H
@@ -98,11 +99,15 @@ int ke_mxfp_dequant(ke_context *ctx, const ke_mxfp_matrix *w, ke_tensor *out);
  * elements (K a multiple of 32), shared by every batch; Y: [M, N] or
  * [batch, M, N], any of the three dtypes, written and never read.
  *
- * Fused: the kernel is ke_gemm's tiled kernel whose B-tile loader decodes
- * MX elements (code and block scale) straight into shared memory as f32,
- * so no dequantised copy of W is ever made. The result equals
- * ke_mxfp_dequant to f32 followed by ke_gemm, bit for bit. Refuses as
- * ke_gemm and ke_mxfp_dequant do (K of X must equal W's cols). */
+ * Fused: W's elements (code and block scale) are decoded while they are
+ * staged for one of ke_gemm's kernels, so no dequantised copy of W is ever
+ * made. bf16 X (on a device with matrix units): the matrix-core kernel,
+ * W decoded to bf16, which holds every MX value exactly; the result equals
+ * ke_mxfp_dequant to bf16 followed by ke_gemm (trans_b = 1), bit for bit.
+ * f16 and f32 X: the SIMT kernel, W decoded to f32 (f16 cannot hold every
+ * MX value); the result equals ke_mxfp_dequant to f32 followed by ke_gemm,
+ * bit for bit. Refuses as ke_gemm and ke_mxfp_dequant do (K of X must
+ * equal W's cols). */
 int ke_mxfp_gemm(ke_context *ctx, const ke_tensor *x, const ke_mxfp_matrix *w,
                  ke_tensor *y);
 

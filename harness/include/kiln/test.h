@@ -52,8 +52,14 @@ extern const kt_suite *const kt_suites[];
 
 /* ---- Context and inputs -------------------------------------------------- */
 
+/* Each helper below is a macro that passes its caller's file and line, so
+ * that a failure inside it (guard bytes overwritten in kt_free, an engine
+ * call refused in kt_alloc) is reported at the test's own line, not at the
+ * helper's. */
+
 /* The engine context the fixture opened for this test. */
-ke_context *kt_ctx(void);
+ke_context *kt__ctx_at(const char *file, int line);
+#define kt_ctx() kt__ctx_at(__FILE__, __LINE__)
 /* A fresh seed: the run's seed (reported, settable with --seed) mixed with
  * the test id and a per-call counter, so every check gets new inputs and any
  * failure can be replayed. */
@@ -66,13 +72,18 @@ void kt_alloc_at(ke_tensor *t, ke_dtype dtype, int rank, const int64_t *shape,
                  const char *file, int line);
 #define kt_alloc(t, dtype, rank, shape) \
   kt_alloc_at((t), (dtype), (rank), (shape), __FILE__, __LINE__)
-void kt_free(ke_tensor *t);
+void kt_free_at(ke_tensor *t, const char *file, int line);
+#define kt_free(t) kt_free_at((t), __FILE__, __LINE__)
 /* Uniform(lo, hi) / Normal(mean, std) device inputs with a fresh seed. */
-void kt_fill_uniform(ke_tensor *t, float lo, float hi);
-void kt_fill_normal(ke_tensor *t, float mean, float stddev);
+void kt_fill_uniform_at(ke_tensor *t, float lo, float hi, const char *file, int line);
+void kt_fill_normal_at(ke_tensor *t, float mean, float stddev, const char *file, int line);
+#define kt_fill_uniform(t, lo, hi) kt_fill_uniform_at((t), (lo), (hi), __FILE__, __LINE__)
+#define kt_fill_normal(t, m, s) kt_fill_normal_at((t), (m), (s), __FILE__, __LINE__)
 /* The tensor as doubles (malloc'd; free with free()). */
-double *kt_to_doubles(const ke_tensor *t);
-void kt_from_doubles(ke_tensor *t, const double *values);
+double *kt_to_doubles_at(const ke_tensor *t, const char *file, int line);
+void kt_from_doubles_at(ke_tensor *t, const double *values, const char *file, int line);
+#define kt_to_doubles(t) kt_to_doubles_at((t), __FILE__, __LINE__)
+#define kt_from_doubles(t, v) kt_from_doubles_at((t), (v), __FILE__, __LINE__)
 
 /* ---- Numeric checks ------------------------------------------------------ */
 
@@ -109,8 +120,10 @@ typedef struct kt_check_result {
  * has NaN there; Inf must match in sign. The tolerance may be overridden
  * from the config or --tolerance (by suite, test or check name). Records the
  * check in the report and returns 1 when it passes. */
-int kt_check(const char *name, const ke_tensor *actual,
-             const double *expected, kt_tol tol, kt_check_result *out);
+int kt_check_at(const char *name, const ke_tensor *actual, const double *expected,
+                kt_tol tol, kt_check_result *out, const char *file, int line);
+#define kt_check(name, actual, expected, tol, out) \
+  kt_check_at((name), (actual), (expected), (tol), (out), __FILE__, __LINE__)
 /* One-line summary of the last kt_check on this test. */
 const char *kt_last_check_summary(void);
 

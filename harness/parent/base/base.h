@@ -68,6 +68,9 @@ void kh_buf_add(kh_buf *b, const void *data, size_t n);
 void kh_buf_addf(kh_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void kh_buf_free(kh_buf *b);
+/* Appends s as a JSON string, quoted and escaped (invalid UTF-8 and
+ * control characters as \u escapes or U+FFFD). */
+void kh_json_str(kh_buf *b, const char *s);
 
 /* ---- Files -------------------------------------------------------------- */
 
@@ -83,5 +86,42 @@ int kh_write_atomic(const char *path, const void *data, size_t len);
 /* Retrying wrappers for calls that signals may interrupt. */
 ssize_t kh_read(int fd, void *buf, size_t n);
 int kh_write_all(int fd, const void *buf, size_t n);
+
+/* ---- Outside input, bounded (input.c) ------------------------------------ */
+
+/* Nesting that kiln's own YAML never comes near (a report nests 6 deep). */
+#define KH_YAML_MAX_DEPTH 64
+
+/* kh_read_file with an error that names the path and, past max, the limit. */
+int kh_read_input(const char *path, size_t max, char **out, size_t *len, kh_err *err);
+/* Loads one YAML document into doc (libyaml's yaml_document_t) with node
+ * positions for errors; refuses nesting deeper than max_depth, any alias,
+ * a second document and malformed YAML with name:line:column. Linear in
+ * the input. 0, or -1 with err (doc then needs no delete). */
+struct yaml_document_s;
+int kh_yaml_load(const char *buf, size_t len, const char *name, int max_depth,
+                 struct yaml_document_s *doc, kh_err *err);
+
+/* Lines of a file, each at most max bytes (a longer one is an error, not
+ * a reason to read without end). */
+typedef struct kh_lines {
+  int fd;
+  char *buf;
+  size_t len, start, max;
+  long lineno;              /* of the line last returned */
+} kh_lines;
+
+int kh_lines_open(kh_lines *l, const char *path, size_t max_line);
+/* 1 with *line (NUL-terminated, newline dropped), 0 at the end (a last
+ * line without a newline is not returned), -1 with errno (EMSGSIZE: a
+ * line longer than max). */
+int kh_lines_next(kh_lines *l, char **line);
+void kh_lines_close(kh_lines *l);
+
+/* Checks, before any work, that an output can be written: a file (is_dir
+ * 0), whose folder must take a new file and which must not be a folder;
+ * or a folder (is_dir 1), made if missing. what names where the path came
+ * from ("--junit"); the error names it, the path and the reason. */
+int kh_check_output(const char *path, int is_dir, const char *what, kh_err *err);
 
 #endif

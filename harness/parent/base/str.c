@@ -205,3 +205,22 @@ void kh_buf_free(kh_buf *b) {
   b->len = b->cap = 0;
 }
 
+
+void kh_json_str(kh_buf *b, const char *s) {
+  kh_buf_add(b, "\"", 1);
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    size_t n = utf8_len(p);
+    if (n == 0) {                       /* not UTF-8: U+FFFD */
+      kh_buf_add(b, "\xef\xbf\xbd", 3);
+      p++;
+    } else if (*p == '"' || *p == '\\') {
+      kh_buf_addf(b, "\\%c", *p++);
+    } else if (*p < 0x20 || *p == 0x7f) {
+      kh_buf_addf(b, "\\u%04x", *p++);
+    } else {
+      kh_buf_add(b, p, n);
+      p += n;
+    }
+  }
+  kh_buf_add(b, "\"", 1);
+}

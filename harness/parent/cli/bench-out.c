@@ -302,6 +302,7 @@ int kcli__bench_yaml(const kcli__bench_data *B, const kcli__bench_summary *s) {
   krep_yaml_seq(y, 1);
   for (int i = 0; i < B->nconc; i++) krep_yaml_int(y, B->conc[i]);
   krep_yaml_end(y);
+  kstr(y, "contain", B->contain ? B->contain : "auto");
   krep_yaml_key(y, "skip");
   krep_yaml_seq(y, 1);
   static const char *const names[] = {"ceiling", "kiln", "none", "host"};

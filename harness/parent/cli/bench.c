@@ -212,7 +212,7 @@ static void kiln_point(kcli__bench_data *B, const char *what, int conc, int back
   snprintf(jobs, sizeof jobs, "%d", conc);
   snprintf(repeat, sizeof repeat, "%d", tests);
   int gpu = backend != KRUN_BACKEND_HOST;
-  char *argv[20];
+  char *argv[24];
   int n = 0;
   argv[n++] = B->self, argv[n++] = "run";
   argv[n++] = "--backend", argv[n++] = (char *)krun_backend_names[backend];
@@ -221,6 +221,7 @@ static void kiln_point(kcli__bench_data *B, const char *what, int conc, int back
   argv[n++] = "--out", argv[n++] = pt->run_dir;
   if (extra1) argv[n++] = (char *)extra1;
   if (extra2) argv[n++] = (char *)extra2;
+  if (B->contain) argv[n++] = "--contain", argv[n++] = (char *)B->contain;
   argv[n++] = "--", argv[n++] = (char *)selector, argv[n] = NULL;
   char *log = kh_asprintf("%s/console.txt", pt->run_dir);
   int fd = kh_mkdir_p(pt->run_dir, 0755) == 0
@@ -353,6 +354,8 @@ static int counts(kcli__args *a, const char *flag, const char *text, int *out, i
 
 static int options(kcli__bench_data *B, kcli__args *a) {
   B->runner_dir = a->runner_dir;
+  if (krun_setting_is_set(&a->flags, "contain"))
+    B->contain = krun_contain_names[a->flags.contain];
   B->tests = a->tests ? a->tests : 48;
   B->host_tests = a->host_tests ? a->host_tests : 300;
   static const int dflt[] = {1, 2, 3, 4, 6, 8};

@@ -44,6 +44,7 @@ typedef struct kcli__bench_data {
   int tests, host_tests, rss_tests[2];
   int conc[KCLI__BENCH_MAX_CONC], nconc;
   unsigned skip;            /* KCLI__S_* */
+  const char *contain;      /* --contain for every kiln run, or NULL */
   char *out;
   char self[PATH_MAX];      /* this kiln, for `kiln run` */
   krun_backend_info bi;

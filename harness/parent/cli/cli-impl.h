@@ -55,7 +55,8 @@ typedef struct kcli__given {
 typedef struct kcli__cmd {
   const char *name;         /* "run", "report merge" */
   const char *args;         /* the words after the options, for usage */
-  const char *summary;      /* one line for `kiln help` */
+  const char *summary;      /* one line for `kiln help`; NULL: kiln's own
+                               (not listed) */
   const char *about;        /* the paragraph of its --help, or NULL */
   const char *opts;         /* its options' ids, space-separated */
   int min_pos, max_pos;     /* positional words; max -1: any number */
@@ -72,7 +73,7 @@ typedef struct kcli__args {
   krun_settings flags;      /* the settings it gave */
   char *config, *report, *out, *spec, *token_key, *runner_dir;
   char *junit, *shard, *shard_durations, *shard_plan, *yaml;
-  char *concurrency, *skip, *rss_tests;
+  char *concurrency, *skip, *rss_tests, *format;
   kcli__strs history, sbatch;
   kcli__given *given;
   int ngiven;
@@ -132,5 +133,6 @@ int kcli__select(const char *runner, char **sel, int nsel, int host, krun_regist
 /* The runner of the backend, or for auto the first one built. */
 char *kcli__any_runner(const kcli__args *a, const krun_settings *s);
 int kcli__help_cmd(kcli__args *a);
+int kcli__guard(kcli__args *a);
 
 #endif

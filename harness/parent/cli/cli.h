@@ -26,8 +26,8 @@ int kcli_config_parse(const char *buf, size_t len, const char *name,
 int kcli_config_load(const char *arg, krun_settings *out, char **path_out,
                      kh_err *err);
 /* A CTest resource spec, {"version":{"major":1,"minor":0},"local":[{"gpus":
- * [{"id":"0","slots":2}]}]} (JSON, read by libyaml), into out's devices.
- * Errors name line and column. Takes any bytes. */
+ * [{"id":"0","slots":2}]}]}, into out's devices, read exactly as CTest
+ * reads it (spec.c). Errors name line and column. Takes any bytes. */
 int kcli_spec_parse(const char *buf, size_t len, const char *name,
                     krun_settings *out, kh_err *err);
 

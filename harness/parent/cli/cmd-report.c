@@ -6,6 +6,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Reads n reports; on failure prints the error and frees what was read. */
 static krep_report *read_all(char **paths, int n) {
@@ -27,7 +29,35 @@ static void free_all(krep_report *reps, int n) {
   free(reps);
 }
 
+/* A run folder whose kiln did not finish has a journal and no report:
+ * show what the journal holds, and say how to write the report. -1 when
+ * the folder is not such a one. */
+static int show_journal(const char *dir) {
+  char *journal = kh_asprintf("%s/journal", dir), *report = kh_asprintf("%s/report.yaml", dir);
+  int rc = -1;
+  if (access(report, F_OK) != 0 && access(journal, F_OK) == 0) {
+    krep_report rep;
+    kh_err err;
+    if (krep_journal_read(journal, &rep, &err) != 0) {
+      fprintf(stderr, "kiln: %s\n", err.msg);
+      rc = KH_EXIT_USAGE;
+    } else {
+      printf("(%s has no report.yaml: the run did not finish; this is its journal. "
+             "`kiln report rebuild %s` writes report.yaml)\n", dir, dir);
+      rep.path = krep_str(&rep, journal);
+      krep_show(&rep, stdout);
+      rc = KH_EXIT_OK;
+    }
+    krep_free(&rep);
+  }
+  free(journal), free(report);
+  return rc;
+}
+
 int kcli__report_show(kcli__args *a) {
+  struct stat st;
+  int rc = stat(a->pos[0], &st) == 0 && S_ISDIR(st.st_mode) ? show_journal(a->pos[0]) : -1;
+  if (rc >= 0) return rc;
   krep_report *r = read_all(a->pos, 1);
   if (!r) return KH_EXIT_USAGE;
   krep_show(r, stdout);
@@ -70,13 +100,24 @@ int kcli__report_junit(kcli__args *a) {
 }
 
 int kcli__report_diff(kcli__args *a) {
+  kh_err err;
+  if (a->yaml && kh_check_output(a->yaml, 0, "--yaml", &err) != 0) {
+    fprintf(stderr, "kiln: %s\n", err.msg);
+    return KH_EXIT_USAGE;
+  }
   krep_report *r = read_all(a->pos, 2);
   if (!r) return KH_EXIT_USAGE;
-  kh_err err;
+  krep_report *h = a->history.n ? read_all(a->history.v, a->history.n) : NULL;
+  if (a->history.n && !h) {
+    free_all(r, 2);
+    return KH_EXIT_USAGE;
+  }
   int regressions = 0;
   a->diff.yaml_path = a->yaml;
+  a->diff.history = h, a->diff.nhistory = a->history.n;
   int rc = krep_diff(&r[0], &r[1], &a->diff, stdout, &regressions, &err);
   if (rc) fprintf(stderr, "kiln: %s\n", err.msg);
+  free_all(h, a->history.n);
   free_all(r, 2);
   return rc ? KH_EXIT_INFRA : regressions ? KH_EXIT_FAIL : KH_EXIT_OK;
 }

@@ -1,6 +1,8 @@
-/* `kiln run`, `kiln list`, `kiln devices`: settings from defaults, the
- * config and the command line (in that order), the runner's registry and
- * the selection, shards; then the run room does the work.
+/* `kiln run`, `kiln list`, `kiln devices`, `kiln guard`: settings from
+ * defaults, the config, a resource spec and the command line (in that
+ * order), then an outer scheduler's allotment; the backend, the runner's
+ * registry, the selection and the shard. `kiln run` and `kiln list` make
+ * that plan with the same function, so the list is what the run runs.
  */
 #include "cli-impl.h"
 
@@ -10,8 +12,22 @@
 #include <sys/stat.h>
 #include <time.h>
 
-/* ---- What every one of them needs ------------------------------------------------ */
+/* ---- The plan ------------------------------------------------------------------ */
 
+typedef struct plan {
+  krun_settings s;
+  char *config_path;
+  krun_backend_info bi;
+  krun_registry reg;
+  unsigned char *chosen;
+  krun_shard sh;
+  char **sel;               /* selectors (command line, else the config's) */
+  int nsel;
+  int held;                 /* slow tests left out on the host backend */
+} plan;
+
+/* Defaults < config < resource spec < flags; then devices an outer
+ * scheduler gave (CTest's RESOURCE_GROUPS), which replace any list. */
 int kcli__settings(kcli__args *a, krun_settings *s, char **config_path) {
   kh_err err;
   krun_settings_init(s);
@@ -23,8 +39,8 @@ int kcli__settings(kcli__args *a, krun_settings *s, char **config_path) {
   if (a->spec) {
     char *buf;
     size_t len;
-    if (kh_read_file(a->spec, 1 << 20, &buf, &len) != 0) {
-      fprintf(stderr, "kiln: --resource-spec: %s: %s\n", a->spec, strerror(errno));
+    if (kh_read_input(a->spec, 1 << 20, &buf, &len, &err) != 0) {
+      fprintf(stderr, "kiln: --resource-spec %s\n", err.msg);
       return -1;
     }
     int rc = kcli_spec_parse(buf, len, a->spec, &a->flags, &err);
@@ -35,6 +51,12 @@ int kcli__settings(kcli__args *a, krun_settings *s, char **config_path) {
     }
   }
   krun_settings_overlay(s, &a->flags);
+  krun_allot allot;
+  if (krun_allot_resolve(&allot, &err) != 0) {
+    fprintf(stderr, "kiln: %s\n", err.msg);
+    return -1;
+  }
+  krun_allot_apply(&allot, s);
   return 0;
 }
 
@@ -43,51 +65,34 @@ void kcli__selectors(kcli__args *a, const krun_settings *s, char ***sel, int *ns
   else *sel = s->selection, *nsel = s->nselection;
 }
 
-int kcli__select(const char *runner, char **sel, int nsel, int host, krun_registry *reg,
-                 unsigned char **chosen) {
+/* Loads the runner's registry and marks what the selectors choose; prints
+ * what went wrong and, on the host backend, the slow tests held back. */
+static int select_in(const char *runner, char **sel, int nsel, int host, krun_registry *reg,
+                     unsigned char **chosen, int *held) {
   kh_err err;
   if (krun_registry_load(runner, reg, &err) != 0) {
     fprintf(stderr, "kiln: cannot list tests: %s\n", err.msg);
     return KH_EXIT_INFRA;
   }
   *chosen = kh_xcalloc((size_t)reg->n + 1, 1);
-  int held = 0;
-  int bad = ksel_select(reg->views, (size_t)reg->n, sel, nsel, host, *chosen, &held);
+  int bad = ksel_select(reg->views, (size_t)reg->n, sel, nsel, host, *chosen, held);
   if (bad) {
     fprintf(stderr, "kiln: selector '%s' matches no test (see `kiln list`)\n", sel[bad - 1]);
     return KH_EXIT_USAGE;
   }
-  if (held)
+  if (*held)
     fprintf(stderr, "kiln: %d GPU-sized test%s (tag slow) left out on the host backend; add "
-                    "@slow to run %s\n", held, held == 1 ? "" : "s", held == 1 ? "it" : "them");
+                    "@slow to run %s\n", *held, *held == 1 ? "" : "s",
+            *held == 1 ? "it" : "them");
   return 0;
 }
 
-/* --shard K/N or the Bazel/Slurm environment narrows the selection, by a
- * plan when one is given. */
-static int shard(kcli__args *a, krun_registry *reg, unsigned char *chosen, krun_shard *sh) {
-  kh_err err;
-  krun_plan plan = {0};
-  int rc = krun_shard_resolve(a->shard, sh, &err);
-  if (rc == 0 && a->shard_plan) rc = krun_plan_read(a->shard_plan, &plan, &err);
-  if (rc == 0)
-    rc = krun_shard_apply(sh, reg, chosen, a->shard_durations, a->shard_plan ? &plan : NULL,
-                          &err);
-  krun_plan_free(&plan);
-  if (rc != 0) {
-    fprintf(stderr, "kiln: %s\n", err.msg);
-    return KH_EXIT_USAGE;
-  }
-  if (sh->count)
-    fprintf(stderr, "kiln: shard %d/%d (%s, from %s): %d of %d selected tests\n", sh->index,
-            sh->count, sh->method, sh->source, sh->selected, sh->total);
-  krun_shard_bazel_ack();
-  return 0;
+int kcli__select(const char *runner, char **sel, int nsel, int host, krun_registry *reg,
+                 unsigned char **chosen) {
+  int held = 0;
+  return select_in(runner, sel, nsel, host, reg, chosen, &held);
 }
 
-/* ---- kiln list ----------------------------------------------------------------------- */
-
-/* Any runner will do to list tests: the backend's, else the first built. */
 char *kcli__any_runner(const kcli__args *a, const krun_settings *s) {
   kh_err err;
   if (s->backend != KRUN_BACKEND_AUTO) {
@@ -104,42 +109,139 @@ char *kcli__any_runner(const kcli__args *a, const krun_settings *s) {
   return NULL;
 }
 
+static int select_tests(plan *p) {
+  return select_in(p->bi.runner, p->sel, p->nsel, p->bi.backend == KRUN_BACKEND_HOST, &p->reg,
+                   &p->chosen, &p->held);
+}
+
+/* --shard K/N or the Bazel/Slurm environment narrows the selection, by a
+ * plan when one is given. */
+static int shard(kcli__args *a, plan *p) {
+  kh_err err;
+  krun_plan sp = {0};
+  int rc = krun_shard_resolve(a->shard, &p->sh, &err);
+  if (rc == 0 && a->shard_plan) rc = krun_plan_read(a->shard_plan, &sp, &err);
+  if (rc == 0)
+    rc = krun_shard_apply(&p->sh, &p->reg, p->chosen, a->shard_durations,
+                          a->shard_plan ? &sp : NULL, &err);
+  krun_plan_free(&sp);
+  if (rc != 0) {
+    fprintf(stderr, "kiln: %s\n", err.msg);
+    return KH_EXIT_USAGE;
+  }
+  if (p->sh.count)
+    fprintf(stderr, "kiln: shard %d/%d (%s, from %s): %d of %d selected tests\n", p->sh.index,
+            p->sh.count, p->sh.method, p->sh.source, p->sh.selected, p->sh.total);
+  krun_shard_bazel_ack();
+  return 0;
+}
+
+/* What `kiln run` with these arguments runs: the settings, the backend it
+ * resolves to (auto: a GPU backend whose runner finds a device, else
+ * host), the tests it selects there and the shard. */
+static int plan_make(kcli__args *a, plan *p) {
+  memset(p, 0, sizeof *p);
+  if (kcli__settings(a, &p->s, &p->config_path) != 0) return KH_EXIT_USAGE;
+  kh_err err;
+  if (krun_backend_resolve(p->s.backend, a->runner_dir, &p->bi, &err) != 0) {
+    fprintf(stderr, "kiln: %s\n", err.msg);
+    return KH_EXIT_INFRA;
+  }
+  kcli__selectors(a, &p->s, &p->sel, &p->nsel);
+  int rc = select_tests(p);
+  return rc ? rc : shard(a, p);
+}
+
+static void plan_free(plan *p) {
+  free(p->chosen), free(p->config_path);
+  krun_registry_free(&p->reg);
+  krun_settings_free(&p->s);
+}
+
+/* ---- kiln list ----------------------------------------------------------------- */
+
+static void json_str(kh_buf *b, const char *s) { kh_json_str(b, s ? s : ""); }
+
+/* The plan as JSON (format kiln-list, version 1; docs/harness.md). */
+static void list_json(const plan *p) {
+  kh_buf b = {0};
+  kh_buf_addf(&b, "{\"format\": \"kiln-list\", \"format_version\": 1, \"backend\": ");
+  json_str(&b, krun_backend_names[p->bi.backend]);
+  kh_buf_addf(&b, ", \"repeat\": %d, \"selection\": [", p->s.repeat);
+  for (int i = 0; i < p->nsel; i++) {
+    if (i) kh_buf_addf(&b, ", ");
+    json_str(&b, p->sel[i]);
+  }
+  kh_buf_addf(&b, "], \"held_back\": %d, \"shard\": ", p->held);
+  if (p->sh.count) {
+    kh_buf_addf(&b, "{\"index\": %d, \"count\": %d, \"method\": ", p->sh.index, p->sh.count);
+    json_str(&b, p->sh.method);
+    kh_buf_addf(&b, ", \"source\": ");
+    json_str(&b, p->sh.source);
+    kh_buf_addf(&b, ", \"selected\": %d, \"selected_total\": %d}", p->sh.selected, p->sh.total);
+  } else {
+    kh_buf_addf(&b, "null");
+  }
+  kh_buf_addf(&b, ", \"tests\": [");
+  int n = 0;
+  for (int i = 0; i < p->reg.n; i++) {
+    const krun_test *t = &p->reg.tests[i];
+    if (!p->chosen[i]) continue;
+    kh_buf_addf(&b, "%s\n  {\"id\": ", n++ ? "," : "");
+    json_str(&b, t->id);
+    kh_buf_addf(&b, ", \"suite\": ");
+    json_str(&b, t->suite);
+    kh_buf_addf(&b, ", \"name\": ");
+    json_str(&b, t->name);
+    kh_buf_addf(&b, ", \"tags\": [");
+    for (const char *q = t->tags; *q;) {
+      size_t len = strcspn(q, ",");
+      char *tag = kh_strndup(q, len);
+      if (q != t->tags) kh_buf_addf(&b, ", ");
+      json_str(&b, tag);
+      free(tag);
+      q += len + (q[len] == ',');
+    }
+    kh_buf_addf(&b, "], \"slots\": %d, \"timeout_s\": %d, \"needs_gpu\": %s, \"file\": ",
+                t->slots, t->timeout_s, t->needs_gpu ? "true" : "false");
+    json_str(&b, t->file);
+    kh_buf_addf(&b, ", \"line\": %d}", t->line);
+  }
+  kh_buf_addf(&b, "%s], \"runs\": %lld}\n", n ? "\n" : "", (long long)n * p->s.repeat);
+  fwrite(b.data, 1, b.len, stdout);
+  kh_buf_free(&b);
+}
+
 int kcli__list(kcli__args *a) {
-  krun_settings s;
-  char *config_path;
-  if (kcli__settings(a, &s, &config_path) != 0) return krun_settings_free(&s), KH_EXIT_USAGE;
-  free(config_path);
-  char *runner = kcli__any_runner(a, &s);
-  if (!runner) return krun_settings_free(&s), KH_EXIT_INFRA;
-  char **sel;
-  int nsel;
-  kcli__selectors(a, &s, &sel, &nsel);
-  krun_registry reg;
-  unsigned char *chosen = NULL;
-  krun_shard sh;
-  int rc = kcli__select(runner, sel, nsel, s.backend == KRUN_BACKEND_HOST, &reg, &chosen);
-  if (rc == 0) rc = shard(a, &reg, chosen, &sh);
-  for (int i = 0; rc == 0 && i < reg.n; i++) {
-    const krun_test *t = &reg.tests[i];
-    if (!chosen[i]) continue;
+  const char *format = a->format ? a->format : "text";
+  if (strcmp(format, "text") != 0 && strcmp(format, "json") != 0)
+    return kcli__usage_error(a->cmd, "--format: '%s' is not valid: expected text or json",
+                             format);
+  plan p;
+  int rc = plan_make(a, &p);
+  if (rc == 0 && strcmp(format, "json") == 0) list_json(&p);
+  for (int i = 0; rc == 0 && strcmp(format, "text") == 0 && i < p.reg.n; i++) {
+    const krun_test *t = &p.reg.tests[i];
+    if (!p.chosen[i]) continue;
     printf("%-44s [%s] slots=%d%s", t->id, t->tags, t->slots, t->needs_gpu ? "" : " host-only");
     if (t->timeout_s) printf(" timeout=%ds", t->timeout_s);
     if (a->verbose) printf("  %s:%d", t->file, t->line);
     printf("\n");
   }
-  free(chosen), free(runner);
-  krun_registry_free(&reg);
-  krun_settings_free(&s);
+  plan_free(&p);
   return rc;
 }
 
-/* ---- kiln devices ---------------------------------------------------------------------- */
+/* ---- kiln devices ---------------------------------------------------------------- */
 
 static void print_holder(pid_t pid, const char *what, void *arg) {
   (void)arg;
   printf("    held by pid %ld: %s\n", (long)pid, what);
 }
 
+/* Reads the token set; changes its capacity only when slots were given
+ * explicitly (--slots, --resource-spec, a config's slots: or devices:),
+ * and says so. */
 int kcli__devices(kcli__args *a) {
   krun_settings s;
   char *config_path;
@@ -159,11 +261,12 @@ int kcli__devices(kcli__args *a) {
     krun_settings_free(&s);
     return KH_EXIT_OK;
   }
+  int set = krun_setting_is_set(&s, "slots") || s.devices_given;
   char *key = krun_tokens_key(a->token_key, bi.backend);
   krun_tokens tok;
   int caps[KRUN_MAX_DEVICES];
   krun_device_caps(&s, &bi, caps);
-  int rc = krun_tokens_open(&tok, key, &err);
+  int rc = krun_tokens_open(&tok, key, set, &err);
   printf("token key %s%s%s\n", key, rc ? ": " : "", rc ? err.msg : "");
   for (int d = 0; d < bi.ndevices; d++) {
     const krun_device *dv = &bi.dev[d];
@@ -171,32 +274,52 @@ int kcli__devices(kcli__args *a) {
            dv->physical, *dv->visible ? ", visible as " : "", dv->visible, dv->name, dv->arch,
            dv->free_bytes >> 20, dv->total_bytes >> 20);
     if (rc != 0) continue;
-    if (caps[d] > 0) krun_tokens_ensure(&tok, dv->physical, caps[d], &err);
+    int old = krun_tokens_capacity(&tok, dv->physical);
+    if (set && caps[d] > 0) {
+      int now = krun_tokens_ensure(&tok, dv->physical, caps[d], &err);
+      if (err.msg[0]) printf("  warning: %s\n", err.msg);
+      if (now >= 0 && now != old)
+        printf("  slot capacity of device %d: %d -> %d (host-wide: every kiln using %s)\n",
+               dv->physical, old, now, key);
+    }
     printf("  slots %d total, %d free\n", krun_tokens_capacity(&tok, dv->physical),
            krun_tokens_free(&tok, dv->physical));
     krun_tokens_holders(&tok, dv->physical, print_holder, NULL);
   }
   free(key);
   krun_settings_free(&s);
-  return rc ? KH_EXIT_INFRA : KH_EXIT_OK;
+  return rc < 0 ? KH_EXIT_INFRA : KH_EXIT_OK;
 }
 
-/* ---- kiln run ------------------------------------------------------------------------------- */
+/* ---- kiln run ------------------------------------------------------------------------- */
 
-/* reports/runs/<UTC time>-<backend>, made unique with a suffix. */
-static char *default_out(int backend) {
+/* reports/runs/<UTC time>-<backend>, made unique with a suffix; NULL with
+ * the reason in err. */
+static char *default_out(int backend, kh_err *err) {
   char stamp[32];
   time_t now = time(NULL);
   struct tm tm;
   gmtime_r(&now, &tm);
   strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-  kh_mkdir_p("reports/runs", 0755);
+  if (kh_mkdir_p("reports/runs", 0755) != 0) {
+    kh_errf(err, "cannot make a run folder: reports/runs (under the current folder): %s; "
+            "give one with -o DIR", strerror(errno));
+    return NULL;
+  }
   for (int n = 1; n < 1000; n++) {
     char *p = n == 1 ? kh_asprintf("reports/runs/%s-%s", stamp, krun_backend_names[backend])
                      : kh_asprintf("reports/runs/%s-%s-%d", stamp, krun_backend_names[backend], n);
     if (mkdir(p, 0755) == 0) return p;
+    int e = errno;
+    if (e != EEXIST) {
+      kh_errf(err, "cannot make a run folder: %s: %s; give one with -o DIR", p, strerror(e));
+      free(p);
+      return NULL;
+    }
     free(p);
   }
+  kh_errf(err, "cannot make a run folder: reports/runs/%s-%s: 999 of them exist; give one "
+          "with -o DIR", stamp, krun_backend_names[backend]);
   return NULL;
 }
 
@@ -206,41 +329,51 @@ static char *command_line(int argc, char **argv) {
   return b.data;
 }
 
-int kcli__run(kcli__args *a) {
-  krun_settings s;
-  char *config_path = NULL;
-  if (kcli__settings(a, &s, &config_path) != 0) return krun_settings_free(&s), KH_EXIT_USAGE;
-  krun_backend_info bi;
+/* Every file the run will write, checked before the first test: a run
+ * must not work for an hour and then find it cannot write its results. */
+static int check_outputs(kcli__args *a, const char *out, const char *junit,
+                         const char *junit_from) {
   kh_err err;
-  int rc = 0;
-  if (krun_backend_resolve(s.backend, a->runner_dir, &bi, &err) != 0) {
+  if ((a->out && kh_check_output(out, 1, "-o", &err) != 0) ||
+      (a->report && kh_check_output(a->report, 0, "--report", &err) != 0) ||
+      (junit && kh_check_output(junit, 0, junit_from, &err) != 0)) {
     fprintf(stderr, "kiln: %s\n", err.msg);
-    rc = KH_EXIT_INFRA;
+    return -1;
   }
-  char **sel;
-  int nsel;
-  kcli__selectors(a, &s, &sel, &nsel);
-  krun_registry reg = {0};
-  unsigned char *chosen = NULL;
-  krun_shard sh = {0};
-  if (rc == 0) rc = kcli__select(bi.runner, sel, nsel, bi.backend == KRUN_BACKEND_HOST, &reg, &chosen);
-  if (rc == 0) rc = shard(a, &reg, chosen, &sh);
+  return 0;
+}
+
+int kcli__run(kcli__args *a) {
+  plan p;
+  int rc = plan_make(a, &p);
+  const char *junit = a->junit ? a->junit : getenv("XML_OUTPUT_FILE");
+  if (junit && !*junit) junit = NULL;
   char *out = NULL;
-  if (rc == 0 && !(out = a->out ? kh_strdup(a->out) : default_out(bi.backend))) {
-    fprintf(stderr, "kiln: cannot create a run folder under reports/runs\n");
-    rc = KH_EXIT_INFRA;
+  kh_err err;
+  if (rc == 0 && check_outputs(a, a->out, junit, a->junit ? "--junit" : "XML_OUTPUT_FILE") != 0)
+    rc = KH_EXIT_USAGE;
+  if (rc == 0 && !(out = a->out ? kh_strdup(a->out) : default_out(p.bi.backend, &err))) {
+    fprintf(stderr, "kiln: %s\n", err.msg);
+    rc = KH_EXIT_USAGE;
   }
   if (rc == 0) {
-    char *key = krun_tokens_key(a->token_key, bi.backend);
+    char *key = krun_tokens_key(a->token_key, p.bi.backend);
     char *command = command_line(a->argc, a->argv);
-    const char *junit = a->junit ? a->junit : getenv("XML_OUTPUT_FILE");
-    krun_opts o = {&s, &reg, chosen, &bi, key, out, a->report, junit && *junit ? junit : NULL,
-                   config_path, command, sel, nsel, a->verbose, &sh};
+    krun_opts o = {&p.s, &p.reg, p.chosen, &p.bi, key, out, a->report, junit,
+                   p.config_path, command, p.sel, p.nsel, a->verbose, &p.sh};
     rc = krun_run(&o);
     free(key), free(command);
   }
-  free(out), free(chosen), free(config_path);
-  krun_registry_free(&reg);
-  krun_settings_free(&s);
+  free(out);
+  plan_free(&p);
   return rc;
+}
+
+/* ---- kiln guard (started by kiln run) ---------------------------------------------------- */
+
+int kcli__guard(kcli__args *a) {
+  long long pid;
+  if (kh_parse_ll(a->pos[0], 1, 1 << 30, &pid) != 0)
+    return kcli__usage_error(a->cmd, "'%s' is not a process id", a->pos[0]);
+  return krun_guard((long)pid, a->npos > 1 ? a->pos[1] : NULL);
 }

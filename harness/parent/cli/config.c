@@ -1,9 +1,10 @@
-/* Configs: YAML run profiles (configs/NAME.yaml) and CTest resource specs,
- * both read with libyaml's document loader (JSON is YAML), so that every
+/* Configs: YAML run profiles (configs/NAME.yaml), loaded with kiln's
+ * bounded loader (base/input.c: no aliases, limited nesting) so that every
  * error names file:line:column. A config's scalar keys are the run
  * settings (run/settings.c checks them); its lists are selection,
- * tolerances and devices. Both readers take any bytes: they are fuzz
- * targets (tests/fuzz/fuzz-config.c).
+ * tolerances and devices. The reader takes any bytes: it is a fuzz target
+ * (tests/fuzz/fuzz-config.c), as is the CTest resource-spec reader
+ * (spec.c).
  */
 #include "cli-impl.h"
 
@@ -178,14 +179,15 @@ static int dev_done(cfg *c, yaml_node_t *m, void *p) {
   if (!a->has_id || a->id != (int)a->id || a->slots != (int)a->slots)
     return fail(c, m, "a device needs an integer id (and integer "
                               "slots, optional)");
-  if (krun_setting_add_device(c->s, (int)a->id, a->has_slots ? (int)a->slots : 0) != 0)
+  if (krun_setting_add_device(c->s, (int)a->id, a->has_slots ? (int)a->slots : -1, NULL) != 0)
     return fail(c, m, "more than %d devices", KRUN_MAX_DEVICES);
   return 0;
 }
 
 static const char known_keys[] =
     "jobs, backend, slots, devices, timeout, grace, retries, repeat, "
-    "isolation, leaks, poison, seed, cap, wrap, warm, selection, tolerances";
+    "isolation, leaks, poison, seed, cap, wrap, warm, allow_empty, contain, "
+    "selection, tolerances";
 
 static int cfg_key(cfg *c, yaml_node_t *k, yaml_node_t *v) {
   const char *key = scalar(k);
@@ -228,43 +230,14 @@ static int cfg_root(cfg *c, yaml_node_t *root) {
   return 0;
 }
 
-/* Loads one YAML document from buf and hands its root to fn; malformed
- * YAML and a second document are refused with their position. */
-static int load(const char *buf, size_t len, const char *name,
-                int (*fn)(cfg *, yaml_node_t *), krun_settings *out, kh_err *err) {
-  yaml_parser_t parser;
-  yaml_document_t doc;
-  if (!yaml_parser_initialize(&parser))
-    return kh_errf(err, "%s: cannot start the YAML parser", name);
-  yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
-  int rc;
-  if (!yaml_parser_load(&parser, &doc)) {
-    rc = kh_errf(err, "%s:%zu:%zu: malformed %s: %s%s%s", name,
-                 parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-                 fn == cfg_root ? "YAML" : "JSON", parser.problem ? parser.problem : "error",
-                 parser.context ? " " : "", parser.context ? parser.context : "");
-    yaml_parser_delete(&parser);
-    return rc;
-  }
-  cfg c = {&doc, name, out, err};
-  rc = fn(&c, yaml_document_get_root_node(&doc));
-  yaml_document_delete(&doc);
-  /* A second document would be silently ignored: refuse it. */
-  if (rc == 0 && yaml_parser_load(&parser, &doc)) {
-    if (yaml_document_get_root_node(&doc))
-      rc = kh_errf(err, "%s: more than one document", name);
-    yaml_document_delete(&doc);
-  } else if (rc == 0 && parser.error != YAML_NO_ERROR) {
-    rc = kh_errf(err, "%s:%zu:%zu: malformed: %s", name, parser.problem_mark.line + 1,
-                 parser.problem_mark.column + 1, parser.problem ? parser.problem : "error");
-  }
-  yaml_parser_delete(&parser);
-  return rc;
-}
-
 int kcli_config_parse(const char *buf, size_t len, const char *name, krun_settings *out,
                       kh_err *err) {
-  return load(buf, len, name, cfg_root, out, err);
+  yaml_document_t doc;
+  if (kh_yaml_load(buf, len, name, KH_YAML_MAX_DEPTH, &doc, err) != 0) return -1;
+  cfg c = {&doc, name, out, err};
+  int rc = cfg_root(&c, yaml_document_get_root_node(&doc));
+  yaml_document_delete(&doc);
+  return rc;
 }
 
 static int readable(const char *p) { return access(p, R_OK) == 0; }
@@ -287,8 +260,7 @@ int kcli_config_load(const char *arg, krun_settings *out, char **path_out,
   }
   char *buf;
   size_t len;
-  if (kh_read_file(path, 1 << 20, &buf, &len) != 0) {
-    kh_errf(err, "%s: cannot read config: %s", path, strerror(errno));
+  if (kh_read_input(path, 1 << 20, &buf, &len, err) != 0) {
     free(path);
     return -1;
   }
@@ -297,71 +269,4 @@ int kcli_config_load(const char *arg, krun_settings *out, char **path_out,
   if (path_out && rc == 0) *path_out = path;
   else free(path);
   return rc;
-}
-
-
-/* ---- CTest resource specs ------------------------------------------------------- */
-
-static yaml_node_t *get(cfg *c, yaml_node_t *map, const char *key) {
-  for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
-       p++) {
-    yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
-    if (k->type == YAML_SCALAR_NODE && strcmp(scalar(k), key) == 0)
-      return yaml_document_get_node(c->doc, p->value);
-  }
-  return NULL;
-}
-
-static int is_map(const yaml_node_t *n) { return n && n->type == YAML_MAPPING_NODE; }
-static int is_seq(const yaml_node_t *n) { return n && n->type == YAML_SEQUENCE_NODE; }
-
-static int spec_gpu(cfg *c, yaml_node_t *g) {
-  if (!is_map(g)) return fail(c, g, "a gpu must be an object with \"id\" and \"slots\"");
-  yaml_node_t *id = get(c, g, "id"), *slots = get(c, g, "slots");
-  long long dev;
-  double n;
-  if (!id || id->type != YAML_SCALAR_NODE ||
-      kh_parse_ll(scalar(id), 0, KRUN_MAX_DEVICES - 1, &dev) != 0)
-    return fail(c, g, "a gpu needs an \"id\" holding a device index (\"0\" to \"%d\")",
-                KRUN_MAX_DEVICES - 1);
-  /* Range first: converting an out-of-range double to int is undefined
-   * (found by tests/fuzz/fuzz-config). */
-  if (!slots || slots->type != YAML_SCALAR_NODE || !is_plain(slots) ||
-      kh_parse_double(scalar(slots), 1, 1024, &n) != 0 || n != (int)n)
-    return fail(c, g, "a gpu needs \"slots\": an integer from 1 to 1024");
-  if (krun_setting_add_device(c->s, (int)dev, (int)n) != 0) return fail(c, g, "too many gpus");
-  return 0;
-}
-
-static int spec_root(cfg *c, yaml_node_t *root) {
-  krun_setting_clear_devices(c->s);
-  if (!is_map(root))
-    return root ? fail(c, root, "a resource spec must be an object")
-                : kh_errf(c->err, "%s: the resource spec is empty", c->name);
-  yaml_node_t *version = get(c, root, "version"), *local = get(c, root, "local");
-  if (!version || !local)
-    return kh_errf(c->err, "%s: a resource spec needs \"version\" and \"local\"", c->name);
-  yaml_node_t *major = is_map(version) ? get(c, version, "major") : NULL;
-  if (!major || major->type != YAML_SCALAR_NODE)
-    return fail(c, version, "\"version\" needs \"major\": 1");
-  if (strcmp(scalar(major), "1") != 0)
-    return fail(c, major, "unsupported resource-spec major version (only 1 is known)");
-  if (!is_seq(local)) return fail(c, local, "\"local\" must be an array");
-  for (yaml_node_item_t *i = local->data.sequence.items.start;
-       i < local->data.sequence.items.top; i++) {
-    yaml_node_t *l = yaml_document_get_node(c->doc, *i);
-    yaml_node_t *gpus = is_map(l) ? get(c, l, "gpus") : NULL;
-    if (!gpus) continue;
-    if (!is_seq(gpus)) return fail(c, gpus, "\"gpus\" must be an array");
-    for (yaml_node_item_t *g = gpus->data.sequence.items.start;
-         g < gpus->data.sequence.items.top; g++)
-      if (spec_gpu(c, yaml_document_get_node(c->doc, *g)) != 0) return -1;
-  }
-  if (c->s->ndevices == 0) return kh_errf(c->err, "%s: the resource spec lists no gpus", c->name);
-  return 0;
-}
-
-int kcli_spec_parse(const char *buf, size_t len, const char *name, krun_settings *out,
-                    kh_err *err) {
-  return load(buf, len, name, spec_root, out, err);
 }

@@ -59,6 +59,7 @@ void kcli__overview(const char *group, FILE *f) {
                   "devices through host-wide device tokens, and writes YAML reports.\n"
                   "\nCommands:\n");
   for (const kcli__cmd *c = kcli__cmds; c->name; c++) {
+    if (!c->summary) continue;
     if (group && (strncmp(c->name, group, glen) != 0 || c->name[glen] != ' ')) continue;
     char left[64];
     snprintf(left, sizeof left, "%s %s", c->name, c->args);
@@ -177,7 +178,7 @@ static void args_free(kcli__args *a) {
   krun_settings_free(&a->flags);
   char **strs[] = {&a->config, &a->report, &a->out, &a->spec, &a->token_key,
                    &a->runner_dir, &a->junit, &a->shard, &a->shard_durations, &a->shard_plan,
-                   &a->yaml, &a->concurrency, &a->skip, &a->rss_tests,
+                   &a->yaml, &a->concurrency, &a->skip, &a->rss_tests, &a->format,
                    &a->partition, &a->account, &a->time, &a->merge_time, &a->resume,
                    &a->follow, &a->merge, &a->base};
   for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) free(*strs[i]);

@@ -30,6 +30,8 @@ const kcli__opt kcli__opts[] = {
   SET("isolation", 0, "M", "process (one child per test) or none (one shared process)"),
   SET("wrap", 0, "CMD", "run each child under CMD (valgrind, compute-sanitizer, ...)"),
   SET("warm", 0, "N", "warm children per device, started before their test (0: off; default auto: 1 per slot)"),
+  {"allow-empty", "allow-empty", 0, NULL, KCLI__SETTING, "allow_empty", 0, 0, 0, "exit 0 even when nothing was tested (no device, every test skipped)"},
+  SET("contain", 0, "M", "how processes a test leaves running are found: auto, cgroup, subreaper, none (auto: cgroup v2 where writable, else subreaper)"),
   SET("poison", 0, NULL, "fill new device allocations with NaN bytes"),
   SET("seed", 0, "N", "run seed passed to every child (default: chosen per child)"),
   SET("cap", 0, "F", "device allocation cap as a fraction of free memory"),
@@ -44,6 +46,7 @@ const kcli__opt kcli__opts[] = {
   STR("shard-plan", "shard-plan", 0, "FILE", shard_plan, "run this shard's tests of a plan (kiln slurm writes them)"),
   STR("runner-dir", "runner-dir", 0, "DIR", runner_dir, "where kiln-runner-<backend> lives (env KILN_RUNNER_DIR)"),
   FLAG("verbose", 'v', verbose, "more detail: child command lines, every test's message"),
+  STR("format", "format", 0, "F", format, "text (default) or json: the plan as JSON for tools (docs/harness.md)"),
   /* Report tools */
   STR("out-file", "out", 'o', "FILE", out, "write to FILE (default: stdout)"),
   STR("html-out", "out", 'o', "FILE", out, "write to FILE (default: report.html beside the report; -: stdout)"),
@@ -53,6 +56,7 @@ const kcli__opt kcli__opts[] = {
   NUM("kernel-abs-ms", KCLI__DOUBLE, "MS", diff.kernel_abs_ms, 0, 1e12, "...or by more than MS for a kernel's median (default 0.05)"),
   NUM("drift", KCLI__DOUBLE, "F", diff.drift_factor, 1, 1e300, "a passing check's max abs error grown more than F times (default 4)"),
   NUM("metric-rel", KCLI__DOUBLE, "F", diff.metric_rel, 0, 1, "a GB/s or TFLOP/s metric lower by more than this fraction (default 0.2)"),
+  NUM("confidence", KCLI__DOUBLE, "P", diff.confidence, 0.5, 0.999999, "a speed change counts only when outside the noise with this confidence (default 0.999)"),
   FLAG("force", 0, force, "merge reports of different revisions"),
   {"history", "history", 0, "REPORT", KCLI__LIST, NULL, offsetof(kcli__args, history), 0, 0, "an earlier report for the trend plots (repeatable)"},
   /* kiln bench */
@@ -82,13 +86,13 @@ const kcli__opt kcli__opts[] = {
 };
 
 #define RUN_OPTS "jobs backend config report out timeout grace retries repeat " \
-  "isolation wrap warm poison seed cap slots resource-spec token-key leaks "     \
-  "tolerance junit shard shard-durations shard-plan runner-dir verbose"
+  "isolation wrap warm allow-empty contain poison seed cap slots resource-spec "  \
+  "token-key leaks tolerance junit shard shard-durations shard-plan runner-dir verbose"
 
 #define SLURM_OPTS "slurm-out partition account time merge-time gpus-per-task tasks " \
   "sbatch dry-run no-wait resume follow merge poll base report junit shard-durations " \
-  "jobs backend config timeout grace retries repeat isolation wrap warm poison seed "  \
-  "cap slots token-key leaks tolerance runner-dir verbose"
+  "jobs backend config timeout grace retries repeat isolation wrap warm allow-empty "   \
+  "contain poison seed cap slots token-key leaks tolerance runner-dir verbose"
 
 static const char exit_run[] =
   "Exit status: 0 all passed (skips and flaky allowed), 1 a test did not\n"
@@ -108,13 +112,20 @@ const kcli__cmd kcli__cmds[] = {
    "'-' excludes (-@slow, -softmax/causal). Tests tagged `fault`, `bench` or\n"
    "`perf` run only when named (@fault, @perf, their suite or id); on the host\n"
    "backend, tests tagged `slow` (GPU-sized) run only through @slow or their\n"
-   "id. No selector: every other test (or the config's selection).",
+   "id. No selector: every other test (or the config's selection).\n"
+   "\n"
+   "A run that tested nothing (its backend was asked for and has no device,\n"
+   "or every selected test was skipped) exits 3 unless --allow-empty. What a\n"
+   "test leaves running is found, killed and reported (--contain).",
    RUN_OPTS, 0, -1, 1, kcli__run, exit_run},
   {"list", "[SELECTOR...]", "what `kiln run` would run",
-   "Lists the tests the selectors (or the config's selection) choose: id,\n"
-   "tags, slots, and whether they need a device.",
-   "backend config resource-spec shard shard-durations shard-plan runner-dir verbose", 0, -1, 1,
-   kcli__list, "Exit status: 0, 2 usage or config error, 3 no runner.\n"},
+   "Lists exactly the tests `kiln run` with the same options and selectors\n"
+   "runs (the same backend, selection and shard): id, tags, slots, and\n"
+   "whether they need a device; --format json gives them to tools (the\n"
+   "format is versioned, docs/harness.md). Options that do not change what\n"
+   "runs (--jobs, --junit, ...) are taken and have no effect.",
+   RUN_OPTS " format", 0, -1, 1, kcli__list,
+   "Exit status: 0, 2 usage or config error, 3 no runner.\n"},
   {"devices", "", "devices, their slots and who holds them",
    "Asks the runner for its devices and shows each with its slots in the\n"
    "host-wide token set (total, free) and the processes holding them.",
@@ -132,10 +143,13 @@ const kcli__cmd kcli__cmds[] = {
    "JUnit XML (the Jenkins/Surefire variant) of a report.", "out-file", 1, 1, 0,
    kcli__report_junit, exit_tool},
   {"report diff", "BASE NEW", "what regressed from one report to another",
-   "Compares two reports test by test: newly failing or flaky tests, slower\n"
-   "tests and kernels past both thresholds, errors that grew, throughput\n"
-   "metrics that fell.",
-   "yaml time-rel test-abs-ms kernel-abs-ms drift metric-rel", 2, 2, 0,
+   "Compares two reports test by test: newly failing or flaky tests (and in\n"
+   "which repeats), errors that grew, and speed: a test's body, a kernel or a\n"
+   "throughput metric counts as slower only when its change is outside the\n"
+   "noise measured for it (its repeats' spread, the spread of every figure's\n"
+   "change, earlier nights given with --history) with --confidence, and past\n"
+   "both thresholds; each finding says by how much and how sure.",
+   "yaml time-rel test-abs-ms kernel-abs-ms drift metric-rel confidence history", 2, 2, 0,
    kcli__report_diff,
    "Exit status: 0 no regression, 1 a regression, 2 usage error, 3 a file\n"
    "could not be written. See docs/reports.md.\n"},
@@ -180,8 +194,10 @@ const kcli__cmd kcli__cmds[] = {
    "           with kiln, 3 rounds each (the summary takes each one's\n"
    "           least CPU), and the ratio; kiln's own peak RSS at two test\n"
    "           counts\n"
-   "Every child sees one device (the first), as `kiln run` narrows it.",
-   "backend tests concurrency host-tests rss-tests bench-out skip runner-dir", 0, 0, 0,
+   "Every child sees one device (the first), as `kiln run` narrows it.\n"
+   "--contain M is passed to every `kiln run`: the host figures with each\n"
+   "way of finding what tests leave running show what it costs per test.",
+   "backend tests concurrency host-tests rss-tests bench-out skip contain runner-dir", 0, 0, 0,
    kcli__bench,
    "Targets (PASS/MISS in the summary): kiln's best >= 90% of the ceiling;\n"
    "host: kiln's CPU per test <= 1.3x the runner's alone, its tests/s with\n"
@@ -191,6 +207,12 @@ const kcli__cmd kcli__cmds[] = {
    "error, 3 a point could not be measured. See docs/performance.md.\n"},
   {"help", "[COMMAND]", "this overview, or a command's help", NULL, "", 0, 2, 0,
    kcli__help_cmd, NULL},
+  /* Not for people (no summary: not in `kiln help`): the process `kiln run`
+   * starts to end its tests' processes should kiln die (run/guard.c). */
+  {"guard", "PID [CGROUP]", NULL,
+   "Started by `kiln run`: waits on its stdin for the run to end; if kiln\n"
+   "(PID) dies instead, kills every process of its tests (and of CGROUP).",
+   "", 1, 2, 0, kcli__guard, NULL},
   {NULL, NULL, NULL, NULL, NULL, 0, 0, 0, NULL, NULL},
 };
 

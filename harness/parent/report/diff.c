@@ -1,11 +1,15 @@
-/* `kiln report diff BASE NEW`. Each report is first folded per test id over
- * its final records (every --repeat): failed if any repeat failed, the
- * median of the body times, per kernel the median of the per-repeat
- * medians, per check the largest max abs error, per metric the median.
- * Timings compare only tests that passed in both reports, and count as
- * slower only past both the relative and the absolute threshold, so a
- * 0.01 ms kernel jittering by 50% is not a regression. Throughput metrics
- * (GB/s, TFLOP/s) count as lower past --metric-rel.
+/* `kiln report diff BASE NEW [--history REPORT...]`. Each report is first
+ * folded per test id over its final records (every --repeat): failed if
+ * any repeat failed (and which), its body times, per kernel the per-repeat
+ * medians, per check the largest max abs error, per metric the values.
+ * Failures, flakiness and error growth are compared as they are. Speed is
+ * judged by the noise model (noise.c): a test's body, a kernel or a
+ * throughput metric of a test that passed in both runs counts as slower
+ * only when its change beyond the run-wide change is outside its measured
+ * noise with the asked confidence over all the figures at once (so that
+ * ninety figures do not give ninety chances of a false alarm), and past
+ * the relative and absolute thresholds. The findings are written by
+ * diff-out.c.
  */
 #include "report-impl.h"
 
@@ -16,26 +20,28 @@
 void krep_diff_defaults(krep_diff_opts *o) {
   *o = (krep_diff_opts){.time_rel = 0.2, .test_abs_ms = 100.0,
                         .kernel_abs_ms = 0.05, .drift_factor = 4.0,
-                        .metric_rel = 0.2};
+                        .metric_rel = 0.2, .confidence = 0.999};
 }
 
 /* ---- Folding a report per test id ----------------------------------------- */
 
 typedef struct named {
   const char *name;
-  double v;                 /* kernel: median ms; check: max abs; metric: median */
+  double v;                 /* check: max abs; kernel, metric: median */
   double ratio;             /* check: error/tolerance of the worst repeat */
   int failed;               /* check: failed in some repeat */
   const char *unit;         /* metric */
-  double *samples;          /* kernels and metrics: one per repeat */
+  double *samples;          /* body, kernels and metrics: one per repeat */
   int nsamples;
 } named;
 
 typedef struct agg {
   const char *id;
   const krep_test *first;   /* a final record, for messages */
-  int failed, flaky;
-  double ms;                /* median body (or wall) time */
+  const krep_test *failing; /* the first final record that failed */
+  int repeats, failed, flaky;
+  int failed_repeat[8];     /* the first repeats that failed */
+  named body;               /* body (or wall) ms */
   named *kernels, *checks, *metrics;
   int nkernels, nchecks, nmetrics;
 } agg;
@@ -45,19 +51,8 @@ typedef struct fold {
   int n;
 } fold;
 
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
-static double median(double *v, int n) {
-  if (n == 0) return NAN;
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static agg *find(const fold *f, const char *id) {
-  for (int i = 0; i < f->n; i++)
+  for (int i = 0; f && i < f->n; i++)
     if (strcmp(f->a[i].id, id) == 0) return &f->a[i];
   return NULL;
 }
@@ -76,14 +71,28 @@ static void sample(named *s, double v) {
   s->samples[s->nsamples++] = v;
 }
 
+static double median_of(const named *s) {
+  if (s->nsamples == 0) return NAN; /* no samples: no array to copy */
+  double *v = kh_xmalloc(((size_t)s->nsamples + 1) * sizeof *v);
+  memcpy(v, s->samples, (size_t)s->nsamples * sizeof *v);
+  double m = krep__median(v, s->nsamples);
+  free(v);
+  return m;
+}
+
 /* One final record of the test into its fold. */
-static void fold_test(const krep_test *t, agg *g, double *times, int *ntimes) {
+static void fold_test(const krep_test *t, agg *g) {
   krep__view v;
   krep__view_of(t, &v);
-  g->failed |= krep_outcome_failed(t->outcome);
+  g->repeats++;
+  if (krep_outcome_failed(t->outcome)) {
+    if (!g->failing) g->failing = t;
+    if (g->failed < (int)(sizeof g->failed_repeat / sizeof g->failed_repeat[0]))
+      g->failed_repeat[g->failed] = t->repeat;
+    g->failed++;
+  }
   g->flaky |= t->outcome == KREP_FLAKY;
-  double ms = isnan(v.body_ms) ? t->wall_ms : v.body_ms;
-  if (!isnan(ms)) times[(*ntimes)++] = ms;
+  sample(&g->body, isnan(v.body_ms) ? t->wall_ms : v.body_ms);
   for (int c = 0; c < v.nchecks; c++) {
     const kp_check *x = &v.checks[c];
     named *s = slot(&g->checks, &g->nchecks, x->name);
@@ -105,108 +114,59 @@ static void fold_test(const krep_test *t, agg *g, double *times, int *ntimes) {
 static void fold_rep(const krep_report *rep, fold *f) {
   f->a = kh_xcalloc((size_t)rep->ntests + 1, sizeof *f->a);
   f->n = 0;
-  double *times = kh_xmalloc(((size_t)rep->ntests + 1) * sizeof *times);
   for (int i = 0; i < rep->ntests; i++) {
     const krep_test *t = rep->tests[i];
     if (!t->final || find(f, t->id)) continue;
     agg *g = &f->a[f->n++];
     g->id = t->id, g->first = t;
-    int ntimes = 0;
+    g->body = (named){"body", NAN, 0, 0, NULL, NULL, 0};
     for (int j = i; j < rep->ntests; j++)
       if (rep->tests[j]->final && strcmp(rep->tests[j]->id, t->id) == 0)
-        fold_test(rep->tests[j], g, times, &ntimes);
-    g->ms = median(times, ntimes);
-    for (int k = 0; k < g->nkernels; k++)
-      g->kernels[k].v = median(g->kernels[k].samples, g->kernels[k].nsamples);
-    for (int m = 0; m < g->nmetrics; m++)
-      g->metrics[m].v = median(g->metrics[m].samples, g->metrics[m].nsamples);
+        fold_test(rep->tests[j], g);
+    g->body.v = median_of(&g->body);
+    for (int k = 0; k < g->nkernels; k++) g->kernels[k].v = median_of(&g->kernels[k]);
+    for (int m = 0; m < g->nmetrics; m++) g->metrics[m].v = median_of(&g->metrics[m]);
   }
-  free(times);
 }
 
 static void fold_free(fold *f) {
   for (int i = 0; i < f->n; i++) {
-    for (int k = 0; k < f->a[i].nkernels; k++) free(f->a[i].kernels[k].samples);
-    for (int m = 0; m < f->a[i].nmetrics; m++) free(f->a[i].metrics[m].samples);
-    free(f->a[i].kernels), free(f->a[i].checks), free(f->a[i].metrics);
+    agg *g = &f->a[i];
+    free(g->body.samples);
+    for (int k = 0; k < g->nkernels; k++) free(g->kernels[k].samples);
+    for (int m = 0; m < g->nmetrics; m++) free(g->metrics[m].samples);
+    free(g->kernels), free(g->checks), free(g->metrics);
   }
   free(f->a);
 }
 
-/* ---- Findings -------------------------------------------------------------- */
+/* ---- Findings ----------------------------------------------------------------- */
 
-/* X(enum, name, is a regression, summary heading) */
-#define FIND_MAP(X)                                              \
-  X(NEWLY_FAILING, "newly_failing", 1, "newly failing")          \
-  X(NEWLY_FLAKY, "newly_flaky", 1, "newly flaky")                \
-  X(SLOWER_TEST, "slower_test", 1, "slower test")                \
-  X(SLOWER_KERNEL, "slower_kernel", 1, "slower kernel")          \
-  X(ERROR_GROWTH, "error_growth", 1, "error growth")             \
-  X(LOWER_METRIC, "lower_metric", 1, "lower metric")             \
-  X(FIXED, "fixed", 0, "fixed")                                  \
-  X(STILL_FAILING, "still_failing", 0, "still failing")          \
-  X(NEW_TEST, "new_test", 0, "new test")                         \
-  X(REMOVED_TEST, "removed_test", 0, "removed test")
-
-enum {
-#define FE(e, n, r, h) F_##e,
-  FIND_MAP(FE)
-#undef FE
-  NFIND
-};
-
-static const struct { const char *name, *heading; int regression; } kinds[] = {
+const krep__find_kind krep__find_kinds[KREP__NFIND] = {
 #define FT(e, n, r, h) {n, h, r},
-  FIND_MAP(FT)
+    KREP__FIND_MAP(FT)
 #undef FT
 };
 
-typedef struct finding {
-  int kind;
-  const char *test, *what;  /* kernel, check or metric name, or NULL */
-  double base, neu;         /* ms, max abs error or metric; NAN when n/a */
-  double ratio;             /* check: error/tolerance in NEW */
-  const char *unit;         /* metric */
-  const krep_test *rec;     /* NEW's record (or BASE's for removed) */
-} finding;
-
-typedef struct findings {
-  finding *f;
-  int n;
-  int counts[NFIND];
-} findings;
-
-static void add(findings *fs, finding f) {
+static void add(krep__findings *fs, krep__finding f) {
   fs->f = kh_xrealloc(fs->f, (size_t)(fs->n + 1) * sizeof *fs->f);
   fs->f[fs->n++] = f;
   fs->counts[f.kind]++;
 }
 
-static int slower(double base, double neu, double rel, double abs_ms) {
-  return !isnan(base) && !isnan(neu) && neu > base * (1 + rel) && neu - base > abs_ms;
-}
-
-static void compare_timing(findings *fs, const agg *b, const agg *n,
-                           const krep_diff_opts *o) {
-  if (b->failed || n->failed) return;
-  int before = fs->counts[F_SLOWER_KERNEL];
-  for (int k = 0; k < n->nkernels; k++) {
-    const named *nk = &n->kernels[k];
-    for (int j = 0; j < b->nkernels; j++)
-      if (strcmp(b->kernels[j].name, nk->name) == 0 &&
-          slower(b->kernels[j].v, nk->v, o->time_rel, o->kernel_abs_ms))
-        add(fs, (finding){F_SLOWER_KERNEL, n->id, nk->name, b->kernels[j].v, nk->v, 0,
-                          NULL, n->first});
-  }
-  /* A slower kernel already explains its test's slower body: one finding. */
-  if (fs->counts[F_SLOWER_KERNEL] == before &&
-      slower(b->ms, n->ms, o->time_rel, o->test_abs_ms))
-    add(fs, (finding){F_SLOWER_TEST, n->id, NULL, b->ms, n->ms, 0, NULL, n->first});
+/* A failing test's finding: its first failing record, and the repeats
+ * that failed when some passed. */
+static krep__finding failure(int kind, const agg *n) {
+  krep__finding f = {.kind = kind, .test = n->id, .rec = n->failing ? n->failing : n->first,
+                     .base = NAN, .neu = NAN};
+  f.failed = n->failed, f.repeats = n->repeats;
+  memcpy(f.failed_repeat, n->failed_repeat, sizeof f.failed_repeat);
+  return f;
 }
 
 /* A passing check whose max error grew past the factor. From an exact
  * zero, any error is growth (an exact kernel stopped being exact). */
-static void compare_checks(findings *fs, const agg *b, const agg *n,
+static void compare_checks(krep__findings *fs, const agg *b, const agg *n,
                            const krep_diff_opts *o) {
   for (int c = 0; c < n->nchecks; c++) {
     const named *nc = &n->checks[c];
@@ -215,218 +175,177 @@ static void compare_checks(findings *fs, const agg *b, const agg *n,
       const named *bc = &b->checks[j];
       if (strcmp(bc->name, nc->name) != 0 || isnan(bc->v)) continue;
       if (nc->v > bc->v * o->drift_factor && nc->v > 0)
-        add(fs, (finding){F_ERROR_GROWTH, n->id, nc->name, bc->v, nc->v, nc->ratio,
-                          NULL, n->first});
+        add(fs, (krep__finding){.kind = F_ERROR_GROWTH, .test = n->id, .what = nc->name,
+                                .base = bc->v, .neu = nc->v, .ratio = nc->ratio,
+                                .rec = n->first});
     }
   }
 }
+
+static void compare(krep__findings *fs, const fold *B, const fold *N, const krep_diff_opts *o) {
+  for (int i = 0; i < N->n; i++) {
+    const agg *n = &N->a[i], *b = find(B, n->id);
+    krep__finding f = {.test = n->id, .rec = n->first, .base = NAN, .neu = NAN};
+    if (!b) {
+      f.kind = F_NEW_TEST;
+      add(fs, f);
+      if (n->failed) add(fs, failure(F_NEWLY_FAILING, n));
+      continue;
+    }
+    if (n->failed) {
+      add(fs, failure(b->failed ? F_STILL_FAILING : F_NEWLY_FAILING, n));
+    } else if (b->failed) {
+      f.kind = F_FIXED, add(fs, f);
+    }
+    if (n->flaky && !b->flaky) f.kind = F_NEWLY_FLAKY, add(fs, f);
+    compare_checks(fs, b, n, o);
+  }
+  for (int i = 0; i < B->n; i++)
+    if (!find(N, B->a[i].id))
+      add(fs, (krep__finding){.kind = F_REMOVED_TEST, .test = B->a[i].id,
+                              .rec = B->a[i].first, .base = NAN, .neu = NAN});
+}
+
+/* ---- Speed ---------------------------------------------------------------------------- */
+
+enum { FIG_BODY, FIG_KERNEL, FIG_METRIC };
 
 /* Throughputs, where higher is better, by their unit. */
 static int throughput(const char *unit) {
   return unit && (strcmp(unit, "GB/s") == 0 || strcmp(unit, "TFLOP/s") == 0);
 }
 
-/* A throughput metric of a test that passed in both reports, lower in NEW
- * by more than the threshold. */
-static void compare_metrics(findings *fs, const agg *b, const agg *n,
-                            const krep_diff_opts *o) {
-  if (b->failed || n->failed) return;
-  for (int m = 0; m < n->nmetrics; m++) {
-    const named *nm = &n->metrics[m];
-    if (!throughput(nm->unit) || isnan(nm->v)) continue;
-    for (int j = 0; j < b->nmetrics; j++) {
-      const named *bm = &b->metrics[j];
-      if (strcmp(bm->name, nm->name) != 0 || isnan(bm->v) || bm->v <= 0) continue;
-      if (nm->v < bm->v * (1 - o->metric_rel))
-        add(fs, (finding){F_LOWER_METRIC, n->id, nm->name, bm->v, nm->v, 0, nm->unit,
-                          n->first});
+typedef struct figures {
+  krep__fig *f;
+  int n;
+  double *hist;             /* n * nh medians on earlier nights */
+  int nh;
+} figures;
+
+static void add_fig(figures *F, const agg *n, int kind, const named *b, const named *x,
+                    const fold *H, int nh) {
+  krep__fig *f = &F->f[F->n];
+  *f = (krep__fig){.test = n->id, .what = kind == FIG_BODY ? NULL : x->name, .kind = kind,
+                   .higher_better = kind == FIG_METRIC, .b = b->samples, .nb = b->nsamples,
+                   .n = x->samples, .nn = x->nsamples, .h = F->hist + (size_t)F->n * nh,
+                   .nh = nh, .unit = x->unit};
+  for (int k = 0; k < nh; k++) {
+    const agg *g = find(&H[k], n->id);
+    const named *s = NULL;
+    if (g && !g->failed) {
+      if (kind == FIG_BODY) s = &g->body;
+      for (int i = 0; kind == FIG_KERNEL && i < g->nkernels; i++)
+        if (strcmp(g->kernels[i].name, x->name) == 0) s = &g->kernels[i];
+      for (int i = 0; kind == FIG_METRIC && i < g->nmetrics; i++)
+        if (strcmp(g->metrics[i].name, x->name) == 0) s = &g->metrics[i];
     }
+    F->hist[(size_t)F->n * nh + k] = s ? s->v : NAN;
   }
+  F->n++;
 }
 
-static void compare(findings *fs, const fold *B, const fold *N, const krep_diff_opts *o) {
+/* Every timed figure of a test that passed in both runs. */
+static void collect(figures *F, const fold *B, const fold *N, const fold *H, int nh) {
+  int cap = 0;
+  for (int i = 0; i < N->n; i++) cap += 1 + N->a[i].nkernels + N->a[i].nmetrics;
+  F->f = kh_xcalloc((size_t)cap + 1, sizeof *F->f);
+  F->hist = kh_xcalloc((size_t)(cap + 1) * (size_t)(nh + 1), sizeof *F->hist);
+  F->nh = nh;
   for (int i = 0; i < N->n; i++) {
     const agg *n = &N->a[i], *b = find(B, n->id);
-    finding f = {0, n->id, NULL, NAN, NAN, 0, NULL, n->first};
-    if (!b) {
-      f.kind = F_NEW_TEST;
-      add(fs, f);
-      if (n->failed) f.kind = F_NEWLY_FAILING, add(fs, f);
-      continue;
+    if (!b || b->failed || n->failed) continue;
+    add_fig(F, n, FIG_BODY, &b->body, &n->body, H, nh);
+    for (int k = 0; k < n->nkernels; k++)
+      for (int j = 0; j < b->nkernels; j++)
+        if (strcmp(b->kernels[j].name, n->kernels[k].name) == 0)
+          add_fig(F, n, FIG_KERNEL, &b->kernels[j], &n->kernels[k], H, nh);
+    for (int m = 0; m < n->nmetrics; m++)
+      for (int j = 0; throughput(n->metrics[m].unit) && j < b->nmetrics; j++)
+        if (strcmp(b->metrics[j].name, n->metrics[m].name) == 0)
+          add_fig(F, n, FIG_METRIC, &b->metrics[j], &n->metrics[m], H, nh);
+  }
+}
+
+/* Night k's run-wide shift against the base: the median over the figures
+ * it has of ln(its median / the base's). */
+static double night_shift(const figures *F, int k) {
+  double *v = kh_xcalloc((size_t)F->n + 1, sizeof *v);
+  int n = 0;
+  for (int i = 0; i < F->n; i++) {
+    const krep__fig *f = &F->f[i];
+    if (f->used && f->h[k] > 0 && !isinf(f->h[k]))
+      v[n++] = log(f->h[k] / f->base) * (f->higher_better ? -1 : 1);
+  }
+  double m = n ? krep__median(v, n) : NAN;
+  free(v);
+  return m;
+}
+
+/* Past the thresholds: a time slower by more than --time-rel (and the
+ * absolute one), a throughput lower by more than --metric-rel of its base. */
+static int slower_enough(const krep__fig *f, double run_shift, const krep_diff_opts *o) {
+  if (f->kind == FIG_METRIC) return 1 - exp(-f->excess) > o->metric_rel;
+  if (exp(f->excess) - 1 <= o->time_rel) return 0;
+  double abs_ms = f->kind == FIG_BODY ? o->test_abs_ms : o->kernel_abs_ms;
+  return f->neu - f->base * exp(run_shift) > abs_ms;
+}
+
+static void judge_speed(krep__findings *fs, figures *F, const krep_diff_opts *o) {
+  krep__noise *nz = &fs->noise;
+  krep__noise_judge(F->f, F->n, nz);
+  double *hs = kh_xcalloc((size_t)F->nh + 1, sizeof *hs);
+  int nhs = 0;
+  for (int k = 0; k < F->nh; k++) {
+    double s = night_shift(F, k);
+    if (!isnan(s)) hs[nhs++] = s;
+  }
+  krep__noise_run(hs, nhs, nz);
+  free(hs);
+  /* The confidence is over every figure at once (Bonferroni). */
+  fs->p_needed = nz->nfig ? (1 - o->confidence) / nz->nfig : 0;
+  if (nz->run_judged && nz->run_p <= 1 - o->confidence && exp(nz->run_shift) - 1 > o->time_rel)
+    add(fs, (krep__finding){.kind = F_SLOWER_RUN, .test = "(run)", .base = NAN, .neu = NAN,
+                            .p = nz->run_p});
+  for (int i = 0; i < F->n; i++) {
+    const krep__fig *f = &F->f[i];
+    if (!f->used || f->p > fs->p_needed || !slower_enough(f, nz->run_shift, o)) continue;
+    /* A slower kernel already explains its test's slower body. */
+    if (f->kind == FIG_BODY) {
+      int explained = 0;
+      for (int k = 0; k < F->n; k++)
+        explained |= F->f[k].kind == FIG_KERNEL && F->f[k].test == f->test &&
+                     F->f[k].used && F->f[k].p <= fs->p_needed &&
+                     slower_enough(&F->f[k], nz->run_shift, o);
+      if (explained) continue;
     }
-    if (n->failed) {
-      f.kind = b->failed ? F_STILL_FAILING : F_NEWLY_FAILING;
-      add(fs, f);
-    } else if (b->failed) {
-      f.kind = F_FIXED, add(fs, f);
-    }
-    if (n->flaky && !b->flaky) f.kind = F_NEWLY_FLAKY, add(fs, f);
-    compare_timing(fs, b, n, o);
-    compare_checks(fs, b, n, o);
-    compare_metrics(fs, b, n, o);
+    static const int kind[] = {F_SLOWER_TEST, F_SLOWER_KERNEL, F_LOWER_METRIC};
+    add(fs, (krep__finding){.kind = kind[f->kind], .test = f->test, .what = f->what,
+                            .base = f->base, .neu = f->neu, .unit = f->unit, .fig = *f,
+                            .speed = 1, .p = f->p});
   }
-  for (int i = 0; i < B->n; i++)
-    if (!find(N, B->a[i].id))
-      add(fs, (finding){F_REMOVED_TEST, B->a[i].id, NULL, NAN, NAN, 0, NULL,
-                        B->a[i].first});
-}
-
-/* ---- Output ------------------------------------------------------------------ */
-
-static const char *message(const finding *f) {
-  return f->rec->message ? f->rec->message : "";
-}
-
-static void line(FILE *out, const finding *f) {
-  fprintf(out, "  %-14s %s", kinds[f->kind].heading, f->test);
-  switch (f->kind) {
-  case F_NEWLY_FAILING: case F_STILL_FAILING: case F_NEWLY_FLAKY:
-    fprintf(out, ": %s%s%s", krep_outcome_name(f->rec->outcome),
-            *message(f) ? ": " : "", message(f));
-    break;
-  case F_SLOWER_TEST:
-    fprintf(out, ": body %.3g ms -> %.3g ms (x%.2f)", f->base, f->neu, f->neu / f->base);
-    break;
-  case F_SLOWER_KERNEL:
-    fprintf(out, " kernel %s: median %.3g ms -> %.3g ms (x%.2f)", f->what, f->base,
-            f->neu, f->neu / f->base);
-    break;
-  case F_ERROR_GROWTH:
-    fprintf(out, " check %s: max abs %.3g -> %.3g (x%.3g), %.3g of its tolerance",
-            f->what, f->base, f->neu, f->base > 0 ? f->neu / f->base : INFINITY,
-            f->ratio);
-    break;
-  case F_LOWER_METRIC:
-    fprintf(out, " metric %s: %.4g -> %.4g %s (x%.2f)", f->what, f->base, f->neu,
-            f->unit ? f->unit : "", f->neu / f->base);
-    break;
-  default: break;
-  }
-  fputc('\n', out);
-}
-
-static void start_of(const krep_report *r, char *out, size_t n) {
-  if (isnan(r->start_s)) snprintf(out, n, "?");
-  else kh_iso_time(r->start_s, out, n);
-}
-
-static void summary(FILE *out, const krep_report *b, const krep_report *n,
-                    const findings *fs, int regressions) {
-  char bs[40], ns[40];
-  start_of(b, bs, sizeof bs), start_of(n, ns, sizeof ns);
-  fprintf(out, "kiln report diff\n  base %s (git %s, %s)\n  new  %s (git %s, %s)\n",
-          b->path, b->git && *b->git ? b->git : "?", bs, n->path,
-          n->git && *n->git ? n->git : "?", ns);
-  fprintf(out, "%s: %d regression%s", regressions ? "REGRESSED" : "no regressions",
-          regressions, regressions == 1 ? "" : "s");
-  for (int k = 0; k < NFIND; k++)
-    if (fs->counts[k]) fprintf(out, ", %d %s", fs->counts[k], kinds[k].heading);
-  fputc('\n', out);
-  for (int pass = 1; pass >= 0; pass--)   /* regressions first */
-    for (int i = 0; i < fs->n; i++)
-      if (kinds[fs->f[i].kind].regression == pass) line(out, &fs->f[i]);
-}
-
-static void knum(krep_yaml *y, const char *k, double v) {
-  krep_yaml_key(y, k);
-  krep_yaml_ms(y, v);
-}
-
-static void kstr(krep_yaml *y, const char *k, const char *v) {
-  krep_yaml_key(y, k);
-  krep_yaml_str(y, v);
-}
-
-static void yaml_finding(krep_yaml *y, const finding *f) {
-  krep_yaml_map(y, 1);
-  kstr(y, "kind", kinds[f->kind].name);
-  krep_yaml_key(y, "regression");
-  krep_yaml_bool(y, kinds[f->kind].regression);
-  kstr(y, "test", f->test);
-  if (f->kind == F_SLOWER_KERNEL) kstr(y, "kernel", f->what);
-  if (f->kind == F_ERROR_GROWTH) kstr(y, "check", f->what);
-  if (f->kind == F_LOWER_METRIC) {
-    kstr(y, "metric", f->what);
-    kstr(y, "unit", f->unit ? f->unit : "");
-    knum(y, "base", f->base), knum(y, "new", f->neu), knum(y, "factor", f->neu / f->base);
-  }
-  if (f->kind <= F_NEWLY_FLAKY || f->kind == F_STILL_FAILING) {
-    kstr(y, "outcome", krep_outcome_name(f->rec->outcome));
-    kstr(y, "message", message(f));
-  }
-  if (f->kind == F_SLOWER_TEST || f->kind == F_SLOWER_KERNEL) {
-    knum(y, "base_ms", f->base), knum(y, "new_ms", f->neu);
-    knum(y, "factor", f->neu / f->base);
-  }
-  if (f->kind == F_ERROR_GROWTH) {
-    knum(y, "base_max_abs", f->base), knum(y, "new_max_abs", f->neu);
-    knum(y, "factor", f->base > 0 ? f->neu / f->base : INFINITY);
-    knum(y, "new_error_to_tolerance", f->ratio);
-  }
-  krep_yaml_end(y);
-}
-
-static void yaml_rep(krep_yaml *y, const char *key, const krep_report *r) {
-  char start[40];
-  start_of(r, start, sizeof start);
-  int counts[KREP_NOUTCOMES];
-  krep_yaml_key(y, key);
-  krep_yaml_map(y, 1);
-  kstr(y, "path", r->path);
-  kstr(y, "git", r->git ? r->git : "");
-  kstr(y, "start", start);
-  krep_yaml_key(y, "tests");
-  krep_yaml_int(y, krep_count(r, counts));
-  krep_yaml_end(y);
-}
-
-static int yaml(const krep_report *b, const krep_report *n, const krep_diff_opts *o,
-                const findings *fs, int regressions, kh_err *err) {
-  krep_yaml *y = krep_yaml_open(o->yaml_path, err);
-  if (!y) return -1;
-  krep_yaml_map(y, 0);
-  krep_yaml_key(y, "format_version");
-  krep_yaml_int(y, 1);
-  yaml_rep(y, "base", b);
-  yaml_rep(y, "new", n);
-  krep_yaml_key(y, "thresholds");
-  krep_yaml_map(y, 1);
-  knum(y, "time_rel", o->time_rel), knum(y, "test_abs_ms", o->test_abs_ms);
-  knum(y, "kernel_abs_ms", o->kernel_abs_ms), knum(y, "drift_factor", o->drift_factor);
-  knum(y, "metric_rel", o->metric_rel);
-  krep_yaml_end(y);
-  krep_yaml_key(y, "regressed");
-  krep_yaml_bool(y, regressions > 0);
-  krep_yaml_key(y, "regressions");
-  krep_yaml_int(y, regressions);
-  krep_yaml_key(y, "counts");
-  krep_yaml_map(y, 0);
-  for (int k = 0; k < NFIND; k++) {
-    krep_yaml_key(y, kinds[k].name);
-    krep_yaml_int(y, fs->counts[k]);
-  }
-  krep_yaml_end(y);
-  krep_yaml_key(y, "findings");
-  krep_yaml_seq(y, fs->n == 0);
-  for (int i = 0; i < fs->n; i++) yaml_finding(y, &fs->f[i]);
-  krep_yaml_end(y);
-  krep_yaml_end(y);
-  return krep_yaml_close(y, err);
 }
 
 int krep_diff(const krep_report *base, const krep_report *neu, const krep_diff_opts *o,
               FILE *out, int *regressions, kh_err *err) {
   fold B, N;
-  findings fs = {0};
+  fold *H = kh_xcalloc((size_t)o->nhistory + 1, sizeof *H);
+  krep__findings fs;
+  memset(&fs, 0, sizeof fs);
   fold_rep(base, &B);
   fold_rep(neu, &N);
+  for (int k = 0; k < o->nhistory; k++) fold_rep(&o->history[k], &H[k]);
   compare(&fs, &B, &N, o);
+  figures F = {0};
+  collect(&F, &B, &N, H, o->nhistory);
+  judge_speed(&fs, &F, o);
   *regressions = 0;
-  for (int i = 0; i < fs.n; i++) *regressions += kinds[fs.f[i].kind].regression;
-  summary(out, base, neu, &fs, *regressions);
-  int rc = o->yaml_path ? yaml(base, neu, o, &fs, *regressions, err) : 0;
-  free(fs.f);
+  for (int i = 0; i < fs.n; i++) *regressions += krep__find_kinds[fs.f[i].kind].regression;
+  krep__diff_summary(out, base, neu, o, &fs, *regressions);
+  int rc = o->yaml_path ? krep__diff_yaml(base, neu, o, &fs, *regressions, err) : 0;
+  free(fs.f), free(F.f), free(F.hist);
   fold_free(&B);
   fold_free(&N);
+  for (int k = 0; k < o->nhistory; k++) fold_free(&H[k]);
+  free(H);
   return rc;
 }

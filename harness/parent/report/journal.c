@@ -1,15 +1,19 @@
-/* The journal: the run as it happens, one write() per finished test, in
- * the protocol's record syntax (its own record types are described here
- * the way records.h describes a child's). A test run is a `run` record
- * (the parent's view), the child's records as `rec <record>`, a `tail` and
- * `done`; the run starts with `kiln`, `shard`, `device`, `setting` and
- * `selector` records and ends with `finish`. `kiln report rebuild` turns a
- * journal back into the model, so rebuilding replays what was seen.
+/* The journal: the run as it happens, in the protocol's record syntax (its
+ * own record types are described here the way records.h describes a
+ * child's). The run starts with `kiln`, `shard`, `device`, `setting`,
+ * `selector` and `plan` (the runs it sets out to make) records; a test run
+ * writes `start` before its test runs, and when it has finished a `run`
+ * record (the parent's view), the child's records as `rec <record>`, the
+ * processes it left (`left`), a `tail` and `done`; the run ends with
+ * `finish`. `kiln report rebuild` turns a journal back into the model, so
+ * rebuilding replays what was seen; a `start` with no `run` after it is a
+ * test run kiln died during (lost).
  */
 #include "report-impl.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +26,27 @@ typedef struct jkiln {
   const char *version, *git, *host, *backend, *config, *out, *token_key;
   double start;
   const char *command;
+  long long pid;
+  const char *containment, *allot;
 } jkiln;
+
+typedef struct jplan {
+  long long runs;
+} jplan;
+
+typedef struct jstart {
+  long long seq;
+  const char *id, *suite, *tags;
+  long long repeat, attempt, device, slots, pid;
+  double start;
+} jstart;
+
+typedef struct jleft {
+  long long pid;
+  const char *command, *how;
+  long long killed;
+  const char *error;
+} jleft;
 
 typedef struct jshard {
   long long index, count, selected, total;
@@ -56,6 +80,7 @@ typedef struct jrun {
 typedef struct jfinish {
   double end;
   long long interrupted, not_run, parent_gpu_clean, peak_rss_kb;
+  const char *nothing_tested;
 } jfinish;
 
 #define K(s, name, type) {#name, type, offsetof(s, name), 0}
@@ -64,7 +89,17 @@ static const kp_key kiln_keys[] = {
     K(jkiln, format, KP_INT), K(jkiln, version, KP_STR), K(jkiln, git, KP_STR),
     K(jkiln, host, KP_STR), K(jkiln, backend, KP_STR), K(jkiln, config, KP_STR),
     K(jkiln, out, KP_STR), K(jkiln, token_key, KP_STR), K(jkiln, start, KP_DOUBLE),
-    K(jkiln, command, KP_STR)};
+    K(jkiln, command, KP_STR), O(jkiln, pid, KP_INT), K(jkiln, containment, KP_STR),
+    K(jkiln, allot, KP_STR)};
+static const kp_key plan_keys[] = {K(jplan, runs, KP_INT)};
+static const kp_key start_keys[] = {
+    K(jstart, seq, KP_INT), K(jstart, id, KP_STR), K(jstart, suite, KP_STR),
+    K(jstart, tags, KP_STR), K(jstart, repeat, KP_INT), K(jstart, attempt, KP_INT),
+    K(jstart, device, KP_INT), K(jstart, slots, KP_INT), O(jstart, pid, KP_INT),
+    K(jstart, start, KP_DOUBLE)};
+static const kp_key left_keys[] = {
+    K(jleft, pid, KP_INT), K(jleft, command, KP_STR), K(jleft, how, KP_STR),
+    K(jleft, killed, KP_INT), K(jleft, error, KP_STR)};
 static const kp_key shard_keys[] = {
     K(jshard, index, KP_INT), K(jshard, count, KP_INT), K(jshard, selected, KP_INT),
     K(jshard, total, KP_INT), K(jshard, method, KP_STR), K(jshard, source, KP_STR)};
@@ -87,13 +122,15 @@ static const kp_key run_keys[] = {
 static const kp_key finish_keys[] = {
     K(jfinish, end, KP_DOUBLE), K(jfinish, interrupted, KP_INT),
     K(jfinish, not_run, KP_INT), K(jfinish, parent_gpu_clean, KP_INT),
-    O(jfinish, peak_rss_kb, KP_INT)};
+    O(jfinish, peak_rss_kb, KP_INT), K(jfinish, nothing_tested, KP_STR)};
 #define D(tag, keys) {tag, keys, (int)(sizeof keys / sizeof keys[0])}
 static const kp_rdesc rec_kiln = D("kiln", kiln_keys), rec_shard = D("shard", shard_keys),
                       rec_setting = D("setting", setting_keys),
                       rec_selector = D("selector", selector_keys),
                       rec_tail = D("tail", tail_keys), rec_run = D("run", run_keys),
-                      rec_finish = D("finish", finish_keys), rec_done = {"done", NULL, 0};
+                      rec_finish = D("finish", finish_keys), rec_done = {"done", NULL, 0},
+                      rec_plan = D("plan", plan_keys), rec_start = D("start", start_keys),
+                      rec_left = D("left", left_keys);
 
 /* ---- Writing --------------------------------------------------------------------- */
 
@@ -138,7 +175,9 @@ krep_journal *krep_journal_open(const krep_report *rep, const char *path,
   krep_journal *j = kh_xcalloc(1, sizeof *j);
   j->fd = fd;
   jkiln k = {KREP_FORMAT, rep->kiln_version, rep->git, rep->host, rep->backend,
-             rep->config, rep->out_dir, rep->token_key, rep->start_s, rep->command};
+             rep->config, rep->out_dir, rep->token_key, rep->start_s, rep->command,
+             rep->kiln_pid >= 0 ? rep->kiln_pid : KP_NONE, rep->containment,
+             rep->allot_source};
   put(j, &rec_kiln, &k);
   if (rep->shard.count) {
     jshard s = {rep->shard.index, rep->shard.count, rep->shard.selected,
@@ -160,6 +199,25 @@ krep_journal *krep_journal_open(const krep_report *rep, const char *path,
   flush(j);
   (void)fdatasync(fd);
   return j;
+}
+
+void krep_journal_plan(krep_journal *j, int runs) {
+  if (!j) return;
+  put(j, &rec_plan, &(jplan){runs});
+  flush(j);
+}
+
+void krep_journal_start(krep_journal *j, const krep_test *t) {
+  if (!j) return;
+  jstart st = {t->seq, t->id, t->suite, t->tags, t->repeat, t->attempt, t->device,
+               t->slots, t->pid, t->started_s};
+  put(j, &rec_start, &st);
+  flush(j);
+}
+
+static void put_procs(krep_journal *j, const krep_proc *p, int n) {
+  for (int i = 0; i < n; i++)
+    put(j, &rec_left, &(jleft){p[i].pid, p[i].command, p[i].how, p[i].killed, p[i].error});
 }
 
 void krep_journal_test(krep_journal *j, const krep_test *t) {
@@ -185,6 +243,7 @@ void krep_journal_test(krep_journal *j, const krep_test *t) {
     for (int k = 0; k < x->n; k++) kp_add_str(&j->rec, x->f[k].key, x->f[k].value);
     put_rec(j);
   }
+  put_procs(j, t->procs, t->nprocs);
   char tail[8192];
   put(j, &rec_tail, &(jpair){NULL, cut(t->log_tail ? t->log_tail : "", tail, sizeof tail)});
   put(j, &rec_done, NULL);
@@ -197,8 +256,9 @@ void krep_journal_test(krep_journal *j, const krep_test *t) {
 
 void krep_journal_close(krep_journal *j, const krep_report *rep) {
   if (!j) return;
+  put_procs(j, rep->procs, rep->nprocs);
   jfinish f = {rep->end_s, rep->interrupted, rep->not_run, rep->parent_gpu_clean,
-               rep->peak_rss_kb >= 0 ? rep->peak_rss_kb : KP_NONE};
+               rep->peak_rss_kb >= 0 ? rep->peak_rss_kb : KP_NONE, rep->nothing_tested};
   put(j, &rec_finish, &f);
   flush(j);
   (void)fdatasync(j->fd);
@@ -275,12 +335,75 @@ static void read_header(krep_report *rep, const kp_record *rec) {
   rep->token_key = krep_str(rep, k.token_key);
   rep->command = krep_str(rep, k.command);
   rep->start_s = k.start;
+  rep->kiln_pid = k.pid == KP_NONE ? -1 : k.pid;
+  rep->containment = nonempty(rep, k.containment);
+  rep->allot_source = nonempty(rep, k.allot);
 }
 
-/* One line of the journal; *cur is the test run being read. */
-static void read_line(krep_report *rep, krep_test **cur, char *line) {
+/* What the reader keeps besides the model: the `start` records, to find
+ * the runs kiln died during. */
+typedef struct jstate {
+  krep_test *cur;           /* the run being read */
+  jstart *starts;           /* strings interned in the report */
+  int nstarts;
+} jstate;
+
+static void keep_start(krep_report *rep, jstate *js, const kp_record *r) {
+  jstart st;
+  if (kp_decode(&rec_start, r->fields, r->nfields, &st, NULL, 0) != 0 || !st.id) return;
+  js->starts = kh_xrealloc(js->starts, (size_t)(js->nstarts + 1) * sizeof *js->starts);
+  st.id = krep_str(rep, st.id);
+  st.suite = krep_str(rep, st.suite);
+  st.tags = krep_str(rep, st.tags);
+  js->starts[js->nstarts++] = st;
+}
+
+static void read_left(krep_report *rep, krep_test *t, const kp_record *r) {
+  jleft l;
+  if (kp_decode(&rec_left, r->fields, r->nfields, &l, NULL, 0) != 0) return;
+  krep_proc p = {l.pid, l.command, l.how, (int)l.killed, nonempty(rep, l.error)};
+  krep_add_proc(rep, t, &p);
+}
+
+/* A test run that started and never finished: kiln died during it. */
+static void lost(krep_report *rep, const jstart *st) {
+  krep_test *t = krep_test_new(rep, st->id, st->suite, st->tags);
+  t->seq = (int)st->seq;
+  t->repeat = st->repeat ? (int)st->repeat : 1;
+  t->attempt = st->attempt ? (int)st->attempt : 1;
+  t->device = (int)st->device;
+  t->slots = (int)st->slots;
+  t->pid = st->pid;
+  t->started_s = st->start;
+  t->outcome = KREP_LOST;
+  char pid[32] = "";
+  if (rep->kiln_pid >= 0) snprintf(pid, sizeof pid, " (pid %lld)", rep->kiln_pid);
+  char *msg = kh_asprintf("lost: kiln%s died while this test ran; its result and its "
+                          "output are unknown", pid);
+  t->message = krep_str(rep, msg);
+  free(msg);
+}
+
+/* Runs of the plan never started: the plan less every (test, repeat) that
+ * has a final record. */
+static int not_run(const krep_report *rep) {
+  int done = 0;
+  for (int i = 0; i < rep->ntests; i++) {
+    const krep_test *t = rep->tests[i];
+    if (!t->final) continue;
+    int seen = 0;
+    for (int k = 0; k < i && !seen; k++)
+      seen = rep->tests[k]->final && rep->tests[k]->repeat == t->repeat &&
+             strcmp(rep->tests[k]->id, t->id) == 0;
+    done += !seen;
+  }
+  return rep->planned > done ? rep->planned - done : 0;
+}
+
+/* One line of the journal. */
+static void read_line(krep_report *rep, jstate *js, char *line) {
   if (strncmp(line, "rec ", 4) == 0) {
-    read_rec(rep, *cur, line + 4);
+    read_rec(rep, js->cur, line + 4);
     return;
   }
   kp_record r;
@@ -288,6 +411,7 @@ static void read_line(krep_report *rep, krep_test **cur, char *line) {
   jshard s;
   jpair p;
   jfinish f;
+  jplan plan;
   kp_device d;
   if (strcmp(r.tag, "kiln") == 0) {
     read_header(rep, &r);
@@ -308,14 +432,21 @@ static void read_line(krep_report *rep, krep_test **cur, char *line) {
   } else if (strcmp(r.tag, "selector") == 0 &&
              kp_decode(&rec_selector, r.fields, r.nfields, &p, NULL, 0) == 0) {
     krep_add_selector(rep, p.value ? p.value : "");
+  } else if (strcmp(r.tag, "plan") == 0 &&
+             kp_decode(&rec_plan, r.fields, r.nfields, &plan, NULL, 0) == 0) {
+    rep->planned = plan.runs >= 0 && plan.runs <= INT_MAX ? (int)plan.runs : -1;
+  } else if (strcmp(r.tag, "start") == 0) {
+    keep_start(rep, js, &r);
   } else if (strcmp(r.tag, "run") == 0) {
-    if (*cur) krep__drop_last(rep);   /* a run whose `done` never came */
-    *cur = read_run(rep, &r);
-  } else if (strcmp(r.tag, "tail") == 0 && *cur &&
+    if (js->cur) krep__drop_last(rep);   /* a run whose `done` never came */
+    js->cur = read_run(rep, &r);
+  } else if (strcmp(r.tag, "left") == 0) {
+    read_left(rep, js->cur, &r);
+  } else if (strcmp(r.tag, "tail") == 0 && js->cur &&
              kp_decode(&rec_tail, r.fields, r.nfields, &p, NULL, 0) == 0) {
-    (*cur)->log_tail = krep_str(rep, p.value ? p.value : "");
+    js->cur->log_tail = krep_str(rep, p.value ? p.value : "");
   } else if (strcmp(r.tag, "done") == 0) {
-    *cur = NULL;
+    js->cur = NULL;
   } else if (strcmp(r.tag, "finish") == 0 &&
              kp_decode(&rec_finish, r.fields, r.nfields, &f, NULL, 0) == 0) {
     rep->finished = 1;
@@ -324,6 +455,7 @@ static void read_line(krep_report *rep, krep_test **cur, char *line) {
     rep->not_run = (int)f.not_run;
     rep->parent_gpu_clean = kp_get(&r, "parent_gpu_clean") ? (int)f.parent_gpu_clean : -1;
     rep->peak_rss_kb = f.peak_rss_kb == KP_NONE ? -1 : f.peak_rss_kb;
+    rep->nothing_tested = nonempty(rep, f.nothing_tested);
   }
 }
 
@@ -361,30 +493,48 @@ static int by_seq(const void *a, const void *b) {
   return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
+/* Journal lines are short (a record is at most KP_MAX_LINE bytes); a line
+ * far past that is no journal of kiln's. */
+#define MAX_LINE ((size_t)1 << 20)
+
 int krep_journal_read(const char *path, krep_report *rep, kh_err *err) {
   krep_init(rep);
-  FILE *f = fopen(path, "re");
-  if (!f) return kh_errf(err, "%s: %s", path, strerror(errno));
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t n;
-  krep_test *cur = NULL;
-  while ((n = getline(&line, &cap, f)) > 0) {
-    if (line[n - 1] != '\n') break;  /* torn by a kill mid-write */
-    line[n - 1] = '\0';
-    read_line(rep, &cur, line);
+  kh_lines in;
+  if (kh_lines_open(&in, path, MAX_LINE) != 0) return kh_errf(err, "%s: %s", path, strerror(errno));
+  jstate js = {0};
+  char *line;
+  int r;
+  while ((r = kh_lines_next(&in, &line)) > 0) read_line(rep, &js, line);
+  if (r < 0) {
+    int e = errno;
+    long lineno = in.lineno + 1;
+    kh_lines_close(&in);
+    free(js.starts);
+    if (e == EMSGSIZE)
+      return kh_errf(err, "%s:%ld: a line longer than %zu MiB: not a kiln journal, or a "
+                     "damaged one", path, lineno, MAX_LINE >> 20);
+    return kh_errf(err, "%s: %s", path, strerror(e));
   }
-  if (cur) krep__drop_last(rep);
-  free(line);
-  fclose(f);
-  if (!rep->kiln_version)
+  kh_lines_close(&in);
+  if (js.cur) krep__drop_last(rep);    /* torn by a kill mid-write */
+  if (!rep->kiln_version) {
+    free(js.starts);
     return kh_errf(err, "%s: not a kiln journal (no header record)", path);
+  }
+  /* Every start without its run: kiln died during it. */
+  for (int i = 0; i < js.nstarts; i++) {
+    int done = 0;
+    for (int k = 0; k < rep->ntests && !done; k++) done = rep->tests[k]->seq == js.starts[i].seq;
+    if (!done) lost(rep, &js.starts[i]);
+  }
+  free(js.starts);
   qsort(rep->tests, (size_t)rep->ntests, sizeof *rep->tests, by_seq);
   if (!rep->finished) {
     rep->interrupted = 1;
     rep->end_s = rep->start_s;
     for (int i = 0; i < rep->ntests; i++)
       if (rep->tests[i]->ended_s > rep->end_s) rep->end_s = rep->tests[i]->ended_s;
+    rep->not_run = not_run(rep);
   }
   return 0;
 }

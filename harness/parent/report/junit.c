@@ -218,10 +218,14 @@ static void suite(kh_buf *b, const krep_report *rep, const char *name, int id) {
   attr(b, "timestamp", ts);
   attr(b, "hostname", rep->host ? rep->host : "");
   LIT(b, ">\n    <properties>\n");
+  /* kiln.nothing_tested only when the run tested nothing (and so failed,
+   * though its test cases show only skips). */
   const char *props[][2] = {{"kiln.version", rep->kiln_version}, {"kiln.git", rep->git},
                             {"kiln.backend", rep->backend}, {"kiln.command", rep->command},
-                            {"kiln.report", rep->path}};
+                            {"kiln.report", rep->path},
+                            {"kiln.nothing_tested", rep->nothing_tested}};
   for (size_t i = 0; i < sizeof props / sizeof props[0]; i++) {
+    if (i == 5 && !rep->nothing_tested) continue;
     LIT(b, "      <property");
     attr(b, "name", props[i][0]);
     attr(b, "value", props[i][1] ? props[i][1] : "");

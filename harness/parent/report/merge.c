@@ -182,6 +182,8 @@ static void copy_test(krep_report *out, const krep_test *s, int from) {
   t->recs = recs, t->nrecs = t->recs_cap = 0, t->recs_bytes = 0;
   for (int i = 0; i < s->nrecs; i++)
     krep_test_keep(out, t, s->recs[i]->tag, s->recs[i]->f, s->recs[i]->n);
+  t->procs = NULL, t->nprocs = 0;
+  for (int i = 0; i < s->nprocs; i++) krep_add_proc(out, t, &s->procs[i]);
   t->extra = NULL, t->nextra = 0;
   if (s->nextra) t->extra = kh_xcalloc((size_t)s->nextra, sizeof *t->extra);
   for (int i = 0; i < s->nextra; i++, t->nextra++)
@@ -203,6 +205,8 @@ static void copy_meta(krep_report *out, const minput *in, int n) {
   out->host = krep_str(out, r0->host);
   out->backend = krep_str(out, r0->backend);
   out->config = krep_str(out, r0->config);
+  out->containment = krep_str(out, r0->containment);
+  out->allot_source = krep_str(out, r0->allot_source);
   for (int i = 0; i < r0->ndevices; i++) krep_add_device(out, &r0->devices[i]);
   for (int i = 0; i < r0->nset; i++) krep_add_setting(out, r0->set_keys[i], r0->set_values[i]);
   for (int i = 0; i < r0->nselection; i++) krep_add_selector(out, r0->selection[i]);
@@ -217,6 +221,10 @@ static void copy_meta(krep_report *out, const minput *in, int n) {
     out->duration_s = fmax(out->duration_s, krep_duration(r));
     out->interrupted |= r->interrupted;
     out->not_run += r->not_run;
+    for (int k = 0; k < r->nprocs; k++) krep_add_proc(out, NULL, &r->procs[k]);
+    /* The merged run tested nothing only if no shard tested anything. */
+    if (i == 0 || out->nothing_tested)
+      out->nothing_tested = r->nothing_tested ? krep_str(out, r->nothing_tested) : NULL;
     krep_source *s = &out->sources[out->nsources++];
     s->report = krep_str(out, r->path);
     s->git = krep_str(out, r->git);

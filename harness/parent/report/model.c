@@ -179,6 +179,8 @@ void krep_init(krep_report *rep) {
   memset(rep, 0, sizeof *rep);
   rep->parent_gpu_clean = -1;
   rep->peak_rss_kb = -1;
+  rep->planned = -1;
+  rep->kiln_pid = -1;
   rep->duration_s = NAN;
   rep->pool = kh_xcalloc(1, sizeof *rep->pool);
 }
@@ -187,8 +189,9 @@ void krep_free(krep_report *rep) {
   for (int i = 0; i < rep->ntests; i++) {
     free(rep->tests[i]->recs);
     free(rep->tests[i]->extra);
+    free(rep->tests[i]->procs);
   }
-  free(rep->tests);
+  free(rep->tests), free(rep->procs);
   free(rep->devices), free(rep->set_keys), free(rep->set_values);
   free(rep->selection), free(rep->sources);
   krep_pool *p = rep->pool;
@@ -258,6 +261,18 @@ void krep__drop_last(krep_report *rep) {
   krep_test *t = rep->tests[--rep->ntests];
   free(t->recs);
   free(t->extra);
+  free(t->procs);
+}
+
+void krep_add_proc(krep_report *rep, krep_test *t, const krep_proc *p) {
+  krep_proc **list = t ? &t->procs : &rep->procs;
+  int *n = t ? &t->nprocs : &rep->nprocs;
+  *list = kh_xrealloc(*list, (size_t)(*n + 1) * sizeof **list);
+  krep_proc *x = &(*list)[(*n)++];
+  *x = *p;
+  x->command = krep_str(rep, p->command ? p->command : "?");
+  x->how = krep_str(rep, p->how ? p->how : "?");
+  x->error = krep_str(rep, p->error);
 }
 
 const krep__list krep__lists[] = {
@@ -266,7 +281,9 @@ const krep__list krep__lists[] = {
 const int krep__nlists = (int)(sizeof krep__lists / sizeof krep__lists[0]);
 
 int krep__kept_tag(const char *tag) {
-  if (!strcmp(tag, "phase") || !strcmp(tag, "device") || !strcmp(tag, "memory")) return 1;
+  if (!strcmp(tag, "phase") || !strcmp(tag, "device") || !strcmp(tag, "memory") ||
+      !strcmp(tag, "leak_total"))
+    return 1;
   for (int i = 0; i < krep__nlists; i++)
     if (strcmp(krep__lists[i].tag, tag) == 0) return 1;
   return 0;
@@ -300,10 +317,16 @@ int krep_rec_decode(const krep_rec *r, const kp_rdesc *d, void *out) {
   return kp_decode(d, r->f, r->n, out, NULL, 0);
 }
 
-long long krep_test_leaked(const krep_test *t, int *count) {
-  long long total = 0;
-  int n = 0, i = 0;
-  const krep_rec *r;
+long long krep_test_leaked(const krep_test *t, long long *count) {
+  int i = 0;
+  const krep_rec *r = krep_test_next(t, "leak_total", &i);
+  kp_leak_total lt;
+  if (r && krep_rec_decode(r, &kp_rec_leak_total, &lt) == 0) {
+    if (count) *count = lt.count > (unsigned long long)LLONG_MAX ? LLONG_MAX : (long long)lt.count;
+    return lt.bytes > (unsigned long long)LLONG_MAX ? LLONG_MAX : (long long)lt.bytes;
+  }
+  long long total = 0, n = 0;
+  i = 0;
   /* Saturating: a child may claim any number (tests/fuzz/fuzz-record found
    * the overflow). */
   while ((r = krep_test_next(t, "leak", &i)) != NULL) {

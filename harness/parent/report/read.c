@@ -1,5 +1,6 @@
-/* The one reader: report.yaml (format_version 1) back into the model, with
- * libyaml's document loader. Missing keys read as unknown (an interrupted,
+/* The one reader: report.yaml (format_version 1 or 2) back into the model,
+ * with kiln's bounded YAML loader (base/input.c: limited nesting, no
+ * aliases, so a hostile report cannot make a reader run without end). Missing keys read as unknown (an interrupted,
  * rebuilt or merged report loads as well as a full one); a test's records
  * come back as the records the child sent, numbers in the protocol's
  * spelling; keys this kiln does not know are kept (krep_any) so that
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <yaml.h>
 
 typedef struct reader {
@@ -136,6 +138,17 @@ static void read_memory(reader *r, krep_test *t, yaml_node_t *map) {
   }
 }
 
+/* processes_left: a list of {pid, command, how, killed, error}. */
+static void read_procs(reader *r, krep_test *t, yaml_node_t *seq) {
+  for (int i = 0; i < seq_len(seq); i++) {
+    yaml_node_t *m = at(r, seq->data.sequence.items.start[i]);
+    krep_proc p = {integer(node(r, m, "pid"), -1), text(node(r, m, "command")),
+                   text(node(r, m, "how")), boolean(node(r, m, "killed")),
+                   text(node(r, m, "error"))};
+    krep_add_proc(r->rep, t, &p);
+  }
+}
+
 /* ---- Keys this kiln does not know ------------------------------------------------------ */
 
 static krep_any *any(reader *r, yaml_node_t *n, int depth) {
@@ -231,6 +244,8 @@ static int read_key(reader *r, krep_test *t, const char *k, yaml_node_t *v) {
   else if (strcmp(k, "protocol_error") == 0) t->protocol_error = krep_str(rep, s);
   else if (strcmp(k, "lost") == 0) read_loss(r, t, v);
   else if (strcmp(k, "device_info") == 0) keep_map(r, t, "device", v, NULL);
+  else if (strcmp(k, "leaks_total") == 0) keep_map(r, t, "leak_total", v, NULL);
+  else if (strcmp(k, "processes_left") == 0) read_procs(r, t, v);
   else if (strcmp(k, "memory") == 0) read_memory(r, t, v);
   else if (strcmp(k, "records_dropped") == 0) t->records_dropped = integer(v, 0);
   else if (strcmp(k, "log") == 0) read_log(r, t, v);
@@ -298,6 +313,10 @@ static void read_run(reader *r, yaml_node_t *root) {
   yaml_node_t *clean = node(r, run, "parent_gpu_clean");
   rep->parent_gpu_clean = text(clean) ? boolean(clean) : -1;
   rep->peak_rss_kb = integer(node(r, run, "kiln_peak_rss_kb"), -1);
+  rep->nothing_tested = str(r, run, "nothing_tested");
+  rep->containment = str(r, run, "containment");
+  rep->allot_source = str(r, node(r, run, "allotment"), "source");
+  read_procs(r, NULL, node(r, run, "processes_left"));
   read_shard(r, node(r, run, "shard"), &rep->shard);
   read_sources(r, node(r, run, "merged_from"));
   yaml_node_t *devs = node(r, root, "devices");
@@ -329,33 +348,34 @@ static void read_run(reader *r, yaml_node_t *root) {
 int krep_read(const char *arg, krep_report *rep, kh_err *err) {
   struct stat st;
   krep_init(rep);
-  char *path = stat(arg, &st) == 0 && S_ISDIR(st.st_mode)
-                   ? kh_asprintf("%s/report.yaml", arg) : kh_strdup(arg);
+  int dir = stat(arg, &st) == 0 && S_ISDIR(st.st_mode);
+  char *path = dir ? kh_asprintf("%s/report.yaml", arg) : kh_strdup(arg);
   rep->path = krep_str(rep, path);
   free(path);
   char *buf;
   size_t len;
-  if (kh_read_file(rep->path, 512u << 20, &buf, &len) != 0)
-    return kh_errf(err, "%s: %s", rep->path, strerror(errno));
+  if (dir && access(rep->path, F_OK) != 0 && errno == ENOENT) {
+    char *journal = kh_asprintf("%s/journal", arg);
+    int has = access(journal, F_OK) == 0;
+    free(journal);
+    if (has)
+      return kh_errf(err, "%s: no report.yaml: the run did not finish (kiln was killed?); "
+                     "`kiln report rebuild %s` writes it from the run's journal", arg, arg);
+    return kh_errf(err, "%s: no report.yaml and no journal: not a kiln run folder", arg);
+  }
+  if (kh_read_input(rep->path, KREP_MAX_REPORT, &buf, &len, err) != 0) return -1;
   reader r = {.rep = rep};
-  yaml_parser_t p;
-  yaml_parser_initialize(&p);
-  yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
-  int ok = yaml_parser_load(&p, &r.doc);
-  int rc = 0;
-  if (!ok)
-    rc = kh_errf(err, "%s:%zu:%zu: %s", rep->path, p.problem_mark.line + 1,
-                 p.problem_mark.column + 1, p.problem ? p.problem : "bad YAML");
-  yaml_parser_delete(&p);
+  int rc = kh_yaml_load(buf, len, rep->path, KH_YAML_MAX_DEPTH, &r.doc, err);
   free(buf);
-  if (!ok) return rc;
+  if (rc != 0) return rc;
   yaml_node_t *root = yaml_document_get_root_node(&r.doc);
   yaml_node_t *fmt = node(&r, root, "format_version");
+  long long version = integer(fmt, 0);
   if (!fmt) {
     rc = kh_errf(err, "%s: not a kiln report (no format_version)", rep->path);
-  } else if (integer(fmt, 0) != KREP_FORMAT) {
-    rc = kh_errf(err, "%s: report format_version %lld; this kiln reads %d",
-                 rep->path, integer(fmt, 0), KREP_FORMAT);
+  } else if (version < 1 || version > KREP_FORMAT) {
+    rc = kh_errf(err, "%s: report format_version %lld; this kiln reads 1 to %d",
+                 rep->path, version, KREP_FORMAT);
   } else {
     read_run(&r, root);
     yaml_node_t *tests = node(&r, root, "tests");

@@ -54,6 +54,106 @@ typedef struct krep__view {
 void krep__view_of(const krep_test *t, krep__view *v);
 void krep__view_free(krep__view *v);
 
+/* ---- The noise model of report diff (noise.c) --------------------------- */
+
+/* A timed figure of one test in two reports: its samples (one per repeat),
+ * and its medians on earlier nights. */
+typedef struct krep__fig {
+  const char *test, *what;  /* what: a kernel or metric name; NULL: the body */
+  int kind;                 /* diff.c's: body, kernel, metric */
+  const char *unit;         /* a metric's */
+  int higher_better;        /* a throughput */
+  const double *b, *n;      /* samples, base and new */
+  int nb, nn;
+  const double *h;          /* medians on earlier nights (NAN: absent) */
+  int nh;
+  /* Set by krep__noise_judge: */
+  int used;                 /* both runs have positive samples */
+  double base, neu;         /* medians */
+  double shift;             /* ln(new/base), + worse (a throughput: lower) */
+  double excess;            /* shift beyond the run-wide shift */
+  double var;               /* pooled variance of its log samples */
+  int dof;
+  double df, se, noise;     /* noise: of the excess, log units */
+  double p;                 /* one-sided chance of an excess this large from
+                               noise alone; 1 when not judged */
+} krep__fig;
+
+typedef struct krep__noise {
+  int nfig;                 /* figures judged */
+  double run_shift;         /* the median shift: run-wide */
+  double prior_var;         /* the typical figure's variance */
+  double lambda;            /* how much more figures moved than their spread said */
+  int nhist;
+  int run_judged;           /* against history */
+  double run_noise, run_p;
+} krep__noise;
+
+double krep__median(double *v, int n);   /* sorts v */
+/* P(T > t) for Student's t with df degrees of freedom. */
+double krep__t_tail(double t, double df);
+void krep__noise_judge(krep__fig *f, int n, krep__noise *out);
+/* Judges out->run_shift against the run-wide shifts of earlier nights
+ * against the base (hist_shift, nhist of them). */
+void krep__noise_run(const double *hist_shift, int nhist, krep__noise *out);
+
+/* ---- report diff's findings (diff.c finds, diff-out.c writes) ----------- */
+
+/* X(enum, name, is a regression, summary heading) */
+#define KREP__FIND_MAP(X)                                        \
+  X(NEWLY_FAILING, "newly_failing", 1, "newly failing")          \
+  X(NEWLY_FLAKY, "newly_flaky", 1, "newly flaky")                \
+  X(SLOWER_RUN, "slower_run", 1, "slower run")                   \
+  X(SLOWER_TEST, "slower_test", 1, "slower test")                \
+  X(SLOWER_KERNEL, "slower_kernel", 1, "slower kernel")          \
+  X(ERROR_GROWTH, "error_growth", 1, "error growth")             \
+  X(LOWER_METRIC, "lower_metric", 1, "lower metric")             \
+  X(FIXED, "fixed", 0, "fixed")                                  \
+  X(STILL_FAILING, "still_failing", 0, "still failing")          \
+  X(NEW_TEST, "new_test", 0, "new test")                         \
+  X(REMOVED_TEST, "removed_test", 0, "removed test")
+
+enum {
+#define KREP__FE(e, n, r, h) F_##e,
+  KREP__FIND_MAP(KREP__FE)
+#undef KREP__FE
+  KREP__NFIND
+};
+
+typedef struct krep__find_kind {
+  const char *name, *heading;
+  int regression;
+} krep__find_kind;
+extern const krep__find_kind krep__find_kinds[KREP__NFIND];
+
+typedef struct krep__finding {
+  int kind;
+  const char *test, *what;  /* kernel, check or metric name, or NULL */
+  double base, neu;         /* ms, max abs error or metric; NAN when n/a */
+  double ratio;             /* check: error/tolerance in NEW */
+  const char *unit;         /* metric */
+  const krep_test *rec;     /* NEW's record (the first failing one for a
+                               failure; BASE's for removed) */
+  int failed, repeats;      /* a failure: repeats that failed, of all */
+  int failed_repeat[8];
+  int speed;                /* a speed finding: fig holds its judgment */
+  krep__fig fig;
+  double p;                 /* speed: the chance noise alone did it */
+} krep__finding;
+
+typedef struct krep__findings {
+  krep__finding *f;
+  int n;
+  int counts[KREP__NFIND];
+  krep__noise noise;        /* the speed judgment over every figure */
+  double p_needed;          /* a figure counts at p at most this */
+} krep__findings;
+
+void krep__diff_summary(FILE *out, const krep_report *b, const krep_report *n,
+                        const krep_diff_opts *o, const krep__findings *fs, int regressions);
+int krep__diff_yaml(const krep_report *b, const krep_report *n, const krep_diff_opts *o,
+                    const krep__findings *fs, int regressions, kh_err *err);
+
 /* ---- SVG for the HTML page (html-svg.c) ----------------------------------- */
 
 enum { KREP__SVG_W = 560, KREP__SVG_H = 260, KREP__SVG_L = 150, KREP__SVG_R = 16,

@@ -19,7 +19,11 @@
 #include "base.h"
 #include "records.h"
 
-#define KREP_FORMAT 1
+/* 2: outcome lost, summary.lost, processes_left, leaks_total, and the
+ * run's nothing_tested, containment and allotment. Format 1 still reads. */
+#define KREP_FORMAT 2
+/* The largest report kiln reads (a night of 100000 tests is about 200 MB). */
+#define KREP_MAX_REPORT ((size_t)512 << 20)
 
 /* ---- Outcomes ------------------------------------------------------------ */
 
@@ -78,6 +82,17 @@ typedef struct krep_extra {
   krep_any *value;
 } krep_extra;
 
+/* A process a test (or the run) left running, found when it ended and
+ * killed (run/contain.c). */
+typedef struct krep_proc {
+  long long pid;
+  const char *command;      /* its command line, cut to 200 bytes */
+  const char *how;          /* "the test's process group", "own process
+                               group", "new session" */
+  int killed;
+  const char *error;        /* why it could not be killed, or NULL */
+} krep_proc;
+
 /* What ended a lost run before its result came back, and where (NULL:
  * unknown). by: "kiln" (kiln was stopped or killed during the run) or
  * "slurm" (the Slurm task that ran its shard ended first); state: the
@@ -119,6 +134,8 @@ typedef struct krep_test {
   size_t recs_bytes;               /* what they hold, against the limit */
   krep_extra *extra;
   int nextra;
+  krep_proc *procs;                /* processes it left running */
+  int nprocs;
 } krep_test;
 
 /* A device the run had (the runner's index, the token's physical index). */
@@ -163,6 +180,16 @@ typedef struct krep_report {
   const char **selection;
   int nselection;
   int not_run;              /* selected runs never started */
+  int planned;              /* runs the run set out to make (tests x
+                               repeats), -1 unknown */
+  long long kiln_pid;       /* -1 unknown */
+  const char *nothing_tested;   /* why the run tested nothing, or NULL */
+  const char *containment;  /* how left processes were found: cgroup,
+                               subreaper, none; NULL unknown */
+  const char *allot_source; /* the scheduler that gave the devices (ctest),
+                               or NULL */
+  krep_proc *procs;         /* processes no test claimed, swept at the end */
+  int nprocs;
   krep_source *sources;     /* merged_from */
   int nsources;
   krep_test **tests;
@@ -178,6 +205,9 @@ void krep_add_device(krep_report *rep, const krep_device *d);
 void krep_add_setting(krep_report *rep, const char *key, const char *value);
 void krep_add_selector(krep_report *rep, const char *sel);
 
+/* Adds a process left running to a test, or (t NULL) to the run. */
+void krep_add_proc(krep_report *rep, krep_test *t, const krep_proc *p);
+
 /* Appends a test run in scheduling order. */
 krep_test *krep_test_new(krep_report *rep, const char *id, const char *suite,
                          const char *tags);
@@ -190,8 +220,10 @@ int krep_test_keep(krep_report *rep, krep_test *t, const char *tag,
 const krep_rec *krep_test_next(const krep_test *t, const char *tag, int *i);
 /* A kept record as its struct (records.h); 0, or -1 when malformed. */
 int krep_rec_decode(const krep_rec *r, const kp_rdesc *d, void *out);
-/* Sum of the test's leak bytes (saturating); *count gets their number. */
-long long krep_test_leaked(const krep_test *t, int *count);
+/* The test's leaked bytes and (*count) allocations: its leak_total record
+ * when it sent one (exact however many it listed), else the sum of its
+ * leak records (saturating). */
+long long krep_test_leaked(const krep_test *t, long long *count);
 
 /* Outcomes of the final runs: counts[KREP_NOUTCOMES], and their total. */
 int krep_count(const krep_report *rep, int *counts);
@@ -216,13 +248,20 @@ typedef struct krep_journal krep_journal;
 /* Creates RUNDIR/journal with the run's header records, synced. */
 krep_journal *krep_journal_open(const krep_report *rep, const char *path,
                                 kh_err *err);
+/* The run's plan: the test runs it sets out to make. */
+void krep_journal_plan(krep_journal *j, int runs);
+/* A test run starts (before its test runs): what `report rebuild` lists as
+ * lost when no `run` record follows. */
+void krep_journal_start(krep_journal *j, const krep_test *t);
 /* Appends a finished test run: one write(), no sync (a write survives a
  * killed kiln; docs/reliability.md). */
 void krep_journal_test(krep_journal *j, const krep_test *t);
 /* The finish record, synced; closes the journal. */
 void krep_journal_close(krep_journal *j, const krep_report *rep);
 /* Rebuilds a report from a journal; a journal without its finish record
- * (kiln was killed) gives interrupted: true. */
+ * (kiln was killed) gives interrupted: true, each test run started and not
+ * finished is `lost`, and not_run counts the rest of the plan. Lines are
+ * bounded (an over-long one is an error naming it). */
 int krep_journal_read(const char *path, krep_report *rep, kh_err *err);
 /* Counts the test runs a journal finished from *offset on, as another kiln
  * appends them (kiln slurm's progress): final runs into *done, those that
@@ -275,6 +314,10 @@ typedef struct krep_diff_opts {
   double kernel_abs_ms;     /* ...and by more than this (kernel median) */
   double drift_factor;      /* max abs error grew more than this factor */
   double metric_rel;        /* a GB/s or TFLOP/s metric fell by more */
+  double confidence;        /* a speed change must be outside the noise
+                               with this confidence (0.999) */
+  const krep_report *history;   /* earlier reports: run-to-run noise */
+  int nhistory;
   const char *yaml_path;    /* or NULL */
 } krep_diff_opts;
 

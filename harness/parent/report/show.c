@@ -16,14 +16,21 @@ static void show_checks(const krep_test *t, FILE *out) {
   }
 }
 
+static void show_procs(const krep_proc *p, int n, FILE *out) {
+  for (int i = 0; i < n; i++)
+    fprintf(out, "        left running: pid %lld (%s), %s; %s%s\n", p[i].pid, p[i].command,
+            p[i].how, p[i].killed ? "killed" : "NOT killed: ", p[i].error ? p[i].error : "");
+}
+
 static void show_test(const krep_test *t, FILE *out) {
-  if (!t->final || t->outcome == KREP_PASS) return;
+  if (!t->final || (t->outcome == KREP_PASS && !t->nprocs)) return;
   fprintf(out, "  %-7s %s", krep_outcome_name(t->outcome), t->id);
   if (t->repeat != 1) fprintf(out, " (repeat %d)", t->repeat);
   fprintf(out, "\n        ");
   if (t->file && *t->file) fprintf(out, "%s:%d: ", t->file, t->line);
   fprintf(out, "%s\n", t->message ? t->message : "");
   show_checks(t, out);
+  show_procs(t->procs, t->nprocs, out);
   if (t->log_path && *t->log_path) fprintf(out, "        log: %s\n", t->log_path);
 }
 
@@ -42,5 +49,8 @@ void krep_show(const krep_report *rep, FILE *out) {
     if (counts[o]) fprintf(out, " %d %s", counts[o], krep_outcome_name(o));
   if (rep->not_run) fprintf(out, " (%d not run)", rep->not_run);
   fprintf(out, "\n");
+  if (rep->nothing_tested) fprintf(out, "NOTHING TESTED: %s\n", rep->nothing_tested);
+  if (rep->nprocs) fprintf(out, "processes no test claimed:\n");
+  show_procs(rep->procs, rep->nprocs, out);
   for (int i = 0; i < rep->ntests; i++) show_test(rep->tests[i], out);
 }

@@ -111,6 +111,24 @@ static void times(krep_yaml *y, const krep_test *t) {
   krep_yaml_end(y);
 }
 
+/* processes_left: what a test (or the run) left running, and that kiln
+ * killed it. */
+static void procs(krep_yaml *y, const krep_proc *p, int n) {
+  if (!n) return;
+  krep_yaml_key(y, "processes_left");
+  krep_yaml_seq(y, 0);
+  for (int i = 0; i < n; i++) {
+    krep_yaml_map(y, 1);
+    kint(y, "pid", p[i].pid);
+    kstr(y, "command", p[i].command);
+    kstr(y, "how", p[i].how);
+    kbool(y, "killed", p[i].killed);
+    if (p[i].error) kstr(y, "error", p[i].error);
+    krep_yaml_end(y);
+  }
+  krep_yaml_end(y);
+}
+
 static void device_and_memory(krep_yaml *y, const krep_test *t) {
   int i = 0;
   const krep_rec *r = krep_test_next(t, "device", &i);
@@ -210,6 +228,13 @@ static void test(krep_yaml *y, const krep_test *t) {
   outcome(y, t);
   device_and_memory(y, t);
   for (int i = 0; i < krep__nlists; i++) rec_list(y, t, krep__lists[i].tag, krep__lists[i].key);
+  int k = 0;
+  const krep_rec *total = krep_test_next(t, "leak_total", &k);
+  if (total) {
+    krep_yaml_key(y, "leaks_total");
+    rec_map(y, total, NULL);
+  }
+  procs(y, t->procs, t->nprocs);
   if (t->records_dropped) kint(y, "records_dropped", t->records_dropped);
   krep_yaml_key(y, "log");
   krep_yaml_map(y, 0);
@@ -283,6 +308,16 @@ static void meta(krep_yaml *y, const krep_report *rep) {
   if (rep->parent_gpu_clean < 0) krep_yaml_null(y);
   else krep_yaml_bool(y, rep->parent_gpu_clean);
   if (rep->peak_rss_kb >= 0) kint(y, "kiln_peak_rss_kb", rep->peak_rss_kb);
+  krep_yaml_key(y, "nothing_tested");
+  krep_yaml_str(y, rep->nothing_tested);
+  if (rep->containment) kstr(y, "containment", rep->containment);
+  if (rep->allot_source) {
+    krep_yaml_key(y, "allotment");
+    krep_yaml_map(y, 1);
+    kstr(y, "source", rep->allot_source);
+    krep_yaml_end(y);
+  }
+  procs(y, rep->procs, rep->nprocs);
   if (rep->shard.count) {
     krep_yaml_key(y, "shard");
     shard(y, &rep->shard);

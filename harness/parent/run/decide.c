@@ -29,6 +29,23 @@ static void say(krep_report *rep, krep_test *t, int outcome, const char *fmt, ..
   t->message = krep_str(rep, msg);
 }
 
+/* A test that passed but left processes running (t->procs: found and
+ * killed when it ended) leaked them, as it would have leaked memory. */
+static void left_running(krep_report *rep, krep_test *t, int leaks_fail) {
+  if (!t->nprocs || t->outcome != KREP_PASS || !leaks_fail) return;
+  char what[600] = "";
+  for (int i = 0; i < t->nprocs && i < 3; i++) {
+    size_t len = strlen(what);
+    snprintf(what + len, sizeof what - len, "%spid %lld `%.60s` (%s)", i ? ", " : "",
+             t->procs[i].pid, t->procs[i].command, t->procs[i].how);
+  }
+  int killed = 0;
+  for (int i = 0; i < t->nprocs; i++) killed += t->procs[i].killed;
+  say(rep, t, KREP_LEAK, "left %d process%s running after it ended: %s%s; kiln killed %d of "
+      "them", t->nprocs, t->nprocs == 1 ? "" : "es", what, t->nprocs > 3 ? ", ..." : "",
+      killed);
+}
+
 static void decide_ended(krep_report *rep, krep_test *t, const krun__stream *st,
                          const krun__exit *x, int leaks_fail) {
   static const struct { const char *status; int outcome; } map[] = {
@@ -37,14 +54,14 @@ static void decide_ended(krep_report *rep, krep_test *t, const krun__stream *st,
   t->outcome = KREP_ERROR;
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
     if (strcmp(st->status, map[i].status) == 0) t->outcome = map[i].outcome;
-  int nleaks = 0;
+  long long nleaks = 0;
   long long bytes = krep_test_leaked(t, &nleaks);
   if (t->outcome == KREP_PASS && nleaks > 0 && leaks_fail) {
     int i = 0;
     kp_leak first = {0};
     (void)krep_rec_decode(krep_test_next(t, "leak", &i), &kp_rec_leak, &first);
     const char *file = first.file ? first.file : "?";
-    say(rep, t, KREP_LEAK, "%lld bytes in %d device allocation%s not freed (first "
+    say(rep, t, KREP_LEAK, "%lld bytes in %lld device allocation%s not freed (first "
         "allocated at %s:%lld)", bytes, nleaks, nleaks == 1 ? "" : "s", file, first.line);
     /* Point at the allocation, not at Check's last line. */
     t->file = krep_str(rep, file);
@@ -60,6 +77,7 @@ static void decide_ended(krep_report *rep, krep_test *t, const krun__stream *st,
     krun__signal_name(x->sig, sig, sizeof sig);
     say(rep, t, KREP_CRASH, "the runner was killed by %s after the test ended", sig);
   }
+  left_running(rep, t, leaks_fail);
 }
 
 /* kiln was stopped during the test: the child was ended with it, so the

@@ -50,7 +50,7 @@ void krun__queue_front(krun__run *R, krun__item it) {
 
 void krun__job_init(krun__job *j, int ntests) {
   memset(j, 0, sizeof *j);
-  j->fd_res = j->fd_out = j->fd_in = -1;
+  j->fd_res = j->fd_out = j->fd_in = j->cg_procs = -1;
   j->tests = kh_xcalloc((size_t)ntests, sizeof *j->tests);
   j->st = kh_xcalloc((size_t)ntests, sizeof *j->st);
   j->defs = kh_xcalloc((size_t)ntests, sizeof *j->defs);
@@ -65,11 +65,12 @@ static void close_fd(int *fd) {
 
 void krun__job_clear(krun__job *j) {
   close_fd(&j->fd_res), close_fd(&j->fd_out), close_fd(&j->fd_in);
+  krun__contain_job_clear(j);
   krun__log_free(&j->log);
   free(j->rd), free(j->tmpdir), free(j->partial);
   free(j->tests), free(j->st), free(j->defs);
   memset(j, 0, sizeof *j);
-  j->fd_res = j->fd_out = j->fd_in = -1;
+  j->fd_res = j->fd_out = j->fd_in = j->cg_procs = -1;
 }
 
 krep_test *krun__job_test(const krun__job *j) {
@@ -88,6 +89,11 @@ krep_test *krun__new_test(krun__run *R, const krun__item *it) {
   x->repeat = it->repeat;
   x->attempt = it->attempt;
   return x;
+}
+
+void krun__journal_start(krun__run *R, const krun__job *j, krep_test *t) {
+  if (t->pid == KP_NONE) t->pid = j->pid;
+  krep_journal_start(R->journal, t);
 }
 
 static void publish(krun__run *R, krep_test *t) {
@@ -163,6 +169,10 @@ static void environment(krun__run *R, const krun__job *j, const char **set,
     unset[u++] = "KILN_WARM";
   }
   set[n++] = kh_asprintf("KILN_RUN_DIR=%s", R->o->out_dir);
+  /* What a process of this child carries wherever it goes: how kiln finds
+   * what the test left running (contain.c), and what the guard kills if
+   * kiln dies (guard.c). */
+  set[n++] = kh_asprintf("KILN_JOB=%ld.%d", (long)R->ct.self, j->serial);
   if (j->dev >= 0) set[n++] = kh_asprintf("KILN_DEVICE=%s", dev);
   else unset[u++] = "KILN_DEVICE";
   set[n] = NULL, unset[u] = NULL;
@@ -185,13 +195,14 @@ int krun__spawn(krun__run *R, krun__job *j) {
   char dev[16];
   snprintf(dev, sizeof dev, "%d", phys);
   const char *set[8], *unset[8];
+  krun__contain_job(R, j);
   environment(R, j, set, unset, dev);
   char **argv = runner_argv(R, j);
   verbose_argv(R, argv);
   krun_spawn_req req = {.argv = argv, .env = set, .unenv = unset, .fd_in = in[0],
                         .fd_out = out[1], .fd_err = out[1], .fd_result = res[1],
                         .narrow = j->dev >= 0 ? bi : NULL, .device = j->dev,
-                        .new_pgroup = 1, .die_with_parent = 1};
+                        .new_pgroup = 1, .die_with_parent = 1, .cgroup_procs = j->cg_procs};
   /* A warm child takes its slot from its assignment. */
   if (!j->warm && R->use_tokens && j->dev >= 0) {
     req.take_semid = R->tok.semid;
@@ -230,6 +241,10 @@ int krun__spawn(krun__run *R, krun__job *j) {
     j->tests[i]->slots = j->slots;
     j->tests[i]->started_s = kh_wall_s();
   }
+  /* In the journal before the test runs: if kiln dies now, the test is
+   * known to have been in flight (lost), not missing. A shared process's
+   * tests start one after another (loop.c). */
+  if (j->ntests == 1) krun__journal_start(R, j, j->tests[0]);
   /* Without slots to take, nothing says when the test holds them: its
    * clock starts now. */
   if (!req.take_slots && j->ntests == 1)
@@ -336,6 +351,10 @@ void krun__job_finish(krun__run *R, krun__job *j) {
     return;
   }
   double now = kh_now_ms();
+  /* What it left running, wherever it went, found before anything is
+   * killed (so each is described as it was), then killed. */
+  krun__left left;
+  krun__contain_left(R, j, &left);
   kill(-j->pid, SIGKILL);       /* whatever is left of its process group */
   krep_test *cur = krun__job_test(j);
   if (j->fd_res >= 0 && kp_reader_tail(j->rd, R->line) > 0 && cur) {
@@ -352,11 +371,21 @@ void krun__job_finish(krun__run *R, krun__job *j) {
   write_log(R, j, name);
   char *tail = krun__log_tail(&j->log);
   int keep_tmp = 0;
+  /* A shared process's leftovers belong to none of its tests alone. */
+  for (int k = 0; k < left.n; k++)
+    krep_add_proc(&R->rep, j->ntests == 1 ? j->tests[0] : NULL, &left.procs[k]);
+  free(left.procs);
   for (int i = 0; i < j->ntests; i++) {
     krep_test *t = j->tests[i];
     krun__exit x = exit_info(R, j, i);
     krun__decide(&R->rep, t, &j->st[i], i == j->cur ? j->partial : NULL, &x,
                  R->s->leaks == KRUN_LEAKS_FAIL);
+    /* Where the test is, when its runner said nothing of where it failed
+     * (a crash, a timeout): its definition, from the registry. */
+    if (!t->file && j->defs[i]->file && *j->defs[i]->file) {
+      t->file = krep_str(&R->rep, j->defs[i]->file);
+      t->line = j->defs[i]->line;
+    }
     /* A runner that exits 3 before its test started could not set up
      * (its slots, its options): an infrastructure error. */
     if (x.exited && x.code == 3 && !j->st[i].started) R->infra = 1;

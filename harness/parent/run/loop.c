@@ -134,6 +134,7 @@ static void route_test(krun__run *R, krun__job *j, const char *line) {
     j->cur = i;
     j->test_ms = kh_now_ms();
     j->tests[i]->started_s = kh_wall_s();
+    krun__journal_start(R, j, j->tests[i]);
     j->deadline = j->test_ms + krun__timeout_ms(R, j->defs[i]);
     break;
   }
@@ -274,17 +275,23 @@ static void timers(krun__run *R, double now) {
   }
 }
 
+/* Reaps every child that has ended: a test's (its job is done once its
+ * pipes are drained), and, kiln being a child subreaper, any orphan of a
+ * test that came to it and ended (contain.c finds the ones still alive). */
 static void reap(krun__run *R) {
-  for (int i = 0; i < R->maxjobs; i++) {
-    krun__job *j = &R->jobs[i];
-    if (!j->active || j->exited) continue;
-    pid_t p;
-    do p = waitpid(j->pid, &j->wstatus, WNOHANG);
-    while (p < 0 && errno == EINTR);
-    if (p != j->pid) continue;
-    j->exited = 1;
-    j->exit_wall_s = kh_wall_s();
-    j->drain_until = kh_now_ms() + DRAIN_MS;
+  for (;;) {
+    int wstatus;
+    pid_t p = waitpid(-1, &wstatus, WNOHANG);
+    if (p < 0 && errno == EINTR) continue;
+    if (p <= 0) return;
+    for (int i = 0; i < R->maxjobs; i++) {
+      krun__job *j = &R->jobs[i];
+      if (!j->active || j->exited || j->pid != p) continue;
+      j->wstatus = wstatus;
+      j->exited = 1;
+      j->exit_wall_s = kh_wall_s();
+      j->drain_until = kh_now_ms() + DRAIN_MS;
+    }
   }
 }
 

@@ -204,9 +204,12 @@ void krun_device_caps(const krun_settings *s, const krun_backend_info *bi,
                       int caps[KRUN_MAX_DEVICES]) {
   int dflt = s->slots > 0 ? s->slots : bi->backend == KRUN_BACKEND_HOST ? krun__jobs(s) : 2;
   for (int d = 0; d < bi->ndevices; d++) {
-    caps[d] = s->ndevices ? 0 : dflt;  /* a device list leaves others out */
+    caps[d] = s->devices_given ? 0 : dflt;  /* a device list leaves others out */
     for (int i = 0; i < s->ndevices; i++)
-      if (s->devices[i].id == bi->dev[d].physical)
-        caps[d] = s->devices[i].slots > 0 ? s->devices[i].slots : dflt;
+      if (s->devices[i].id >= 0 && s->devices[i].id == bi->dev[d].physical)
+        caps[d] = s->devices[i].slots >= 0 ? s->devices[i].slots : dflt;
+    /* The token set counts in a semaphore (at most 32767); more slots than
+     * a device could use are no use anyway. */
+    if (caps[d] > KRUN_MAX_SLOTS) caps[d] = KRUN_MAX_SLOTS;
   }
 }

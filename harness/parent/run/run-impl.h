@@ -5,7 +5,9 @@
 #ifndef KILN_PARENT_RUN_IMPL_H
 #define KILN_PARENT_RUN_IMPL_H
 
+#include <limits.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "protocol.h"
 #include "report.h"
@@ -49,6 +51,22 @@ void krun__protocol_error(krep_report *rep, krep_test *t, const char *why,
                           const char *line);
 
 /* ---- Outcomes (decide.c) ------------------------------------------------------ */
+
+/* ---- Containment (contain.c) -------------------------------------------------- */
+
+typedef struct krun__contain {
+  int mode;                 /* resolved: KRUN_CONTAIN_CGROUP, _SUBREAPER, _NONE */
+  char run_cg[PATH_MAX];    /* cgroup: the run's cgroup folder ("" none) */
+  int has_kill;             /* cgroup.kill (Linux 5.14) */
+  pid_t self, session;
+  char why[512];            /* auto without a cgroup: why not */
+} krun__contain;
+
+/* Processes a child left, found and killed. */
+typedef struct krun__left {
+  krep_proc *procs;
+  int n;
+} krun__left;
 
 typedef struct krun__exit {
   int exec_errno;           /* the exec failed */
@@ -122,6 +140,11 @@ typedef struct krun__job {
   /* Warm children: spawned with no test, which comes on fd_in. */
   int warm, assigned, ready, retiring, token_seen;
   double ready_ms, assign_ms;
+  /* Containment: KILN_JOB=<kiln pid>.<serial> in its environment, and its
+   * cgroup (cg, NULL when none; cg_procs its cgroup.procs, or -1). */
+  int serial;
+  char *cg;
+  int cg_procs;
 } krun__job;
 
 typedef struct krun__run {
@@ -149,6 +172,10 @@ typedef struct krun__run {
   krun__console con;
   int sigfd;
   int stopping, infra;
+  krun__contain ct;
+  int job_serial;           /* the last KILN_JOB serial given */
+  pid_t guard_pid;          /* the guard (guard.c), or 0 */
+  int guard_fd;             /* its stdin, -1: none */
   int stop_sig;             /* the signal that stopped kiln */
   char *line;               /* KP_MAX_LINE scratch */
   int seq;                  /* private TEST_TMPDIR numbers */
@@ -164,6 +191,8 @@ int krun__spawn(krun__run *R, krun__job *j);
 void krun__spawn_failed(krun__run *R, krun__job *j);
 void krun__job_finish(krun__run *R, krun__job *j);
 krep_test *krun__new_test(krun__run *R, const krun__item *it);
+/* The journal's start record of a test run, before it runs. */
+void krun__journal_start(krun__run *R, const krun__job *j, krep_test *t);
 void krun__immediate(krun__run *R, const krun__item *it, int outcome, const char *msg);
 double krun__timeout_ms(const krun__run *R, const krun_test *t);
 int krun__want(const krun_test *t, int cap);
@@ -181,5 +210,20 @@ void krun__warm_gone(krun__run *R, krun__job *j);
 
 /* loop.c: scheduling and events until the queue is done */
 void krun__loop(krun__run *R);
+
+/* contain.c: what tests leave running */
+int krun__contain_setup(krun__run *R, kh_err *err);
+void krun__contain_teardown(krun__run *R);
+/* Gives the child its KILN_JOB serial and (cgroup) its cgroup. */
+void krun__contain_job(krun__run *R, krun__job *j);
+void krun__contain_job_clear(krun__job *j);
+/* After the child ended: what it left, described, killed. */
+void krun__contain_left(krun__run *R, krun__job *j, krun__left *l);
+/* At the end: whatever no test claimed, onto the run. */
+void krun__contain_sweep(krun__run *R);
+
+/* guard.c: the guard that ends a run's processes when kiln dies */
+void krun__guard_start(krun__run *R);
+void krun__guard_stop(krun__run *R);
 
 #endif

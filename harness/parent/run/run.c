@@ -83,8 +83,11 @@ static void fill_meta(krun__run *R) {
   rep->backend = krep_str(rep, krun_backend_names[o->bi->backend]);
   rep->config = krep_str(rep, o->config_path);
   rep->out_dir = krep_str(rep, o->out_dir);
-  rep->token_key = krep_str(rep, o->token_key);
+  rep->token_key = krep_str(rep, R->use_tokens ? o->token_key : NULL);
   rep->command = krep_str(rep, o->command);
+  rep->kiln_pid = R->ct.self;
+  rep->containment = krep_str(rep, krun_contain_names[R->ct.mode]);
+  rep->allot_source = krep_str(rep, o->s->allot_source);
   if (o->shard && o->shard->count)
     rep->shard = (krep_shard){o->shard->index, o->shard->count, o->shard->selected,
                               o->shard->total, krep_str(rep, o->shard->method),
@@ -114,32 +117,48 @@ static void fill_queue(krun__run *R) {
     }
 }
 
-/* A device that a config or resource spec lists but the runner does not
- * see gets no slots: say so, since its tests will run elsewhere or not. */
+/* A device that a config, resource spec or scheduler lists but the runner
+ * does not see gets no slots: say so, since its tests will run elsewhere
+ * or not. */
 static void warn_unseen(krun__run *R) {
   const krun_backend_info *bi = R->o->bi;
+  const char *from = R->s->allot_source ? R->s->allot_source : "config or --resource-spec";
   for (int i = 0; i < R->s->ndevices; i++) {
+    const krun_dev_slots *d = &R->s->devices[i];
     int seen = 0;
-    for (int d = 0; d < bi->ndevices; d++) seen |= bi->dev[d].physical == R->s->devices[i].id;
-    if (!seen)
-      krun__console_note(&R->con, "kiln: warning: device %d is listed (config or "
-                         "--resource-spec) but the %s runner does not see it; it gets "
-                         "no tests", R->s->devices[i].id, krun_backend_names[bi->backend]);
+    for (int k = 0; k < bi->ndevices; k++) seen |= d->id >= 0 && bi->dev[k].physical == d->id;
+    if (d->id < 0)
+      krun__console_note(&R->con, "kiln: warning: gpu '%s' (%s) is not a device index, so "
+                         "not a device kiln numbers (0 to %d, as the runner sees them); it "
+                         "gets no tests", d->name, from, KRUN_MAX_DEVICES - 1);
+    else if (!seen)
+      krun__console_note(&R->con, "kiln: warning: device %d is listed (%s) but the %s runner "
+                         "does not see it; it gets no tests", d->id, from,
+                         krun_backend_names[bi->backend]);
   }
 }
 
+/* The run's slots on each device. Under an outer scheduler's allotment
+ * they are what it gave, and the host-wide token set is not used (the
+ * scheduler decides who holds what); otherwise the token set's capacity is
+ * made what this run wants, and the run says when that changes it. */
 static int setup_tokens(krun__run *R, kh_err *err) {
   const krun_backend_info *bi = R->o->bi;
   warn_unseen(R);
   krun_device_caps(R->s, bi, R->cap);
-  if (bi->ndevices == 0) return 0;
-  if (krun_tokens_open(&R->tok, R->o->token_key, err) != 0) return -1;
+  if (bi->ndevices == 0 || R->s->allot_source) return 0;
+  if (krun_tokens_open(&R->tok, R->o->token_key, 1, err) != 0) return -1;
   R->use_tokens = 1;
   for (int d = 0; d < bi->ndevices; d++) {
     if (R->cap[d] <= 0) continue;
-    int cap = krun_tokens_ensure(&R->tok, bi->dev[d].physical, R->cap[d], err);
+    int phys = bi->dev[d].physical;
+    int old = krun_tokens_capacity(&R->tok, phys);
+    int cap = krun_tokens_ensure(&R->tok, phys, R->cap[d], err);
     if (cap < 0) return -1;
     if (err->msg[0]) krun__console_note(&R->con, "kiln: warning: %s", err->msg);
+    if (cap != old)
+      krun__console_note(&R->con, "kiln: slot capacity of device %d: %d -> %d (host-wide: "
+                         "every kiln using %s)", phys, old, cap, R->o->token_key);
     R->cap[d] = cap;
   }
   return 0;
@@ -155,7 +174,7 @@ static void setup_warm(krun__run *R) {
     R->warm_max[d] = R->cap[d] > 0 ? max : 0;
     total += R->warm_max[d];
   }
-  R->warm_on = total > 0 && R->use_tokens && s->isolation == KRUN_ISO_PROCESS;
+  R->warm_on = total > 0 && R->o->bi->ndevices > 0 && s->isolation == KRUN_ISO_PROCESS;
   /* Room in the job table for the pool and for retired children still on
    * their way out. */
   if (R->warm_on) {
@@ -207,13 +226,41 @@ static long long peak_rss_kb(void) {
   return kb;
 }
 
+/* Why the run tested nothing, or NULL: its backend was asked for and has
+ * no device, or every selected test was skipped. Such a run is not green
+ * unless the user says it may be (--allow-empty). */
+static const char *nothing_tested(krun__run *R, char *buf, size_t n) {
+  const krun_backend_info *bi = R->o->bi;
+  if (R->s->allow_empty || R->rep.interrupted) return NULL;
+  if (bi->ndevices == 0 && R->s->backend != KRUN_BACKEND_AUTO) {
+    snprintf(buf, n, "the %s runner found no device%s%s", krun_backend_names[bi->backend],
+             *bi->error ? ": " : "", bi->error);
+    return buf;
+  }
+  int counts[KREP_NOUTCOMES];
+  int total = krep_count(&R->rep, counts);
+  if (total > 0 && counts[KREP_SKIP] == total) {
+    snprintf(buf, n, "every selected test was skipped (%d skipped)", total);
+    return buf;
+  }
+  return NULL;
+}
+
+/* The run's status. A test's own verdict (fail, crash, timeout, leak,
+ * lost) comes first: no later trouble (a harness error, a report that
+ * could not be written) may hide it behind another status. */
 static int exit_status(krun__run *R) {
   if (R->rep.interrupted) return KH_EXIT_INTERRUPTED;
-  if (R->infra) return KH_EXIT_INFRA;
-  for (int i = 0; i < R->rep.ntests; i++)
-    if (R->rep.tests[i]->final && krep_outcome_failed(R->rep.tests[i]->outcome))
-      return KH_EXIT_FAIL;
-  return KH_EXIT_OK;
+  int verdict = 0, errors = 0;
+  for (int i = 0; i < R->rep.ntests; i++) {
+    const krep_test *t = R->rep.tests[i];
+    if (!t->final || !krep_outcome_failed(t->outcome)) continue;
+    if (t->outcome == KREP_ERROR) errors++;
+    else verdict++;
+  }
+  if (verdict) return KH_EXIT_FAIL;
+  if (R->infra || R->rep.nothing_tested) return KH_EXIT_INFRA;
+  return errors ? KH_EXIT_FAIL : KH_EXIT_OK;
 }
 
 static int finish(krun__run *R) {
@@ -224,29 +271,33 @@ static int finish(krun__run *R) {
   rep->parent_gpu_clean = krun_gpu_clean(why, sizeof why);
   if (!rep->parent_gpu_clean) krun__console_note(&R->con, "kiln: parent is not GPU-clean: %s", why);
   rep->peak_rss_kb = peak_rss_kb();
+  char empty[640];
+  rep->nothing_tested = krep_str(rep, nothing_tested(R, empty, sizeof empty));
   krep_journal_close(R->journal, rep);
   R->journal = NULL;
   char *path = kh_asprintf("%s/report.yaml", R->o->out_dir);
   rep->path = krep_str(rep, path);
   kh_err err;
   int status = exit_status(R);
-  if (krep_write(rep, path, &err) != 0 ||
-      (R->o->report_copy && krep_write(rep, R->o->report_copy, &err) != 0)) {
+  int wrote = krep_write(rep, path, &err) == 0 &&
+              (!R->o->report_copy || krep_write(rep, R->o->report_copy, &err) == 0);
+  if (wrote && R->o->junit && krep_junit_write(rep, R->o->junit, &err) != 0) wrote = 0;
+  if (!wrote) {
     krun__console_note(&R->con, "kiln: %s", err.msg);
-    status = KH_EXIT_INFRA;
-  }
-  /* JUnit from the model in memory, also when tests failed. */
-  if (R->o->junit && krep_junit_write(rep, R->o->junit, &err) != 0) {
-    krun__console_note(&R->con, "kiln: JUnit %s: %s", R->o->junit, err.msg);
     if (status == KH_EXIT_OK) status = KH_EXIT_INFRA;
   }
   krun__console_summary(&R->con, rep, path);
+  if (rep->nothing_tested)
+    krun__console_note(&R->con, "kiln: nothing was tested: %s (--allow-empty accepts this)",
+                       rep->nothing_tested);
   free(path);
   return status;
 }
 
 static void cleanup(krun__run *R, const sigset_t *old) {
   if (R->journal) krep_journal_close(R->journal, &R->rep);
+  krun__guard_stop(R);
+  krun__contain_teardown(R);
   if (R->sigfd >= 0) close(R->sigfd);
   if (old) sigprocmask(SIG_SETMASK, old, NULL);
   krep_free(&R->rep);
@@ -258,7 +309,8 @@ static void cleanup(krun__run *R, const sigset_t *old) {
 int krun_run(const krun_opts *o) {
   krun__run R;
   memset(&R, 0, sizeof R);
-  R.o = o, R.s = o->s, R.sigfd = -1;
+  R.o = o, R.s = o->s, R.sigfd = -1, R.guard_fd = -1;
+  R.ct.self = getpid();
   krep_init(&R.rep);
   if (parse_wrap(&R) != 0) {
     cleanup(&R, NULL);
@@ -276,7 +328,8 @@ int krun_run(const krun_opts *o) {
   }
   kh_err err;
   sigset_t old;
-  if (setup_signals(&R, &old) != 0 || setup_tokens(&R, &err) != 0) {
+  if (setup_signals(&R, &old) != 0 || setup_tokens(&R, &err) != 0 ||
+      krun__contain_setup(&R, &err) != 0) {
     fprintf(stderr, "kiln: %s\n", R.sigfd < 0 ? strerror(errno) : err.msg);
     cleanup(&R, &old);
     return KH_EXIT_INFRA;
@@ -291,11 +344,14 @@ int krun_run(const krun_opts *o) {
     cleanup(&R, &old);
     return KH_EXIT_INFRA;
   }
+  krep_journal_plan(R.journal, R.qlen);
+  krun__guard_start(&R);
   krun__console_note(&R.con, "kiln: %d test run%s on %s (%d device%s: %s), run folder %s",
                      R.qlen, R.qlen == 1 ? "" : "s", krun_backend_names[o->bi->backend],
                      o->bi->ndevices, o->bi->ndevices == 1 ? "" : "s", o->bi->devices_from,
                      o->out_dir);
   krun__loop(&R);
+  krun__contain_sweep(&R);
   int status = finish(&R);
   cleanup(&R, &old);
   return status;

@@ -15,6 +15,8 @@
 #include "select.h"
 
 #define KRUN_MAX_DEVICES 32
+/* Slots of one device at most (a resource spec may say 4294967295). */
+#define KRUN_MAX_SLOTS 1024
 /* `warm: auto` (the default): a device gets KRUN_WARM_PER_SLOT warm
  * children per slot, so each test that ends finds its successor's runtime
  * and context already open. The one place that default is decided. */
@@ -29,11 +31,20 @@ typedef enum {
 } krun_backend;
 extern const char *const krun_backend_names[];   /* by krun_backend */
 typedef enum { KRUN_LEAKS_FAIL = 0, KRUN_LEAKS_WARN = 1 } krun_leak_policy;
+/* How processes a test leaves behind are found (run/contain.c): auto is
+ * cgroup where a writable cgroup v2 hierarchy is, else subreaper. */
+typedef enum {
+  KRUN_CONTAIN_AUTO = 0, KRUN_CONTAIN_CGROUP, KRUN_CONTAIN_SUBREAPER, KRUN_CONTAIN_NONE
+} krun_contain;
+extern const char *const krun_contain_names[];   /* by krun_contain */
 
-/* Slots for one device, from a config's devices: list or a resource spec. */
+/* Slots for one device, from a config's devices: list, a resource spec or
+ * an outer scheduler's allotment (run/allot.c). */
 typedef struct krun_dev_slots {
-  int id;
-  int slots;                /* 0: the default */
+  int id;                   /* physical device index; -1: an id that names no
+                               device kiln numbers (a resource spec's "gpu_a") */
+  int slots;                /* -1: the default */
+  char name[64];            /* the id as given, for messages */
 } krun_dev_slots;
 
 typedef struct krun_settings {
@@ -41,7 +52,9 @@ typedef struct krun_settings {
   int backend;              /* krun_backend */
   int slots;                /* slots per GPU; 0: default (2) */
   krun_dev_slots devices[KRUN_MAX_DEVICES];
-  int ndevices;             /* 0: every device the runner sees */
+  int ndevices;
+  int devices_given;        /* a device list was given: devices not in it get
+                               no slots (an empty list: none do) */
   double timeout_s;         /* per test, unless the test sets its own */
   double grace_s;           /* SIGTERM .. SIGKILL */
   int retries;
@@ -53,10 +66,14 @@ typedef struct krun_settings {
   double cap;               /* allocation cap fraction; 0: runner default */
   char *wrap;               /* command prefix for every child, or NULL */
   int warm;                 /* warm children per device; 0 off; KRUN_WARM_AUTO */
+  int allow_empty;          /* a run that tested nothing may exit 0 */
+  int contain;              /* krun_contain: how strays are found */
   char **selection;         /* selectors, used when none are given */
   int nselection;
   ksel_tol *tol;
   int ntol;
+  const char *allot_source; /* an outer scheduler gave the devices (allot.c):
+                               "ctest"; NULL none */
   unsigned long long set;   /* bit per setting given explicitly */
 } krun_settings;
 
@@ -77,14 +94,32 @@ const char *krun_setting_expect(const char *name, char *out, size_t n,
 int krun_setting_is_set(const krun_settings *s, const char *name);
 int krun_setting_add_tolerance(krun_settings *s, const char *spec, kh_err *err);
 void krun_setting_add_selector(krun_settings *s, const char *sel);
-/* Adds a device's slots (config devices: or a resource spec); -1 when the
- * list is full. */
-int krun_setting_add_device(krun_settings *s, int id, int slots);
+/* Adds a device's slots (config devices: or a resource spec): id -1 for
+ * one that names no device (name says what it was), slots -1 for the
+ * default; -1 when the list is full. */
+int krun_setting_add_device(krun_settings *s, int id, int slots, const char *name);
+/* An empty device list, given: no device has slots until one is added. */
 void krun_setting_clear_devices(krun_settings *s);
 /* Calls fn(key, value) for each effective setting, as the report shows it. */
 void krun_settings_each(const krun_settings *s,
                         void (*fn)(const char *key, const char *value, void *arg),
                         void *arg);
+
+/* ---- Devices an outer scheduler gave (allot.c) ---------------------------- */
+
+typedef struct krun_allot {
+  const char *source;       /* "ctest"; NULL: no scheduler gave devices */
+  krun_dev_slots devices[KRUN_MAX_DEVICES];
+  int ndevices;
+} krun_allot;
+
+/* Reads the schedulers' variables (CTest's CTEST_RESOURCE_GROUP_*): 0 with
+ * a->source NULL when none gave devices; -1 with err naming the variable
+ * when one is malformed. */
+int krun_allot_resolve(krun_allot *a, kh_err *err);
+/* Makes the allotment the run's device list (over a config's or a
+ * resource spec's): exactly those devices and slots. */
+void krun_allot_apply(const krun_allot *a, krun_settings *s);
 
 /* ---- Runners, their registry and devices ---------------------------------- */
 
@@ -231,7 +266,9 @@ typedef struct krun_tokens {
 
 /* The key path: --token-key, $KILN_TOKEN_KEY, /tmp/kiln-tokens-<backend>. */
 char *krun_tokens_key(const char *flag, int backend);
-int krun_tokens_open(krun_tokens *t, const char *path, kh_err *err);
+/* Opens the set of the key path; create: make key file and set when
+ * missing. 0; 1 (create 0) when there is no set yet; -1 with err. */
+int krun_tokens_open(krun_tokens *t, const char *path, int create, kh_err *err);
 /* Makes device dev's capacity `want`, withdrawing only free slots; returns
  * the capacity in force (want, or the old one with a warning in err), or
  * -1. */
@@ -268,7 +305,14 @@ typedef struct krun_spawn_req {
   int take_semid, take_semnum, take_slots;
   int new_pgroup;           /* its own process group (timeouts reach its
                                grandchildren) */
+  int new_session;          /* its own session (kiln's guard: no signal aimed
+                               at kiln's group or terminal reaches it) */
   int die_with_parent;      /* SIGKILL when kiln dies, even by SIGKILL */
+  /* A cgroup v2 cgroup.procs opened for writing: the child joins that
+   * cgroup before exec, so everything it starts is found there
+   * (run/contain.c); -1: none. Best effort: a child that cannot join runs
+   * anyway, and is then found as kiln's subreaped child. 0 or -1: none. */
+  int cgroup_procs;
 } krun_spawn_req;
 
 /* Starts the process. 0 with *pid set (and *exec_errno 0, or why the exec
@@ -305,6 +349,9 @@ typedef struct krun_opts {
 
 /* Runs everything; returns kiln's exit status. */
 int krun_run(const krun_opts *o);
+/* `kiln guard PID [CGROUP]` (run/guard.c): what a run starts to end its
+ * tests' processes if kiln (PID) dies. Returns its exit status. */
+int krun_guard(long kiln, const char *cgroup);
 
 /* 1 when this process holds no GPU device file and maps no GPU runtime;
  * 0 with what was found in why. */

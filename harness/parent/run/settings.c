@@ -14,6 +14,7 @@
 const char *const krun_backend_names[] = {"auto", "host", "hip", "cuda", NULL};
 static const char *const isolation_names[] = {"process", "none", NULL};
 static const char *const leak_names[] = {"fail", "warn", NULL};
+const char *const krun_contain_names[] = {"auto", "cgroup", "subreaper", "none", NULL};
 
 /* AUTO_INT: an integer in range, or the word `auto` (stored as -1). */
 typedef enum { INT, DOUBLE, ENUM, BOOL, U64, STR, AUTO_INT } type;
@@ -45,6 +46,8 @@ static const field fields[] = {
     F("cap", DOUBLE, cap, 0, 1, 1, NULL),
     F("wrap", STR, wrap, 0, 0, 0, NULL),
     F("warm", AUTO_INT, warm, 0, 64, 0, NULL),
+    F("allow_empty", BOOL, allow_empty, 0, 1, 0, NULL),
+    F("contain", ENUM, contain, 0, 0, 0, krun_contain_names),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 /* Bits for the list settings, after the scalar ones. */
@@ -179,14 +182,23 @@ int krun_setting_add_tolerance(krun_settings *s, const char *spec, kh_err *err) 
   return 0;
 }
 
-int krun_setting_add_device(krun_settings *s, int id, int slots) {
+int krun_setting_add_device(krun_settings *s, int id, int slots, const char *name) {
   if (s->ndevices == KRUN_MAX_DEVICES) return -1;
-  s->devices[s->ndevices++] = (krun_dev_slots){id, slots};
+  krun_dev_slots *d = &s->devices[s->ndevices++];
+  d->id = id;
+  d->slots = slots;
+  if (name) snprintf(d->name, sizeof d->name, "%s", name);
+  else snprintf(d->name, sizeof d->name, "%d", id);
+  s->devices_given = 1;
   s->set |= 1ull << BIT_DEVICES;
   return 0;
 }
 
-void krun_setting_clear_devices(krun_settings *s) { s->ndevices = 0; }
+void krun_setting_clear_devices(krun_settings *s) {
+  s->ndevices = 0;
+  s->devices_given = 1;
+  s->set |= 1ull << BIT_DEVICES;
+}
 
 /* ---- Defaults, merging, describing ----------------------------------------------- */
 
@@ -235,6 +247,7 @@ void krun_settings_overlay(krun_settings *dst, const krun_settings *src) {
   if (src->set >> BIT_DEVICES & 1) {
     memcpy(dst->devices, src->devices, sizeof dst->devices);
     dst->ndevices = src->ndevices;
+    dst->devices_given = src->devices_given;
     dst->set |= 1ull << BIT_DEVICES;
   }
 }
@@ -269,8 +282,11 @@ void krun_settings_each(const krun_settings *s,
                 s->tol[i].rtol);
   fn("tolerances", b.data ? b.data : "", arg);
   kh_buf_free(&b);
-  for (int i = 0; i < s->ndevices; i++)
-    kh_buf_addf(&b, "%s%d:%d", i ? " " : "", s->devices[i].id, s->devices[i].slots);
-  fn("devices", b.data ? b.data : "all", arg);
+  for (int i = 0; i < s->ndevices; i++) {
+    const krun_dev_slots *d = &s->devices[i];
+    if (d->slots >= 0) kh_buf_addf(&b, "%s%s:%d", i ? " " : "", d->name, d->slots);
+    else kh_buf_addf(&b, "%s%s", i ? " " : "", d->name);
+  }
+  fn("devices", b.data ? b.data : s->devices_given ? "none" : "all", arg);
   kh_buf_free(&b);
 }

@@ -34,7 +34,8 @@ typedef struct prepared {
                                (0..2) or nothing (3) */
   int nfds;                 /* 3 or 4 */
   int err_fd;               /* the exec-error pipe's write end (cloexec) */
-  int pgroup, die;
+  int pgroup, session, die;
+  int cgroup_procs;         /* -1: none */
   pid_t parent;
 } prepared;
 
@@ -119,7 +120,10 @@ static void child(const prepared *p) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != p->parent) _exit(127);
   }
-  if (p->pgroup) setpgid(0, 0);
+  if (p->session) setsid();
+  else if (p->pgroup) setpgid(0, 0);
+  /* "0" moves the writer itself into the cgroup (cgroup v2). */
+  if (p->cgroup_procs >= 0) (void)!write(p->cgroup_procs, "0", 1);
   int hi[4];
   for (int i = 0; i < p->nfds; i++) {
     if (p->src[i] >= 0) hi[i] = fcntl(p->src[i], F_DUPFD, 10);
@@ -174,7 +178,9 @@ int krun_spawn(const krun_spawn_req *req, pid_t *pid, int *exec_errno) {
   /* Above every fd the child dups, so the close ranges keep only it. */
   p.err_fd = fcntl(errp[1], F_DUPFD_CLOEXEC, 64);
   p.pgroup = req->new_pgroup;
+  p.session = req->new_session;
   p.die = req->die_with_parent;
+  p.cgroup_procs = req->cgroup_procs > 0 ? req->cgroup_procs : -1;
   static pid_t self;
   if (!self) self = getpid();   /* kiln itself never forks */
   p.parent = self;
@@ -210,7 +216,7 @@ int krun_capture(char *const argv[], int with_stderr, size_t max, double timeout
   if (pipe2(p, O_CLOEXEC) != 0) return -1;
   krun_spawn_req req = {.argv = argv, .fd_in = -1, .fd_out = p[1],
                         .fd_err = with_stderr ? p[1] : -1,
-                        .fd_result = -1, .die_with_parent = 1};
+                        .fd_result = -1, .die_with_parent = 1, .cgroup_procs = -1};
   pid_t pid;
   int exec_errno = 0;
   int rc = krun_spawn(&req, &pid, &exec_errno);

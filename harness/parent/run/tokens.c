@@ -62,10 +62,20 @@ static int wait_ready(int semid) {
   return errno = ETIMEDOUT, -1;
 }
 
-int krun_tokens_open(krun_tokens *t, const char *path, kh_err *err) {
+int krun_tokens_open(krun_tokens *t, const char *path, int create, kh_err *err) {
   memset(t, 0, sizeof *t);
   snprintf(t->key_path, sizeof t->key_path, "%s", path);
   snprintf(t->holders, sizeof t->holders, "%s.d", path);
+  if (!create) {
+    /* Reading only: a key or a set that is not there is not made. */
+    key_t key = access(path, F_OK) == 0 ? ftok(path, 'k') : -1;
+    t->semid = key == -1 ? -1 : semget(key, 0, 0);
+    if (t->semid < 0)
+      return kh_errf(err, "no token set for %s yet (no kiln has run with this key)", path), 1;
+    if (wait_ready(t->semid) != 0)
+      return kh_errf(err, "token set for %s: %s", path, strerror(errno));
+    return 0;
+  }
   int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0)
     return kh_errf(err, "token key %s: cannot create: %s", path,

@@ -115,6 +115,7 @@ int krun__warm_assign(krun__run *R, krun__job *j, const krun__item *it) {
   j->tests[0]->device = phys;
   j->tests[0]->slots = 1;
   j->tests[0]->started_s = kh_wall_s();
+  krun__journal_start(R, j, j->tests[0]);
   if (R->use_tokens) krun_tokens_holder_add(&R->tok, phys, j->pid, t->id, 1);
   R->warm_n[j->dev]--, R->nwarm--;
   R->used[j->dev] += 1;
@@ -150,6 +151,11 @@ int krun__warm_line(krun__run *R, krun__job *j, const char *line) {
  * kiln retired it or is stopping, that is a failure of the warm path;
  * enough of them in a row and the run goes on cold. */
 void krun__warm_gone(krun__run *R, krun__job *j) {
+  /* Anything it started before it had a test belongs to no test. */
+  krun__left left;
+  krun__contain_left(R, j, &left);
+  for (int k = 0; k < left.n; k++) krep_add_proc(&R->rep, NULL, &left.procs[k]);
+  free(left.procs);
   kill(-j->pid, SIGKILL);     /* no holder file: it held no slot */
   if (!j->retiring) {
     R->warm_n[j->dev]--, R->nwarm--;

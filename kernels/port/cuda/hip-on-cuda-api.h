@@ -28,6 +28,7 @@ typedef enum cudaDeviceAttr hipDeviceAttribute_t;
 #define hipDeviceAttributeL2CacheSize cudaDevAttrL2CacheSize
 #define hipDeviceAttributeComputeCapabilityMajor \
   cudaDevAttrComputeCapabilityMajor
+#define hipDeviceAttributeMultiprocessorCount cudaDevAttrMultiProcessorCount
 #define hipFuncAttributeMaxDynamicSharedMemorySize \
   cudaFuncAttributeMaxDynamicSharedMemorySize
 

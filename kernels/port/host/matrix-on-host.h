@@ -29,6 +29,29 @@ inline void kemu__require_warp(const char *op, int width) {
   if (warpSize != width) kemu__bad_warp(op, width);
 }
 
+/* Whether every product of two of these values is exact in f32 and normal
+ * (or zero): then acc + a * b rounds once, exactly as fmaf(a, b, acc), and
+ * needs no call. Products of 16-bit values have at most 22 significant bits,
+ * so only the range can fail (bf16's); NaN fails the test too. */
+inline bool kemu__plain_products(const float *x, int n) {
+  for (int i = 0; i < n; i++) {
+    const float m = fabsf(x[i]);
+    if (!(m <= 0x1p62f && (m >= 0x1p-62f || m == 0.0f))) return false;
+  }
+  return true;
+}
+
+/* d[i] += sum over k of a_i[k] * b_i[k] in k order, one rounding per term
+ * (fused multiply-add). */
+inline float kemu__dot16(float acc, const float *a, const float *b,
+                         bool plain) {
+  if (plain)
+    for (int k = 0; k < 16; k++) acc = acc + a[k] * b[k];
+  else
+    for (int k = 0; k < 16; k++) acc = fmaf(a[k], b[k], acc);
+  return acc;
+}
+
 /* Element e (0 or 1) of a register holding two 16-bit patterns. */
 inline uint16_t kemu__half_of(uint32_t reg, int e) {
   return (uint16_t)(e ? reg >> 16 : reg & 0xffffu);
@@ -89,13 +112,18 @@ inline void kemu_mma_m16n8k16(float d[4], const uint32_t a[4],
     const uint32_t v = reg(4 * col + (k % 8) / 2, 4 + k / 8);
     return Cvt::f32(kemu__half_of(v, k % 2));
   };
+  /* This lane's two rows of a and two columns of b, converted once. */
   const int g = (int)kemu__lane / 4, tq = (int)kemu__lane % 4;
-  for (int i = 0; i < 4; i++) {
-    const int row = g + 8 * (i / 2), col = 2 * tq + i % 2;
-    float acc = d[i];
-    for (int k = 0; k < 16; k++) acc = fmaf(a_at(row, k), b_at(k, col), acc);
-    d[i] = acc;
-  }
+  float ar[2][16], bc[2][16];
+  for (int h = 0; h < 2; h++)
+    for (int k = 0; k < 16; k++) {
+      ar[h][k] = a_at(g + 8 * h, k);
+      bc[h][k] = b_at(k, 2 * tq + h);
+    }
+  const bool plain = kemu__plain_products(&ar[0][0], 32) &&
+                     kemu__plain_products(&bc[0][0], 32);
+  for (int i = 0; i < 4; i++)
+    d[i] = kemu__dot16(d[i], ar[i / 2], bc[i % 2], plain);
 }
 
 /* ---- AMD CDNA (wave of 64) ----------------------------------------------- */
@@ -118,17 +146,18 @@ inline void kemu_mfma_16x16x16(float d[4], const uint32_t a[2],
     memcpy(&v, t + lane * KEMU__GATHER_BYTES + 4 * r, 4);
     return Cvt::f32(kemu__half_of(v, k % 2));
   };
-  const int l = (int)kemu__lane;
-  for (int i = 0; i < 4; i++) {
-    const int row = 4 * (l / 16) + i, col = l % 16;
-    float acc = d[i];
-    for (int k = 0; k < 16; k++) {
-      const unsigned int la = (unsigned int)(row + 16 * (k / 4));
-      const unsigned int lb = (unsigned int)(col + 16 * (k / 4));
-      acc = fmaf(elem(la, (k % 4) / 2, k), elem(lb, 2 + (k % 4) / 2, k), acc);
-    }
-    d[i] = acc;
+  /* This lane's four rows of a and its column of b, converted once. */
+  const int l = (int)kemu__lane, col = l % 16;
+  float ar[4][16], bc[16];
+  for (int k = 0; k < 16; k++) {
+    for (int i = 0; i < 4; i++)
+      ar[i][k] = elem((unsigned int)(4 * (l / 16) + i + 16 * (k / 4)),
+                      (k % 4) / 2, k);
+    bc[k] = elem((unsigned int)(col + 16 * (k / 4)), 2 + (k % 4) / 2, k);
   }
+  const bool plain = kemu__plain_products(&ar[0][0], 64) &&
+                     kemu__plain_products(bc, 16);
+  for (int i = 0; i < 4; i++) d[i] = kemu__dot16(d[i], ar[i], bc, plain);
 }
 
 #endif

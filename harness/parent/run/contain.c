@@ -1,0 +1,397 @@
+/* Containment: nothing a test starts outlives it. A test may start a
+ * process that leaves its process group (setpgid, setsid, a double fork),
+ * which no kill of the group reaches. kiln is a child subreaper
+ * (PR_SET_CHILD_SUBREAPER), so every process orphaned under it becomes its
+ * child instead of init's; when a test's runner has ended, kiln looks for
+ * what it left:
+ *
+ *   cgroup     each child starts in a cgroup v2 cgroup of its own (under
+ *              kiln's cgroup, where it may make one): whatever is still in
+ *              it is the test's, however it got away, and cgroup.kill ends
+ *              it all at once;
+ *   subreaper  where no cgroup v2 hierarchy can be written (cgroup v1
+ *              machines, containers): kiln's children that carry the test's
+ *              KILN_JOB=<kiln pid>.<n> in their environment.
+ *
+ * Each process found is described (pid, command line, how it left) on the
+ * test that started it, and killed. What no test claims (a process that
+ * cleared its environment, or one of --isolation none's shared process) is
+ * swept at the end of the run and listed on the run. docs/harness.md has
+ * the rules and docs/performance.md what each costs per test.
+ */
+#include "run-impl.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Rounds of find-and-kill (a killed process's children come to kiln only
+ * when it has died), and how long to wait for the killed to die. */
+#define ROUNDS 64
+#define DIE_MS 2000
+#define MAX_FOUND 4096
+
+/* ---- cgroup v2 -------------------------------------------------------------------- */
+
+/* The cgroup v2 mount point, from mountinfo; "" when there is none. */
+static void v2_mount(char *out, size_t n) {
+  out[0] = '\0';
+  char *info = NULL;
+  if (kh_read_file("/proc/self/mountinfo", 1 << 20, &info, NULL) != 0) return;
+  char *save = NULL;
+  for (char *line = strtok_r(info, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    const char *dash = strstr(line, " - ");
+    if (!dash || strncmp(dash + 3, "cgroup2 ", 8) != 0) continue;
+    /* id parent major:minor root MOUNTPOINT ... */
+    char *p = line;
+    for (int f = 0; f < 4 && p; f++) p = strchr(p + 1, ' ');
+    if (!p) continue;
+    size_t len = strcspn(p + 1, " ");
+    snprintf(out, n, "%.*s", (int)len, p + 1);
+    break;
+  }
+  free(info);
+}
+
+/* This process's cgroup v2 path ("0::/path"); -1 when it has none. */
+static int v2_path(char *out, size_t n) {
+  char *cg = NULL;
+  if (kh_read_file("/proc/self/cgroup", 1 << 16, &cg, NULL) != 0) return -1;
+  int rc = -1;
+  char *save = NULL;
+  for (char *line = strtok_r(cg, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+    if (strncmp(line, "0::", 3) == 0) {
+      snprintf(out, n, "%s", strcmp(line + 3, "/") == 0 ? "" : line + 3);
+      rc = 0;
+    }
+  free(cg);
+  return rc;
+}
+
+static int open_procs(const char *cg) {
+  char path[PATH_MAX + 32];
+  snprintf(path, sizeof path, "%s/cgroup.procs", cg);
+  return open(path, O_WRONLY | O_CLOEXEC);
+}
+
+/* Does a child spawned into cg end up there? `cat /proc/self/cgroup` in it
+ * says. (Writing a cgroup.procs needs rights on the cgroups on both sides
+ * of the move, which no check short of a move shows.) */
+static int child_joins(const char *cg, const char *want) {
+  int fd = open_procs(cg), p[2];
+  if (fd < 0 || pipe2(p, O_CLOEXEC) != 0) {
+    if (fd >= 0) close(fd);
+    return 0;
+  }
+  char *argv[] = {"cat", "/proc/self/cgroup", NULL};
+  krun_spawn_req req = {.argv = argv, .fd_in = -1, .fd_out = p[1], .fd_err = -1,
+                        .fd_result = -1, .die_with_parent = 1, .cgroup_procs = fd};
+  pid_t pid;
+  int exec_errno = 0;
+  int rc = krun_spawn(&req, &pid, &exec_errno);
+  close(p[1]), close(fd);
+  kh_buf b = {0};
+  char chunk[4096];
+  ssize_t n;
+  while (rc == 0 && (n = kh_read(p[0], chunk, sizeof chunk)) > 0) kh_buf_add(&b, chunk, (size_t)n);
+  close(p[0]);
+  if (rc == 0)
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+  int ok = rc == 0 && !exec_errno && b.data && strstr(b.data, want) != NULL;
+  kh_buf_free(&b);
+  return ok;
+}
+
+/* Makes the run's cgroup under kiln's own; 0, or -1 with why. */
+static int cgroup_setup(krun__contain *ct, char *why, size_t n) {
+  char mount[PATH_MAX], own[PATH_MAX];
+  v2_mount(mount, sizeof mount);
+  if (!*mount) return snprintf(why, n, "no cgroup v2 hierarchy is mounted"), -1;
+  if (v2_path(own, sizeof own) != 0)
+    return snprintf(why, n, "this process is in no cgroup v2 cgroup"), -1;
+  char *run = kh_asprintf("%s%s/kiln-%ld", mount, own, (long)ct->self);
+  if (strlen(run) + 32 >= sizeof ct->run_cg) {
+    free(run);
+    return snprintf(why, n, "the cgroup path is too long"), -1;
+  }
+  snprintf(ct->run_cg, sizeof ct->run_cg, "%s", run);
+  free(run);
+  if (mkdir(ct->run_cg, 0755) != 0)
+    return snprintf(why, n, "cannot make %.400s: %s", ct->run_cg, strerror(errno)), -1;
+  char probe[PATH_MAX + 16], want[PATH_MAX + 32];
+  snprintf(probe, sizeof probe, "%s/probe", ct->run_cg);
+  snprintf(want, sizeof want, "0::%s/kiln-%ld/probe\n", own, (long)ct->self);
+  int ok = mkdir(probe, 0755) == 0 && child_joins(probe, want);
+  rmdir(probe);
+  if (!ok) {
+    rmdir(ct->run_cg);
+    ct->run_cg[0] = '\0';
+    return snprintf(why, n, "a child cannot be moved into a cgroup under %.200s%.200s", mount,
+                    own), -1;
+  }
+  char kill_file[PATH_MAX + 16];
+  snprintf(kill_file, sizeof kill_file, "%s/cgroup.kill", ct->run_cg);
+  ct->has_kill = access(kill_file, W_OK) == 0;
+  return 0;
+}
+
+/* ---- Setting up and tearing down ----------------------------------------------------- */
+
+int krun__contain_setup(krun__run *R, kh_err *err) {
+  krun__contain *ct = &R->ct;
+  memset(ct, 0, sizeof *ct);
+  ct->self = getpid();
+  ct->session = getsid(0);
+  ct->mode = R->s->contain;
+  if (ct->mode == KRUN_CONTAIN_NONE) return 0;
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+    return kh_errf(err, "--contain %s: cannot become a child subreaper: %s",
+                   krun_contain_names[ct->mode], strerror(errno));
+  if (ct->mode == KRUN_CONTAIN_SUBREAPER) return 0;
+  if (cgroup_setup(ct, ct->why, sizeof ct->why) == 0) {
+    ct->mode = KRUN_CONTAIN_CGROUP;
+    return 0;
+  }
+  if (ct->mode == KRUN_CONTAIN_CGROUP)
+    return kh_errf(err, "--contain cgroup: no writable cgroup v2 hierarchy: %s (--contain "
+                   "subreaper works without one)", ct->why);
+  ct->mode = KRUN_CONTAIN_SUBREAPER;
+  return 0;
+}
+
+void krun__contain_teardown(krun__run *R) {
+  if (R->ct.run_cg[0]) rmdir(R->ct.run_cg);
+  R->ct.run_cg[0] = '\0';
+  if (R->ct.mode != KRUN_CONTAIN_NONE) (void)prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+/* A child's own cgroup, before it is spawned (best effort: a failure here
+ * leaves the child to the subreaper's search). */
+void krun__contain_job(krun__run *R, krun__job *j) {
+  j->serial = ++R->job_serial;
+  j->cg_procs = -1;
+  if (R->ct.mode != KRUN_CONTAIN_CGROUP) return;
+  j->cg = kh_asprintf("%s/%d", R->ct.run_cg, j->serial);
+  if (mkdir(j->cg, 0755) == 0) j->cg_procs = open_procs(j->cg);
+}
+
+void krun__contain_job_clear(krun__job *j) {
+  if (j->cg_procs >= 0) close(j->cg_procs);
+  j->cg_procs = -1;
+  if (j->cg) rmdir(j->cg);
+  free(j->cg);
+  j->cg = NULL;
+}
+
+/* ---- Finding what is left ------------------------------------------------------------- */
+
+static int add_pid(pid_t *pids, int n, pid_t p) {
+  for (int i = 0; i < n; i++)
+    if (pids[i] == p) return n;
+  if (n < MAX_FOUND) pids[n++] = p;
+  return n;
+}
+
+/* kiln's children (PR_SET_CHILD_SUBREAPER makes every orphan below it one). */
+static int children(pid_t self, pid_t *pids, int max) {
+  char path[64], *text = NULL;
+  int n = 0;
+  snprintf(path, sizeof path, "/proc/%ld/task/%ld/children", (long)self, (long)self);
+  if (kh_read_file(path, 1 << 20, &text, NULL) == 0) {
+    for (char *p = text; *p && n < max;) {
+      char *end;
+      long v = strtol(p, &end, 10);
+      if (end == p) break;
+      pids[n++] = (pid_t)v;
+      p = end;
+    }
+    free(text);
+    return n;
+  }
+  /* Kernels without CONFIG_PROC_CHILDREN: every process's parent. */
+  DIR *d = opendir("/proc");
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL && n < max) {
+    long long pid;
+    if (kh_parse_ll(e->d_name, 1, 1 << 30, &pid) != 0) continue;
+    char stat[64];
+    snprintf(stat, sizeof stat, "/proc/%lld/stat", pid);
+    char *s = NULL;
+    if (kh_read_file(stat, 4096, &s, NULL) != 0) continue;
+    const char *rp = strrchr(s, ')');
+    long ppid = 0;
+    if (rp && sscanf(rp + 1, " %*c %ld", &ppid) == 1 && ppid == (long)self) pids[n++] = (pid_t)pid;
+    free(s);
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+/* The KILN_JOB serial in a process's environment: 0 when it is not one of
+ * this kiln's, -1 when it has none (or it cannot be read). */
+static int job_of(pid_t pid, pid_t self) {
+  char path[64], *env = NULL;
+  size_t len = 0;
+  snprintf(path, sizeof path, "/proc/%ld/environ", (long)pid);
+  if (kh_read_file(path, 1 << 22, &env, &len) != 0) return -1;
+  int job = -1;
+  for (size_t off = 0; off < len; off += strlen(env + off) + 1) {
+    long kiln, serial;
+    if (strncmp(env + off, "KILN_JOB=", 9) == 0 &&
+        sscanf(env + off + 9, "%ld.%ld", &kiln, &serial) == 2)
+      job = kiln == (long)self ? (int)serial : 0;
+  }
+  free(env);
+  return job;
+}
+
+static int is_known(const krun__run *R, pid_t pid) {
+  if (pid == R->guard_pid) return 1;
+  for (int i = 0; i < R->maxjobs; i++)
+    if (R->jobs[i].active && !R->jobs[i].exited && R->jobs[i].pid == pid) return 1;
+  return 0;
+}
+
+/* The processes in a cgroup and in the cgroups under it (a test's own,
+ * the jobs' under the run's). */
+static int cgroup_pids(const char *cg, pid_t *pids, int n, int depth) {
+  char path[PATH_MAX + 32], *text = NULL;
+  snprintf(path, sizeof path, "%s/cgroup.procs", cg);
+  if (kh_read_file(path, 1 << 20, &text, NULL) == 0) {
+    for (char *p = text; *p;) {
+      char *end;
+      long v = strtol(p, &end, 10);
+      if (end == p) break;
+      n = add_pid(pids, n, (pid_t)v);
+      p = end;
+    }
+    free(text);
+  }
+  DIR *d = depth < 4 ? opendir(cg) : NULL;
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL) {
+    if (e->d_type != DT_DIR || e->d_name[0] == '.') continue;
+    snprintf(path, sizeof path, "%s/%s", cg, e->d_name);
+    n = cgroup_pids(path, pids, n, depth + 1);
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+/* Live processes left by job (serial; its cgroup cg, or NULL), or with
+ * serial 0 every process of this run no live job claims. */
+static int left_by(krun__run *R, int serial, const char *cg, pid_t *pids) {
+  int n = 0;
+  if (cg) n = cgroup_pids(cg, pids, n, 0);
+  pid_t kids[MAX_FOUND];
+  int nk = children(R->ct.self, kids, MAX_FOUND);
+  for (int i = 0; i < nk; i++) {
+    if (is_known(R, kids[i])) continue;
+    int job = job_of(kids[i], R->ct.self);
+    if (serial ? job == serial : job != 0) n = add_pid(pids, n, kids[i]);
+  }
+  return n;
+}
+
+/* ---- Describing and killing ------------------------------------------------------------- */
+
+/* pid's state, process group and session from /proc; 0, or -1 when it is
+ * gone or a zombie (nothing left to kill). */
+static int stat_of(pid_t pid, long *pgrp, long *session) {
+  char path[64], *s = NULL;
+  snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+  if (kh_read_file(path, 4096, &s, NULL) != 0) return -1;
+  const char *rp = strrchr(s, ')');
+  char state = 0;
+  int ok = rp && sscanf(rp + 1, " %c %*d %ld %ld", &state, pgrp, session) == 3 && state != 'Z';
+  free(s);
+  return ok ? 0 : -1;
+}
+
+static const char *command_of(krep_report *rep, pid_t pid) {
+  char path[64], *cmd = NULL;
+  size_t len = 0;
+  snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)pid);
+  if (kh_read_file(path, 1 << 16, &cmd, &len) != 0) return krep_str(rep, "?");
+  for (size_t i = 0; i + 1 < len; i++)
+    if (cmd[i] == '\0') cmd[i] = ' ';
+  if (len > 200) memcpy(cmd + 197, "...", 4);
+  const char *r = krep_str(rep, *cmd ? cmd : "?");
+  free(cmd);
+  return r;
+}
+
+static void add_proc(krun__left *l, const krep_proc *p) {
+  l->procs = kh_xrealloc(l->procs, (size_t)(l->n + 1) * sizeof *l->procs);
+  l->procs[l->n++] = *p;
+}
+
+/* Waits until each pid has died (reaping the ones that are kiln's
+ * children), or the time is up. */
+static void wait_dead(const pid_t *pids, int n) {
+  double until = kh_now_ms() + DIE_MS;
+  for (int i = 0; i < n; i++) {
+    long pg, se;
+    while (waitpid(pids[i], NULL, WNOHANG) != pids[i] && stat_of(pids[i], &pg, &se) == 0) {
+      if (kh_now_ms() > until) return;
+      usleep(500);
+    }
+  }
+}
+
+/* Finds what the job (serial, cgroup cg; serial 0: any) left, describes
+ * it into l and kills it, until nothing is left. pgid: the test's process
+ * group (its runner's pid), for how each one left. */
+static void find_and_kill(krun__run *R, int serial, const char *cg, pid_t pgid, krun__left *l) {
+  pid_t pids[MAX_FOUND];
+  for (int round = 0; round < ROUNDS; round++) {
+    int n = left_by(R, serial, cg, pids), live = 0;
+    for (int i = 0; i < n; i++) {
+      long pg, se;
+      if (stat_of(pids[i], &pg, &se) != 0) continue;   /* gone, or a zombie */
+      krep_proc p = {pids[i], command_of(&R->rep, pids[i]),
+                     se != (long)R->ct.session ? "new session"
+                     : pg == (long)pgid       ? "the test's process group"
+                                              : "own process group",
+                     1, NULL};
+      if (kill(pids[i], SIGKILL) != 0) {
+        p.killed = 0;
+        p.error = krep_str(&R->rep, strerror(errno));
+      }
+      add_proc(l, &p);
+      live++;
+    }
+    /* cgroup.kill reaches what forks while we look, in one write. */
+    if (cg && live && R->ct.has_kill) {
+      char path[PATH_MAX + 32];
+      snprintf(path, sizeof path, "%s/cgroup.kill", cg);
+      int fd = open(path, O_WRONLY | O_CLOEXEC);
+      if (fd >= 0) (void)!write(fd, "1", 1), close(fd);
+    }
+    if (!live) return;
+    wait_dead(pids, n);
+  }
+}
+
+void krun__contain_left(krun__run *R, krun__job *j, krun__left *l) {
+  memset(l, 0, sizeof *l);
+  if (R->ct.mode == KRUN_CONTAIN_NONE) return;
+  find_and_kill(R, j->serial, j->cg, j->pid, l);
+}
+
+void krun__contain_sweep(krun__run *R) {
+  if (R->ct.mode == KRUN_CONTAIN_NONE) return;
+  krun__left l;
+  memset(&l, 0, sizeof l);
+  find_and_kill(R, 0, R->ct.run_cg[0] ? R->ct.run_cg : NULL, 0, &l);
+  for (int i = 0; i < l.n; i++) krep_add_proc(&R->rep, NULL, &l.procs[i]);
+  free(l.procs);
+}

@@ -1,0 +1,336 @@
+/* Fused attention on the SIMT units with register tiles: the TILED kernel
+ * for f32 (exact f32 arithmetic, no TF32), and for f16/bf16 where the
+ * matrix-core kernel (kd-attn-mma.h) cannot run (no matrix unit, rows not
+ * 16-byte aligned, D not a multiple of 8). A header so that
+ * scripts/attn-tune.cu builds other configurations of the same code.
+ *
+ * A block of 256 threads (16 x 16: ty = tid / 16, tx = tid % 16) takes BM
+ * consecutive rows of one (batch, kv head), as kd-attn.h defines rows.
+ * Q [BM][DP], K and V [BN][DP] and P [BM][BN] live in shared memory as f32. Per tile of BN keys
+ * the block computes S = Q K^T as a small GEMM: thread (ty, tx) owns rows
+ * ty + 16 i (i < BM / 16) and keys tx + 16 j (j < BN / 16) and reads one
+ * float4 of Q per row and of K per key for every four dimensions; the 16
+ * threads of a row group reduce its max with shuffles, update the running
+ * max m and sum l, rescale O and write P = exp(S - m) to shared memory;
+ * then O += P V, the thread owning rows ty + 16 i and dimensions
+ * 4 (tx + 16 c) .. + 3 (c < DP / 64), reading P as float4 of four keys and
+ * V as float4 of four dimensions. K_{t+1} is copied while P and O are
+ * worked on, V_{t+1} while the next S is: one buffer each, FlashAttention-2's
+ * order, with kd_cp_async16 when rows are 16-byte aligned f32 (cp.async on
+ * NVIDIA), converting loads otherwise. K is stored with its float4 groups
+ * XOR-swizzled by key so that 16 keys at one group hit distinct banks.
+ *
+ * Masks, edges and special values follow the matrix-core kernel: keys from
+ * kv_end on are zero-filled and never loaded; S is masked, and P V skips a
+ * row's hidden keys, only in tiles that cross a row's limit; exp(-inf) = 0
+ * with m = -inf handled; l = 0 writes zeros; a NaN or +inf score poisons l.
+ * exp is expf for f32 outputs, the approximate one for 16-bit outputs.
+ * D is padded to DP (a multiple of 64) with zeros; any D <= DP works.
+ */
+#ifndef KILN_KD_ATTN_SIMT_H
+#define KILN_KD_ATTN_SIMT_H
+
+#include "kd-attn.h"
+#include "kd-mma.h" /* kd_cp_async16 and its commit and wait */
+
+#define KD_ATTN_SIMT_THREADS 256
+
+/* DP padded head dimension (multiple of 64), BM rows and BN keys per block
+ * (multiples of 16), MINB blocks per multiprocessor (__launch_bounds__). */
+template <int DP_, int BM_, int BN_, int MINB_> struct kd_attn_simt_cfg {
+  static constexpr int DP = DP_, BM = BM_, BN = BN_, MINB = MINB_;
+  static_assert(DP % 64 == 0 && DP <= 256 && BM % 16 == 0 && BN % 16 == 0,
+                "bad tile");
+};
+
+/* kiln's configurations: shared memory up to 227 KiB on NVIDIA (two blocks
+ * per multiprocessor up to D = 128), 64 KiB on AMD. */
+template <int DP, bool BIG_SMEM> struct kd_attn_simt_default {
+  typedef kd_attn_simt_cfg<DP, (BIG_SMEM ? 64 : (DP <= 128 ? 32 : 16)),
+                           (BIG_SMEM ? (DP <= 128 ? 64 : 32)
+                                     : (DP <= 128 ? 32 : 16)),
+                           (BIG_SMEM && DP <= 128 ? 2 : 1)>
+      type;
+};
+
+template <typename T, class C> struct kd_attn_simt {
+  static constexpr int DP = C::DP, BM = C::BM, BN = C::BN;
+  static constexpr int RM = BM / 16, RN = BN / 16, DG = DP / 64;
+  static constexpr int G4 = DP / 4; /* float4 groups per row */
+  /* Shared memory in floats. */
+  static constexpr int Q_F = BM * DP, K_F = BN * DP, V_F = BN * DP;
+  static constexpr int P_F = BM * BN;
+  static constexpr size_t SMEM_BYTES = 4 * (size_t)(Q_F + K_F + V_F + P_F);
+
+  typedef kd_attn_block<T> geom;
+
+  /* Stages group gi (four elements from dimension 4 gi) of a row into dst:
+   * src is the row, or NULL for a row past the end (zeros); any is a valid
+   * global address for the copy that reads nothing. */
+  static __device__ __forceinline__ void stage4(float *dst, const T *src,
+                                                const T *any, int gi, int d,
+                                                bool async) {
+    const int left = src ? d - 4 * gi : 0;
+    if constexpr (sizeof(T) == 4) {
+      if (async) {
+        kd_cp_async16(dst, left > 0 ? src + 4 * gi : any, left > 0 ? 16 : 0);
+        return;
+      }
+    }
+    float f[4];
+    KD_UNROLL
+    for (int e = 0; e < 4; e++)
+      f[e] = e < left ? kd_to_float(src[4 * gi + e]) : 0.0f;
+    *reinterpret_cast<float4 *>(dst) = make_float4(f[0], f[1], f[2], f[3]);
+  }
+
+  static __device__ __forceinline__ void load_q(const ke__attention_desc &a,
+                                                const geom &g, bool async,
+                                                float *qs) {
+    for (int idx = threadIdx.x; idx < BM * G4; idx += KD_ATTN_SIMT_THREADS) {
+      const int r = idx / G4, gi = idx % G4;
+      const int64_t rr = g.row0 + r;
+      const T *src = rr < g.rows_total ? g.row(g.q, a.q_stride, rr) : nullptr;
+      stage4(qs + 4 * idx, src, g.q, gi, (int)a.d, async);
+    }
+  }
+
+  /* acc[i][c] += P[row ty + 16 i][j] V[j][4 (tx + 16 c) ..] over the
+   * tile's keys j < kn; with MASK, only j < vis[i] for row i. */
+  template <bool MASK>
+  static __device__ __forceinline__ void pv(float4 (&acc)[RM][DG],
+                                            const float *ps, const float *vs,
+                                            int kn, int ty, int tx,
+                                            const int (&vis)[RM]) {
+    const float4 *p4 = reinterpret_cast<const float4 *>(ps);
+    for (int j4 = 0; 4 * j4 < kn; j4++) {
+      const int j = 4 * j4;
+      float4 pq[RM];
+      KD_UNROLL
+      for (int i = 0; i < RM; i++) pq[i] = p4[(ty + 16 * i) * (BN / 4) + j4];
+      KD_UNROLL
+      for (int jj = 0; jj < 4; jj++) {
+        float4 vv[DG];
+        KD_UNROLL
+        for (int c = 0; c < DG; c++)
+          vv[c] = reinterpret_cast<const float4 *>(vs)[(j + jj) * G4 + tx + 16 * c];
+        KD_UNROLL
+        for (int i = 0; i < RM; i++) {
+          const float p = jj == 0 ? pq[i].x
+                                  : (jj == 1 ? pq[i].y
+                                             : (jj == 2 ? pq[i].z : pq[i].w));
+          if (MASK && j + jj >= vis[i]) continue;
+          KD_UNROLL
+          for (int c = 0; c < DG; c++) {
+            acc[i][c].x = fmaf(p, vv[c].x, acc[i][c].x);
+            acc[i][c].y = fmaf(p, vv[c].y, acc[i][c].y);
+            acc[i][c].z = fmaf(p, vv[c].z, acc[i][c].z);
+            acc[i][c].w = fmaf(p, vv[c].w, acc[i][c].w);
+          }
+        }
+      }
+    }
+  }
+
+  /* Keys k0 .. k0 + BN - 1 of K (swizzled: group gi of key r at slot
+   * gi ^ (r % 8)) or V (plain). */
+  template <bool SWZ>
+  static __device__ __forceinline__ void load_kv(const ke__attention_desc &a,
+                                                 const geom &g, bool async,
+                                                 const T *base, int64_t stride,
+                                                 int k0, float *dst) {
+    for (int idx = threadIdx.x; idx < BN * G4; idx += KD_ATTN_SIMT_THREADS) {
+      const int r = idx / G4, gi = idx % G4;
+      const int64_t key = (int64_t)k0 + r;
+      const T *src = key < g.kv_end ? base + key * stride : nullptr;
+      const int slot = SWZ ? (gi ^ (r & 7)) : gi;
+      stage4(dst + 4 * (r * G4 + slot), src, base, gi, (int)a.d, async);
+    }
+  }
+};
+
+template <typename T, class C>
+__global__ void __launch_bounds__(KD_ATTN_SIMT_THREADS, C::MINB)
+kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
+                 const T *__restrict__ v, T *__restrict__ o,
+                 ke__attention_desc a, bool async) {
+  typedef kd_attn_simt<T, C> K;
+  constexpr int RM = K::RM, RN = K::RN, DG = K::DG, BN = C::BN, G4 = K::G4;
+  HIP_DYNAMIC_SHARED(uint4, smem_raw); /* one type for every kernel (CUDA) */
+  float *qs = reinterpret_cast<float *>(smem_raw);
+  float *ks = qs + K::Q_F, *vs = ks + K::K_F, *ps = vs + K::V_F;
+
+  const int tid = threadIdx.x, ty = tid / 16, tx = tid % 16;
+  typename K::geom g;
+  g.init(a, q, k, v, o, C::BM);
+  const int blk_min_lim = g.lim(a, g.row0);
+#if defined(KE_PLANTED_BUG)
+  /* Planted bug (mutant library only): the original engine's attention,
+   * right for at most 32 keys. */
+  if (g.kv_end > 32) g.kv_end = 32;
+#endif
+  int lim_r[RM];
+  KD_UNROLL
+  for (int i = 0; i < RM; i++) {
+    const int64_t rr = g.row0 + ty + 16 * i;
+    lim_r[i] = rr < g.rows_total ? g.lim(a, rr) : g.kv_end;
+  }
+
+  float4 acc[RM][DG];
+  float m[RM], l[RM];
+  KD_UNROLL
+  for (int i = 0; i < RM; i++) {
+    m[i] = -INFINITY;
+    l[i] = 0.0f;
+    KD_UNROLL
+    for (int c = 0; c < DG; c++) acc[i][c] = make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+
+  const int ntiles = (int)(((int64_t)g.kv_end + BN - 1) / BN);
+  K::load_q(a, g, async, qs);
+  if (ntiles > 0)
+    K::template load_kv<true>(a, g, async, g.k, a.k_stride[2], 0, ks);
+  kd_cp_async_commit();
+  if (ntiles > 0)
+    K::template load_kv<false>(a, g, async, g.v, a.v_stride[2], 0, vs);
+  kd_cp_async_commit();
+  const int d4 = (int)((a.d + 3) / 4); /* dimension groups that matter */
+
+  for (int t = 0; t < ntiles; t++) {
+    const int k0 = t * BN;
+    kd_cp_async_wait<1>(); /* Q and K_t; V_t may still be in flight */
+    __syncthreads();
+
+    /* S = Q K^T for rows ty + 16 i, keys tx + 16 j. */
+    float s[RM][RN];
+    KD_UNROLL
+    for (int i = 0; i < RM; i++)
+      KD_UNROLL
+      for (int j = 0; j < RN; j++) s[i][j] = 0.0f;
+    for (int gi = 0; gi < d4; gi++) {
+      float4 qv[RM], kv[RN];
+      KD_UNROLL
+      for (int i = 0; i < RM; i++)
+        qv[i] = reinterpret_cast<const float4 *>(qs)[(ty + 16 * i) * G4 + gi];
+      KD_UNROLL
+      for (int j = 0; j < RN; j++) {
+        const int r = tx + 16 * j;
+        kv[j] = reinterpret_cast<const float4 *>(ks)[r * G4 + (gi ^ (r & 7))];
+      }
+      KD_UNROLL
+      for (int i = 0; i < RM; i++)
+        KD_UNROLL
+        for (int j = 0; j < RN; j++) {
+          s[i][j] = fmaf(qv[i].x, kv[j].x, s[i][j]);
+          s[i][j] = fmaf(qv[i].y, kv[j].y, s[i][j]);
+          s[i][j] = fmaf(qv[i].z, kv[j].z, s[i][j]);
+          s[i][j] = fmaf(qv[i].w, kv[j].w, s[i][j]);
+        }
+    }
+    __syncthreads(); /* every thread is done with K_t */
+    if (t + 1 < ntiles)
+      K::template load_kv<true>(a, g, async, g.k, a.k_stride[2], k0 + BN, ks);
+    kd_cp_async_commit();
+
+    /* Softmax update; P to shared memory. Keys relative to k0 (no int
+     * overflow near 2^31). */
+    const bool masked = BN > blk_min_lim - k0;
+    KD_UNROLL
+    for (int i = 0; i < RM; i++) {
+      float mx = -INFINITY;
+      KD_UNROLL
+      for (int j = 0; j < RN; j++) {
+        float x = s[i][j] * a.scale;
+        if (masked && tx + 16 * j >= lim_r[i] - k0) x = -INFINITY;
+        s[i][j] = x;
+        mx = fmaxf(mx, x); /* a NaN is caught by its weight */
+      }
+      KD_UNROLL
+      for (int off = 1; off < 16; off *= 2) mx = fmaxf(mx, __shfl_xor(mx, off));
+      const float mn = fmaxf(m[i], mx);
+      const float sub = mn == -INFINITY ? 0.0f : mn;
+      const float alpha = kd_exp_for<T>(m[i] - sub); /* 0 while m is -inf */
+      m[i] = mn;
+      l[i] *= alpha;
+      KD_UNROLL
+      for (int c = 0; c < DG; c++) {
+        acc[i][c].x *= alpha;
+        acc[i][c].y *= alpha;
+        acc[i][c].z *= alpha;
+        acc[i][c].w *= alpha;
+      }
+      KD_UNROLL
+      for (int j = 0; j < RN; j++) {
+        const float p = kd_exp_for<T>(s[i][j] - sub);
+        l[i] += p;
+        ps[(ty + 16 * i) * BN + tx + 16 * j] = p;
+      }
+    }
+    kd_cp_async_wait<1>(); /* V_t; K_{t+1} may still be in flight */
+    __syncthreads();
+
+    /* O += P V; on tiles that cross a row's limit, each row skips its
+     * hidden keys (their weight is 0, but 0 * NaN would not be). */
+    const int kn = g.kv_end - k0 < BN ? g.kv_end - k0 : BN;
+    if (masked) {
+      int vis[RM]; /* keys of this tile each row sees */
+      KD_UNROLL
+      for (int i = 0; i < RM; i++) vis[i] = lim_r[i] - k0;
+      K::template pv<true>(acc, ps, vs, kn, ty, tx, vis);
+    } else {
+      K::template pv<false>(acc, ps, vs, kn, ty, tx, lim_r);
+    }
+    __syncthreads(); /* every thread is done with V_t and P */
+    if (t + 1 < ntiles)
+      K::template load_kv<false>(a, g, async, g.v, a.v_stride[2], k0 + BN,
+                                 vs);
+    kd_cp_async_commit();
+  }
+
+  /* l over the row's 16 threads; l == 0 (nothing visible) writes zeros. */
+  KD_UNROLL
+  for (int i = 0; i < RM; i++) {
+    float lt = l[i];
+    KD_UNROLL
+    for (int off = 1; off < 16; off *= 2) lt += __shfl_xor(lt, off);
+    const int64_t rr = g.row0 + ty + 16 * i;
+    if (rr >= g.rows_total) continue;
+    T *orow = g.row(g.o, a.o_stride, rr);
+    KD_UNROLL
+    for (int c = 0; c < DG; c++) {
+      const int d0 = 4 * (tx + 16 * c);
+      const float f[4] = {acc[i][c].x, acc[i][c].y, acc[i][c].z, acc[i][c].w};
+      KD_UNROLL
+      for (int e = 0; e < 4; e++)
+        if (d0 + e < a.d)
+          orow[d0 + e] = kd_from_float<T>(lt == 0.0f ? 0.0f : f[e] / lt);
+    }
+  }
+  (void)G4;
+}
+
+/* Launches kd_attn_simt_fwd<T, C>; grid (row tiles, Hkv, B). */
+template <typename T, class C>
+static int kd_attn_simt_launch(hipStream_t stream, const void *q,
+                               const void *k, const void *v, void *o,
+                               const ke__attention_desc *a) {
+  typedef kd_attn_simt<T, C> K;
+  bool async = sizeof(T) == 4 && a->d % 4 == 0;
+  const void *ptr[3] = {q, k, v};
+  const int64_t *st[3] = {a->q_stride, a->k_stride, a->v_stride};
+  for (int t = 0; t < 3; t++) {
+    async = async && (uintptr_t)ptr[t] % 16 == 0;
+    for (int d = 0; d < 3; d++) async = async && st[t][d] % 4 == 0;
+  }
+  const void *fn = (const void *)kd_attn_simt_fwd<T, C>;
+  int err = (int)hipFuncSetAttribute(
+      fn, hipFuncAttributeMaxDynamicSharedMemorySize, (int)K::SMEM_BYTES);
+  if (err != 0) return err;
+  hipLaunchKernelGGL((kd_attn_simt_fwd<T, C>), kd_attn_grid(a, C::BM),
+                     dim3(KD_ATTN_SIMT_THREADS), K::SMEM_BYTES, stream,
+                     (const T *)q, (const T *)k, (const T *)v, (T *)o, *a,
+                     async);
+  return (int)hipGetLastError();
+}
+
+#endif

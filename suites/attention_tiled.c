@@ -1,0 +1,346 @@
+/* Attention suite for the TILED kernels (kiln/attention.h), pinned with
+ * kernel = KE_ATTN_KERNEL_TILED: the matrix-core kernel for f16/bf16 (in
+ * host emulation kd_mma_nv at warp 32 and kd_mma_cdna at warp 64, the
+ * vendors' fragment tables) and the register-tiled SIMT kernel for f32 and
+ * for 16-bit inputs the matrix path does not take (D not a multiple of 8,
+ * rows not 16-byte aligned). Sizes are multiples of no tile: D = 72, 112,
+ * 200 besides 64, 80, 96, 128, 256; Sk = 1, 17, 3001; Sq = 1 (decode
+ * shapes, which AUTO sends elsewhere today), 37, 77, 130; GQA ratios 1..8;
+ * causal offsets negative, zero, positive and past the keys; packed QKV;
+ * NaN and Inf in Q, K and V where the special-value rules say what happens.
+ * Every check is against the double reference with the tolerances of
+ * suites/attention.c (docs/kernels.md).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention-check.h"
+#include "kiln/kernels.h"
+#include "kiln/test.h"
+
+/* A case pinned to the tiled kernels. */
+static attn_case tiled(ke_dtype dt, int64_t b, int64_t hq, int64_t hkv,
+                       int64_t sq, int64_t sk, int64_t d, int causal) {
+  attn_case c = {dt, b, hq, hkv, sq, sk, d, causal, -1, 0.0f, 1.0f,
+                 KE_ATTN_KERNEL_TILED};
+  return c;
+}
+
+static void run(attn_case c) { free(attn_run(&c, 0)); }
+
+static const ke_dtype kAll[] = {KE_F16, KE_BF16, KE_F32};
+
+/* ---- Head dimensions ------------------------------------------------------- */
+
+/* The named fast paths and padded ones (72 -> 80, 112 -> 128, 200 -> 256 on
+ * the matrix path), causal and not, 77 queries of two heads sharing a kv
+ * head against 150 keys. */
+static void head_dims(ke_dtype dt) {
+  static const int64_t ds[] = {64, 80, 96, 128, 256, 72, 112, 200};
+  for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++)
+    for (int causal = 0; causal < 2; causal++)
+      run(tiled(dt, 1, 2, 1, 77, 150, ds[i], causal));
+}
+
+START_TEST(head_dims_f16) { head_dims(KE_F16); }
+END_TEST
+START_TEST(head_dims_bf16) { head_dims(KE_BF16); }
+END_TEST
+START_TEST(head_dims_f32) { head_dims(KE_F32); }
+END_TEST
+
+/* 16-bit D that is not a multiple of 8: the tiled SIMT kernel. */
+START_TEST(head_dims_odd_16bit) {
+  static const int64_t ds[] = {1, 3, 17, 100, 129, 255};
+  for (size_t i = 0; i < sizeof ds / sizeof ds[0]; i++) {
+    run(tiled(KE_BF16, 1, 2, 1, 37, 113, ds[i], 1));
+    run(tiled(KE_F16, 1, 2, 1, 37, 113, ds[i], 0));
+  }
+}
+END_TEST
+
+/* ---- Lengths ------------------------------------------------------------------ */
+
+/* Sk = 1, 17, 3001 against Sq = 1, 37, 130, causal and not. */
+static void key_lengths(ke_dtype dt) {
+  static const int64_t sks[] = {1, 17, 3001}, sqs[] = {1, 37, 130};
+  for (size_t i = 0; i < 3; i++)
+    for (size_t j = 0; j < 3; j++)
+      for (int causal = 0; causal < 2; causal++)
+        run(tiled(dt, 1, 2, 1, sqs[j], sks[i], 64, causal));
+}
+
+START_TEST(key_lengths_f16) { key_lengths(KE_F16); }
+END_TEST
+START_TEST(key_lengths_bf16) { key_lengths(KE_BF16); }
+END_TEST
+START_TEST(key_lengths_f32) { key_lengths(KE_F32); }
+END_TEST
+
+/* Decode-like shapes on the tiled kernels: one and a few queries, GQA
+ * groups packed into one row tile, long keys. */
+START_TEST(decode_shapes) {
+  for (size_t t = 0; t < 3; t++) {
+    run(tiled(kAll[t], 2, 8, 2, 1, 1000, 128, 0));
+    run(tiled(kAll[t], 1, 32, 4, 1, 777, 128, 1));
+    run(tiled(kAll[t], 1, 16, 2, 4, 513, 64, 1));
+  }
+}
+END_TEST
+
+/* ---- Heads and masks ----------------------------------------------------------- */
+
+/* GQA ratios 1..8 over two kv heads and two batches, and MQA. */
+START_TEST(gqa_ratios) {
+  for (size_t t = 0; t < 3; t++) {
+    for (int64_t r = 1; r <= 8; r++)
+      run(tiled(kAll[t], 2, 2 * r, 2, 37, 150, 128, (int)(r % 2)));
+    run(tiled(kAll[t], 1, 8, 1, 50, 90, 96, 1));
+  }
+}
+END_TEST
+
+/* Causal offsets: the default with Sq > Sk (negative: the first 90 queries
+ * see nothing and must be zeros) and Sq < Sk, zero, small, and beyond the
+ * keys (nothing masked). */
+START_TEST(causal_offsets) {
+  static const struct { int64_t sq, sk, offset; } cs[] = {
+      {150, 60, -1}, {60, 150, -1}, {100, 100, 0},
+      {70, 200, 5},  {70, 200, (int64_t)1 << 40}, {130, 130, -1},
+  };
+  for (size_t t = 0; t < 3; t++)
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+      attn_case c = tiled(kAll[t], 1, 4, 2, cs[i].sq, cs[i].sk, 64, 1);
+      c.offset = cs[i].offset;
+      double *ref = attn_run(&c, 1);
+      if (cs[i].sq > cs[i].sk && cs[i].offset < 0)
+        for (int64_t e = 0; e < 90 * 64; e++)
+          ck_assert_msg(ref[e] == 0.0, "reference row %lld is not zero",
+                        (long long)(e / 64));
+      free(ref);
+    }
+}
+END_TEST
+
+/* Scales, and sharp softmaxes whose running max changes often. */
+START_TEST(scales_and_sharp_scores) {
+  for (size_t t = 0; t < 3; t++) {
+    attn_case c = tiled(kAll[t], 1, 2, 1, 130, 700, 128, 1);
+    c.scale = -0.7f;
+    run(c);
+    c.scale = 0.0f;
+    c.q_std = 8.0f;
+    run(c);
+  }
+}
+END_TEST
+
+/* ---- Layouts ----------------------------------------------------------------------- */
+
+/* Q, K, V as views of one packed [B, S, Hq + 2 Hkv, D] buffer and O a
+ * [B, S, Hq, D] view; `first` elements into the buffers (1 misaligns
+ * every row: the 16-bit inputs then take the SIMT kernel). */
+static void packed_qkv(ke_dtype dt, int64_t first) {
+  const int64_t b = 2, hq = 6, hkv = 2, s = 77, d = 64, heads = hq + 2 * hkv;
+  const int64_t qkv_n = b * s * heads * d + first, o_n = b * s * hq * d + first;
+  ke_tensor qkv, obuf;
+  kt_alloc(&qkv, dt, 1, &qkv_n);
+  kt_alloc(&obuf, dt, 1, &o_n);
+  kt_fill_normal(&qkv, 0.0f, 1.0f);
+  kt_fill_uniform(&obuf, 100.0f, 200.0f);
+  const int64_t step = heads * d, bstep = s * heads * d;
+  ke_tensor q = attn_bshd_view(&qkv, first, b, hq, s, d, step, bstep);
+  ke_tensor k = attn_bshd_view(&qkv, first + hq * d, b, hkv, s, d, step, bstep);
+  ke_tensor v =
+      attn_bshd_view(&qkv, first + (hq + hkv) * d, b, hkv, s, d, step, bstep);
+  ke_tensor o = attn_bshd_view(&obuf, first, b, hq, s, d, hq * d, s * hq * d);
+  attn_case c = tiled(dt, b, hq, hkv, s, s, d, 1);
+  ke_attention_params p = attn_params(&c);
+  kt_assert_ok(ke_attention(kt_ctx(), &q, &k, &v, &o, &p));
+
+  double *all = kt_to_doubles(&qkv), *oall = kt_to_doubles(&obuf);
+  double *qp = attn_gather(all, &qkv, &q), *kp = attn_gather(all, &qkv, &k);
+  double *vp = attn_gather(all, &qkv, &v);
+  double *ref = malloc((size_t)(b * hq * s * d) * sizeof *ref);
+  ck_assert_ptr_nonnull(ref);
+  ke_attention_ref(qp, kp, vp, ref, b, hq, hkv, s, s, d, &p);
+  /* The whole O buffer: the view's elements against the reference, the
+   * element before the view untouched. */
+  double *want = malloc((size_t)o_n * sizeof *want);
+  ck_assert_ptr_nonnull(want);
+  memcpy(want, oall, (size_t)o_n * sizeof *want);
+  for (int64_t a = 0; a < b; a++)
+    for (int64_t h = 0; h < hq; h++)
+      for (int64_t i = 0; i < s; i++)
+        memcpy(want + first + a * o.stride[0] + h * o.stride[1] +
+                   i * o.stride[2],
+               ref + ((a * hq + h) * s + i) * d, (size_t)d * sizeof *ref);
+  char name[64];
+  snprintf(name, sizeof name, "packed_qkv_%s_at%lld", ke_dtype_name(dt),
+           (long long)first);
+  kt_assert_close(name, &obuf, want, attn_tol(&c, qp, kp, vp));
+  free(want);
+  free(ref);
+  free(vp);
+  free(kp);
+  free(qp);
+  free(oall);
+  free(all);
+  kt_free(&obuf);
+  kt_free(&qkv);
+}
+
+START_TEST(packed_qkv_views) {
+  for (size_t t = 0; t < 3; t++) {
+    packed_qkv(kAll[t], 0);
+    packed_qkv(kAll[t], 1);
+  }
+}
+END_TEST
+
+/* ---- Special values ----------------------------------------------------------- */
+
+/* Values planted into fresh N(0, 1) inputs of B = 3, one head, Sq = 150,
+ * Sk = 200, D = 64, causal with offset 0 (query i sees keys 0..i, so keys
+ * from 150 on are never visible) or not causal:
+ *   batch 0: Q[5][0] NaN (row 5's scores); K[20][3] NaN (the scores of the
+ *            rows that see key 20);
+ *   batch 1: V[10][7] and V[100][30] NaN (element 7, 30 of the rows that
+ *            see them: row tiles where some rows see them and others must
+ *            not); V[160] and K[170] all NaN, never visible under the mask;
+ *   batch 2: K[120][9] +inf (scores +inf or -inf by the sign of q[9]: +inf
+ *            poisons the row, -inf weighs 0); Q[15] zeros but Q[15][2]
+ *            -inf (row 15's scores +-inf or NaN).
+ * The reference (IEEE arithmetic over the visible keys) is checked against
+ * the documented rules where they decide, then the kernel against the
+ * reference: NaN must meet NaN, and Inf must match in sign. */
+typedef struct special {
+  int tensor; /* 0 Q, 1 K, 2 V */
+  int64_t batch, row, elem; /* elem -1: the whole row */
+  double value;
+} special;
+
+#define SV_B 3
+#define SV_SQ 150
+#define SV_SK 200
+#define SV_D 64
+
+static const special kSpecials[] = {
+    {0, 0, 5, 0, NAN},      {1, 0, 20, 3, NAN},   {2, 1, 10, 7, NAN},
+    {2, 1, 100, 30, NAN},   {2, 1, 160, -1, NAN}, {1, 1, 170, -1, NAN},
+    {1, 2, 120, 9, INFINITY}, {0, 2, 15, -1, 0.0}, {0, 2, 15, 2, -INFINITY},
+};
+
+/* What kiln/attention.h promises for element e of row i of batch b: 1 NaN,
+ * 0 finite, -1 decided by an infinite score (NaN or not by its sign). */
+static int promised_nan(int causal, int64_t b, int64_t i, int64_t e) {
+  if (b == 2) return i == 15 || (i >= 120 || !causal) ? -1 : 0;
+  if (!causal) return 1; /* K[20] (batch 0) and V[160] (batch 1) are seen */
+  if (b == 0) return i == 5 || i >= 20;
+  return (i >= 10 && e == 7) || (i >= 100 && e == 30);
+}
+
+static void plant(double *x, int64_t rows, const special *s, int tensor) {
+  if (s->tensor != tensor) return;
+  double *row = x + (s->batch * rows + s->row) * SV_D;
+  for (int64_t e = 0; e < SV_D; e++)
+    if (s->elem < 0 || s->elem == e) row[e] = s->value;
+}
+
+static void check_specials(ke_dtype dt, int causal) {
+  int64_t qs[4] = {SV_B, 1, SV_SQ, SV_D}, ks[4] = {SV_B, 1, SV_SK, SV_D};
+  ke_tensor q, k, v, o;
+  kt_alloc(&q, dt, 4, qs);
+  kt_alloc(&k, dt, 4, ks);
+  kt_alloc(&v, dt, 4, ks);
+  kt_alloc(&o, dt, 4, qs);
+  kt_fill_normal(&q, 0.0f, 1.0f);
+  kt_fill_normal(&k, 0.0f, 1.0f);
+  kt_fill_normal(&v, 0.0f, 1.0f);
+  double *qd = kt_to_doubles(&q), *kd = kt_to_doubles(&k);
+  double *vd = kt_to_doubles(&v);
+  attn_case c = tiled(dt, SV_B, 1, 1, SV_SQ, SV_SK, SV_D, causal);
+  c.offset = causal ? 0 : -1;
+  /* The tolerance of the finite data (with the planted values it would be
+   * infinite, and no finite error could fail). */
+  const kt_tol tol = attn_tol(&c, qd, kd, vd);
+  for (size_t i = 0; i < sizeof kSpecials / sizeof kSpecials[0]; i++) {
+    plant(qd, SV_SQ, &kSpecials[i], 0);
+    plant(kd, SV_SK, &kSpecials[i], 1);
+    plant(vd, SV_SK, &kSpecials[i], 2);
+  }
+  kt_from_doubles(&q, qd);
+  kt_from_doubles(&k, kd);
+  kt_from_doubles(&v, vd);
+  ke_attention_params p = attn_params(&c);
+  kt_assert_ok(ke_attention(kt_ctx(), &q, &k, &v, &o, &p));
+
+  double *ref = malloc((size_t)(SV_B * SV_SQ * SV_D) * sizeof *ref);
+  ck_assert_ptr_nonnull(ref);
+  ke_attention_ref(qd, kd, vd, ref, SV_B, 1, 1, SV_SQ, SV_SK, SV_D, &p);
+  for (int64_t b = 0; b < SV_B; b++)
+    for (int64_t i = 0; i < SV_SQ; i++)
+      for (int64_t e = 0; e < SV_D; e++) {
+        const int want = promised_nan(causal, b, i, e);
+        const double r = ref[(b * SV_SQ + i) * SV_D + e];
+        ck_assert_msg(want < 0 || (isnan(r) != 0) == want,
+                      "reference batch %lld row %lld element %lld: %g",
+                      (long long)b, (long long)i, (long long)e, r);
+      }
+  char name[64];
+  snprintf(name, sizeof name, "specials_%s%s", ke_dtype_name(dt),
+           causal ? "_causal" : "");
+  kt_assert_close(name, &o, ref, tol);
+  free(ref);
+  free(vd);
+  free(kd);
+  free(qd);
+  kt_free(&o);
+  kt_free(&v);
+  kt_free(&k);
+  kt_free(&q);
+}
+
+START_TEST(special_values) {
+  for (size_t t = 0; t < 3; t++)
+    for (int causal = 0; causal < 2; causal++)
+      check_specials(kAll[t], causal);
+}
+END_TEST
+
+/* ---- GPU sizes (slow) -------------------------------------------------------------- */
+
+START_TEST(long_sequences) {
+  for (size_t t = 0; t < 2; t++) {
+    run(tiled(kAll[t], 1, 2, 1, 4096, 4096, 128, 1));
+    run(tiled(kAll[t], 1, 2, 2, 2048, 2048, 128, 0));
+  }
+  run(tiled(KE_BF16, 1, 2, 1, 2048, 2048, 64, 1));
+  run(tiled(KE_BF16, 1, 2, 1, 2048, 2048, 256, 1));
+  run(tiled(KE_BF16, 1, 4, 1, 256, 16384, 128, 0));
+  run(tiled(KE_F32, 1, 2, 1, 2048, 2048, 128, 1));
+  run(tiled(KE_F32, 1, 2, 2, 1024, 1024, 256, 0));
+}
+END_TEST
+
+static const kt_test attention_tiled_tests[] = {
+    KT_TEST(head_dims_f16),
+    KT_TEST(head_dims_bf16),
+    KT_TEST(head_dims_f32),
+    KT_TEST(head_dims_odd_16bit),
+    KT_TEST(key_lengths_f16),
+    KT_TEST(key_lengths_bf16),
+    KT_TEST(key_lengths_f32),
+    KT_TEST(decode_shapes),
+    KT_TEST(gqa_ratios),
+    KT_TEST(causal_offsets),
+    KT_TEST(scales_and_sharp_scores),
+    KT_TEST(packed_qkv_views),
+    KT_TEST(special_values),
+    KT_TEST(long_sequences, .tags = "slow", .timeout_s = 1800),
+};
+
+KT_SUITE(kt_suite_attention_tiled, "attention_tiled", "gpu,kernel",
+         attention_tiled_tests);
