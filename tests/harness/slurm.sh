@@ -11,8 +11,9 @@
 #     job and node, and `kiln slurm --resume` completes the run;
 #   - no process of the cluster is left, however the test ends.
 # Skips (77) without root or Slurm's packages, unless KILN_REQUIRE_SLURM=1.
-. "$(dirname "$0")/lib.sh"
+# lib.sh changes into its temporary folder: the cluster script first.
 . "$(dirname "$0")/slurm-cluster.sh"
+. "$(dirname "$0")/lib.sh"
 
 skip() {
   echo "SKIP: $*"
