@@ -19,7 +19,7 @@ typedef enum {
   KCLI__SETTING,            /* a run setting (run.h), by name */
   KCLI__TOLERANCE,          /* a tolerance override, repeatable */
   KCLI__STR,                /* a string member of kcli__args */
-  KCLI__LIST,               /* a string appended to a list member */
+  KCLI__LIST,               /* a string appended to a kcli__strs member */
   KCLI__FLAG,               /* an int member set to 1; no value */
   KCLI__INT,                /* an int member, in [lo, hi] */
   KCLI__DOUBLE,             /* a double member, in [lo, hi] */
@@ -51,17 +51,23 @@ typedef struct kcli__cmd {
   const char *footer;       /* after the options: exit statuses, docs */
 } kcli__cmd;
 
+/* A repeatable option's values, in order. */
+typedef struct kcli__strs {
+  char **v;
+  int n;
+} kcli__strs;
+
 /* A parsed command line. */
 typedef struct kcli__args {
   const kcli__cmd *cmd;
   int argc;
   char **argv;              /* the whole command line, for reports */
   krun_settings flags;      /* the settings it gave */
-  char *config, *report, *out, *spec, *token_key, *runner_dir;
+  char *config, *report, *out, *spec, *token_key, *runner_dir, *runner;
   char *junit, *shard, *shard_durations, *yaml;
   char *concurrency, *skip, *rss_tests;
-  char **history;
-  int nhistory;
+  kcli__strs history;
+  kcli__strs gtest, manifest;   /* tests from GoogleTest binaries, manifests */
   int verbose, force;
   int tests, host_tests;
   krep_diff_opts diff;

@@ -106,8 +106,8 @@ int kcli__report_merge(kcli__args *a) {
 int kcli__report_html(kcli__args *a) {
   krep_report *r = read_all(a->pos, 1);
   if (!r) return KH_EXIT_USAGE;
-  krep_report *h = a->nhistory ? read_all(a->history, a->nhistory) : NULL;
-  if (a->nhistory && !h) {
+  krep_report *h = a->history.n ? read_all(a->history.v, a->history.n) : NULL;
+  if (a->history.n && !h) {
     free_all(r, 1);
     return KH_EXIT_USAGE;
   }
@@ -118,11 +118,11 @@ int kcli__report_html(kcli__args *a) {
                 : kh_strdup("report.html");
   }
   kh_err err;
-  int rc = krep_html_write(r, h, a->nhistory, out, &err);
+  int rc = krep_html_write(r, h, a->history.n, out, &err);
   if (rc) fprintf(stderr, "kiln: %s\n", err.msg);
   else if (strcmp(out, "-") != 0) fprintf(stderr, "kiln: wrote %s\n", out);
   free(out);
-  free_all(h, a->nhistory);
+  free_all(h, a->history.n);
   free_all(r, 1);
   return rc ? KH_EXIT_INFRA : KH_EXIT_OK;
 }

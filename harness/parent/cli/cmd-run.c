@@ -45,13 +45,28 @@ static void selectors(kcli__args *a, const krun_settings *s, char ***sel, int *n
   else *sel = s->selection, *nsel = s->nselection;
 }
 
-static int select_tests(const char *runner, char **sel, int nsel, int backend,
-                        krun_registry *reg, unsigned char **chosen) {
+/* The run's tests: from --runner, --gtest and --manifest when given, else
+ * from kiln's own runner. */
+static int load_tests(kcli__args *a, const krun_settings *s, const char *own_runner,
+                      krun_registry *reg) {
   kh_err err;
-  if (krun_registry_load(runner, reg, &err) != 0) {
-    fprintf(stderr, "kiln: cannot list tests: %s\n", err.msg);
-    return KH_EXIT_INFRA;
-  }
+  int rc = 0;
+  memset(reg, 0, sizeof *reg);
+  if (a->runner || !(a->gtest.n || a->manifest.n))
+    rc = krun_registry_add_runner(reg, a->runner ? a->runner : own_runner, &err);
+  for (int i = 0; rc == 0 && i < a->gtest.n; i++)
+    rc = krun_registry_add_gtest(reg, a->gtest.v[i], &err);
+  for (int i = 0; rc == 0 && i < a->manifest.n; i++)
+    rc = krun_registry_add_manifest(reg, a->manifest.v[i], &err);
+  if (rc == 0) rc = krun_registry_finish(reg, s, &err);
+  if (rc != 0) fprintf(stderr, "kiln: cannot list tests: %s\n", err.msg);
+  return rc;
+}
+
+static int select_tests(kcli__args *a, const krun_settings *s, const char *own_runner,
+                        char **sel, int nsel, int backend, krun_registry *reg,
+                        unsigned char **chosen) {
+  if (load_tests(a, s, own_runner, reg) != 0) return KH_EXIT_INFRA;
   *chosen = kh_xcalloc((size_t)reg->n + 1, 1);
   int held = 0;
   int bad = ksel_select(reg->views, (size_t)reg->n, sel, nsel,
@@ -83,9 +98,12 @@ static int shard(kcli__args *a, krun_registry *reg, unsigned char *chosen, krun_
 
 /* ---- kiln list ----------------------------------------------------------------------- */
 
-/* Any runner will do to list tests: the backend's, else the first built. */
+/* Any runner will do to list kiln's own tests: the backend's, else the
+ * first built. Not needed when --runner, --gtest or --manifest say what
+ * to list (returns "" then). */
 static char *any_runner(const kcli__args *a, const krun_settings *s) {
   kh_err err;
+  if (a->runner || a->gtest.n || a->manifest.n) return kh_strdup("");
   if (s->backend != KRUN_BACKEND_AUTO) {
     char *r = krun_runner_find(krun_backend_names[s->backend], a->runner_dir, &err);
     if (!r) fprintf(stderr, "kiln: %s\n", err.msg);
@@ -113,7 +131,7 @@ int kcli__list(kcli__args *a) {
   krun_registry reg;
   unsigned char *chosen = NULL;
   krun_shard sh;
-  int rc = select_tests(runner, sel, nsel, s.backend, &reg, &chosen);
+  int rc = select_tests(a, &s, runner, sel, nsel, s.backend, &reg, &chosen);
   if (rc == 0) rc = shard(a, &reg, chosen, &sh);
   for (int i = 0; rc == 0 && i < reg.n; i++) {
     const krun_test *t = &reg.tests[i];
@@ -143,7 +161,7 @@ int kcli__devices(kcli__args *a) {
   free(config_path);
   krun_backend_info bi;
   kh_err err;
-  if (krun_backend_resolve(s.backend, a->runner_dir, &bi, &err) != 0) {
+  if (krun_backend_resolve(s.backend, a->runner_dir, a->runner, &bi, &err) != 0) {
     fprintf(stderr, "kiln: %s\n", err.msg);
     krun_settings_free(&s);
     return KH_EXIT_INFRA;
@@ -195,6 +213,33 @@ static char *default_out(int backend) {
   return NULL;
 }
 
+/* --isolation none runs the selected tests in one process: they must all
+ * come from one runner or one GoogleTest binary (commands are processes
+ * of their own). */
+static int check_isolation(const krun_settings *s, const krun_registry *reg,
+                           const unsigned char *chosen) {
+  if (s->isolation != KRUN_ISO_NONE) return 0;
+  int source = -1;
+  for (int i = 0; i < reg->n; i++) {
+    if (!chosen[i]) continue;
+    const krun_test *t = &reg->tests[i];
+    if (reg->sources[t->source].kind == KRUN_KIND_COMMAND) {
+      fprintf(stderr, "kiln: --isolation none: '%s' is a command from %s, a process of "
+                      "its own; select tests of one runner or GoogleTest binary\n", t->id,
+              reg->sources[t->source].path);
+      return KH_EXIT_USAGE;
+    }
+    if (source >= 0 && source != t->source) {
+      fprintf(stderr, "kiln: --isolation none runs one process: the selected tests come "
+                      "from %s and %s; select tests of one of them\n",
+              reg->sources[source].path, reg->sources[t->source].path);
+      return KH_EXIT_USAGE;
+    }
+    source = t->source;
+  }
+  return 0;
+}
+
 static char *command_line(int argc, char **argv) {
   kh_buf b = {0};
   for (int i = 0; i < argc; i++) kh_buf_addf(&b, "%s%s", i ? " " : "", argv[i]);
@@ -208,7 +253,7 @@ int kcli__run(kcli__args *a) {
   krun_backend_info bi;
   kh_err err;
   int rc = 0;
-  if (krun_backend_resolve(s.backend, a->runner_dir, &bi, &err) != 0) {
+  if (krun_backend_resolve(s.backend, a->runner_dir, a->runner, &bi, &err) != 0) {
     fprintf(stderr, "kiln: %s\n", err.msg);
     rc = KH_EXIT_INFRA;
   }
@@ -218,7 +263,8 @@ int kcli__run(kcli__args *a) {
   krun_registry reg = {0};
   unsigned char *chosen = NULL;
   krun_shard sh = {0};
-  if (rc == 0) rc = select_tests(bi.runner, sel, nsel, bi.backend, &reg, &chosen);
+  if (rc == 0) rc = select_tests(a, &s, bi.runner, sel, nsel, bi.backend, &reg, &chosen);
+  if (rc == 0) rc = check_isolation(&s, &reg, chosen);
   if (rc == 0) rc = shard(a, &reg, chosen, &sh);
   char *out = NULL;
   if (rc == 0 && !(out = a->out ? kh_strdup(a->out) : default_out(bi.backend))) {

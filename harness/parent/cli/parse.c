@@ -109,10 +109,12 @@ static int apply(kcli__args *a, const kcli__opt *o, const char *val) {
     free(*(char **)member);
     *(char **)member = kh_strdup(val);
     return 0;
-  case KCLI__LIST:
-    a->history = kh_xrealloc(a->history, (size_t)(a->nhistory + 1) * sizeof *a->history);
-    a->history[a->nhistory++] = kh_strdup(val);
+  case KCLI__LIST: {
+    kcli__strs *l = (kcli__strs *)member;
+    l->v = kh_xrealloc(l->v, (size_t)(l->n + 1) * sizeof *l->v);
+    l->v[l->n++] = kh_strdup(val);
     return 0;
+  }
   case KCLI__FLAG: *(int *)member = 1; return 0;
   case KCLI__INT: {
     long long v;
@@ -172,11 +174,15 @@ static int word(kcli__args *a, int argc, char **argv, int *i, int *help) {
 static void args_free(kcli__args *a) {
   krun_settings_free(&a->flags);
   char **strs[] = {&a->config, &a->report, &a->out, &a->spec, &a->token_key,
-                   &a->runner_dir, &a->junit, &a->shard, &a->shard_durations,
+                   &a->runner_dir, &a->runner, &a->junit, &a->shard, &a->shard_durations,
                    &a->yaml, &a->concurrency, &a->skip, &a->rss_tests};
   for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) free(*strs[i]);
-  for (int i = 0; i < a->nhistory; i++) free(a->history[i]);
-  free(a->history), free(a->pos);
+  kcli__strs *lists[] = {&a->history, &a->gtest, &a->manifest};
+  for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+    for (int k = 0; k < lists[i]->n; k++) free(lists[i]->v[k]);
+    free(lists[i]->v);
+  }
+  free(a->pos);
 }
 
 /* ---- main ------------------------------------------------------------------------ */
@@ -201,6 +207,10 @@ static const kcli__cmd *command(int argc, char **argv, int *first) {
 }
 
 int kcli_main(int argc, char **argv) {
+  /* Every runner kiln starts checks that it speaks this protocol. */
+  char protocol[16];
+  snprintf(protocol, sizeof protocol, "%d", KP_VERSION);
+  setenv("KILN_PROTOCOL", protocol, 1);
   if (argc < 2) {
     kcli__overview(NULL, stderr);
     return KH_EXIT_USAGE;

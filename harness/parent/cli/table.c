@@ -14,6 +14,8 @@
   {id, name, sh, arg, KCLI__STR, NULL, offsetof(kcli__args, member), 0, 0, help}
 #define FLAG(id, sh, member, help) \
   {id, id, sh, NULL, KCLI__FLAG, NULL, offsetof(kcli__args, member), 0, 0, help}
+#define LIST(id, arg, member, help) \
+  {id, id, 0, arg, KCLI__LIST, NULL, offsetof(kcli__args, member), 0, 0, help}
 #define NUM(id, kind, arg, member, lo, hi, help) \
   {id, id, 0, arg, kind, NULL, offsetof(kcli__args, member), lo, hi, help}
 
@@ -42,6 +44,9 @@ const kcli__opt kcli__opts[] = {
   STR("shard", "shard", 0, "K/N", shard, "run shard K of N (1-based; else Bazel/Slurm array env)"),
   STR("shard-durations", "shard-durations", 0, "REPORT", shard_durations, "balance shards by this report's times"),
   STR("runner-dir", "runner-dir", 0, "DIR", runner_dir, "where kiln-runner-<backend> lives (env KILN_RUNNER_DIR)"),
+  STR("runner", "runner", 0, "PATH", runner, "a kiln runner a project built against the installed kiln: its tests, its backend"),
+  LIST("gtest", "PATH", gtest, "a GoogleTest binary: each of its tests in its own process (repeatable)"),
+  LIST("manifest", "FILE", manifest, "a YAML manifest of tests that are commands (repeatable)"),
   FLAG("verbose", 'v', verbose, "more detail: child command lines, every test's message"),
   /* Report tools */
   STR("out-file", "out", 'o', "FILE", out, "write to FILE (default: stdout)"),
@@ -53,7 +58,7 @@ const kcli__opt kcli__opts[] = {
   NUM("drift", KCLI__DOUBLE, "F", diff.drift_factor, 1, 1e300, "a passing check's max abs error grown more than F times (default 4)"),
   NUM("metric-rel", KCLI__DOUBLE, "F", diff.metric_rel, 0, 1, "a GB/s or TFLOP/s metric lower by more than this fraction (default 0.2)"),
   FLAG("force", 0, force, "merge reports of different revisions"),
-  {"history", "history", 0, "REPORT", KCLI__LIST, NULL, offsetof(kcli__args, history), 0, 0, "an earlier report for the trend plots (repeatable)"},
+  LIST("history", "REPORT", history, "an earlier report for the trend plots (repeatable)"),
   /* kiln bench */
   NUM("tests", KCLI__INT, "N", tests, 1, 100000, "tests (or probes) per point (default 48)"),
   STR("concurrency", "concurrency", 0, "LIST", concurrency, "processes at once, comma-separated (default 1,2,3,4,6,8)"),
@@ -66,7 +71,7 @@ const kcli__opt kcli__opts[] = {
 
 #define RUN_OPTS "jobs backend config report out timeout grace retries repeat " \
   "isolation wrap warm poison seed cap slots resource-spec token-key leaks "     \
-  "tolerance junit shard shard-durations runner-dir verbose"
+  "tolerance junit shard shard-durations runner-dir runner gtest manifest verbose"
 
 static const char exit_run[] =
   "Exit status: 0 all passed (skips and flaky allowed), 1 a test did not\n"
@@ -86,17 +91,22 @@ const kcli__cmd kcli__cmds[] = {
    "'-' excludes (-@slow, -softmax/causal). Tests tagged `fault`, `bench` or\n"
    "`perf` run only when named (@fault, @perf, their suite or id); on the host\n"
    "backend, tests tagged `slow` (GPU-sized) run only through @slow or their\n"
-   "id. No selector: every other test (or the config's selection).",
+   "id. No selector: every other test (or the config's selection).\n"
+   "\n"
+   "The tests are kiln's own suites, unless --runner, --gtest or --manifest\n"
+   "name others (docs/third-party.md): a runner built against the installed\n"
+   "kiln, GoogleTest binaries (test ids as GoogleTest spells them,\n"
+   "Suite.Name), commands (pass: exit 0, skip: exit 77).",
    RUN_OPTS, 0, -1, 1, kcli__run, exit_run},
   {"list", "[SELECTOR...]", "what `kiln run` would run",
    "Lists the tests the selectors (or the config's selection) choose: id,\n"
    "tags, slots, and whether they need a device.",
-   "backend config resource-spec shard shard-durations runner-dir verbose", 0, -1, 1,
+   "backend config resource-spec shard shard-durations runner-dir runner gtest manifest verbose", 0, -1, 1,
    kcli__list, "Exit status: 0, 2 usage or config error, 3 no runner.\n"},
   {"devices", "", "devices, their slots and who holds them",
    "Asks the runner for its devices and shows each with its slots in the\n"
    "host-wide token set (total, free) and the processes holding them.",
-   "backend config slots resource-spec token-key runner-dir", 0, 0, 0, kcli__devices,
+   "backend config slots resource-spec token-key runner-dir runner", 0, 0, 0, kcli__devices,
    "Exit status: 0, 2 usage or config error, 3 no runner or no token set.\n"},
   {"report show", "FILE|RUNDIR", "a readable summary of a report",
    "Counts, then every test that did not pass with its message, failing\n"

@@ -35,6 +35,7 @@ typedef struct prepared {
   int nfds;                 /* 3 or 4 */
   int err_fd;               /* the exec-error pipe's write end (cloexec) */
   int pgroup, die;
+  const char *cwd;
   pid_t parent;
 } prepared;
 
@@ -135,6 +136,7 @@ static void child(const prepared *p) {
       close_range((unsigned)p->err_fd + 1, ~0u, 0) != 0)
     for (int fd = p->nfds; fd < 1024; fd++)
       if (fd != p->err_fd) close(fd);
+  if (p->cwd && chdir(p->cwd) != 0) fail(p);
   /* kiln ignores SIGPIPE and blocks the signals it reads from a signalfd;
    * the program starts with neither. */
   signal(SIGPIPE, SIG_DFL);
@@ -174,6 +176,7 @@ int krun_spawn(const krun_spawn_req *req, pid_t *pid, int *exec_errno) {
   /* Above every fd the child dups, so the close ranges keep only it. */
   p.err_fd = fcntl(errp[1], F_DUPFD_CLOEXEC, 64);
   p.pgroup = req->new_pgroup;
+  p.cwd = req->cwd;
   p.die = req->die_with_parent;
   static pid_t self;
   if (!self) self = getpid();   /* kiln itself never forks */
@@ -204,38 +207,50 @@ int krun_spawn(const krun_spawn_req *req, pid_t *pid, int *exec_errno) {
 
 /* ---- Helper commands ------------------------------------------------------------------------ */
 
+/* Reads what fd gives into b, up to max bytes (the rest is read and
+ * dropped); 0 at end of file. */
+static int drain(int fd, kh_buf *b, size_t max) {
+  char chunk[16384];
+  ssize_t n = kh_read(fd, chunk, sizeof chunk);
+  if (n <= 0) return n < 0 && errno == EAGAIN ? 1 : 0;
+  if (b->len < max) kh_buf_add(b, chunk, (size_t)n < max - b->len ? (size_t)n : max - b->len);
+  return 1;
+}
+
 int krun_capture(char *const argv[], size_t max, double timeout_s, char **out,
-                 size_t *len) {
-  int p[2];
+                 size_t *len, char **err) {
+  int p[2], e[2] = {-1, -1};
   if (pipe2(p, O_CLOEXEC) != 0) return -1;
-  krun_spawn_req req = {.argv = argv, .fd_in = -1, .fd_out = p[1], .fd_err = -1,
+  if (err && pipe2(e, O_CLOEXEC) != 0) return close(p[0]), close(p[1]), -1;
+  krun_spawn_req req = {.argv = argv, .fd_in = -1, .fd_out = p[1], .fd_err = e[1],
                         .fd_result = -1, .die_with_parent = 1};
   pid_t pid;
   int exec_errno = 0;
   int rc = krun_spawn(&req, &pid, &exec_errno);
   close(p[1]);
+  if (e[1] >= 0) close(e[1]);
   if (rc != 0) {
     close(p[0]);
+    if (e[0] >= 0) close(e[0]);
     return -1;
   }
-  kh_buf b = {0};
+  kh_buf b = {0}, eb = {0};
   double deadline = kh_now_ms() + timeout_s * 1e3;
   int timed_out = 0;
-  for (;;) {
+  struct pollfd pfd[2] = {{.fd = p[0], .events = POLLIN}, {.fd = e[0], .events = POLLIN}};
+  while (pfd[0].fd >= 0 || pfd[1].fd >= 0) {
     double left = deadline - kh_now_ms();
     if (left <= 0) {
       timed_out = 1;
       break;
     }
-    struct pollfd pfd = {.fd = p[0], .events = POLLIN};
-    int r = poll(&pfd, 1, (int)left + 1);
-    if (r <= 0) continue;
-    char chunk[16384];
-    ssize_t n = kh_read(p[0], chunk, sizeof chunk);
-    if (n <= 0) break;
-    if (b.len < max) kh_buf_add(&b, chunk, (size_t)n < max - b.len ? (size_t)n : max - b.len);
+    if (poll(pfd, 2, (int)left + 1) <= 0) continue;
+    for (int i = 0; i < 2; i++)
+      if (pfd[i].fd >= 0 && pfd[i].revents && !drain(pfd[i].fd, i ? &eb : &b, i ? 16384 : max))
+        close(pfd[i].fd), pfd[i].fd = -1;
   }
-  close(p[0]);
+  for (int i = 0; i < 2; i++)
+    if (pfd[i].fd >= 0) close(pfd[i].fd);
   if (timed_out) kill(pid, SIGKILL);
   int st = 0;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
@@ -243,6 +258,10 @@ int krun_capture(char *const argv[], size_t max, double timeout_s, char **out,
   if (!b.data) kh_buf_add(&b, "", 0);
   *out = b.data;
   if (len) *len = b.len;
+  if (err) {
+    if (!eb.data) kh_buf_add(&eb, "", 0);
+    *err = eb.data;
+  }
   if (timed_out) return errno = ETIMEDOUT, -1;
   if (exec_errno) return errno = exec_errno, -1;
   if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
