@@ -46,27 +46,32 @@ static void selectors(kcli__args *a, const krun_settings *s, char ***sel, int *n
 }
 
 /* The run's tests: from --runner, --gtest and --manifest when given, else
- * from kiln's own runner. */
+ * from kiln's own runner. A program that cannot list its tests is an
+ * infrastructure error; a manifest that does not read, or ids that clash,
+ * a usage error. */
 static int load_tests(kcli__args *a, const krun_settings *s, const char *own_runner,
                       krun_registry *reg) {
   kh_err err;
-  int rc = 0;
+  int rc = 0, status = KH_EXIT_INFRA;
   memset(reg, 0, sizeof *reg);
   if (a->runner || !(a->gtest.n || a->manifest.n))
     rc = krun_registry_add_runner(reg, a->runner ? a->runner : own_runner, &err);
   for (int i = 0; rc == 0 && i < a->gtest.n; i++)
     rc = krun_registry_add_gtest(reg, a->gtest.v[i], &err);
   for (int i = 0; rc == 0 && i < a->manifest.n; i++)
-    rc = krun_registry_add_manifest(reg, a->manifest.v[i], &err);
-  if (rc == 0) rc = krun_registry_finish(reg, s, &err);
-  if (rc != 0) fprintf(stderr, "kiln: cannot list tests: %s\n", err.msg);
-  return rc;
+    if ((rc = krun_registry_add_manifest(reg, a->manifest.v[i], &err)) != 0)
+      status = KH_EXIT_USAGE;
+  if (rc == 0 && (rc = krun_registry_finish(reg, s, &err)) != 0) status = KH_EXIT_USAGE;
+  if (rc == 0) return 0;
+  fprintf(stderr, "kiln: cannot list tests: %s\n", err.msg);
+  return status;
 }
 
 static int select_tests(kcli__args *a, const krun_settings *s, const char *own_runner,
                         char **sel, int nsel, int backend, krun_registry *reg,
                         unsigned char **chosen) {
-  if (load_tests(a, s, own_runner, reg) != 0) return KH_EXIT_INFRA;
+  int rc = load_tests(a, s, own_runner, reg);
+  if (rc != 0) return rc;
   *chosen = kh_xcalloc((size_t)reg->n + 1, 1);
   int held = 0;
   int bad = ksel_select(reg->views, (size_t)reg->n, sel, nsel,
