@@ -1,5 +1,7 @@
-/* The runner: one executable per backend (kiln-runner-host, -hip, -cuda)
- * holding the engine, the suites and this child side of the harness.
+/* The runner's main: in libkiln-runner, linked into one runner per backend
+ * (kiln-runner-host, -hip, -cuda: the engine, the suites and this child
+ * side of the harness) and into the runners other projects build against
+ * the installed kiln with their own suites (docs/third-party.md).
  *
  * The kiln parent starts it to run one test (or, for --isolation none,
  * several in one process sharing one context) and reads its records from
@@ -42,8 +44,11 @@ static void usage(FILE *f, const char *argv0) {
     "          (after `--`). Tests tagged fault, bench or perf run only when\n"
     "          named, and on the host backend so do tests tagged slow.\n"
     "\n"
-    "  --list              print the registry, one `test` record per line\n"
-    "  --devices           print one `device` record per visible device\n"
+    "  --list              print the `runner` record (the kiln and protocol\n"
+    "                      this runner was built with), then the registry,\n"
+    "                      one `test` record per line\n"
+    "  --devices           print the `runner` record, then one `device`\n"
+    "                      record per visible device\n"
     "  --context-probe     open the engine context on device 0, close it,\n"
     "                      print its timings (phase records) and exit;\n"
     "                      with $KILN_SPAWN_MS (CLOCK_MONOTONIC ms at spawn)\n"
@@ -62,8 +67,9 @@ static void usage(FILE *f, const char *argv0) {
     "\n"
     "KILN_TAKE_SLOTS=S:N:K in the environment: first take K slots from\n"
     "semaphore N of System V set S (SEM_UNDO; kiln sets it) and report the\n"
-    "wait as the phase token_wait.\n",
-    argv0, ke_backend_name());
+    "wait as the phase token_wait. KILN_PROTOCOL=N (kiln sets it): refuse to\n"
+    "run (exit 3) unless N is this runner's protocol, %d.\n",
+    argv0, ke_backend_name(), KP_VERSION);
 }
 
 /* ---- --devices ------------------------------------------------------------ */
