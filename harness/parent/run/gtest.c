@@ -46,6 +46,7 @@ typedef struct console_end {
 typedef struct krun__gtest {
   kp_reader rd;             /* the console's lines */
   char *json;               /* GoogleTest's JSON output file */
+  char *flags;              /* its flag file, for a long filter */
   int capturing;            /* the test run being printed, -1 none */
   kh_buf cap;
   console_end *end;         /* per test run of the job */
@@ -220,7 +221,12 @@ int krun_registry_add_gtest(krun_registry *reg, const char *binary, kh_err *err)
 
 /* ---- Starting a child ---------------------------------------------------------------- */
 
-void krun__gtest_argv(krun__run *R, krun__job *j, char **argv, int *n) {
+/* A filter longer than this goes in a flag file: one argument may not
+ * pass 128 KiB (MAX_ARG_STRLEN), and --isolation none over a large
+ * binary names thousands of tests. */
+#define FILTER_ARG_MAX 65536
+
+void krun__gtest_start(krun__run *R, krun__job *j, char **argv, int *n) {
   krun__gtest *gt = kh_xcalloc(1, sizeof *gt);
   kp_reader_init(&gt->rd);
   gt->capturing = -1;
@@ -237,8 +243,14 @@ void krun__gtest_argv(krun__run *R, krun__job *j, char **argv, int *n) {
     if (!seen) kh_buf_addf(&filter, "%s%s", filter.len ? ":" : "", j->tests[i]->id);
     any_disabled |= ksel_has_tag(j->defs[i]->tags, "disabled");
   }
-  argv[(*n)++] = kh_asprintf("--gtest_filter=%s", filter.data);
+  char *flag = kh_asprintf("--gtest_filter=%s", filter.data);
   kh_buf_free(&filter);
+  gt->flags = kh_asprintf("%s.gtest.flags", j->tmpdir);
+  if (strlen(flag) > FILTER_ARG_MAX && kh_write_atomic(gt->flags, flag, strlen(flag)) == 0) {
+    free(flag);
+    flag = kh_asprintf("--gtest_flagfile=%s", gt->flags);
+  }
+  argv[(*n)++] = flag;
   argv[(*n)++] = kh_asprintf("--gtest_output=json:%s", gt->json);
   argv[(*n)++] = kh_strdup("--gtest_color=no");
   if (any_disabled) argv[(*n)++] = kh_strdup("--gtest_also_run_disabled_tests");
@@ -249,7 +261,7 @@ void krun__gtest_free(krun__job *j) {
   krun__gtest *gt = j->gt;
   if (!gt) return;
   for (int i = 0; i < j->ntests; i++) free(gt->end[i].text);
-  free(gt->end), free(gt->json);
+  free(gt->end), free(gt->json), free(gt->flags);
   kh_buf_free(&gt->cap);
   free(gt);
   j->gt = NULL;
@@ -491,4 +503,5 @@ void krun__gtest_finish(krun__run *R, krun__job *j) {
   }
   json_free(&J);
   unlink(gt->json);
+  unlink(gt->flags);
 }

@@ -134,7 +134,7 @@ static void runner_args(krun__run *R, const krun__job *j, char **argv, int *n) {
 
 /* `kiln __exec` when a program that is no runner must take slots, then
  * wrap, then the program and its arguments. */
-static char **child_argv(krun__run *R, const krun__job *j, int takes) {
+static char **child_argv(krun__run *R, krun__job *j, int takes) {
   const krun_settings *s = R->s;
   const krun_test *t = j->defs[0];
   int nargs = 0;
@@ -148,7 +148,7 @@ static char **child_argv(krun__run *R, const krun__job *j, int takes) {
   }
   for (int i = 0; i < R->nwrap; i++) argv[n++] = kh_strdup(R->wrap[i]);
   if (j->kind == KRUN_KIND_RUNNER) runner_args(R, j, argv, &n);
-  else if (j->kind == KRUN_KIND_GTEST) krun__gtest_argv(R, (krun__job *)j, argv, &n);
+  else if (j->kind == KRUN_KIND_GTEST) krun__gtest_start(R, j, argv, &n);
   else
     for (int i = 0; i < nargs; i++) argv[n++] = kh_strdup(t->argv[i]);
   return argv;
@@ -158,7 +158,6 @@ static void argv_free(char **argv) {
   for (char **a = argv; *a; a++) free(*a);
   free(argv);
 }
-
 
 static void verbose_argv(krun__run *R, char **argv) {
   if (!R->o->verbose) return;

@@ -199,8 +199,10 @@ int krun__runner_records(const char *runner, const char *flag,
                          void (*fn)(kp_record *, void *), void *arg, kh_err *err);
 
 /* gtest.c: GoogleTest binaries */
-/* Appends the binary's arguments for the job's tests to argv (n so far). */
-void krun__gtest_argv(krun__run *R, krun__job *j, char **argv, int *n);
+/* Prepares a GoogleTest child (its console reader, its JSON file) and
+ * appends the binary and its arguments for the job's tests to argv (n so
+ * far). */
+void krun__gtest_start(krun__run *R, krun__job *j, char **argv, int *n);
 /* The child's console output, as it comes: [ RUN ] lines become `test`
  * records, the end of each test is kept. */
 void krun__gtest_output(krun__run *R, krun__job *j, const char *data, size_t n);
