@@ -3,7 +3,9 @@
 # archive: meson, ninja, Check, libyaml, and the ROCm 5.2 HIP toolchain for
 # compile-and-link checks of the AMD backend; clang and its runtime library
 # for the libFuzzer targets (tests/fuzz); valgrind; PyYAML, which reads
-# kiln's reports back in tests/harness/yaml-strings.sh. Safe to run again.
+# kiln's reports back in tests/harness/yaml-strings.sh; GoogleTest and
+# Python, whose tests kiln runs in tests/harness/gtest.sh and manifest.sh.
+# Safe to run again.
 # --browser also installs Chromium, which only the HTML report's test needs
 # (tests/harness/html.sh skips without it); --slurm installs Slurm's
 # controller, node daemon and client commands, which only the test against
@@ -13,7 +15,7 @@ set -euo pipefail
 pkgs=(build-essential pkg-config meson ninja-build check libsubunit-dev
       libyaml-dev hipcc libamdhip64-dev libhiprand-dev librocrand-dev
       rocm-device-libs valgrind libxml2-utils clang-14 libclang-rt-14-dev
-      python3-yaml)
+      python3-yaml python3 libgtest-dev)
 for arg in "$@"; do
   case $arg in
     --browser) pkgs+=(chromium) ;;

@@ -46,6 +46,31 @@ typedef struct kt__child {
 
 extern kt__child kt__state;
 
+/* ---- The registry (registry.c) ------------------------------------------- */
+
+/* A registered test with its id and tags spelt out. Made only where a
+ * whole registry is needed (--list, selection by pattern): a child that
+ * runs one test by id builds none of it, which keeps its start cheap. */
+typedef struct kt__entry {
+  const kt_suite *suite;
+  const kt_test *test;
+  char id[256];
+  char tags[512];
+} kt__entry;
+
+/* Every registered test, in link order; *n gets their number. */
+kt__entry *kt__registry(size_t *n);
+/* The test with this exact id, into e; 0 when there is none. */
+int kt__find(const char *id, kt__entry *e);
+/* -1 (after saying why on stderr) when two suites share a name or a test
+ * id is registered twice. */
+int kt__registry_check(const char *argv0);
+/* The `runner` record on stdout: the kiln and protocol this runner was
+ * built with. */
+void kt__runner_record(void);
+/* --list: the runner record, then a `test` record per test. */
+void kt__list(void);
+
 /* Sends a record to the parent (or prints it in standalone mode). */
 void kt__emit(kp_record_out *r);
 /* The protocol's device record for d (the one layout every writer uses). */

@@ -1,5 +1,7 @@
-/* The runner: one executable per backend (kiln-runner-host, -hip, -cuda)
- * holding the engine, the suites and this child side of the harness.
+/* The runner's main: in libkiln-runner, linked into one runner per backend
+ * (kiln-runner-host, -hip, -cuda: the engine, the suites and this child
+ * side of the harness) and into the runners other projects build against
+ * the installed kiln with their own suites (docs/third-party.md).
  *
  * The kiln parent starts it to run one test (or, for --isolation none,
  * several in one process sharing one context) and reads its records from
@@ -42,8 +44,11 @@ static void usage(FILE *f, const char *argv0) {
     "          (after `--`). Tests tagged fault, bench or perf run only when\n"
     "          named, and on the host backend so do tests tagged slow.\n"
     "\n"
-    "  --list              print the registry, one `test` record per line\n"
-    "  --devices           print one `device` record per visible device\n"
+    "  --list              print the `runner` record (the kiln and protocol\n"
+    "                      this runner was built with), then the registry,\n"
+    "                      one `test` record per line\n"
+    "  --devices           print the `runner` record, then one `device`\n"
+    "                      record per visible device\n"
     "  --context-probe     open the engine context on device 0, close it,\n"
     "                      print its timings (phase records) and exit;\n"
     "                      with $KILN_SPAWN_MS (CLOCK_MONOTONIC ms at spawn)\n"
@@ -62,73 +67,15 @@ static void usage(FILE *f, const char *argv0) {
     "\n"
     "KILN_TAKE_SLOTS=S:N:K in the environment: first take K slots from\n"
     "semaphore N of System V set S (SEM_UNDO; kiln sets it) and report the\n"
-    "wait as the phase token_wait.\n",
-    argv0, ke_backend_name());
+    "wait as the phase token_wait. KILN_PROTOCOL=N (kiln sets it): refuse to\n"
+    "run (exit 3) unless N is this runner's protocol, %d.\n",
+    argv0, ke_backend_name(), KP_VERSION);
 }
 
-/* ---- The registry ---------------------------------------------------------- */
-
-/* A registered test with its id and tags spelt out. Made only where a
- * whole registry is needed (--list, selection by pattern): a child that
- * runs one test by id builds none of it, which keeps its start cheap. */
-typedef struct entry {
-  const kt_suite *suite;
-  const kt_test *test;
-  char id[256];
-  char tags[512];
-} entry;
-
-static void entry_of(const kt_suite *s, const kt_test *t, entry *e) {
-  e->suite = s;
-  e->test = t;
-  snprintf(e->id, sizeof e->id, "%s/%s", s->name, t->name);
-  snprintf(e->tags, sizeof e->tags, "%s%s%s", s->tags ? s->tags : "",
-           s->tags && *s->tags && t->tags && *t->tags ? "," : "", t->tags ? t->tags : "");
-}
-
-/* Every registered test; *n gets their number. */
-static entry *registry(size_t *n) {
-  *n = 0;
-  for (const kt_suite *const *s = kt_suites; *s; s++) *n += (*s)->ntests;
-  entry *all = calloc(*n + 1, sizeof *all);
-  if (!all) abort();
-  size_t k = 0;
-  for (const kt_suite *const *s = kt_suites; *s; s++)
-    for (size_t i = 0; i < (*s)->ntests; i++) entry_of(*s, &(*s)->tests[i], &all[k++]);
-  return all;
-}
-
-/* The test with this exact id, into e; 0 when there is none. */
-static int find(const char *id, entry *e) {
-  for (const kt_suite *const *s = kt_suites; *s; s++) {
-    size_t n = strlen((*s)->name);
-    if (strncmp(id, (*s)->name, n) != 0 || id[n] != '/') continue;
-    for (size_t i = 0; i < (*s)->ntests; i++)
-      if (strcmp(id + n + 1, (*s)->tests[i].name) == 0) {
-        entry_of(*s, &(*s)->tests[i], e);
-        return 1;
-      }
-  }
-  return 0;
-}
-
-static void list(void) {
-  size_t n;
-  entry *all = registry(&n);
-  for (size_t i = 0; i < n; i++) {
-    const entry *e = &all[i];
-    kp_listing l = {e->id, e->suite->name, e->test->name, e->tags,
-                    e->test->slots == 0 ? 1 : e->test->slots,
-                    e->test->timeout_s, !e->test->host_only,
-                    (*e->test->check_test)->file, (*e->test->check_test)->line};
-    kp_record_out rec;
-    kp_encode(&rec, &kp_rec_listing, &l);
-    kp_send(&rec, STDOUT_FILENO);
-  }
-  free(all);
-}
+/* ---- --devices ------------------------------------------------------------ */
 
 static int devices(void) {
+  kt__runner_record();
   int n = 0;
   int st = ke_device_count(&n);
   kp_backend b = {ke_backend_name(), n, st != KE_OK ? ke_last_error() : NULL};
@@ -216,7 +163,7 @@ static const char *status_of(TestResult *tr) {
 
 /* Runs one registered test through Check, in this process. Returns 0 for a
  * pass, 2 for a skip, 1 otherwise. */
-static int run_one(const entry *e) {
+static int run_one(const kt__entry *e) {
   kt__state.suite = e->suite;
   kt__state.test = e->test;
   kt__state.skipped = 0;
@@ -369,8 +316,8 @@ static int warm(const char *argv0) {
             *bad ? bad : why);
     return ST_USAGE;
   }
-  static entry e;
-  if (!find(a.id, &e)) {
+  static kt__entry e;
+  if (!kt__find(a.id, &e)) {
     fprintf(stderr, "%s: --warm: no test '%s' (see --list)\n", argv0, a.id);
     return ST_USAGE;
   }
@@ -393,12 +340,13 @@ static int warm(const char *argv0) {
  * included, for --isolation none); anything else selects as `kiln run`
  * does. Fills picks (n of them); returns their number, or -1 after a usage
  * error. */
-static int choose(char **args, int nargs, entry *picks, const char *argv0) {
+static int choose(char **args, int nargs, kt__entry *picks, const char *argv0) {
   int n = 0;
-  while (n < nargs && n < MAX_TESTS && find(args[n], &picks[n])) n++;
+  while (n < nargs && n < MAX_TESTS && kt__find(args[n], &picks[n])) n++;
   if (nargs > 0 && n == nargs) return n;
+  if (kt__registry_check(argv0) != 0) return -1;
   size_t total;
-  entry *all = registry(&total);
+  kt__entry *all = kt__registry(&total);
   ksel_test *views = calloc(total + 1, sizeof *views);
   unsigned char *chosen = calloc(total + 1, 1);
   if (!views || !chosen) abort();
@@ -420,6 +368,26 @@ static int choose(char **args, int nargs, entry *picks, const char *argv0) {
             held == 1 ? "" : "s", held == 1 ? "it" : "them");
   free(views), free(chosen), free(all);
   return n;
+}
+
+/* ---- The protocol --------------------------------------------------------------------------- */
+
+/* kiln says which protocol it speaks in KILN_PROTOCOL. A runner built
+ * against another kiln refuses to go on, and says what to do, rather than
+ * send records the other side would read wrong. (kiln also checks the
+ * `runner` record of --list and --devices, which catches runners older
+ * than this check.) */
+static int protocol_differs(const char *argv0) {
+  const char *v = getenv("KILN_PROTOCOL");
+  if (!v || !*v) return 0;
+  char *end;
+  long p = strtol(v, &end, 10);
+  if (!*end && p == KP_VERSION) return 0;
+  fprintf(stderr, "%s: this runner was built against kiln %s and speaks its runner "
+                  "protocol %d; the kiln that started it speaks protocol %s. Rebuild "
+                  "the runner against that kiln (pkg-config module kiln-%s).\n",
+          argv0, KILN_VERSION, KP_VERSION, v, ke_backend_name());
+  return 1;
 }
 
 /* ---- main ---------------------------------------------------------------------------------- */
@@ -509,7 +477,8 @@ int main(int argc, char **argv) {
   options o = {0};
   int st = parse(argc, argv, &o);
   if (st >= 0) return st;
-  if (o.list) return list(), ST_OK;
+  if (protocol_differs(argv[0])) return ST_INFRA;
+  if (o.list) return kt__registry_check(argv[0]) != 0 ? ST_INFRA : (kt__list(), ST_OK);
   if (o.devices) return devices();
   if (o.probe) return context_probe(main_ms);
   if (!o.seeded) {
@@ -527,7 +496,7 @@ int main(int argc, char **argv) {
     return warm(argv[0]);
   }
   /* Room for every pick, taken from the heap only when it is used. */
-  static entry picks[MAX_TESTS];
+  static kt__entry picks[MAX_TESTS];
   int n = choose(argv + optind, argc - optind, picks, argv[0]);
   if (n < 0) return ST_USAGE;
   /* Slots kiln's spawn request asks this process to take (a warm runner

@@ -18,7 +18,9 @@
 extern "C" {
 #endif
 
-#define KP_VERSION 1
+/* Version 2: a runner's --list and --devices answers begin with a `runner`
+ * record (records.h), and kiln refuses a runner of another version. */
+#define KP_VERSION 2
 /* Longest record accepted, newline included. */
 #define KP_MAX_LINE 65536
 /* Most fields one record may carry. */

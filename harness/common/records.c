@@ -111,6 +111,11 @@ static const kp_key backend_keys[] = {KEY(kp_backend, name, KP_STR),
                                       KEY(kp_backend, error, KP_STR)};
 DESC(kp_rec_backend, "backend", backend_keys);
 
+static const kp_key runner_keys[] = {KEY(kp_runner, kiln, KP_STR),
+                                     KEY(kp_runner, protocol, KP_INT),
+                                     KEY(kp_runner, backend, KP_STR)};
+DESC(kp_rec_runner, "runner", runner_keys);
+
 const kp_rdesc *kp_result_record(const char *tag) {
 #define ROW(desc, type) &desc,
   static const kp_rdesc *const all[] = {KP_RESULT_RECORDS(ROW)};

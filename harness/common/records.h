@@ -200,7 +200,16 @@ typedef struct kp_backend {
   const char *error;        /* why there are none */
 } kp_backend;
 
-extern const kp_rdesc kp_rec_listing, kp_rec_backend;
+/* The first record of a runner's answer to --list and --devices: the kiln
+ * it was built against and the protocol it speaks, which kiln checks
+ * before it reads anything else. */
+typedef struct kp_runner {
+  const char *kiln;         /* version, "0.2.0" */
+  long long protocol;       /* KP_VERSION */
+  const char *backend;
+} kp_runner;
+
+extern const kp_rdesc kp_rec_listing, kp_rec_backend, kp_rec_runner;
 
 /* ---- Slots a runner takes itself ---------------------------------------- */
 

@@ -41,6 +41,7 @@ static const held_tag held_tags[] = {
     {"bench", 0, 1, 0},   /* kiln bench's trivial tests */
     {"perf", 0, 1, 0},    /* benchmarks: the whole device, minutes of it */
     {"slow", 1, 0, 1},    /* GPU-sized: minutes each in emulation */
+    {"disabled", 0, 0, 0},/* GoogleTest's DISABLED_ tests: as GoogleTest does */
 };
 #define NHELD (sizeof held_tags / sizeof held_tags[0])
 

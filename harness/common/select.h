@@ -34,8 +34,9 @@ int ksel_matches(const char *pattern, const ksel_test *t);
  * add (none: every test a sweep takes), "-SEL" removes, whatever its
  * position. Some tags hold their tests back from a sweep (no selector,
  * another suite, a glob that does not start with their suite, another tag):
- * `fault`, `bench` and `perf` always, `slow` with hold_slow (the host
- * backend, where GPU-sized cases take minutes); one table in select.c.
+ * `fault`, `bench`, `perf` and `disabled` (GoogleTest's DISABLED_ tests)
+ * always, `slow` with hold_slow (the host backend, where GPU-sized cases
+ * take minutes); one table in select.c.
  * *held (may be NULL) counts the tests only `slow` kept out, which a GPU
  * run would have taken. Returns 0, or the 1-based index of the first
  * selector that matches no test. */

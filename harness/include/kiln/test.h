@@ -42,13 +42,19 @@ typedef struct kt_suite {
 
 /* Registry entry for START_TEST(fn); the designated fields follow. */
 #define KT_TEST(fn, ...) {.name = #fn, .check_test = &fn, __VA_ARGS__}
+
+/* Defines the suite `sym` and registers it with the runner: a pointer to
+ * it goes into the kt_suites linker section, which the runner's main
+ * walks (no list kept by hand; the order is the link order). A suite file
+ * must be linked as an object file: the linker leaves out members of a
+ * static archive that nothing references (link such an archive whole). */
 #define KT_SUITE(sym, suite_name, suite_tags, table)                         \
   const kt_suite sym = {.name = suite_name, .tags = suite_tags,              \
                         .tests = table,                                      \
-                        .ntests = sizeof(table) / sizeof((table)[0])}
-
-/* The suites linked into a runner, NULL-terminated (suites/registry.c). */
-extern const kt_suite *const kt_suites[];
+                        .ntests = sizeof(table) / sizeof((table)[0])};       \
+  static const kt_suite *const kt__registered_##sym                          \
+      __attribute__((used, section("kt_suites"),                             \
+                     aligned(sizeof(void *)))) = &sym
 
 /* ---- Context and inputs -------------------------------------------------- */
 

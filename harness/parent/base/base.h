@@ -83,6 +83,12 @@ int kh_read_file(const char *path, size_t max, char **out, size_t *len);
  * rename. */
 int kh_write_atomic(const char *path, const void *data, size_t len);
 
+/* The running kiln, and its folder ("" when /proc does not say). */
+const char *kh_self_exe(void);
+const char *kh_self_dir(void);
+/* 1 when both paths name the same file or folder. */
+int kh_same_file(const char *a, const char *b);
+
 /* Retrying wrappers for calls that signals may interrupt. */
 ssize_t kh_read(int fd, void *buf, size_t n);
 int kh_write_all(int fd, const void *buf, size_t n);

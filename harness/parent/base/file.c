@@ -117,3 +117,29 @@ int kh_write_all(int fd, const void *buf, size_t n) {
   }
   return 0;
 }
+
+/* ---- Where kiln is ------------------------------------------------------------ */
+
+const char *kh_self_exe(void) {
+  static char exe[PATH_MAX];
+  if (exe[0]) return exe;
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = '\0';
+  return exe;
+}
+
+const char *kh_self_dir(void) {
+  static char dir[PATH_MAX];
+  if (dir[0]) return dir;
+  snprintf(dir, sizeof dir, "%s", kh_self_exe());
+  char *slash = strrchr(dir, '/');
+  if (slash) *slash = '\0';
+  else dir[0] = '\0';
+  return dir;
+}
+
+int kh_same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}

@@ -323,7 +323,7 @@ static void run_sections(kcli__bench_data *B) {
     if (backend != KRUN_BACKEND_HOST) {
       kh_err err;
       krun_backend_info gpu = B->bi;
-      if (krun_backend_resolve(KRUN_BACKEND_HOST, B->runner_dir, &B->bi, &err) == 0)
+      if (krun_backend_resolve(KRUN_BACKEND_HOST, B->runner_dir, NULL, &B->bi, &err) == 0)
         host_section(B);
       B->bi = gpu;
     } else {
@@ -411,7 +411,7 @@ static int setup(kcli__bench_data *B, kcli__args *a) {
   }
   B->self[n] = '\0';
   kh_err err;
-  if (krun_backend_resolve(a->flags.backend, B->runner_dir, &B->bi, &err) != 0) {
+  if (krun_backend_resolve(a->flags.backend, B->runner_dir, NULL, &B->bi, &err) != 0) {
     fprintf(stderr, "kiln bench: %s\n", err.msg);
     return KH_EXIT_INFRA;
   }

@@ -71,10 +71,11 @@ typedef struct kcli__args {
   int argc;
   char **argv;              /* the whole command line, for reports */
   krun_settings flags;      /* the settings it gave */
-  char *config, *report, *out, *spec, *token_key, *runner_dir;
+  char *config, *report, *out, *spec, *token_key, *runner_dir, *runner;
   char *junit, *shard, *shard_durations, *shard_plan, *yaml;
   char *concurrency, *skip, *rss_tests, *format;
   kcli__strs history, sbatch;
+  kcli__strs gtest, manifest;   /* tests from GoogleTest binaries, manifests */
   kcli__given *given;
   int ngiven;
   int verbose, force;
@@ -128,7 +129,8 @@ int kcli__settings(kcli__args *a, krun_settings *s, char **config_path);
 void kcli__selectors(kcli__args *a, const krun_settings *s, char ***sel, int *nsel);
 /* The runner's tests and which the selectors choose; an exit status. host:
  * hold back the host backend's `slow` tests. */
-int kcli__select(const char *runner, char **sel, int nsel, int host, krun_registry *reg,
+int kcli__select(const kcli__args *a, const krun_settings *s, const char *runner, char **sel,
+                 int nsel, int host, krun_registry *reg,
                  unsigned char **chosen);
 /* The runner of the backend, or for auto the first one built. */
 char *kcli__any_runner(const kcli__args *a, const krun_settings *s);

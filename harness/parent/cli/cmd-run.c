@@ -65,15 +65,35 @@ void kcli__selectors(kcli__args *a, const krun_settings *s, char ***sel, int *ns
   else *sel = s->selection, *nsel = s->nselection;
 }
 
-/* Loads the runner's registry and marks what the selectors choose; prints
- * what went wrong and, on the host backend, the slow tests held back. */
-static int select_in(const char *runner, char **sel, int nsel, int host, krun_registry *reg,
-                     unsigned char **chosen, int *held) {
+/* The run's tests: from --runner, --gtest and --manifest when given, else
+ * from kiln's own runner; then the config's test rules. A program that
+ * cannot list its tests is an infrastructure error; a manifest that does
+ * not read, or ids that clash, a usage error. */
+static int load_tests(const kcli__args *a, const krun_settings *s, const char *own_runner,
+                      krun_registry *reg) {
   kh_err err;
-  if (krun_registry_load(runner, reg, &err) != 0) {
-    fprintf(stderr, "kiln: cannot list tests: %s\n", err.msg);
-    return KH_EXIT_INFRA;
-  }
+  int rc = 0, status = KH_EXIT_INFRA;
+  memset(reg, 0, sizeof *reg);
+  if (a->runner || !(a->gtest.n || a->manifest.n))
+    rc = krun_registry_add_runner(reg, a->runner ? a->runner : own_runner, &err);
+  for (int i = 0; rc == 0 && i < a->gtest.n; i++)
+    rc = krun_registry_add_gtest(reg, a->gtest.v[i], &err);
+  for (int i = 0; rc == 0 && i < a->manifest.n; i++)
+    if ((rc = krun_registry_add_manifest(reg, a->manifest.v[i], &err)) != 0)
+      status = KH_EXIT_USAGE;
+  if (rc == 0 && (rc = krun_registry_finish(reg, s, &err)) != 0) status = KH_EXIT_USAGE;
+  if (rc == 0) return 0;
+  fprintf(stderr, "kiln: cannot list tests: %s\n", err.msg);
+  return status;
+}
+
+/* Loads the tests and marks what the selectors choose; prints what went
+ * wrong and, on the host backend, the slow tests held back. */
+static int select_in(const kcli__args *a, const krun_settings *s, const char *runner,
+                     char **sel, int nsel, int host, krun_registry *reg,
+                     unsigned char **chosen, int *held) {
+  int rc = load_tests(a, s, runner, reg);
+  if (rc != 0) return rc;
   *chosen = kh_xcalloc((size_t)reg->n + 1, 1);
   int bad = ksel_select(reg->views, (size_t)reg->n, sel, nsel, host, *chosen, held);
   if (bad) {
@@ -87,10 +107,10 @@ static int select_in(const char *runner, char **sel, int nsel, int host, krun_re
   return 0;
 }
 
-int kcli__select(const char *runner, char **sel, int nsel, int host, krun_registry *reg,
-                 unsigned char **chosen) {
+int kcli__select(const kcli__args *a, const krun_settings *s, const char *runner, char **sel,
+                 int nsel, int host, krun_registry *reg, unsigned char **chosen) {
   int held = 0;
-  return select_in(runner, sel, nsel, host, reg, chosen, &held);
+  return select_in(a, s, runner, sel, nsel, host, reg, chosen, &held);
 }
 
 char *kcli__any_runner(const kcli__args *a, const krun_settings *s) {
@@ -109,9 +129,36 @@ char *kcli__any_runner(const kcli__args *a, const krun_settings *s) {
   return NULL;
 }
 
-static int select_tests(plan *p) {
-  return select_in(p->bi.runner, p->sel, p->nsel, p->bi.backend == KRUN_BACKEND_HOST, &p->reg,
-                   &p->chosen, &p->held);
+static int select_tests(const kcli__args *a, plan *p) {
+  return select_in(a, &p->s, p->bi.runner, p->sel, p->nsel, p->bi.backend == KRUN_BACKEND_HOST,
+                   &p->reg, &p->chosen, &p->held);
+}
+
+/* --isolation none runs the selected tests in one process: they must all
+ * come from one runner or one GoogleTest binary (commands are processes
+ * of their own). */
+static int check_isolation(const plan *p) {
+  if (p->s.isolation != KRUN_ISO_NONE) return 0;
+  const krun_registry *reg = &p->reg;
+  int source = -1;
+  for (int i = 0; i < reg->n; i++) {
+    if (!p->chosen[i]) continue;
+    const krun_test *t = &reg->tests[i];
+    if (reg->sources[t->source].kind == KRUN_KIND_COMMAND) {
+      fprintf(stderr, "kiln: --isolation none: '%s' is a command from %s, a process of "
+                      "its own; select tests of one runner or GoogleTest binary\n", t->id,
+              reg->sources[t->source].path);
+      return KH_EXIT_USAGE;
+    }
+    if (source >= 0 && source != t->source) {
+      fprintf(stderr, "kiln: --isolation none runs one process: the selected tests come "
+                      "from %s and %s; select tests of one of them\n",
+              reg->sources[source].path, reg->sources[t->source].path);
+      return KH_EXIT_USAGE;
+    }
+    source = t->source;
+  }
+  return 0;
 }
 
 /* --shard K/N or the Bazel/Slurm environment narrows the selection, by a
@@ -143,12 +190,13 @@ static int plan_make(kcli__args *a, plan *p) {
   memset(p, 0, sizeof *p);
   if (kcli__settings(a, &p->s, &p->config_path) != 0) return KH_EXIT_USAGE;
   kh_err err;
-  if (krun_backend_resolve(p->s.backend, a->runner_dir, &p->bi, &err) != 0) {
+  if (krun_backend_resolve(p->s.backend, a->runner_dir, a->runner, &p->bi, &err) != 0) {
     fprintf(stderr, "kiln: %s\n", err.msg);
     return KH_EXIT_INFRA;
   }
   kcli__selectors(a, &p->s, &p->sel, &p->nsel);
-  int rc = select_tests(p);
+  int rc = select_tests(a, p);
+  if (rc == 0) rc = check_isolation(p);
   return rc ? rc : shard(a, p);
 }
 
@@ -249,7 +297,7 @@ int kcli__devices(kcli__args *a) {
   free(config_path);
   krun_backend_info bi;
   kh_err err;
-  if (krun_backend_resolve(s.backend, a->runner_dir, &bi, &err) != 0) {
+  if (krun_backend_resolve(s.backend, a->runner_dir, a->runner, &bi, &err) != 0) {
     fprintf(stderr, "kiln: %s\n", err.msg);
     krun_settings_free(&s);
     return KH_EXIT_INFRA;

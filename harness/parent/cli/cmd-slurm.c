@@ -77,7 +77,7 @@ static int submit(kcli__args *a, const ksl_sbatch *sb, const ksl_wait *w) {
   kcli__selectors(a, &s, &sel, &nsel);
   krun_registry reg;
   unsigned char *chosen = NULL;
-  int rc = kcli__select(runner, sel, nsel, s.backend == KRUN_BACKEND_HOST, &reg, &chosen);
+  int rc = kcli__select(a, &s, runner, sel, nsel, s.backend == KRUN_BACKEND_HOST, &reg, &chosen);
   int nchosen = 0;
   for (int i = 0; rc == 0 && i < reg.n; i++) nchosen += chosen[i];
   if (rc == 0 && nchosen == 0) {

@@ -184,10 +184,67 @@ static int dev_done(cfg *c, yaml_node_t *m, void *p) {
   return 0;
 }
 
+/* A `tests:` entry: tags, slots, timeout for the tests match names. */
+typedef struct rule_acc {
+  krun_rule r;
+  char tags[512];           /* (no allocation: an error may end the entry) */
+  int has;                  /* tags, slots or timeout given */
+} rule_acc;
+
+static int rule_tag(cfg *c, yaml_node_t *n, rule_acc *a) {
+  if (n->type != YAML_SCALAR_NODE || !*scalar(n) || strchr(scalar(n), ',') ||
+      scalar(n)[0] == '-' || scalar(n)[0] == '@')
+    return fail(c, n, "a tag must be a word (no comma, no leading '-' or '@')");
+  size_t len = strlen(a->tags);
+  if (len + strlen(scalar(n)) + 2 > sizeof a->tags)
+    return fail(c, n, "the tags of one entry take more than %zu bytes", sizeof a->tags - 1);
+  snprintf(a->tags + len, sizeof a->tags - len, "%s%s", len ? "," : "", scalar(n));
+  return 0;
+}
+
+static int rule_key(cfg *c, const char *key, yaml_node_t *v, void *p) {
+  rule_acc *a = p;
+  double d;
+  if (strcmp(key, "match") == 0) {
+    if (v->type != YAML_SCALAR_NODE || !*scalar(v))
+      return fail(c, v, "'match' must be a non-empty glob (or a suite)");
+    a->r.match = (char *)scalar(v);
+    return 0;
+  }
+  a->has = 1;
+  if (strcmp(key, "tags") == 0) {
+    if (v->type != YAML_SEQUENCE_NODE) return rule_tag(c, v, a);
+    for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top; i++)
+      if (rule_tag(c, yaml_document_get_node(c->doc, *i), a) != 0) return -1;
+    return 0;
+  }
+  if (strcmp(key, "slots") == 0) {
+    if (v->type == YAML_SCALAR_NODE && strcmp(scalar(v), "all") == 0) return a->r.slots = -1, 0;
+    if (cfg_number(c, "slots", v, 1, 1024, &d) != 0) return -1;
+    if (d != (int)d) return fail(c, v, "'slots' must be an integer, or all");
+    return a->r.slots = (int)d, 0;
+  }
+  if (strcmp(key, "timeout") == 0) {
+    if (cfg_number(c, "timeout", v, 1, 604800, &d) != 0) return -1;
+    if (d != (int)d) return fail(c, v, "'timeout' must be whole seconds");
+    return a->r.timeout_s = (int)d, 0;
+  }
+  return -2;
+}
+
+static int rule_done(cfg *c, yaml_node_t *m, void *p) {
+  rule_acc *a = p;
+  if (!a->r.match || !a->has)
+    return fail(c, m, "a tests entry needs match and at least one of tags, slots, timeout");
+  a->r.tags = a->tags[0] ? a->tags : NULL;
+  krun_setting_add_rule(c->s, &a->r);
+  return 0;
+}
+
 static const char known_keys[] =
     "jobs, backend, slots, devices, timeout, grace, retries, repeat, "
     "isolation, leaks, poison, seed, cap, wrap, warm, allow_empty, contain, "
-    "selection, tolerances";
+    "selection, tolerances, tests";
 
 static int cfg_key(cfg *c, yaml_node_t *k, yaml_node_t *v) {
   const char *key = scalar(k);
@@ -204,6 +261,10 @@ static int cfg_key(cfg *c, yaml_node_t *k, yaml_node_t *v) {
   if (strcmp(key, "devices") == 0)
     return cfg_entries(c, v, "devices", "id, slots", dev_key, &da,
                            sizeof da, dev_done);
+  rule_acc ra;
+  if (strcmp(key, "tests") == 0)
+    return cfg_entries(c, v, "tests", "match, tags, slots, timeout", rule_key, &ra,
+                       sizeof ra, rule_done);
   return fail(c, k, "unknown key '%s' (known: %s)", key,
                       known_keys);
 }
@@ -242,21 +303,45 @@ int kcli_config_parse(const char *buf, size_t len, const char *name, krun_settin
 
 static int readable(const char *p) { return access(p, R_OK) == 0; }
 
+/* Where `--config NAME` looks: ./configs, then this kiln's own profiles:
+ * the source tree's for a kiln run from its build tree, else the
+ * installed ones (found from this kiln's folder first, as the runners
+ * are). The places tried, NULL-terminated; free with free(). */
+static char **profile_dirs(void) {
+  char **dirs = kh_xcalloc(4, sizeof *dirs);
+  int n = 0;
+  dirs[n++] = kh_strdup("configs");
+  if (kh_same_file(kh_self_dir(), KILN_BUILD_PARENT_DIR)) {
+    dirs[n++] = kh_strdup(KILN_SOURCE_DIR "/configs");
+  } else {
+    if (*KILN_BIN_TO_DATA) dirs[n++] = kh_asprintf("%s/%s/configs", kh_self_dir(), KILN_BIN_TO_DATA);
+    dirs[n++] = kh_strdup(KILN_DATADIR "/configs");
+  }
+  return dirs;
+}
+
 int kcli_config_load(const char *arg, krun_settings *out, char **path_out,
                    kh_err *err) {
   char *path = NULL;
   if (strchr(arg, '/') || readable(arg)) {
     path = kh_strdup(arg);
   } else {
-    const char *roots[] = {"configs", KILN_SOURCE_DIR "/configs"};
-    for (size_t i = 0; i < 2 && !path; i++) {
-      char *p = kh_asprintf("%s/%s.yaml", roots[i], arg);
-      if (readable(p)) path = p;
-      else free(p);
+    char **dirs = profile_dirs();
+    kh_buf tried = {0};
+    for (char **d = dirs; *d; d++) {
+      char *p = kh_asprintf("%s/%s.yaml", *d, arg);
+      if (!path && readable(p)) path = p;
+      else kh_buf_addf(&tried, "%s%s", tried.len ? ", " : "", p), free(p);
+      free(*d);
     }
-    if (!path)
-      return kh_errf(err, "--config: no file '%s' and no profile "
-                           "configs/%s.yaml", arg, arg);
+    free(dirs);
+    if (!path) {
+      kh_errf(err, "--config: no file '%s' and no profile %s.yaml (tried %s)", arg, arg,
+              tried.data);
+      kh_buf_free(&tried);
+      return -1;
+    }
+    kh_buf_free(&tried);
   }
   char *buf;
   size_t len;

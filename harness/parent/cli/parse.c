@@ -177,12 +177,12 @@ static int word(kcli__args *a, int argc, char **argv, int *i, int *help) {
 static void args_free(kcli__args *a) {
   krun_settings_free(&a->flags);
   char **strs[] = {&a->config, &a->report, &a->out, &a->spec, &a->token_key,
-                   &a->runner_dir, &a->junit, &a->shard, &a->shard_durations, &a->shard_plan,
-                   &a->yaml, &a->concurrency, &a->skip, &a->rss_tests, &a->format,
-                   &a->partition, &a->account, &a->time, &a->merge_time, &a->resume,
-                   &a->follow, &a->merge, &a->base};
+                   &a->runner_dir, &a->runner, &a->junit, &a->shard, &a->shard_durations,
+                   &a->shard_plan, &a->yaml, &a->concurrency, &a->skip, &a->rss_tests,
+                   &a->format, &a->partition, &a->account, &a->time, &a->merge_time,
+                   &a->resume, &a->follow, &a->merge, &a->base};
   for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) free(*strs[i]);
-  kcli__strs *lists[] = {&a->history, &a->sbatch};
+  kcli__strs *lists[] = {&a->history, &a->sbatch, &a->gtest, &a->manifest};
   for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
     for (int k = 0; k < lists[i]->n; k++) free(lists[i]->v[k]);
     free(lists[i]->v);
@@ -212,6 +212,10 @@ static const kcli__cmd *command(int argc, char **argv, int *first) {
 }
 
 int kcli_main(int argc, char **argv) {
+  /* Every runner kiln starts checks that it speaks this protocol. */
+  char protocol[16];
+  snprintf(protocol, sizeof protocol, "%d", KP_VERSION);
+  setenv("KILN_PROTOCOL", protocol, 1);
   if (argc < 2) {
     kcli__overview(NULL, stderr);
     return KH_EXIT_USAGE;

@@ -14,6 +14,8 @@
   {id, name, sh, arg, KCLI__STR, NULL, offsetof(kcli__args, member), 0, 0, help}
 #define FLAG(id, sh, member, help) \
   {id, id, sh, NULL, KCLI__FLAG, NULL, offsetof(kcli__args, member), 0, 0, help}
+#define LIST(id, arg, member, help) \
+  {id, id, 0, arg, KCLI__LIST, NULL, offsetof(kcli__args, member), 0, 0, help}
 #define NUM(id, kind, arg, member, lo, hi, help) \
   {id, id, 0, arg, kind, NULL, offsetof(kcli__args, member), lo, hi, help}
 
@@ -45,6 +47,9 @@ const kcli__opt kcli__opts[] = {
   STR("shard-durations", "shard-durations", 0, "REPORT", shard_durations, "balance shards by this report's times"),
   STR("shard-plan", "shard-plan", 0, "FILE", shard_plan, "run this shard's tests of a plan (kiln slurm writes them)"),
   STR("runner-dir", "runner-dir", 0, "DIR", runner_dir, "where kiln-runner-<backend> lives (env KILN_RUNNER_DIR)"),
+  STR("runner", "runner", 0, "PATH", runner, "a kiln runner a project built against the installed kiln: its tests, its backend"),
+  LIST("gtest", "PATH", gtest, "a GoogleTest binary: each of its tests in its own process (repeatable)"),
+  LIST("manifest", "FILE", manifest, "a YAML manifest of tests that are commands (repeatable)"),
   FLAG("verbose", 'v', verbose, "more detail: child command lines, every test's message"),
   STR("format", "format", 0, "F", format, "text (default) or json: the plan as JSON for tools (docs/harness.md)"),
   /* Report tools */
@@ -58,7 +63,7 @@ const kcli__opt kcli__opts[] = {
   NUM("metric-rel", KCLI__DOUBLE, "F", diff.metric_rel, 0, 1, "a GB/s or TFLOP/s metric lower by more than this fraction (default 0.2)"),
   NUM("confidence", KCLI__DOUBLE, "P", diff.confidence, 0.5, 0.999999, "a speed change counts only when outside the noise with this confidence (default 0.999)"),
   FLAG("force", 0, force, "merge reports of different revisions"),
-  {"history", "history", 0, "REPORT", KCLI__LIST, NULL, offsetof(kcli__args, history), 0, 0, "an earlier report for the trend plots (repeatable)"},
+  LIST("history", "REPORT", history, "an earlier report for the trend plots (repeatable)"),
   /* kiln bench */
   NUM("tests", KCLI__INT, "N", tests, 1, 100000, "tests (or probes) per point (default 48)"),
   STR("concurrency", "concurrency", 0, "LIST", concurrency, "processes at once, comma-separated (default 1,2,3,4,6,8)"),
@@ -87,7 +92,8 @@ const kcli__opt kcli__opts[] = {
 
 #define RUN_OPTS "jobs backend config report out timeout grace retries repeat " \
   "isolation wrap warm allow-empty contain poison seed cap slots resource-spec "  \
-  "token-key leaks tolerance junit shard shard-durations shard-plan runner-dir verbose"
+  "token-key leaks tolerance junit shard shard-durations shard-plan runner-dir runner "  \
+  "gtest manifest verbose"
 
 #define SLURM_OPTS "slurm-out partition account time merge-time gpus-per-task tasks " \
   "sbatch dry-run no-wait resume follow merge poll base report junit shard-durations " \
@@ -116,7 +122,11 @@ const kcli__cmd kcli__cmds[] = {
    "\n"
    "A run that tested nothing (its backend was asked for and has no device,\n"
    "or every selected test was skipped) exits 3 unless --allow-empty. What a\n"
-   "test leaves running is found, killed and reported (--contain).",
+   "test leaves running is found, killed and reported (--contain).\n"
+   "The tests are kiln's own suites, unless --runner, --gtest or --manifest\n"
+   "name others (docs/third-party.md): a runner built against the installed\n"
+   "kiln, GoogleTest binaries (test ids as GoogleTest spells them,\n"
+   "Suite.Name), commands (pass: exit 0, skip: exit 77).",
    RUN_OPTS, 0, -1, 1, kcli__run, exit_run},
   {"list", "[SELECTOR...]", "what `kiln run` would run",
    "Lists exactly the tests `kiln run` with the same options and selectors\n"
@@ -129,7 +139,7 @@ const kcli__cmd kcli__cmds[] = {
   {"devices", "", "devices, their slots and who holds them",
    "Asks the runner for its devices and shows each with its slots in the\n"
    "host-wide token set (total, free) and the processes holding them.",
-   "backend config slots resource-spec token-key runner-dir", 0, 0, 0, kcli__devices,
+   "backend config slots resource-spec token-key runner-dir runner", 0, 0, 0, kcli__devices,
    "Exit status: 0, 2 usage or config error, 3 no runner or no token set.\n"},
   {"report show", "FILE|RUNDIR", "a readable summary of a report",
    "Counts, then every test that did not pass with its message, failing\n"

@@ -77,7 +77,12 @@ static void attr(kh_buf *b, const char *name, const char *value) {
 
 /* ---- Test cases ------------------------------------------------------------ */
 
+/* The test's name within its suite (the classname): kiln's SUITE/NAME,
+ * GoogleTest's Suite.Name (whose suite may hold '/': Inst/Suite.Name/0). */
 static const char *name_of(const krep_test *t) {
+  size_t n = t->suite ? strlen(t->suite) : 0;
+  if (n && strncmp(t->id, t->suite, n) == 0 && (t->id[n] == '/' || t->id[n] == '.'))
+    return t->id + n + 1;
   const char *slash = strchr(t->id, '/');
   return slash ? slash + 1 : t->id;
 }

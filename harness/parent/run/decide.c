@@ -111,8 +111,9 @@ static void decide_unended(krep_report *rep, krep_test *t, const krun__stream *s
   else if (x->signaled)
     say(rep, t, KREP_CRASH, "killed by %s (signal %d)%s", sig, x->sig, what);
   else
-    say(rep, t, KREP_CRASH, "exited with status %d without finishing the test (no end "
-        "record)%s", x->code, what);
+    say(rep, t, KREP_CRASH, "exited with status %d without finishing the test (%s)%s",
+        x->code, x->role && strcmp(x->role, "runner") != 0 ? "no result" : "no end record",
+        what);
 }
 
 void krun__decide(krep_report *rep, krep_test *t, const krun__stream *st,
@@ -124,8 +125,8 @@ void krun__decide(krep_report *rep, krep_test *t, const krun__stream *st,
   }
   t->exit_code = x->exited ? x->code : -1;
   if (x->exec_errno) {
-    say(rep, t, KREP_ERROR, "runner missing/not executable: %s: %s", x->runner,
-        strerror(x->exec_errno));
+    say(rep, t, KREP_ERROR, "%s missing/not executable: %s: %s",
+        x->role ? x->role : "runner", x->runner, strerror(x->exec_errno));
   } else if (t->protocol_error) {
     say(rep, t, KREP_ERROR, "protocol error: %s", t->protocol_error);
   } else if (st->ended) {

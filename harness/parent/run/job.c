@@ -1,9 +1,12 @@
-/* Children and their test runs: the runner's command line and the spawn
+/* Children and their test runs: the child's command line and the spawn
  * request for a test (or a warm child, or --isolation none's one process),
  * and what happens when a child is done: outcome, log file, retries,
  * journal and console. A cold child gets everything at once: its device
- * narrowed, its slots to take (the runner takes them with SEM_UNDO and
- * reports the wait), its test on the command line.
+ * narrowed, its slots to take (a runner takes them with SEM_UNDO and
+ * reports the wait; for any other program `kiln __exec` does that before
+ * it execs the program), its test on the command line. One path for every
+ * kind of test: only the argv and, after the child, the translation of
+ * what it left into records (gtest.c, manifest.c) differ by kind.
  */
 #include "run-impl.h"
 
@@ -66,6 +69,7 @@ static void close_fd(int *fd) {
 void krun__job_clear(krun__job *j) {
   close_fd(&j->fd_res), close_fd(&j->fd_out), close_fd(&j->fd_in);
   krun__contain_job_clear(j);
+  krun__gtest_free(j);
   krun__log_free(&j->log);
   free(j->rd), free(j->tmpdir), free(j->partial);
   free(j->tests), free(j->st), free(j->defs);
@@ -112,29 +116,47 @@ void krun__immediate(krun__run *R, const krun__item *it, int outcome, const char
 
 /* ---- Starting a child ---------------------------------------------------------------- */
 
-/* wrap, the runner, its options, then --warm or the test ids. */
-static char **runner_argv(krun__run *R, const krun__job *j) {
+/* A kiln runner: its options, then --warm or the test ids. */
+static void runner_args(krun__run *R, const krun__job *j, char **argv, int *n) {
   const krun_settings *s = R->s;
-  char **argv = kh_xcalloc((size_t)(R->nwrap + 12 + s->ntol + j->ntests), sizeof *argv);
-  int n = 0;
-  for (int i = 0; i < R->nwrap; i++) argv[n++] = kh_strdup(R->wrap[i]);
-  argv[n++] = kh_strdup(R->o->bi->runner);
-  argv[n++] = kh_strdup("--result-fd");
-  argv[n++] = kh_strdup("3");
-  if (s->poison) argv[n++] = kh_strdup("--poison");
-  if (krun_setting_is_set(s, "seed")) argv[n++] = kh_asprintf("--seed=%llu", s->seed);
-  if (s->cap > 0) argv[n++] = kh_asprintf("--cap=%g", s->cap);
+  argv[(*n)++] = kh_strdup(R->o->bi->runner);
+  argv[(*n)++] = kh_strdup("--result-fd");
+  argv[(*n)++] = kh_strdup("3");
+  if (s->poison) argv[(*n)++] = kh_strdup("--poison");
+  if (krun_setting_is_set(s, "seed")) argv[(*n)++] = kh_asprintf("--seed=%llu", s->seed);
+  if (s->cap > 0) argv[(*n)++] = kh_asprintf("--cap=%g", s->cap);
   for (int i = 0; i < s->ntol; i++) {
     char spec[320];
     ksel_tol_format(&s->tol[i], spec, sizeof spec);
-    argv[n++] = kh_asprintf("--tolerance=%s", spec);
+    argv[(*n)++] = kh_asprintf("--tolerance=%s", spec);
   }
   if (j->warm) {
-    argv[n++] = kh_strdup("--warm");
-    return argv;
+    argv[(*n)++] = kh_strdup("--warm");
+    return;
   }
-  argv[n++] = kh_strdup("--");
-  for (int i = 0; i < j->ntests; i++) argv[n++] = kh_strdup(j->tests[i]->id);
+  argv[(*n)++] = kh_strdup("--");
+  for (int i = 0; i < j->ntests; i++) argv[(*n)++] = kh_strdup(j->tests[i]->id);
+}
+
+/* `kiln __exec` when a program that is no runner must take slots, then
+ * wrap, then the program and its arguments. */
+static char **child_argv(krun__run *R, krun__job *j, int takes) {
+  const krun_settings *s = R->s;
+  const krun_test *t = j->defs[0];
+  int nargs = 0;
+  for (char **a = j->kind == KRUN_KIND_COMMAND ? t->argv : NULL; a && *a; a++) nargs++;
+  char **argv = kh_xcalloc((size_t)(R->nwrap + 16 + s->ntol + 2 * j->ntests + nargs),
+                           sizeof *argv);
+  int n = 0;
+  if (takes && j->kind != KRUN_KIND_RUNNER) {
+    argv[n++] = kh_strdup(R->self);
+    argv[n++] = kh_strdup(KRUN_EXEC_WORD);
+  }
+  for (int i = 0; i < R->nwrap; i++) argv[n++] = kh_strdup(R->wrap[i]);
+  if (j->kind == KRUN_KIND_RUNNER) runner_args(R, j, argv, &n);
+  else if (j->kind == KRUN_KIND_GTEST) krun__gtest_start(R, j, argv, &n);
+  else
+    for (int i = 0; i < nargs; i++) argv[n++] = kh_strdup(t->argv[i]);
   return argv;
 }
 
@@ -152,6 +174,13 @@ static void verbose_argv(krun__run *R, char **argv) {
 }
 
 static void nonblock(int fd) { fcntl(fd, F_SETFL, O_NONBLOCK); }
+
+/* What a GoogleTest binary must not take from kiln's environment: its
+ * own sharding (kiln selects and shards), brief output and repeats (kiln
+ * reads one [ RUN ] line per test run), a Bazel output file (kiln names
+ * the JSON file). */
+static const char *const gtest_unenv[] = {"GTEST_SHARD_INDEX", "GTEST_TOTAL_SHARDS",
+    "GTEST_SHARD_STATUS_FILE", "GTEST_BRIEF", "GTEST_REPEAT", "XML_OUTPUT_FILE", NULL};
 
 /* The child's environment: its test (a warm child learns it later), its
  * private TEST_TMPDIR, the run folder and its device. */
@@ -175,6 +204,8 @@ static void environment(krun__run *R, const krun__job *j, const char **set,
   set[n++] = kh_asprintf("KILN_JOB=%ld.%d", (long)R->ct.self, j->serial);
   if (j->dev >= 0) set[n++] = kh_asprintf("KILN_DEVICE=%s", dev);
   else unset[u++] = "KILN_DEVICE";
+  for (int i = 0; j->kind == KRUN_KIND_GTEST && gtest_unenv[i]; i++)
+    unset[u++] = gtest_unenv[i];
   set[n] = NULL, unset[u] = NULL;
 }
 
@@ -194,17 +225,23 @@ int krun__spawn(krun__run *R, krun__job *j) {
   int phys = j->dev >= 0 ? bi->dev[j->dev].physical : -1;
   char dev[16];
   snprintf(dev, sizeof dev, "%d", phys);
-  const char *set[8], *unset[8];
+  const char *set[8], *unset[16];
   krun__contain_job(R, j);
   environment(R, j, set, unset, dev);
-  char **argv = runner_argv(R, j);
-  verbose_argv(R, argv);
-  krun_spawn_req req = {.argv = argv, .env = set, .unenv = unset, .fd_in = in[0],
-                        .fd_out = out[1], .fd_err = out[1], .fd_result = res[1],
-                        .narrow = j->dev >= 0 ? bi : NULL, .device = j->dev,
-                        .new_pgroup = 1, .die_with_parent = 1, .cgroup_procs = j->cg_procs};
   /* A warm child takes its slot from its assignment. */
-  if (!j->warm && R->use_tokens && j->dev >= 0) {
+  int takes = !j->warm && R->use_tokens && j->dev >= 0;
+  char **argv = child_argv(R, j, takes);
+  verbose_argv(R, argv);
+  const krun_source *src = j->defs[0] ? &R->o->reg->sources[j->defs[0]->source] : NULL;
+  /* Record pipe: a runner's, or `kiln __exec`'s for its token_wait. */
+  int records = j->kind == KRUN_KIND_RUNNER || takes;
+  krun_spawn_req req = {.argv = argv, .env = set, .unenv = unset, .fd_in = in[0],
+                        .fd_out = out[1], .fd_err = out[1],
+                        .fd_result = records ? res[1] : -1,
+                        .narrow = j->dev >= 0 ? bi : NULL, .device = j->dev,
+                        .cwd = src && src->kind == KRUN_KIND_COMMAND ? src->dir : NULL,
+                        .new_pgroup = 1, .die_with_parent = 1, .cgroup_procs = j->cg_procs};
+  if (takes) {
     req.take_semid = R->tok.semid;
     req.take_semnum = krun_tokens_semnum(phys);
     req.take_slots = j->slots;
@@ -294,9 +331,18 @@ static void retry_or_flaky(krun__run *R, const krun__job *j, int i) {
                                     t->attempt + 1});
 }
 
+/* What kiln exec'd for the job (what a failed exec names). */
+static const char *program(const krun__run *R, const krun__job *j) {
+  if (R->nwrap) return R->wrap[0];
+  if (j->kind == KRUN_KIND_GTEST) return R->o->reg->sources[j->defs[0]->source].path;
+  if (j->kind == KRUN_KIND_COMMAND) return j->defs[0]->argv[0];
+  return R->o->bi->runner;
+}
+
 static krun__exit exit_info(const krun__run *R, const krun__job *j, int i) {
   krun__exit x = {0};
-  x.runner = R->nwrap ? R->wrap[0] : R->o->bi->runner;
+  x.runner = program(R, j);
+  x.role = j->kind == KRUN_KIND_RUNNER ? "runner" : "program";
   x.exec_errno = j->exec_errno;
   x.grace_s = R->s->grace_s;
   x.timeout_s = krun__timeout_ms(R, j->defs[i]) / 1e3;
@@ -361,6 +407,9 @@ void krun__job_finish(krun__run *R, krun__job *j) {
     free(j->partial);
     j->partial = kh_strdup(R->line);
   }
+  /* A program that speaks no protocol: what it left, as records. */
+  if (j->kind == KRUN_KIND_GTEST) krun__gtest_finish(R, j);
+  else if (j->kind == KRUN_KIND_COMMAND) krun__command_finish(R, j);
   R->nrunning--;
   if (j->dev >= 0) {
     krun_tokens_holder_remove(&R->tok, R->o->bi->dev[j->dev].physical, j->pid);

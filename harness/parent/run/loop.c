@@ -95,6 +95,7 @@ static int start_one(krun__run *R) {
   krun__job_init(j, 1);
   j->tests[0] = krun__new_test(R, &it);
   j->defs[0] = t;
+  j->kind = t->kind;
   j->dev = dev;
   j->slots = dev >= 0 ? krun__want(t, R->cap[dev]) : 0;
   if (krun__spawn(R, j) != 0) krun__spawn_failed(R, j);
@@ -117,6 +118,7 @@ static void start_shared(krun__run *R) {
   }
   R->qhead = R->qlen;
   R->qwarm = 0;
+  j->kind = j->defs[0]->kind;   /* one source (cli checks) */
   j->dev = R->o->bi->ndevices > 0 ? 0 : -1;
   j->slots = j->dev < 0 ? 0 : slots < 0 || slots > R->cap[0] ? R->cap[0] : slots;
   if (krun__spawn(R, j) != 0) krun__spawn_failed(R, j);
@@ -163,7 +165,7 @@ static void token_taken(krun__run *R, krun__job *j, krep_test *t, const char *li
   t->started_s += ms / 1e3;
 }
 
-static void job_line(krun__run *R, krun__job *j, const char *line) {
+void krun__job_line(krun__run *R, krun__job *j, const char *line) {
   int shared = j->ntests > 1;
   if (j->warm && krun__warm_line(R, j, line)) return;
   if (shared && strncmp(line, "test ", 5) == 0) route_test(R, j, line);
@@ -201,7 +203,7 @@ static void read_results(krun__run *R, krun__job *j) {
       off += kp_reader_feed(j->rd, chunk + off, (size_t)n - off);
       int k;
       while ((k = kp_reader_next(j->rd, R->line)) != 0) {
-        if (k > 0) job_line(R, j, R->line);
+        if (k > 0) krun__job_line(R, j, R->line);
         else if (krun__job_test(j))
           krun__protocol_error(&R->rep, krun__job_test(j), "record longer than the "
                                "protocol's 65536-byte limit", NULL);
@@ -211,7 +213,7 @@ static void read_results(krun__run *R, krun__job *j) {
   }
 }
 
-static void read_output(krun__job *j) {
+static void read_output(krun__run *R, krun__job *j) {
   char chunk[65536];
   for (size_t got = 0; got < READ_BUDGET;) {
     ssize_t n = kh_read(j->fd_out, chunk, sizeof chunk);
@@ -222,6 +224,7 @@ static void read_output(krun__job *j) {
       return;
     }
     krun__log_add(&j->log, chunk, (size_t)n);
+    if (j->kind == KRUN_KIND_GTEST) krun__gtest_output(R, j, chunk, (size_t)n);
     got += (size_t)n;
   }
 }
@@ -345,7 +348,7 @@ static void poll_once(krun__run *R, struct pollfd *pfd, krun__job **who, char *w
   for (int i = 1; i < n; i++) {
     if (!pfd[i].revents) continue;
     if (which[i] == 'r') read_results(R, who[i]);
-    else read_output(who[i]);
+    else read_output(R, who[i]);
   }
 }
 

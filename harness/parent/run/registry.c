@@ -1,108 +1,123 @@
-/* Runners and what they hold: finding a backend's runner, its registry
- * (`--list`) and its devices (`--devices`), each asked in a child process
- * and read with the protocol's decoders, so the parent plans without
- * linking a suite or a GPU runtime. See run.h.
+/* The registry of a run: every test of every source (kiln runners,
+ * GoogleTest binaries, manifests; run.h), one list for selection, shards,
+ * the queue and the report. This file adds a runner's tests, applies a
+ * config's test rules (tags, slots, timeouts for tests that cannot say so
+ * themselves), and checks that ids are unique across sources.
  */
 #include "run-impl.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "kiln-config.h"
 #include "records.h"
 
-/* ---- Runners --------------------------------------------------------------- */
+const char *const krun_kind_names[] = {"runner", "gtest", "command", NULL};
 
-static char *exe_dir(void) {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return NULL;
-  buf[n] = '\0';
-  char *slash = strrchr(buf, '/');
-  if (!slash) return NULL;
-  *slash = '\0';
-  return kh_strdup(buf);
+int krun__registry_source(krun_registry *reg, int kind, const char *path) {
+  reg->sources = kh_xrealloc(reg->sources, (size_t)(reg->nsources + 1) * sizeof *reg->sources);
+  krun_source *src = &reg->sources[reg->nsources];
+  memset(src, 0, sizeof *src);
+  src->kind = kind;
+  src->path = kh_strdup(path);
+  return reg->nsources++;
 }
 
-char *krun_runner_find(const char *backend, const char *dir, kh_err *err) {
-  char *here = exe_dir();
-  const char *dirs[] = {dir, getenv("KILN_RUNNER_DIR"), here,
-                        KILN_BUILD_RUNNER_DIR, KILN_LIBEXECDIR};
-  kh_buf tried = {0};
-  char *found = NULL;
-  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0] && !found; i++) {
-    if (!dirs[i] || !*dirs[i]) continue;
-    char *p = kh_asprintf("%s/kiln-runner-%s", dirs[i], backend);
-    /* Say why a runner that is there was passed over. */
-    const char *why = access(p, F_OK) != 0 ? "" : " (not executable)";
-    if (access(p, X_OK) == 0) found = p;
-    else kh_buf_addf(&tried, "%s%s%s", tried.len ? ", " : "", p, why), free(p);
-    /* An explicit directory is the only place to look. */
-    if (i == 0 && dir) break;
-  }
-  if (!found)
-    kh_errf(err, "no runner for backend '%s' (tried %s)", backend,
-             tried.data ? tried.data : "nothing");
-  kh_buf_free(&tried);
-  free(here);
-  return found;
+krun_test *krun__registry_add(krun_registry *reg, int source, const krun_test *t) {
+  reg->tests = kh_xrealloc(reg->tests, (size_t)(reg->n + 1) * sizeof *reg->tests);
+  krun_test *x = &reg->tests[reg->n++];
+  *x = *t;
+  x->id = kh_strdup(t->id);
+  x->suite = kh_strdup(t->suite ? t->suite : "");
+  x->name = kh_strdup(t->name ? t->name : "");
+  x->tags = kh_strdup(t->tags ? t->tags : "");
+  x->file = kh_strdup(t->file ? t->file : "");
+  x->source = source;
+  x->kind = reg->sources[source].kind;
+  return x;
 }
 
-/* Runs `runner flag` and calls fn for each record line of its stdout. */
-static int runner_records(const char *runner, const char *flag,
-                          void (*fn)(kp_record *, void *), void *arg, kh_err *err) {
-  char *argv[] = {(char *)runner, (char *)flag, NULL};
-  char *out = NULL;
-  size_t len = 0;
-  int st = krun_capture(argv, 0, 16 << 20, 120, &out, &len);
-  if (st != 0) {
-    kh_errf(err, "%s %s %s", runner, flag,
-             st < 0 ? (errno == ETIMEDOUT ? "timed out after 120 s"
-                                          : "could not be started")
-                    : "failed");
-    if (st > 0)
-      snprintf(err->msg + strlen(err->msg), sizeof err->msg - strlen(err->msg),
-               " (status %d)", st);
-    free(out);
-    return -1;
-  }
-  char *save = NULL;
-  for (char *line = strtok_r(out, "\n", &save); line;
-       line = strtok_r(NULL, "\n", &save)) {
-    kp_record rec;
-    if (kp_parse(line, &rec, NULL) == 0) fn(&rec, arg);
-  }
-  free(out);
-  return 0;
-}
+/* ---- kiln runners --------------------------------------------------------------- */
 
-/* ---- The registry ------------------------------------------------------------ */
+typedef struct listing {
+  krun_registry *reg;
+  int source;
+} listing;
 
 static void add_test(kp_record *r, void *arg) {
-  krun_registry *reg = arg;
+  listing *L = arg;
   kp_listing l;
   if (strcmp(r->tag, "test") != 0 ||
       kp_decode(&kp_rec_listing, r->fields, r->nfields, &l, NULL, 0) != 0 || !l.id)
     return;
-  reg->tests = kh_xrealloc(reg->tests, (size_t)(reg->n + 1) * sizeof *reg->tests);
-  krun_test *t = &reg->tests[reg->n++];
-  t->id = kh_strdup(l.id);
-  t->suite = kh_strdup(l.suite ? l.suite : "");
-  t->name = kh_strdup(l.name ? l.name : "");
-  t->tags = kh_strdup(l.tags ? l.tags : "");
-  t->file = kh_strdup(l.file ? l.file : "");
-  t->slots = kp_get(r, "slots") ? (int)l.slots : 1;
-  t->timeout_s = (int)l.timeout_s;
-  t->needs_gpu = kp_get(r, "needs_gpu") ? (int)l.needs_gpu : 1;
-  t->line = (int)l.line;
+  krun_test t = {.id = (char *)l.id, .suite = (char *)l.suite, .name = (char *)l.name,
+                 .tags = (char *)l.tags, .file = (char *)l.file,
+                 .slots = kp_get(r, "slots") ? (int)l.slots : 1,
+                 .timeout_s = (int)l.timeout_s,
+                 .needs_gpu = kp_get(r, "needs_gpu") ? (int)l.needs_gpu : 1,
+                 .line = (int)l.line};
+  krun__registry_add(L->reg, L->source, &t);
 }
 
-int krun_registry_load(const char *runner, krun_registry *reg, kh_err *err) {
-  memset(reg, 0, sizeof *reg);
-  if (runner_records(runner, "--list", add_test, reg, err) != 0) return -1;
+int krun_registry_add_runner(krun_registry *reg, const char *runner, kh_err *err) {
+  listing L = {reg, krun__registry_source(reg, KRUN_KIND_RUNNER, runner)};
+  return krun__runner_records(runner, "--list", add_test, &L, err);
+}
+
+/* ---- Finishing ------------------------------------------------------------------------ */
+
+/* Adds tag to t's comma-separated tags unless it has it. */
+static void add_tag(krun_test *t, const char *tag, size_t len) {
+  char one[128];
+  snprintf(one, sizeof one, "%.*s", (int)(len < sizeof one - 1 ? len : sizeof one - 1), tag);
+  if (!*one || ksel_has_tag(t->tags, one)) return;
+  char *tags = kh_asprintf("%s%s%s", t->tags, *t->tags ? "," : "", one);
+  free(t->tags);
+  t->tags = tags;
+}
+
+/* A rule's glob matches as a selector does: the suite, or the id. */
+static void apply_rules(krun_registry *reg, const krun_settings *s) {
+  for (int i = 0; i < reg->n; i++) {
+    krun_test *t = &reg->tests[i];
+    for (int k = 0; k < s->nrules; k++) {
+      const krun_rule *r = &s->rules[k];
+      ksel_test view = {t->id, t->suite, t->tags};
+      if (!ksel_matches(r->match, &view)) continue;
+      for (const char *p = r->tags ? r->tags : ""; *p;) {
+        size_t len = strcspn(p, ",");
+        add_tag(t, p, len);
+        p += len + (p[len] == ',');
+      }
+      if (r->slots) t->slots = r->slots;
+      if (r->timeout_s > 0) t->timeout_s = r->timeout_s;
+    }
+  }
+}
+
+static int by_id(const void *a, const void *b) {
+  return strcmp((*(const krun_test *const *)a)->id, (*(const krun_test *const *)b)->id);
+}
+
+/* Two tests of one id would share logs and report records: refused,
+ * naming both sources. */
+static int unique_ids(const krun_registry *reg, kh_err *err) {
+  const krun_test **sorted = kh_xcalloc((size_t)reg->n + 1, sizeof *sorted);
+  for (int i = 0; i < reg->n; i++) sorted[i] = &reg->tests[i];
+  qsort(sorted, (size_t)reg->n, sizeof *sorted, by_id);
+  int rc = 0;
+  for (int i = 1; i < reg->n && rc == 0; i++)
+    if (strcmp(sorted[i]->id, sorted[i - 1]->id) == 0)
+      rc = kh_errf(err, "two tests have the id '%s' (from %s and %s): kiln cannot tell "
+                   "them apart", sorted[i]->id, reg->sources[sorted[i - 1]->source].path,
+                   reg->sources[sorted[i]->source].path);
+  free(sorted);
+  return rc;
+}
+
+int krun_registry_finish(krun_registry *reg, const krun_settings *s, kh_err *err) {
+  apply_rules(reg, s);
+  if (unique_ids(reg, err) != 0) return -1;
+  free(reg->views);
   reg->views = kh_xcalloc((size_t)reg->n + 1, sizeof *reg->views);
   for (int i = 0; i < reg->n; i++)
     reg->views[i] = (ksel_test){reg->tests[i].id, reg->tests[i].suite, reg->tests[i].tags};
@@ -113,103 +128,10 @@ void krun_registry_free(krun_registry *reg) {
   for (int i = 0; i < reg->n; i++) {
     krun_test *t = &reg->tests[i];
     free(t->id), free(t->suite), free(t->name), free(t->tags), free(t->file);
+    for (char **a = t->argv; a && *a; a++) free(*a);
+    free(t->argv);
   }
-  free(reg->tests), free(reg->views);
+  for (int i = 0; i < reg->nsources; i++) free(reg->sources[i].path), free(reg->sources[i].dir);
+  free(reg->tests), free(reg->views), free(reg->sources);
   memset(reg, 0, sizeof *reg);
-}
-
-/* ---- Devices --------------------------------------------------------------------- */
-
-static void add_device(kp_record *r, void *arg) {
-  krun_backend_info *bi = arg;
-  if (strcmp(r->tag, "backend") == 0) {
-    kp_backend b;
-    if (kp_decode(&kp_rec_backend, r->fields, r->nfields, &b, NULL, 0) == 0 && b.error)
-      snprintf(bi->error, sizeof bi->error, "%s", b.error);
-    return;
-  }
-  kp_device d;
-  if (strcmp(r->tag, "device") != 0 || bi->ndevices == KRUN_MAX_DEVICES ||
-      kp_decode(&kp_rec_device, r->fields, r->nfields, &d, NULL, 0) != 0)
-    return;
-  if (d.error) {
-    snprintf(bi->error, sizeof bi->error, "%s", d.error);
-    return;
-  }
-  krun_device *x = &bi->dev[bi->ndevices++];
-  memset(x, 0, sizeof *x);
-  x->index = kp_get(r, "index") ? (int)d.index : bi->ndevices - 1;
-  snprintf(x->name, sizeof x->name, "%s", d.name ? d.name : "");
-  snprintf(x->arch, sizeof x->arch, "%s", d.arch ? d.arch : "");
-  x->warp_size = (int)d.warp_size;
-  x->total_bytes = (long long)d.total_bytes;
-  x->free_bytes = (long long)d.free_bytes;
-}
-
-static int devices_probe(int backend, const char *runner, krun_backend_info *bi,
-                     kh_err *err) {
-  memset(bi, 0, sizeof *bi);
-  bi->backend = backend;
-  snprintf(bi->runner, sizeof bi->runner, "%s", runner);
-  krun_outer outer;
-  if (krun_outer_read(backend, &outer, err) != 0) return -1;
-  krun_outer_export(backend, &outer);
-  krun_outer_describe(&outer, bi->devices_from, sizeof bi->devices_from);
-  if (runner_records(runner, "--devices", add_device, bi, err) != 0)
-    return -1;
-  for (int i = 0; i < bi->ndevices; i++) {
-    krun_device *d = &bi->dev[i];
-    int k = d->index;
-    int inside = outer.n >= 0 && k >= 0 && k < outer.n;
-    if (inside) snprintf(d->visible, sizeof d->visible, "%s", outer.entry[k]);
-    else snprintf(d->visible, sizeof d->visible, "%d", k);
-    /* A UUID entry with no node number falls back to the position. */
-    d->physical = inside && outer.node_dev[k] >= 0 ? outer.node_dev[k] : k;
-  }
-  return 0;
-}
-
-int krun_backend_resolve(int wanted, const char *runner_dir, krun_backend_info *bi,
-                       kh_err *err) {
-  if (wanted != KRUN_BACKEND_AUTO) {
-    char *runner = krun_runner_find(krun_backend_names[wanted], runner_dir, err);
-    if (!runner) return -1;
-    int rc = devices_probe(wanted, runner, bi, err);
-    free(runner);
-    return rc;
-  }
-  static const int order[] = {KRUN_BACKEND_CUDA, KRUN_BACKEND_HIP};
-  for (size_t i = 0; i < 2; i++) {
-    kh_err ignored;
-    char *runner = krun_runner_find(krun_backend_names[order[i]], runner_dir,
-                                  &ignored);
-    if (!runner) continue;
-    int rc = devices_probe(order[i], runner, bi, &ignored);
-    free(runner);
-    if (rc == 0 && bi->ndevices > 0) return 0;
-  }
-  return krun_backend_resolve(KRUN_BACKEND_HOST, runner_dir, bi, err);
-}
-
-/* ---- Slots ----------------------------------------------------------------------------- */
-
-static int cpus(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (int)n : 1;
-}
-
-int krun__jobs(const krun_settings *s) { return s->jobs > 0 ? s->jobs : cpus(); }
-
-void krun_device_caps(const krun_settings *s, const krun_backend_info *bi,
-                      int caps[KRUN_MAX_DEVICES]) {
-  int dflt = s->slots > 0 ? s->slots : bi->backend == KRUN_BACKEND_HOST ? krun__jobs(s) : 2;
-  for (int d = 0; d < bi->ndevices; d++) {
-    caps[d] = s->devices_given ? 0 : dflt;  /* a device list leaves others out */
-    for (int i = 0; i < s->ndevices; i++)
-      if (s->devices[i].id >= 0 && s->devices[i].id == bi->dev[d].physical)
-        caps[d] = s->devices[i].slots >= 0 ? s->devices[i].slots : dflt;
-    /* The token set counts in a semaphore (at most 32767); more slots than
-     * a device could use are no use anyway. */
-    if (caps[d] > KRUN_MAX_SLOTS) caps[d] = KRUN_MAX_SLOTS;
-  }
 }

@@ -70,7 +70,8 @@ typedef struct krun__left {
 
 typedef struct krun__exit {
   int exec_errno;           /* the exec failed */
-  const char *runner;
+  const char *runner;       /* what was exec'd */
+  const char *role;         /* "runner", "program"; NULL: runner */
   int timed_out;
   double timeout_s, grace_s;
   int kill_sent;            /* the grace ran out: SIGKILL */
@@ -118,9 +119,13 @@ typedef struct krun__item {
   int repeat, attempt;
 } krun__item;
 
+struct krun__gtest;
+
 /* A child process: a cold test, a warm child, or --isolation none's one. */
 typedef struct krun__job {
   int active;
+  int kind;                 /* krun_kind of its tests (a warm child: runner) */
+  struct krun__gtest *gt;   /* a GoogleTest child's console and results */
   pid_t pid;
   int fd_res, fd_out, fd_in;   /* fd_in: a warm child's stdin until assigned */
   kp_reader *rd;
@@ -178,6 +183,7 @@ typedef struct krun__run {
   int guard_fd;             /* its stdin, -1: none */
   int stop_sig;             /* the signal that stopped kiln */
   char *line;               /* KP_MAX_LINE scratch */
+  char *self;               /* this kiln, for `kiln __exec` */
   int seq;                  /* private TEST_TMPDIR numbers */
   char *log_dir;            /* the logs/<suite> folder made last */
 } krun__run;
@@ -210,6 +216,35 @@ void krun__warm_gone(krun__run *R, krun__job *j);
 
 /* loop.c: scheduling and events until the queue is done */
 void krun__loop(krun__run *R);
+/* A record line from the job's child (or made for it from what a
+ * GoogleTest binary prints): routed to its test run and ingested. */
+void krun__job_line(krun__run *R, krun__job *j, const char *line);
+
+/* registry.c, devices.c: the sources' shared parts */
+int krun__registry_source(krun_registry *reg, int kind, const char *path);
+/* Appends a copy of t (its strings copied; argv taken as is). */
+krun_test *krun__registry_add(krun_registry *reg, int source, const krun_test *t);
+/* Runs `runner flag` and calls fn for each record of its answer after the
+ * `runner` record, which must speak this kiln's protocol. */
+int krun__runner_records(const char *runner, const char *flag,
+                         void (*fn)(kp_record *, void *), void *arg, kh_err *err);
+
+/* gtest.c: GoogleTest binaries */
+/* Prepares a GoogleTest child (its console reader, its JSON file) and
+ * appends the binary and its arguments for the job's tests to argv (n so
+ * far). */
+void krun__gtest_start(krun__run *R, krun__job *j, char **argv, int *n);
+/* The child's console output, as it comes: [ RUN ] lines become `test`
+ * records, the end of each test is kept. */
+void krun__gtest_output(krun__run *R, krun__job *j, const char *data, size_t n);
+/* After the child: its results from GoogleTest's JSON output (else from
+ * its console) as records into each test run. */
+void krun__gtest_finish(krun__run *R, krun__job *j);
+void krun__gtest_free(krun__job *j);
+
+/* manifest.c: commands */
+/* After the child: its test's records from how the command ended. */
+void krun__command_finish(krun__run *R, krun__job *j);
 
 /* contain.c: what tests leave running */
 int krun__contain_setup(krun__run *R, kh_err *err);

@@ -56,7 +56,7 @@ char *krun_git_rev(void) {
   if (env) return kh_strdup(env);
   char *argv[] = {"git", "-C", KILN_SOURCE_DIR, "rev-parse", "--short=12", "HEAD", NULL};
   char *out = NULL;
-  if (krun_capture(argv, 0, 256, 5, &out, NULL) != 0) {
+  if (krun_capture(argv, 256, 5, &out, NULL, NULL) != 0) {
     free(out);
     return kh_strdup("");
   }
@@ -303,7 +303,7 @@ static void cleanup(krun__run *R, const sigset_t *old) {
   krep_free(&R->rep);
   for (int i = 0; i < R->nwrap; i++) free(R->wrap[i]);
   free(R->wrap);
-  free(R->queue), free(R->jobs), free(R->line), free(R->log_dir);
+  free(R->queue), free(R->jobs), free(R->line), free(R->log_dir), free(R->self);
 }
 
 int krun_run(const krun_opts *o) {
@@ -317,6 +317,7 @@ int krun_run(const krun_opts *o) {
     return KH_EXIT_USAGE;
   }
   R.line = kh_xmalloc(KP_MAX_LINE);
+  R.self = kh_strdup(kh_self_exe());
   R.maxjobs = R.maxrun = o->s->isolation == KRUN_ISO_NONE ? 1 : krun__jobs(o->s);
   R.jobs = kh_xcalloc((size_t)R.maxjobs, sizeof *R.jobs);
   fill_queue(&R);

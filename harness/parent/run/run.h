@@ -47,6 +47,16 @@ typedef struct krun_dev_slots {
   char name[64];            /* the id as given, for messages */
 } krun_dev_slots;
 
+/* A config's `tests:` entry: tags, slots or a timeout for the tests a
+ * selector-like glob matches (suite, or id), for tests that cannot say so
+ * themselves (GoogleTest, manifests) or to add to any. */
+typedef struct krun_rule {
+  char *match;
+  char *tags;               /* comma-separated, added; NULL: none */
+  int slots;                /* 0: unchanged; -1: the whole device */
+  int timeout_s;            /* 0: unchanged */
+} krun_rule;
+
 typedef struct krun_settings {
   int jobs;                 /* children at once; 0: number of CPUs */
   int backend;              /* krun_backend */
@@ -74,13 +84,15 @@ typedef struct krun_settings {
   int ntol;
   const char *allot_source; /* an outer scheduler gave the devices (allot.c):
                                "ctest"; NULL none */
+  krun_rule *rules;         /* applied in order; a later one wins */
+  int nrules;
   unsigned long long set;   /* bit per setting given explicitly */
 } krun_settings;
 
 void krun_settings_init(krun_settings *s);
 void krun_settings_free(krun_settings *s);
 /* Copies into dst what src has explicitly (flags over a config); a list
- * from src replaces dst's (tolerances append). */
+ * from src replaces dst's (tolerances and test rules append). */
 void krun_settings_overlay(krun_settings *dst, const krun_settings *src);
 /* Sets a scalar setting from text. The error names the setting, the value
  * and what it accepts; the caller adds where. 0, -1 for a bad value, -2
@@ -93,6 +105,7 @@ const char *krun_setting_expect(const char *name, char *out, size_t n,
                                 int *textual);
 int krun_setting_is_set(const krun_settings *s, const char *name);
 int krun_setting_add_tolerance(krun_settings *s, const char *spec, kh_err *err);
+void krun_setting_add_rule(krun_settings *s, const krun_rule *r);  /* copies */
 void krun_setting_add_selector(krun_settings *s, const char *sel);
 /* Adds a device's slots (config devices: or a resource spec): id -1 for
  * one that names no device (name says what it was), slots -1 for the
@@ -121,12 +134,29 @@ int krun_allot_resolve(krun_allot *a, kh_err *err);
  * resource spec's): exactly those devices and slots. */
 void krun_allot_apply(const krun_allot *a, krun_settings *s);
 
-/* ---- Runners, their registry and devices ---------------------------------- */
+/* ---- Tests, where they come from, devices ---------------------------------- */
 
 /* Finds kiln-runner-<backend>: dir (--runner-dir), $KILN_RUNNER_DIR, the
- * directory of this kiln, the build tree, the install libexecdir. A
+ * directory of this kiln, then the build tree for a kiln run from there,
+ * else the install (libexecdir, found from this kiln's folder first). A
  * malloc'd path, or NULL with the places tried in err. */
 char *krun_runner_find(const char *backend, const char *dir, kh_err *err);
+
+/* What runs a test (docs/third-party.md): a kiln runner (kiln's own, or
+ * one a project built against the installed kiln), a GoogleTest binary,
+ * or a command named in a manifest. Each kind lists its tests into the
+ * registry, builds its child's argv and turns what the child leaves into
+ * protocol records (job.c, gtest.c, manifest.c); everything else is one
+ * path for all. */
+typedef enum { KRUN_KIND_RUNNER = 0, KRUN_KIND_GTEST, KRUN_KIND_COMMAND } krun_kind;
+extern const char *const krun_kind_names[];     /* by krun_kind */
+
+typedef struct krun_source {
+  int kind;                 /* krun_kind */
+  char *path;               /* the runner, the binary, the manifest */
+  char *dir;                /* commands run here (the manifest's folder) */
+  int skip_code;            /* commands: the exit status that means skip */
+} krun_source;
 
 typedef struct krun_test {
   char *id, *suite, *name, *tags, *file;
@@ -134,16 +164,31 @@ typedef struct krun_test {
   int timeout_s;            /* 0: the run's default */
   int needs_gpu;
   int line;
+  int source;               /* index into the registry's sources */
+  int kind;                 /* its source's krun_kind */
+  char **argv;              /* a command's argv (NULL-terminated); else NULL */
 } krun_test;
 
 typedef struct krun_registry {
   krun_test *tests;
   ksel_test *views;         /* the same tests, for select.h */
   int n;
+  krun_source *sources;
+  int nsources;
 } krun_registry;
 
-/* Asks the runner (`--list`, in a child process). */
-int krun_registry_load(const char *runner, krun_registry *reg, kh_err *err);
+/* Adds a kiln runner's tests (`--list`, in a child process; its `runner`
+ * record must speak this kiln's protocol). */
+int krun_registry_add_runner(krun_registry *reg, const char *runner, kh_err *err);
+/* Adds a GoogleTest binary's tests (--gtest_list_tests): id
+ * SUITE.NAME as GoogleTest spells it, suite the GoogleTest suite; tests
+ * named DISABLED_ get the tag `disabled`. */
+int krun_registry_add_gtest(krun_registry *reg, const char *binary, kh_err *err);
+/* Adds the commands of a YAML manifest; errors name file:line:column. */
+int krun_registry_add_manifest(krun_registry *reg, const char *path, kh_err *err);
+/* After the last source: the config's test rules (tags, slots,
+ * timeouts), ids checked unique across sources, the selection views. */
+int krun_registry_finish(krun_registry *reg, const krun_settings *s, kh_err *err);
 void krun_registry_free(krun_registry *reg);
 
 typedef struct krun_device {
@@ -166,8 +211,9 @@ typedef struct krun_backend_info {
 
 /* Resolves `auto` (the first of cuda, hip whose runner finds a device, else
  * host) and asks the runner for its devices (`--devices`, in a child: the
- * parent never starts a GPU runtime). */
-int krun_backend_resolve(int wanted, const char *runner_dir,
+ * parent never starts a GPU runtime). runner: a given runner (--runner),
+ * whose backend it is then (it must match a wanted backend), or NULL. */
+int krun_backend_resolve(int wanted, const char *runner_dir, const char *runner,
                          krun_backend_info *bi, kh_err *err);
 /* Slots of each device (index into bi->dev) under these settings. */
 void krun_device_caps(const krun_settings *s, const krun_backend_info *bi,
@@ -303,6 +349,7 @@ typedef struct krun_spawn_req {
   /* Slots the started program takes before its work, with SEM_UNDO, and
    * reports as token_wait (kiln's runners read KILN_TAKE_SLOTS); 0: none. */
   int take_semid, take_semnum, take_slots;
+  const char *cwd;          /* its working directory; NULL: kiln's */
   int new_pgroup;           /* its own process group (timeouts reach its
                                grandchildren) */
   int new_session;          /* its own session (kiln's guard: no signal aimed
@@ -320,13 +367,21 @@ typedef struct krun_spawn_req {
  * errno when no process could be made. */
 int krun_spawn(const krun_spawn_req *req, pid_t *pid, int *exec_errno);
 
-/* Runs argv with stdin from /dev/null, captures up to max bytes of its
- * stdout (and of its stderr too with with_stderr; else stderr goes to
- * /dev/null), waits at most timeout_s. Returns the exit status (0..255),
- * 128+signal, or -1 when it could not run or timed out (errno
- * ETIMEDOUT). */
-int krun_capture(char *const argv[], int with_stderr, size_t max,
-                 double timeout_s, char **out, size_t *len);
+/* Runs argv with stdin from /dev/null, captures up to max bytes of stdout
+ * and, when err is not NULL, the first 16 KiB of stderr into *err (else
+ * stderr goes to /dev/null); waits at most timeout_s. Returns the exit
+ * status (0..255), 128+signal, or -1 when it could not run or timed out
+ * (errno ETIMEDOUT). *out (and *err) are set in every case but the first
+ * kind of -1 (no process). */
+int krun_capture(char *const argv[], size_t max, double timeout_s,
+                 char **out, size_t *len, char **err);
+
+/* `kiln __exec PROGRAM [ARG...]` (exec.c): takes the slots KILN_TAKE_SLOTS
+ * names, as a runner would, reports the wait on fd 3, and execs PROGRAM,
+ * so that a GoogleTest binary or a command holds its slots until it ends.
+ * kiln's main calls it for that first word; it is no user command. */
+#define KRUN_EXEC_WORD "__exec"
+int krun_exec_main(int argc, char **argv);
 
 /* ---- kiln run ---------------------------------------------------------------------- */
 

@@ -182,6 +182,12 @@ int krun_setting_add_tolerance(krun_settings *s, const char *spec, kh_err *err) 
   return 0;
 }
 
+void krun_setting_add_rule(krun_settings *s, const krun_rule *r) {
+  s->rules = kh_xrealloc(s->rules, (size_t)(s->nrules + 1) * sizeof *s->rules);
+  s->rules[s->nrules++] = (krun_rule){kh_strdup(r->match), kh_strdup(r->tags), r->slots,
+                                      r->timeout_s};
+}
+
 int krun_setting_add_device(krun_settings *s, int id, int slots, const char *name) {
   if (s->ndevices == KRUN_MAX_DEVICES) return -1;
   krun_dev_slots *d = &s->devices[s->ndevices++];
@@ -215,6 +221,8 @@ void krun_settings_free(krun_settings *s) {
   for (int i = 0; i < s->nselection; i++) free(s->selection[i]);
   free(s->selection);
   free(s->tol);
+  for (int i = 0; i < s->nrules; i++) free(s->rules[i].match), free(s->rules[i].tags);
+  free(s->rules);
   memset(s, 0, sizeof *s);
 }
 
@@ -244,6 +252,7 @@ void krun_settings_overlay(krun_settings *dst, const krun_settings *src) {
     dst->tol = kh_xrealloc(dst->tol, (size_t)(dst->ntol + 1) * sizeof *dst->tol);
     dst->tol[dst->ntol++] = src->tol[i];
   }
+  for (int i = 0; i < src->nrules; i++) krun_setting_add_rule(dst, &src->rules[i]);
   if (src->set >> BIT_DEVICES & 1) {
     memcpy(dst->devices, src->devices, sizeof dst->devices);
     dst->ndevices = src->ndevices;
@@ -288,5 +297,15 @@ void krun_settings_each(const krun_settings *s,
     else kh_buf_addf(&b, "%s%s", i ? " " : "", d->name);
   }
   fn("devices", b.data ? b.data : s->devices_given ? "none" : "all", arg);
+  kh_buf_free(&b);
+  for (int i = 0; i < s->nrules; i++) {
+    const krun_rule *r = &s->rules[i];
+    kh_buf_addf(&b, "%s%s:", i ? " " : "", r->match);
+    if (r->tags) kh_buf_addf(&b, " tags=%s", r->tags);
+    if (r->slots) kh_buf_addf(&b, " slots=%d", r->slots);
+    if (r->timeout_s) kh_buf_addf(&b, " timeout=%d", r->timeout_s);
+    kh_buf_addf(&b, ";");
+  }
+  if (s->nrules) fn("tests", b.data, arg);
   kh_buf_free(&b);
 }

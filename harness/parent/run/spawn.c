@@ -36,6 +36,7 @@ typedef struct prepared {
   int err_fd;               /* the exec-error pipe's write end (cloexec) */
   int pgroup, session, die;
   int cgroup_procs;         /* -1: none */
+  const char *cwd;
   pid_t parent;
 } prepared;
 
@@ -139,6 +140,7 @@ static void child(const prepared *p) {
       close_range((unsigned)p->err_fd + 1, ~0u, 0) != 0)
     for (int fd = p->nfds; fd < 1024; fd++)
       if (fd != p->err_fd) close(fd);
+  if (p->cwd && chdir(p->cwd) != 0) fail(p);
   /* kiln ignores SIGPIPE and blocks the signals it reads from a signalfd;
    * the program starts with neither. */
   signal(SIGPIPE, SIG_DFL);
@@ -179,6 +181,7 @@ int krun_spawn(const krun_spawn_req *req, pid_t *pid, int *exec_errno) {
   p.err_fd = fcntl(errp[1], F_DUPFD_CLOEXEC, 64);
   p.pgroup = req->new_pgroup;
   p.session = req->new_session;
+  p.cwd = req->cwd;
   p.die = req->die_with_parent;
   p.cgroup_procs = req->cgroup_procs > 0 ? req->cgroup_procs : -1;
   static pid_t self;
@@ -210,39 +213,50 @@ int krun_spawn(const krun_spawn_req *req, pid_t *pid, int *exec_errno) {
 
 /* ---- Helper commands ------------------------------------------------------------------------ */
 
-int krun_capture(char *const argv[], int with_stderr, size_t max, double timeout_s,
-                 char **out, size_t *len) {
-  int p[2];
+/* Reads what fd gives into b, up to max bytes (the rest is read and
+ * dropped); 0 at end of file. */
+static int drain(int fd, kh_buf *b, size_t max) {
+  char chunk[16384];
+  ssize_t n = kh_read(fd, chunk, sizeof chunk);
+  if (n <= 0) return n < 0 && errno == EAGAIN ? 1 : 0;
+  if (b->len < max) kh_buf_add(b, chunk, (size_t)n < max - b->len ? (size_t)n : max - b->len);
+  return 1;
+}
+
+int krun_capture(char *const argv[], size_t max, double timeout_s, char **out,
+                 size_t *len, char **err) {
+  int p[2], e[2] = {-1, -1};
   if (pipe2(p, O_CLOEXEC) != 0) return -1;
-  krun_spawn_req req = {.argv = argv, .fd_in = -1, .fd_out = p[1],
-                        .fd_err = with_stderr ? p[1] : -1,
+  if (err && pipe2(e, O_CLOEXEC) != 0) return close(p[0]), close(p[1]), -1;
+  krun_spawn_req req = {.argv = argv, .fd_in = -1, .fd_out = p[1], .fd_err = e[1],
                         .fd_result = -1, .die_with_parent = 1, .cgroup_procs = -1};
   pid_t pid;
   int exec_errno = 0;
   int rc = krun_spawn(&req, &pid, &exec_errno);
   close(p[1]);
+  if (e[1] >= 0) close(e[1]);
   if (rc != 0) {
     close(p[0]);
+    if (e[0] >= 0) close(e[0]);
     return -1;
   }
-  kh_buf b = {0};
+  kh_buf b = {0}, eb = {0};
   double deadline = kh_now_ms() + timeout_s * 1e3;
   int timed_out = 0;
-  for (;;) {
+  struct pollfd pfd[2] = {{.fd = p[0], .events = POLLIN}, {.fd = e[0], .events = POLLIN}};
+  while (pfd[0].fd >= 0 || pfd[1].fd >= 0) {
     double left = deadline - kh_now_ms();
     if (left <= 0) {
       timed_out = 1;
       break;
     }
-    struct pollfd pfd = {.fd = p[0], .events = POLLIN};
-    int r = poll(&pfd, 1, (int)left + 1);
-    if (r <= 0) continue;
-    char chunk[16384];
-    ssize_t n = kh_read(p[0], chunk, sizeof chunk);
-    if (n <= 0) break;
-    if (b.len < max) kh_buf_add(&b, chunk, (size_t)n < max - b.len ? (size_t)n : max - b.len);
+    if (poll(pfd, 2, (int)left + 1) <= 0) continue;
+    for (int i = 0; i < 2; i++)
+      if (pfd[i].fd >= 0 && pfd[i].revents && !drain(pfd[i].fd, i ? &eb : &b, i ? 16384 : max))
+        close(pfd[i].fd), pfd[i].fd = -1;
   }
-  close(p[0]);
+  for (int i = 0; i < 2; i++)
+    if (pfd[i].fd >= 0) close(pfd[i].fd);
   if (timed_out) kill(pid, SIGKILL);
   int st = 0;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
@@ -250,6 +264,10 @@ int krun_capture(char *const argv[], int with_stderr, size_t max, double timeout
   if (!b.data) kh_buf_add(&b, "", 0);
   *out = b.data;
   if (len) *len = b.len;
+  if (err) {
+    if (!eb.data) kh_buf_add(&eb, "", 0);
+    *err = eb.data;
+  }
   if (timed_out) return errno = ETIMEDOUT, -1;
   if (exec_errno) return errno = exec_errno, -1;
   if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);

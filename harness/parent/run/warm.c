@@ -19,9 +19,9 @@
  * reported as an error instead of being respawned for ever). */
 #define WARM_DEATHS 3
 
-/* A run a warm child can take: a GPU test of one slot. */
+/* A run a warm child can take: a kiln runner's GPU test of one slot. */
 int krun__warm_fits(const krun_test *t) {
-  return t->needs_gpu && (t->slots == 0 || t->slots == 1);
+  return t->kind == KRUN_KIND_RUNNER && t->needs_gpu && (t->slots == 0 || t->slots == 1);
 }
 
 /* Spawns warm children while queued runs could use them: on each device at

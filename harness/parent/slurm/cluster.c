@@ -23,10 +23,11 @@
 
 static int run(char **argv, char **out, kh_err *err) {
   size_t len;
-  int st = krun_capture(argv, 1, 16u << 20, QUERY_S, out, &len);
-  if (st == 0) return 0;
-  /* The last line of what it said. */
-  char *text = *out ? *out : "";
+  char *errs = NULL;
+  int st = krun_capture(argv, 16u << 20, QUERY_S, out, &len, &errs);
+  if (st == 0) return free(errs), 0;
+  /* The last line of what it said: on stderr, else on stdout. */
+  char *text = errs && *errs ? errs : *out ? *out : "";
   size_t n = strlen(text);
   while (n && text[n - 1] == '\n') text[--n] = '\0';
   char *last = strrchr(text, '\n');
@@ -35,6 +36,7 @@ static int run(char **argv, char **out, kh_err *err) {
             errno == ENOENT ? " (Slurm's client commands are not installed here)" : "");
   else
     kh_errf(err, "%s exited with status %d: %s", argv[0], st, last ? last + 1 : text);
+  free(errs);
   return st < 0 ? -1 : st;
 }
 
@@ -81,7 +83,8 @@ static int from_squeue(long long job, int n, ksl__task *out, int array, kh_err *
   char *argv[] = {"squeue", "-h", "-r", "--states=all", "-j", id, "-o", "%K|%T|%N|%r", NULL};
   char *text = NULL;
   int rc = run(argv, &text, err);
-  if (rc > 0 && text && strstr(text, "Invalid job id")) rc = 0, *text = '\0';
+  /* The error is on stderr, which run() put in err's message. */
+  if (rc > 0 && text && strstr(err->msg, "Invalid job id")) rc = 0, *text = '\0';
   char *save = NULL;
   for (char *l = rc == 0 ? strtok_r(text, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save)) {
     char *f[4];
@@ -172,6 +175,6 @@ void ksl__cancel(long long job) {
   char id[32], *out = NULL;
   snprintf(id, sizeof id, "%lld", job);
   char *argv[] = {"scancel", id, NULL};
-  (void)krun_capture(argv, 1, 4096, QUERY_S, &out, NULL);
+  (void)krun_capture(argv, 4096, QUERY_S, &out, NULL, NULL);
   free(out);
 }

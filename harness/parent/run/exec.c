@@ -1,0 +1,52 @@
+/* `kiln __exec PROGRAM [ARG...]`: how a program that is no kiln runner (a
+ * GoogleTest binary, a manifest's command) holds its device slots. kiln
+ * starts itself in this mode with KILN_TAKE_SLOTS in the environment, as
+ * it starts a runner; this process takes the slots with SEM_UNDO as a
+ * runner does, reports the wait as `phase name=token_wait` on fd 3, and
+ * execs the program. The undo survives the exec, so the kernel hands the
+ * slots back when the program ends, however it ends. Not a command of the
+ * command table: nothing but kiln's own spawn request uses it.
+ */
+#include "run-impl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sem.h>
+#include <unistd.h>
+
+#include "records.h"
+
+int krun_exec_main(int argc, char **argv) {
+  if (argc < 1) {
+    fprintf(stderr, "kiln %s: no program to run (kiln's own use only)\n", KRUN_EXEC_WORD);
+    return 127;
+  }
+  const char *take = getenv("KILN_TAKE_SLOTS");
+  long long id, num, n;
+  if (!take || kp_slots_parse(take, &id, &num, &n) != 0 || id > 0x7fffffff ||
+      num > 65535 || n < 1 || n > 32767) {
+    fprintf(stderr, "kiln %s: KILN_TAKE_SLOTS='%s' is not SEM_ID:SEM_NUM:N\n",
+            KRUN_EXEC_WORD, take ? take : "");
+    return 127;
+  }
+  double t0 = kh_now_ms();
+  struct sembuf op = {(unsigned short)num, (short)-n, SEM_UNDO};
+  int r;
+  do r = semop((int)id, &op, 1);
+  while (r != 0 && errno == EINTR);
+  if (r != 0) {
+    fprintf(stderr, "kiln %s: taking %lld slot(s) from semaphore %lld of set %lld: %s\n",
+            KRUN_EXEC_WORD, n, num, id, strerror(errno));
+    return 127;
+  }
+  kp_record_out rec;
+  kp_encode(&rec, &kp_rec_phase, &(kp_phase){"token_wait", kh_now_ms() - t0});
+  (void)kp_send(&rec, 3);
+  /* The program gets neither the record pipe nor the request. */
+  close(3);
+  unsetenv("KILN_TAKE_SLOTS");
+  execvp(argv[0], argv);
+  fprintf(stderr, "kiln: cannot run %s: %s\n", argv[0], strerror(errno));
+  return 127;
+}

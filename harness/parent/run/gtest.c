@@ -1,0 +1,507 @@
+/* GoogleTest binaries under kiln (docs/third-party.md): each test in a
+ * process of its own, as any test, and what GoogleTest itself writes
+ * turned into the protocol's records, so that decide.c, the report, JUnit,
+ * diff and merge treat them as kiln's own tests.
+ *
+ * Listing: --gtest_list_tests gives the names (and, with --gtest_output,
+ * a JSON listing with each test's file and line). Running: the binary with
+ * --gtest_filter naming the job's tests and --gtest_output=json:FILE. Its
+ * console's `[ RUN      ] Suite.Name` lines become `test` records as they
+ * come, so kiln knows which test is running (deadlines, crashes,
+ * --isolation none), and each test's end line is kept. When the child is
+ * done, GoogleTest's JSON gives each test's result, failures with file
+ * and line, time and properties; a test the JSON lacks (the process died
+ * after it ended) keeps what the console said, and a test that never
+ * ended is left to decide.c: crash, timeout.
+ */
+#include "run-impl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "records.h"
+
+/* Console lines GoogleTest starts and ends a test with. */
+#define RUN_MARK "[ RUN      ] "
+static const struct {
+  const char *mark;
+  char status;              /* 'p', 'f', 's' */
+} ends[] = {{"[       OK ] ", 'p'}, {"[  FAILED  ] ", 'f'}, {"[  SKIPPED ] ", 's'}};
+
+/* Output kept per test run between its [ RUN ] and end lines: the skip
+ * reason and, without JSON, the failure are read from it. */
+#define CAPTURE_MAX 8192
+/* A message taken into a record: the log has the rest. */
+#define MESSAGE_MAX 4000
+
+typedef struct console_end {
+  char status;              /* 0: no end line seen */
+  double ms;                /* as the end line says, -1 unknown */
+  char *text;               /* what it printed in between */
+} console_end;
+
+typedef struct krun__gtest {
+  kp_reader rd;             /* the console's lines */
+  char *json;               /* GoogleTest's JSON output file */
+  char *flags;              /* its flag file, for a long filter */
+  int capturing;            /* the test run being printed, -1 none */
+  kh_buf cap;
+  console_end *end;         /* per test run of the job */
+  kp_record_out rec;        /* a record being made */
+} krun__gtest;
+
+/* ---- GoogleTest's JSON (read with libyaml: JSON is YAML) ------------------------ */
+
+typedef struct json {
+  yaml_document_t doc;
+  int loaded;
+  char why[256];            /* when it is not */
+} json;
+
+static int json_load(const char *path, json *J) {
+  memset(J, 0, sizeof *J);
+  FILE *f = fopen(path, "rb");
+  if (!f && errno == ENOENT)
+    return snprintf(J->why, sizeof J->why, "GoogleTest wrote no JSON output (the "
+                    "process ended before the end of its run)"), -1;
+  if (!f) return snprintf(J->why, sizeof J->why, "%s: %s", path, strerror(errno)), -1;
+  yaml_parser_t p;
+  yaml_parser_initialize(&p);
+  yaml_parser_set_input_file(&p, f);
+  if (yaml_parser_load(&p, &J->doc)) {
+    J->loaded = yaml_document_get_root_node(&J->doc) != NULL;
+    if (!J->loaded) yaml_document_delete(&J->doc);
+  }
+  if (!J->loaded)
+    snprintf(J->why, sizeof J->why, "%s:%zu:%zu: %s", path, p.problem_mark.line + 1,
+             p.problem_mark.column + 1, p.problem ? p.problem : "empty");
+  yaml_parser_delete(&p);
+  fclose(f);
+  return J->loaded ? 0 : -1;
+}
+
+static void json_free(json *J) {
+  if (J->loaded) yaml_document_delete(&J->doc);
+  J->loaded = 0;
+}
+
+static yaml_node_t *get(json *J, yaml_node_t *map, const char *key) {
+  if (!map || map->type != YAML_MAPPING_NODE) return NULL;
+  for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = yaml_document_get_node(&J->doc, p->key);
+    if (k && k->type == YAML_SCALAR_NODE && strcmp((char *)k->data.scalar.value, key) == 0)
+      return yaml_document_get_node(&J->doc, p->value);
+  }
+  return NULL;
+}
+
+static const char *text(yaml_node_t *n) {
+  return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+/* Calls fn for each test case: testsuites[].testsuite[], with its suite. */
+static void each_case(json *J, void (*fn)(json *, const char *, yaml_node_t *, void *),
+                      void *arg) {
+  yaml_node_t *suites = get(J, yaml_document_get_root_node(&J->doc), "testsuites");
+  if (!suites || suites->type != YAML_SEQUENCE_NODE) return;
+  for (yaml_node_item_t *i = suites->data.sequence.items.start;
+       i < suites->data.sequence.items.top; i++) {
+    yaml_node_t *s = yaml_document_get_node(&J->doc, *i);
+    const char *name = text(get(J, s, "name"));
+    yaml_node_t *cases = get(J, s, "testsuite");
+    if (!name || !cases || cases->type != YAML_SEQUENCE_NODE) continue;
+    for (yaml_node_item_t *c = cases->data.sequence.items.start;
+         c < cases->data.sequence.items.top; c++)
+      fn(J, name, yaml_document_get_node(&J->doc, *c), arg);
+  }
+}
+
+/* ---- Listing ---------------------------------------------------------------------- */
+
+/* GoogleTest's own rule: a suite or test whose name starts DISABLED_, or
+ * has /DISABLED_ in it, runs only when asked for. */
+static int disabled(const char *name) {
+  return strncmp(name, "DISABLED_", 9) == 0 || strstr(name, "/DISABLED_") != NULL;
+}
+
+/* One line of --gtest_list_tests: "Suite." (a comment after two spaces
+ * and '#' for typed and parameterised tests), then "  Name" per test. */
+static void list_line(krun_registry *reg, int source, char *line, char *suite, size_t cap) {
+  char *hash = strstr(line, "  #");
+  if (hash) *hash = '\0';
+  size_t len = strlen(line);
+  while (len && (line[len - 1] == ' ' || line[len - 1] == '\r')) line[--len] = '\0';
+  if (len == 0) return;
+  if (line[0] != ' ') {
+    /* Not a suite: a line a main() printed before the list. */
+    if (line[len - 1] == '.') snprintf(suite, cap, "%.*s", (int)(len - 1), line);
+    else suite[0] = '\0';
+    return;
+  }
+  const char *name = line + strspn(line, " ");
+  if (!*suite || !*name) return;
+  char *id = kh_asprintf("%s.%s", suite, name);
+  krun_test t = {.id = id, .suite = suite, .name = (char *)name,
+                 .tags = disabled(suite) || disabled(name) ? "disabled" : "",
+                 .slots = 1, .needs_gpu = 1};
+  krun__registry_add(reg, source, &t);
+  free(id);
+}
+
+typedef struct where {
+  krun_registry *reg;
+  int first, next;          /* the binary's tests; the next expected */
+} where;
+
+/* The JSON listing is in the order of the text one: each case is looked
+ * for at the expected place first. */
+static void list_case(json *J, const char *suite, yaml_node_t *c, void *arg) {
+  where *w = arg;
+  const char *name = text(get(J, c, "name")), *file = text(get(J, c, "file"));
+  const char *line = text(get(J, c, "line"));
+  if (!name || !file) return;
+  char *id = kh_asprintf("%s.%s", suite, name);
+  int hit = -1;
+  if (w->next < w->reg->n && strcmp(w->reg->tests[w->next].id, id) == 0) hit = w->next;
+  for (int i = w->first; hit < 0 && i < w->reg->n; i++)
+    if (strcmp(w->reg->tests[i].id, id) == 0) hit = i;
+  free(id);
+  if (hit < 0) return;
+  krun_test *t = &w->reg->tests[hit];
+  free(t->file);
+  t->file = kh_strdup(file);
+  t->line = line ? atoi(line) : 0;
+  w->next = hit + 1;
+}
+
+int krun_registry_add_gtest(krun_registry *reg, const char *binary, kh_err *err) {
+  /* A bare name is a file here, not a command on the PATH. */
+  char *path = strchr(binary, '/') ? kh_strdup(binary) : kh_asprintf("./%s", binary);
+  if (access(path, X_OK) != 0) {
+    kh_errf(err, "--gtest %s: %s", binary, strerror(errno));
+    free(path);
+    return -1;
+  }
+  const char *tmp = getenv("TMPDIR");
+  char *listing = kh_asprintf("%s/kiln-gtest-list-XXXXXX.json", tmp && *tmp ? tmp : "/tmp");
+  int fd = mkstemps(listing, 5);
+  if (fd >= 0) close(fd);
+  char *flag = kh_asprintf("--gtest_output=json:%s", listing);
+  char *argv[] = {path, "--gtest_list_tests", flag, NULL};
+  char *out = NULL, *errs = NULL;
+  int st = krun_capture(argv, 64u << 20, 120, &out, NULL, &errs);
+  int source = krun__registry_source(reg, KRUN_KIND_GTEST, path), first = reg->n, rc = 0;
+  if (st != 0) {
+    size_t n = errs ? strlen(errs) : 0;
+    while (n && errs[n - 1] == '\n') errs[--n] = '\0';
+    const char *said = errs ? (strrchr(errs, '\n') ? strrchr(errs, '\n') + 1 : errs) : "";
+    rc = kh_errf(err, "%s --gtest_list_tests %s%s%s", path,
+                 st < 0 ? "could not run" : "failed", *said ? ": " : "", said);
+  } else {
+    char suite[1024] = "", *save = NULL;
+    for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+      list_line(reg, source, line, suite, sizeof suite);
+    if (reg->n == first)
+      rc = kh_errf(err, "%s --gtest_list_tests listed no test: is it a GoogleTest binary?",
+                   path);
+  }
+  json J;
+  if (rc == 0 && fd >= 0 && json_load(listing, &J) == 0) {
+    where w = {reg, first, first};
+    each_case(&J, list_case, &w);
+    json_free(&J);
+  }
+  if (fd >= 0) unlink(listing);
+  free(listing), free(flag), free(out), free(errs), free(path);
+  return rc;
+}
+
+/* ---- Starting a child ---------------------------------------------------------------- */
+
+/* A filter longer than this goes in a flag file: one argument may not
+ * pass 128 KiB (MAX_ARG_STRLEN), and --isolation none over a large
+ * binary names thousands of tests. */
+#define FILTER_ARG_MAX 65536
+
+void krun__gtest_start(krun__run *R, krun__job *j, char **argv, int *n) {
+  krun__gtest *gt = kh_xcalloc(1, sizeof *gt);
+  kp_reader_init(&gt->rd);
+  gt->capturing = -1;
+  gt->end = kh_xcalloc((size_t)j->ntests, sizeof *gt->end);
+  gt->json = kh_asprintf("%s.gtest.json", j->tmpdir);
+  j->gt = gt;
+  argv[(*n)++] = kh_strdup(R->o->reg->sources[j->defs[0]->source].path);
+  /* Each name once: --isolation none repeats with --gtest_repeat. */
+  kh_buf filter = {0};
+  int any_disabled = 0;
+  for (int i = 0; i < j->ntests; i++) {
+    int seen = 0;
+    for (int k = 0; k < i && !seen; k++) seen = strcmp(j->tests[k]->id, j->tests[i]->id) == 0;
+    if (!seen) kh_buf_addf(&filter, "%s%s", filter.len ? ":" : "", j->tests[i]->id);
+    any_disabled |= ksel_has_tag(j->defs[i]->tags, "disabled");
+  }
+  char *flag = kh_asprintf("--gtest_filter=%s", filter.data);
+  kh_buf_free(&filter);
+  gt->flags = kh_asprintf("%s.gtest.flags", j->tmpdir);
+  if (strlen(flag) > FILTER_ARG_MAX && kh_write_atomic(gt->flags, flag, strlen(flag)) == 0) {
+    free(flag);
+    flag = kh_asprintf("--gtest_flagfile=%s", gt->flags);
+  }
+  argv[(*n)++] = flag;
+  argv[(*n)++] = kh_asprintf("--gtest_output=json:%s", gt->json);
+  argv[(*n)++] = kh_strdup("--gtest_color=no");
+  if (any_disabled) argv[(*n)++] = kh_strdup("--gtest_also_run_disabled_tests");
+  if (j->ntests > 1 && R->s->repeat > 1) argv[(*n)++] = kh_asprintf("--gtest_repeat=%d", R->s->repeat);
+}
+
+void krun__gtest_free(krun__job *j) {
+  krun__gtest *gt = j->gt;
+  if (!gt) return;
+  for (int i = 0; i < j->ntests; i++) free(gt->end[i].text);
+  free(gt->end), free(gt->json), free(gt->flags);
+  kh_buf_free(&gt->cap);
+  free(gt);
+  j->gt = NULL;
+}
+
+/* ---- The console ------------------------------------------------------------------ */
+
+/* The record's text, for krun__ingest and krun__job_line. */
+static const char *line_of(kp_record_out *rec) {
+  rec->buf[rec->len] = '\0';
+  return rec->buf;
+}
+
+/* "NAME (12 ms)" or "NAME, where GetParam() = 4 (0 ms)" after an end mark:
+ * 1 when it is test id's, with *ms from it (-1 when not said). */
+static int ends_test(const char *rest, const char *id, double *ms) {
+  size_t n = strlen(id);
+  if (strncmp(rest, id, n) != 0 || (rest[n] && rest[n] != ' ' && rest[n] != ','))
+    return 0;
+  const char *paren = strrchr(rest + n, '(');
+  *ms = paren ? strtod(paren + 1, NULL) : -1;
+  return 1;
+}
+
+static void console_line(krun__run *R, krun__job *j, const char *line) {
+  krun__gtest *gt = j->gt;
+  if (strncmp(line, RUN_MARK, strlen(RUN_MARK)) == 0) {
+    /* The next run of that test that has not started (--isolation none
+     * runs several): anything else is no test of this job. */
+    const char *name = line + strlen(RUN_MARK);
+    gt->capturing = -1;
+    for (int i = j->ntests > 1 ? j->cur + 1 : 0; i < j->ntests && gt->capturing < 0; i++)
+      if (!j->st[i].started && strcmp(j->tests[i]->id, name) == 0) gt->capturing = i;
+    if (gt->capturing < 0) return;
+    kp_begin(&gt->rec, "test");
+    kp_add_str(&gt->rec, "id", name);
+    kp_add_int(&gt->rec, "pid", j->pid);
+    krun__job_line(R, j, line_of(&gt->rec));
+    gt->cap.len = 0;
+    return;
+  }
+  if (gt->capturing < 0) return;
+  console_end *e = &gt->end[gt->capturing];
+  for (size_t k = 0; k < sizeof ends / sizeof ends[0]; k++)
+    if (strncmp(line, ends[k].mark, strlen(ends[k].mark)) == 0 &&
+        ends_test(line + strlen(ends[k].mark), j->tests[gt->capturing]->id, &e->ms)) {
+      e->status = ends[k].status;
+      e->text = kh_strndup(gt->cap.data ? gt->cap.data : "", gt->cap.len);
+      gt->capturing = -1;
+      return;
+    }
+  if (gt->cap.len < CAPTURE_MAX) kh_buf_addf(&gt->cap, "%s\n", line);
+}
+
+void krun__gtest_output(krun__run *R, krun__job *j, const char *data, size_t n) {
+  if (!j->gt) return;
+  for (size_t off = 0; off < n;) {
+    off += kp_reader_feed(&j->gt->rd, data + off, n - off);
+    while (kp_reader_next(&j->gt->rd, R->line) > 0) console_line(R, j, R->line);
+  }
+}
+
+/* ---- Results ------------------------------------------------------------------------ */
+
+/* Splits GoogleTest's "FILE:LINE" (the first line of a failure, or of a
+ * skip: "FILE:LINE: Skipped") off msg. */
+static const char *location(const char *msg, char *file, size_t cap, long long *line) {
+  const char *nl = strchr(msg, '\n');
+  size_t len = nl ? (size_t)(nl - msg) : strlen(msg);
+  char first[1024];
+  snprintf(first, sizeof first, "%.*s", (int)(len < sizeof first - 1 ? len : sizeof first - 1), msg);
+  file[0] = '\0';
+  *line = 0;
+  char *colon = strrchr(first, ':');
+  if (colon && colon[1] == ' ') {          /* "FILE:LINE: Skipped" */
+    *colon = '\0';
+    colon = strrchr(first, ':');
+  }
+  if (colon && colon[1] >= '0' && colon[1] <= '9') {
+    *line = strtoll(colon + 1, NULL, 10);
+    *colon = '\0';
+    snprintf(file, cap, "%s", first);
+  } else if (strcmp(first, "unknown file") != 0) {
+    return msg;                            /* no location line */
+  }
+  return nl ? nl + 1 : msg + len;
+}
+
+/* Sends one record into test run i. */
+static void feed(krun__run *R, krun__job *j, int i) {
+  krun__ingest(&R->rep, j->tests[i], &j->st[i], line_of(&j->gt->rec));
+}
+
+static void result(krun__run *R, krun__job *j, int i, const char *status, const char *msg,
+                   const char *file, long long line) {
+  kp_result r = {status, msg, file, line};
+  char cut[MESSAGE_MAX + 64];
+  if (strlen(msg) > MESSAGE_MAX) {
+    snprintf(cut, sizeof cut, "%.*s... (cut; the log has it all)", MESSAGE_MAX, msg);
+    r.message = cut;
+  }
+  kp_encode(&j->gt->rec, &kp_rec_result, &r);
+  feed(R, j, i);
+  kp_encode(&j->gt->rec, &kp_rec_end, &(kp_end){0});
+  feed(R, j, i);
+}
+
+static void note(krun__run *R, krun__job *j, int i, const char *key, const char *value) {
+  kp_encode(&j->gt->rec, &kp_rec_note, &(kp_note){key, value});
+  feed(R, j, i);
+}
+
+/* The skip reason GoogleTest printed ("FILE:LINE: Skipped", the reason). */
+static void skipped(krun__run *R, krun__job *j, int i) {
+  const char *cap = j->gt->end[i].text ? j->gt->end[i].text : "";
+  const char *at = strstr(cap, ": Skipped\n");
+  while (at && at > cap && at[-1] != '\n') at--;
+  char file[1024] = "";
+  long long line = 0;
+  char *why = kh_strdup(at ? location(at, file, sizeof file, &line) : "");
+  size_t n = strlen(why);
+  while (n && why[n - 1] == '\n') why[--n] = '\0';
+  result(R, j, i, "skip", *why ? why : "skipped (GTEST_SKIP)", file, line);
+  free(why);
+}
+
+static double seconds(const char *t) { return t ? strtod(t, NULL) : -1; }
+
+/* Keys of a JSON test case that are GoogleTest's own; the rest are its
+ * properties (RecordProperty), kept as notes. */
+static int own_key(const char *k) {
+  static const char *const keys[] = {"name", "file", "line", "status", "result",
+                                     "timestamp", "time", "classname", "failures", NULL};
+  for (int i = 0; keys[i]; i++)
+    if (strcmp(k, keys[i]) == 0) return 1;
+  return 0;
+}
+
+/* Test run i from its JSON case c; returns its time in ms (-1 unknown). */
+static double from_json(krun__run *R, krun__job *j, int i, json *J, yaml_node_t *c) {
+  double ms = seconds(text(get(J, c, "time"))) * 1e3;
+  if (ms >= 0) {
+    kp_encode(&j->gt->rec, &kp_rec_phase, &(kp_phase){"body", ms});
+    feed(R, j, i);
+  }
+  for (yaml_node_pair_t *p = c->data.mapping.pairs.start; p < c->data.mapping.pairs.top; p++) {
+    const char *k = text(yaml_document_get_node(&J->doc, p->key));
+    const char *v = text(yaml_document_get_node(&J->doc, p->value));
+    if (k && v && !own_key(k)) note(R, j, i, k, v);
+  }
+  const char *status = text(get(J, c, "status")), *res = text(get(J, c, "result"));
+  yaml_node_t *fails = get(J, c, "failures");
+  int nfail = fails && fails->type == YAML_SEQUENCE_NODE
+                  ? (int)(fails->data.sequence.items.top - fails->data.sequence.items.start) : 0;
+  if (nfail > 0) {
+    yaml_node_t *f = yaml_document_get_node(&J->doc, *fails->data.sequence.items.start);
+    const char *msg = text(get(J, f, "failure"));
+    char file[1024];
+    long long line;
+    const char *body = location(msg ? msg : "", file, sizeof file, &line);
+    char *all = nfail > 1 ? kh_asprintf("%s\n(and %d more failure%s; see the log)", body,
+                                        nfail - 1, nfail > 2 ? "s" : "")
+                          : kh_strdup(body);
+    result(R, j, i, "fail", all, file, line);
+    free(all);
+  } else if (res && strcmp(res, "SKIPPED") == 0) {
+    skipped(R, j, i);
+  } else if (status && strcmp(status, "RUN") == 0) {
+    result(R, j, i, "pass", "", "", 0);
+  } else {
+    char *msg = kh_asprintf("GoogleTest did not run it (status %s, result %s)",
+                            status ? status : "?", res ? res : "?");
+    result(R, j, i, "error", msg, "", 0);
+    free(msg);
+  }
+  return ms;
+}
+
+/* Test run i from the console alone (no JSON case for it). */
+static double from_console(krun__run *R, krun__job *j, int i, const char *why) {
+  console_end *e = &j->gt->end[i];
+  if (why) note(R, j, i, "gtest_json", why);
+  if (e->status == 'p') result(R, j, i, "pass", "", "", 0);
+  else if (e->status == 's') skipped(R, j, i);
+  else {
+    const char *at = strstr(e->text ? e->text : "", ": Failure\n");
+    while (at && at > e->text && at[-1] != '\n') at--;
+    char file[1024] = "";
+    long long line = 0;
+    const char *body = at ? location(at, file, sizeof file, &line) : "failed (see the log)";
+    result(R, j, i, "fail", body, file, line);
+  }
+  return e->ms;
+}
+
+typedef struct lookup {
+  const char *id;
+  yaml_node_t *hit;
+} lookup;
+
+static void find_case(json *J, const char *suite, yaml_node_t *c, void *arg) {
+  lookup *l = arg;
+  const char *name = text(get(J, c, "name"));
+  size_t n = strlen(suite);
+  if (name && strncmp(l->id, suite, n) == 0 && l->id[n] == '.' && strcmp(l->id + n + 1, name) == 0)
+    l->hit = c;
+}
+
+/* Is run i the last run of its test that started (the one GoogleTest's
+ * JSON describes when --gtest_repeat ran it more than once)? */
+static int last_run(const krun__job *j, int i) {
+  for (int k = i + 1; k < j->ntests; k++)
+    if (j->st[k].started && strcmp(j->tests[k]->id, j->tests[i]->id) == 0) return 0;
+  return 1;
+}
+
+void krun__gtest_finish(krun__run *R, krun__job *j) {
+  krun__gtest *gt = j->gt;
+  if (!gt) return;
+  if (kp_reader_tail(&gt->rd, R->line) > 0) console_line(R, j, R->line);
+  json J;
+  int have = json_load(gt->json, &J) == 0;
+  int shared = j->ntests > 1;
+  for (int i = 0; i < j->ntests; i++) {
+    if (!j->st[i].started || j->st[i].ended) continue;
+    /* The test that was running when time ran out, or kiln stopped, is
+     * decided as such. */
+    if (i == j->cur && (j->timed_out || j->interrupted)) continue;
+    lookup l = {j->tests[i]->id, NULL};
+    if (have && last_run(j, i)) each_case(&J, find_case, &l);
+    double ms = -1;
+    if (l.hit) ms = from_json(R, j, i, &J, l.hit);
+    else if (gt->end[i].status)
+      ms = from_console(R, j, i, have ? NULL : J.why);
+    if (shared && ms >= 0 && j->st[i].ended) {
+      j->tests[i]->wall_ms = krep_round_ms(ms);
+      j->tests[i]->ended_s = j->tests[i]->started_s + ms / 1e3;
+    }
+  }
+  json_free(&J);
+  unlink(gt->json);
+  unlink(gt->flags);
+}
