@@ -107,6 +107,21 @@ size_t kemu__stack_bytes(void);
 bool kemu__generator_register(const void *gen, bool add);
 bool kemu__generator_live(const void *gen);
 
+/* ==== Devices shared across processes (devices.cc) ======================= */
+
+/* With KILN_EMU_STATE_DIR: whether want more bytes fit on physical device
+ * phys, given that this process holds mine and every other live process
+ * what it declared; *free_bytes (if not NULL) gets what is free now.
+ * Without it, only this process counts. */
+bool kemu__shared_memory(int phys, size_t mine, size_t want, size_t total,
+                         size_t *free_bytes);
+/* Declares the bytes this process now holds on phys. */
+void kemu__shared_memory_set(int phys, size_t mine);
+/* Whether phys was lost by some process (KILN_EMU_STATE_DIR), and marking
+ * it so. */
+bool kemu__device_lost(int phys);
+void kemu__device_mark_lost(int phys);
+
 /* ==== Random numbers (hiprand.cc) ======================================== */
 
 /* One Philox4x32-10 block: encrypts the 128-bit counter under the 64-bit
