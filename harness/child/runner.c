@@ -48,6 +48,9 @@ static void usage(FILE *f, const char *argv0) {
     "                      print its timings (phase records) and exit;\n"
     "                      with $KILN_SPAWN_MS (CLOCK_MONOTONIC ms at spawn)\n"
     "                      also the process start-up time\n"
+    "  --health-probe      check device 0: open a context, run a small softmax\n"
+    "                      and compare it with the reference; records on the\n"
+    "                      --result-fd (else stdout); exit 0 healthy, 3 not\n"
     "  --result-fd N       send protocol records to file descriptor N\n"
     "  --warm              open the engine context, send a `ready` record,\n"
     "                      then run the one test named by an `assign` line\n"
@@ -56,13 +59,14 @@ static void usage(FILE *f, const char *argv0) {
     "  --poison            fill new device allocations with NaN bytes\n"
     "  --cap F             allocation cap, fraction of free memory (0<F<=1)\n"
     "  --seed N            run seed (default: from the clock; reported)\n"
-    "  --tolerance P=A:R   override atol A and rtol R for checks matching\n"
+    "  --tolerance P=A:R[:K]  override atol A and rtol R (and allow K\n"
+    "                      elements over tolerance) for checks matching\n"
     "                      glob P (suite, suite/test or suite/test/check)\n"
     "  --help, --version\n"
     "\n"
-    "KILN_TAKE_SLOTS=S:N:K in the environment: first take K slots from\n"
-    "semaphore N of System V set S (SEM_UNDO; kiln sets it) and report the\n"
-    "wait as the phase token_wait.\n",
+    "KILN_TAKE_SLOTS=S:N:K[,N:K...] in the environment: first take K slots\n"
+    "from semaphore N (of each listed) of System V set S, all in one semop\n"
+    "(SEM_UNDO; kiln sets it) and report the wait as the phase token_wait.\n",
     argv0, ke_backend_name());
 }
 
@@ -118,7 +122,7 @@ static void list(void) {
   for (size_t i = 0; i < n; i++) {
     const entry *e = &all[i];
     kp_listing l = {e->id, e->suite->name, e->test->name, e->tags,
-                    e->test->slots == 0 ? 1 : e->test->slots,
+                    e->test->slots == 0 ? 1 : e->test->slots, kt__devices_needed(e->test),
                     e->test->timeout_s, !e->test->host_only,
                     (*e->test->check_test)->file, (*e->test->check_test)->line};
     kp_record_out rec;
@@ -131,7 +135,8 @@ static void list(void) {
 static int devices(void) {
   int n = 0;
   int st = ke_device_count(&n);
-  kp_backend b = {ke_backend_name(), n, st != KE_OK ? ke_last_error() : NULL};
+  kp_backend b = {ke_backend_name(), n, st != KE_OK ? ke_last_error() : NULL,
+                  KILN_SANITIZERS};
   kp_record_out rec;
   kp_encode(&rec, &kp_rec_backend, &b);
   kp_send(&rec, STDOUT_FILENO);
@@ -151,49 +156,6 @@ static int devices(void) {
     kp_send(&rec, STDOUT_FILENO);
   }
   return ST_OK;
-}
-
-/* ---- --context-probe ------------------------------------------------------------ */
-
-static void probe_send(const kp_rdesc *d, const void *rec) {
-  kp_record_out out;
-  kp_encode(&out, d, rec);
-  kp_send(&out, STDOUT_FILENO);
-}
-
-/* What a process costs that only opens the engine context and exits,
- * nothing else (`kiln bench` measures the ceiling for isolated tests with
- * it). Records on stdout: phase runtime_init (context open, runtime start
- * included), the device, phase teardown (close), result, end. */
-static int context_probe(double main_ms) {
-  /* KILN_SPAWN_MS: CLOCK_MONOTONIC ms when the caller started us; the gap
-   * to main() is process creation, exec, dynamic linking, initialisers. */
-  const char *spawn = getenv("KILN_SPAWN_MS");
-  char *end;
-  double spawn_ms = spawn ? strtod(spawn, &end) : 0;
-  if (spawn && *spawn && !*end && spawn_ms > 0)
-    probe_send(&kp_rec_phase, &(kp_phase){"process_start", main_ms - spawn_ms});
-  ke_context_options opts;
-  ke_context_options_init(&opts);
-  ke_context *ctx = NULL;
-  double t0 = kt__now_ms();
-  int st = ke_context_open(&opts, &ctx);
-  probe_send(&kp_rec_phase, &(kp_phase){"runtime_init", kt__now_ms() - t0});
-  if (st != KE_OK) {
-    probe_send(&kp_rec_result, &(kp_result){"error", ke_last_error(), NULL, 0});
-    return ST_INFRA;
-  }
-  kp_device dev;
-  kt__device_of(ke_context_device(ctx), &dev);
-  probe_send(&kp_rec_device, &dev);
-  t0 = kt__now_ms();
-  st = ke_context_close(ctx);
-  probe_send(&kp_rec_phase, &(kp_phase){"teardown", kt__now_ms() - t0});
-  probe_send(&kp_rec_result, &(kp_result){st == KE_OK ? "pass" : "error",
-                                          st == KE_OK ? "" : ke_last_error(),
-                                          NULL, 0});
-  probe_send(&kp_rec_end, &(kp_end){0});
-  return st == KE_OK ? ST_OK : ST_INFRA;
 }
 
 /* ---- Running a test ---------------------------------------------------------------- */
@@ -274,26 +236,32 @@ static int run_one(const entry *e) {
 
 /* ---- Slots ----------------------------------------------------------------------- */
 
-/* Takes n slots from semaphore num of the System V set id, with SEM_UNDO
+/* Takes the slots of t (on one device, or on each of several in one
+ * semop: all or none, so a test of several devices never holds one while
+ * it waits for another, and two such tests cannot deadlock), with SEM_UNDO
  * so the kernel returns them however this process ends, and reports the
  * wait as token_wait. kiln starts a test only when its own count says the
  * slots are free; another kiln may still hold them, hence the wait. */
-static int take_slots(long long id, long long num, long long n,
-                      const char *argv0) {
-  if (id < 0 || id > 0x7fffffff || num < 0 || num > 65535 || n < 1 ||
-      n > 32767) {
-    fprintf(stderr, "%s: slots to take out of range: set %lld, semaphore "
-                    "%lld, %lld slot(s)\n", argv0, id, num, n);
-    return -1;
+static int take_slots(const kp_take *t, const char *argv0) {
+  struct sembuf ops[KP_MAX_TAKE];
+  for (int i = 0; i < t->n; i++) {
+    if (t->sem_id < 0 || t->sem_id > 0x7fffffff || t->sem_num[i] < 0 ||
+        t->sem_num[i] > 65535 || t->slots[i] < 1 || t->slots[i] > 32767) {
+      fprintf(stderr, "%s: slots to take out of range: set %lld, semaphore "
+                      "%lld, %lld slot(s)\n", argv0, t->sem_id, t->sem_num[i],
+              t->slots[i]);
+      return -1;
+    }
+    ops[i] = (struct sembuf){(unsigned short)t->sem_num[i], (short)-t->slots[i], SEM_UNDO};
   }
   double t0 = kt__now_ms();
-  struct sembuf op = {(unsigned short)num, (short)-n, SEM_UNDO};
   int r;
-  do r = semop((int)id, &op, 1);
+  do r = semop((int)t->sem_id, ops, (size_t)t->n);
   while (r != 0 && errno == EINTR);
   if (r != 0) {
-    fprintf(stderr, "%s: taking %lld slot(s) from semaphore %lld of set %lld: "
-                    "%s\n", argv0, n, num, id, strerror(errno));
+    fprintf(stderr, "%s: taking %lld slot(s) from semaphore %lld of set %lld%s: "
+                    "%s\n", argv0, t->slots[0], t->sem_num[0], t->sem_id,
+            t->n > 1 ? " (and others)" : "", strerror(errno));
     return -1;
   }
   kp_record_out rec;
@@ -344,7 +312,7 @@ static int warm(const char *argv0) {
   int null = open("/dev/null", O_RDONLY);
   if (null >= 0 && null != STDIN_FILENO) dup2(null, STDIN_FILENO), close(null);
   if (n <= 0) {
-    if (kt__state.ctx) (void)ke_context_close(kt__state.ctx);
+    kt__contexts_close();
     if (n == 0) return ST_OK;
     fprintf(stderr, "%s: --warm: cannot read the assignment on stdin: %s\n",
             argv0, strerror(saved));
@@ -371,14 +339,12 @@ static int warm(const char *argv0) {
   }
   setenv("KILN_TEST", a.id, 1);
   if (a.tmpdir) setenv("TEST_TMPDIR", a.tmpdir, 1);
-  if (a.sem_id != KP_NONE &&
-      take_slots(a.sem_id, a.sem_num, a.slots, argv0) != 0)
-    return ST_INFRA;
+  kp_take take = {a.sem_id, 1, {a.sem_num}, {a.slots}};
+  if (a.sem_id != KP_NONE && take_slots(&take, argv0) != 0) return ST_INFRA;
   kt__state.keep_context = 0;
   int outcome = run_one(&e);
   /* A host_only test never used the context. */
-  if (kt__state.ctx) (void)ke_context_close(kt__state.ctx);
-  kt__state.ctx = NULL;
+  kt__contexts_close();
   return outcome == 1 ? ST_FAIL : ST_OK;
 }
 
@@ -420,18 +386,19 @@ static int choose(char **args, int nargs, entry *picks, const char *argv0) {
 /* ---- main ---------------------------------------------------------------------------------- */
 
 typedef struct options {
-  int list, devices, probe, seeded, warm;
+  int list, devices, probe, health, seeded, warm;
 } options;
 
 /* Parses the options into kt__state and o; returns -1 to go on, else the
  * exit status. */
 static int parse(int argc, char **argv, options *o) {
-  enum { O_LIST = 256, O_DEVICES, O_PROBE, O_FD, O_POISON, O_CAP, O_SEED, O_TOL,
-         O_VERBOSE, O_HELP, O_VERSION, O_WARM };
+  enum { O_LIST = 256, O_DEVICES, O_PROBE, O_HEALTH, O_FD, O_POISON, O_CAP, O_SEED,
+         O_TOL, O_VERBOSE, O_HELP, O_VERSION, O_WARM };
   static const struct option opts[] = {
       {"list", no_argument, 0, O_LIST},
       {"devices", no_argument, 0, O_DEVICES},
       {"context-probe", no_argument, 0, O_PROBE},
+      {"health-probe", no_argument, 0, O_HEALTH},
       {"result-fd", required_argument, 0, O_FD},
       {"poison", no_argument, 0, O_POISON},
       {"cap", required_argument, 0, O_CAP},
@@ -449,6 +416,7 @@ static int parse(int argc, char **argv, options *o) {
     case O_LIST: o->list = 1; break;
     case O_DEVICES: o->devices = 1; break;
     case O_PROBE: o->probe = 1; break;
+    case O_HEALTH: o->health = 1; break;
     case O_FD:
       kt__state.result_fd = (int)strtol(optarg, &end, 10);
       if (*end || kt__state.result_fd < 0) {
@@ -479,7 +447,7 @@ static int parse(int argc, char **argv, options *o) {
     case O_TOL:
       if (kt__state.ntol == KT__MAX_TOL ||
           ksel_tol_parse(optarg, &kt__state.tol[kt__state.ntol]) != 0) {
-        fprintf(stderr, "%s: --tolerance: '%s' is not PATTERN=ATOL:RTOL "
+        fprintf(stderr, "%s: --tolerance: '%s' is not PATTERN=ATOL:RTOL[:MAX_OVER] "
                         "with ATOL, RTOL from 0 to 1e30 (at most %d)\n",
                 argv[0], optarg, KT__MAX_TOL);
         return ST_USAGE;
@@ -490,8 +458,8 @@ static int parse(int argc, char **argv, options *o) {
     case O_WARM: o->warm = 1; break;
     case O_HELP: usage(stdout, argv[0]); return ST_OK;
     case O_VERSION:
-      printf("kiln-runner %s (%s backend, protocol %d)\n", KILN_VERSION,
-             ke_backend_name(), KP_VERSION);
+      printf("kiln-runner %s (%s backend, protocol %d, sanitizers: %s)\n", KILN_VERSION,
+             ke_backend_name(), KP_VERSION, KILN_SANITIZERS);
       return ST_OK;
     default: usage(stderr, argv[0]); return ST_USAGE;
     }
@@ -506,7 +474,8 @@ int main(int argc, char **argv) {
   if (st >= 0) return st;
   if (o.list) return list(), ST_OK;
   if (o.devices) return devices();
-  if (o.probe) return context_probe(main_ms);
+  if (o.probe) return kt__context_probe(main_ms);
+  if (o.health) return kt__health_probe();
   if (!o.seeded) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -529,14 +498,14 @@ int main(int argc, char **argv) {
    * takes them from its assignment instead). */
   const char *take = getenv("KILN_TAKE_SLOTS");
   if (take && *take) {
-    long long id, num, k;
-    if (kp_slots_parse(take, &id, &num, &k) != 0) {
-      fprintf(stderr, "%s: KILN_TAKE_SLOTS='%s' is not SEM_ID:SEM_NUM:N\n",
+    kp_take t;
+    if (kp_slots_parse(take, &t) != 0) {
+      fprintf(stderr, "%s: KILN_TAKE_SLOTS='%s' is not SEM_ID:SEM_NUM:N[,SEM_NUM:N...]\n",
               argv[0], take);
       return ST_USAGE;
     }
     unsetenv("KILN_TAKE_SLOTS");
-    if (take_slots(id, num, k, argv[0]) != 0) return ST_INFRA;
+    if (take_slots(&t, argv[0]) != 0) return ST_INFRA;
   }
 
   /* Several tests in one process share one context: the old way, kept to
@@ -548,7 +517,7 @@ int main(int argc, char **argv) {
     failed += outcome == 1;
     skipped += outcome == 2;
   }
-  if (kt__state.ctx) (void)ke_context_close(kt__state.ctx);
+  kt__contexts_close();
 
   if (kt__state.result_fd < 0) {
     printf("%d passed, %d failed, %d skipped\n", n - failed - skipped, failed,
