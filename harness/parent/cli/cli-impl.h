@@ -58,7 +58,7 @@ typedef struct kcli__args {
   char **argv;              /* the whole command line, for reports */
   krun_settings flags;      /* the settings it gave */
   char *config, *report, *out, *spec, *token_key, *runner_dir;
-  char *junit, *shard, *shard_durations, *yaml;
+  char *junit, *shard, *shard_durations, *yaml, *slots_from;
   char *concurrency, *skip, *rss_tests;
   char **history;
   int nhistory;

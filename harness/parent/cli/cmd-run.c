@@ -45,13 +45,14 @@ static void selectors(kcli__args *a, const krun_settings *s, char ***sel, int *n
   else *sel = s->selection, *nsel = s->nselection;
 }
 
-static int select_tests(const char *runner, char **sel, int nsel, int backend,
-                        krun_registry *reg, unsigned char **chosen) {
+static int select_tests(const char *runner, char **sel, int nsel, const krun_settings *s,
+                        int backend, krun_registry *reg, unsigned char **chosen) {
   kh_err err;
   if (krun_registry_load(runner, reg, &err) != 0) {
     fprintf(stderr, "kiln: cannot list tests: %s\n", err.msg);
     return KH_EXIT_INFRA;
   }
+  krun_registry_needs(reg, s);
   *chosen = kh_xcalloc((size_t)reg->n + 1, 1);
   int held = 0;
   int bad = ksel_select(reg->views, (size_t)reg->n, sel, nsel,
@@ -113,12 +114,13 @@ int kcli__list(kcli__args *a) {
   krun_registry reg;
   unsigned char *chosen = NULL;
   krun_shard sh;
-  int rc = select_tests(runner, sel, nsel, s.backend, &reg, &chosen);
+  int rc = select_tests(runner, sel, nsel, &s, s.backend, &reg, &chosen);
   if (rc == 0) rc = shard(a, &reg, chosen, &sh);
   for (int i = 0; rc == 0 && i < reg.n; i++) {
     const krun_test *t = &reg.tests[i];
     if (!chosen[i]) continue;
     printf("%-44s [%s] slots=%d%s", t->id, t->tags, t->slots, t->needs_gpu ? "" : " host-only");
+    if (t->devices > 1) printf(" devices=%d", t->devices);
     if (t->timeout_s) printf(" timeout=%ds", t->timeout_s);
     if (a->verbose) printf("  %s:%d", t->file, t->line);
     printf("\n");
@@ -201,6 +203,28 @@ static char *command_line(int argc, char **argv) {
   return b.data;
 }
 
+/* --slots auto: the tests' peaks from --slots-from, else from the newest
+ * earlier run of the backend (none: every test takes the default share). */
+static int peaks_for(kcli__args *a, const krun_settings *s, const krun_backend_info *bi,
+                     const krun_registry *reg, const char *out, char **from,
+                     long long **peaks) {
+  if (a->slots_from && s->slots != KRUN_SLOTS_AUTO) {
+    fprintf(stderr, "kiln: --slots-from %s needs --slots auto\n", a->slots_from);
+    return KH_EXIT_USAGE;
+  }
+  if (s->slots != KRUN_SLOTS_AUTO) return 0;
+  *from = a->slots_from ? kh_strdup(a->slots_from) : krun_peaks_latest(bi->backend, out);
+  if (!*from) return 0;
+  kh_err err;
+  *peaks = krun_peaks_load(*from, reg, &err);
+  if (*peaks) return 0;
+  fprintf(stderr, "kiln: --slots auto: %s%s\n", err.msg,
+          a->slots_from ? "" : "; every test takes the default share");
+  free(*from);
+  *from = NULL;
+  return a->slots_from ? KH_EXIT_USAGE : 0;
+}
+
 int kcli__run(kcli__args *a) {
   krun_settings s;
   char *config_path = NULL;
@@ -218,23 +242,26 @@ int kcli__run(kcli__args *a) {
   krun_registry reg = {0};
   unsigned char *chosen = NULL;
   krun_shard sh = {0};
-  if (rc == 0) rc = select_tests(bi.runner, sel, nsel, bi.backend, &reg, &chosen);
+  if (rc == 0) rc = select_tests(bi.runner, sel, nsel, &s, bi.backend, &reg, &chosen);
   if (rc == 0) rc = shard(a, &reg, chosen, &sh);
   char *out = NULL;
   if (rc == 0 && !(out = a->out ? kh_strdup(a->out) : default_out(bi.backend))) {
     fprintf(stderr, "kiln: cannot create a run folder under reports/runs\n");
     rc = KH_EXIT_INFRA;
   }
+  char *peaks_from = NULL;
+  long long *peaks = NULL;
+  if (rc == 0) rc = peaks_for(a, &s, &bi, &reg, out, &peaks_from, &peaks);
   if (rc == 0) {
     char *key = krun_tokens_key(a->token_key, bi.backend);
     char *command = command_line(a->argc, a->argv);
     const char *junit = a->junit ? a->junit : getenv("XML_OUTPUT_FILE");
     krun_opts o = {&s, &reg, chosen, &bi, key, out, a->report, junit && *junit ? junit : NULL,
-                   config_path, command, sel, nsel, a->verbose, &sh};
+                   config_path, command, sel, nsel, a->verbose, &sh, peaks, peaks_from};
     rc = krun_run(&o);
     free(key), free(command);
   }
-  free(out), free(chosen), free(config_path);
+  free(out), free(chosen), free(config_path), free(peaks_from), free(peaks);
   krun_registry_free(&reg);
   krun_settings_free(&s);
   return rc;

@@ -33,7 +33,8 @@ const kcli__opt kcli__opts[] = {
   SET("poison", 0, NULL, "fill new device allocations with NaN bytes"),
   SET("seed", 0, "N", "run seed passed to every child (default: chosen per child)"),
   SET("cap", 0, "F", "device allocation cap as a fraction of free memory"),
-  SET("slots", 0, "N", "slots per device (default 2 on a GPU, --jobs on host)"),
+  SET("slots", 0, "N", "slots per device (default 2 on a GPU, --jobs on host); auto: sized by each test's peak device memory in --slots-from"),
+  STR("slots-from", "slots-from", 0, "REPORT", slots_from, "--slots auto: the report whose peaks size the slots (default: the newest run of the backend under reports/runs)"),
   STR("resource-spec", "resource-spec", 0, "FILE", spec, "CTest resource-spec JSON: the devices and their slots"),
   STR("token-key", "token-key", 0, "PATH", token_key, "device-token key path (default /tmp/kiln-tokens-<backend>; env KILN_TOKEN_KEY)"),
   SET("leaks", 0, "P", "fail (a leak fails the test) or warn"),
@@ -65,8 +66,8 @@ const kcli__opt kcli__opts[] = {
 };
 
 #define RUN_OPTS "jobs backend config report out timeout grace retries repeat " \
-  "isolation wrap warm poison seed cap slots resource-spec token-key leaks "     \
-  "tolerance junit shard shard-durations runner-dir verbose"
+  "isolation wrap warm poison seed cap slots slots-from resource-spec token-key " \
+  "leaks tolerance junit shard shard-durations runner-dir verbose"
 
 static const char exit_run[] =
   "Exit status: 0 all passed (skips and flaky allowed), 1 a test did not\n"

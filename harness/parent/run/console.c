@@ -81,7 +81,10 @@ void krun__console_result(krun__console *c, const krep_test *t) {
   clear(c);
   if (t->final) c->done++, c->counts[t->outcome]++;
   char label[16];
-  snprintf(label, sizeof label, "%-7s", !t->final ? "RETRY" : krep_outcome_name(t->outcome));
+  /* A run replaced by a later attempt: a retry, or a collateral run made
+   * again elsewhere (which says so). */
+  snprintf(label, sizeof label, "%-7s",
+           !t->final && t->outcome != KREP_COLLATERAL ? "RETRY" : krep_outcome_name(t->outcome));
   for (char *p = label; *p; p++) *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
   paint(c, t->outcome, label);
   fprintf(c->out, " %s", t->id);

@@ -6,6 +6,7 @@
 #include "run-impl.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,7 @@ static void add_test(kp_record *r, void *arg) {
   t->tags = kh_strdup(l.tags ? l.tags : "");
   t->file = kh_strdup(l.file ? l.file : "");
   t->slots = kp_get(r, "slots") ? (int)l.slots : 1;
+  t->devices = l.devices > 1 && l.devices <= KRUN_MAX_DEVICES * 4 ? (int)l.devices : 1;
   t->timeout_s = (int)l.timeout_s;
   t->needs_gpu = kp_get(r, "needs_gpu") ? (int)l.needs_gpu : 1;
   t->line = (int)l.line;
@@ -107,6 +109,18 @@ int krun_registry_load(const char *runner, krun_registry *reg, kh_err *err) {
   for (int i = 0; i < reg->n; i++)
     reg->views[i] = (ksel_test){reg->tests[i].id, reg->tests[i].suite, reg->tests[i].tags};
   return 0;
+}
+
+void krun_registry_needs(krun_registry *reg, const krun_settings *s) {
+  for (int i = 0; i < reg->n; i++) {
+    krun_test *t = &reg->tests[i];
+    for (int k = 0; k < s->nres; k++) {
+      const krun_resource *r = &s->res[k];
+      if (fnmatch(r->match, t->id, 0) != 0 && fnmatch(r->match, t->suite, 0) != 0) continue;
+      t->devices = r->gpus;
+      if (r->slots > 0) t->slots = r->slots;
+    }
+  }
 }
 
 void krun_registry_free(krun_registry *reg) {
@@ -179,8 +193,9 @@ static void add_device(kp_record *r, void *arg) {
   krun_backend_info *bi = arg;
   if (strcmp(r->tag, "backend") == 0) {
     kp_backend b;
-    if (kp_decode(&kp_rec_backend, r->fields, r->nfields, &b, NULL, 0) == 0 && b.error)
-      snprintf(bi->error, sizeof bi->error, "%s", b.error);
+    if (kp_decode(&kp_rec_backend, r->fields, r->nfields, &b, NULL, 0) != 0) return;
+    if (b.error) snprintf(bi->error, sizeof bi->error, "%s", b.error);
+    snprintf(bi->sanitizers, sizeof bi->sanitizers, "%s", b.sanitizers ? b.sanitizers : "none");
     return;
   }
   kp_device d;
@@ -259,10 +274,12 @@ int krun__jobs(const krun_settings *s) { return s->jobs > 0 ? s->jobs : cpus(); 
 void krun_device_caps(const krun_settings *s, const krun_backend_info *bi,
                       int caps[KRUN_MAX_DEVICES]) {
   int dflt = s->slots > 0 ? s->slots : bi->backend == KRUN_BACKEND_HOST ? krun__jobs(s) : 2;
+  int automatic = s->slots == KRUN_SLOTS_AUTO;
+  if (automatic) dflt = KRUN_AUTO_UNITS;
   for (int d = 0; d < bi->ndevices; d++) {
     caps[d] = s->ndevices ? 0 : dflt;  /* a device list leaves others out */
     for (int i = 0; i < s->ndevices; i++)
       if (s->devices[i].id == bi->dev[d].physical)
-        caps[d] = s->devices[i].slots > 0 ? s->devices[i].slots : dflt;
+        caps[d] = s->devices[i].slots > 0 && !automatic ? s->devices[i].slots : dflt;
   }
 }

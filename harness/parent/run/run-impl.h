@@ -111,7 +111,10 @@ typedef struct krun__job {
   const krun_test **defs;
   int ntests, cur;          /* cur: where records go; -1: none yet */
   char *partial;            /* an unterminated last line */
-  int dev, slots;           /* dev: index into bi->dev, -1 for none */
+  /* Its devices (indexes into bi->dev): dev is the first, -1 for none; a
+   * test of several devices has ndevs of them, slots taken on each. */
+  int dev, slots;
+  int devs[KRUN_MAX_DEVICES], ndevs;
   double spawn_ms, test_ms, deadline, kill_at, drain_until;
   double exit_wall_s;       /* when it was reaped: its slots were back */
   int exited, wstatus;
@@ -121,7 +124,33 @@ typedef struct krun__job {
   /* Warm children: spawned with no test, which comes on fd_in. */
   int warm, assigned, ready, retiring, token_seen;
   double ready_ms, assign_ms;
+  /* A device health probe (health.c): no test; its verdict. */
+  int probe, probe_passed;
+  char *probe_message;
+  /* A test of this child put its devices under probe (health.c). */
+  int cause;
+  /* Its device was taken out of the run while it ran: its tests are
+   * collateral (run again elsewhere). */
+  int collateral;
 } krun__job;
+
+/* What the run knows of a device's health (health.c). */
+typedef enum { KRUN__DEV_OK = 0, KRUN__DEV_SUSPECT, KRUN__DEV_REMOVED } krun__dev_state;
+
+typedef struct krun__health {
+  int state;                /* krun__dev_state */
+  int probing;              /* a probe job runs (0: to be started) */
+  const char *cause;        /* the test that put it under probe */
+  const char *reason;       /* removed: why (the probe's message) */
+} krun__health;
+
+/* A test run that ended on a device under probe, kept back until the
+ * verdict: published as it was, or made collateral. */
+typedef struct krun__held {
+  krep_test *t;
+  const krun_test *def;
+  int devs[KRUN_MAX_DEVICES], ndevs;
+} krun__held;
 
 typedef struct krun__run {
   const krun_opts *o;
@@ -151,6 +180,9 @@ typedef struct krun__run {
   char *line;               /* KP_MAX_LINE scratch */
   int seq;                  /* private TEST_TMPDIR numbers */
   char *log_dir;            /* the logs/<suite> folder made last */
+  krun__health health[KRUN_MAX_DEVICES];   /* by index into bi->dev */
+  krun__held *held;
+  int nheld;
 } krun__run;
 
 /* job.c: children and their test runs */
@@ -158,13 +190,24 @@ void krun__job_init(krun__job *j, int ntests);
 void krun__job_clear(krun__job *j);
 krep_test *krun__job_test(const krun__job *j);    /* where records go, or NULL */
 krun__job *krun__free_job(krun__run *R);
+int krun__job_exec(krun__run *R, krun__job *j, krun_spawn_req *req);
 int krun__spawn(krun__run *R, krun__job *j);
 void krun__spawn_failed(krun__run *R, krun__job *j);
 void krun__job_finish(krun__run *R, krun__job *j);
+/* A decided test run: its retry or flakiness, then the journal and the
+ * console. */
+void krun__test_done(krun__run *R, krep_test *t, const krun_test *def);
+void krun__publish(krun__run *R, krep_test *t);
 krep_test *krun__new_test(krun__run *R, const krun__item *it);
 void krun__immediate(krun__run *R, const krun__item *it, int outcome, const char *msg);
 double krun__timeout_ms(const krun__run *R, const krun_test *t);
-int krun__want(const krun_test *t, int cap);
+/* Slots test t takes on device d (memslots.c). */
+int krun__want(const krun__run *R, const krun_test *t, int d);
+/* --slots auto: device d's budget in bytes, and the console's account. */
+long long krun__budget(const krun__run *R, int d);
+void krun__slots_note(krun__run *R);
+/* Gives the job its devices (n of them; 0: none). */
+void krun__job_devices(krun__job *j, const int *devs, int n);
 void krun__queue_front(krun__run *R, krun__item it);
 krun__item krun__queue_take(krun__run *R);
 
@@ -176,6 +219,22 @@ krun__job *krun__warm_pick(krun__run *R);
 int krun__warm_assign(krun__run *R, krun__job *j, const krun__item *it);
 int krun__warm_line(krun__run *R, krun__job *j, const char *line);
 void krun__warm_gone(krun__run *R, krun__job *j);
+
+/* health.c: device health probes and collateral runs */
+int krun__health_usable(const krun__run *R, int d);   /* not taken out */
+int krun__health_ready(const krun__run *R, int d);    /* and not under probe */
+/* Why a test of n devices cannot run: too few left in service (malloc'd). */
+char *krun__health_why(const krun__run *R, int n);
+/* After j's tests were decided: puts j's devices under probe when a test
+ * crashed, timed out or reported a device fault. */
+void krun__health_after(krun__run *R, krun__job *j);
+/* 1 when health took j's i-th test (held until a verdict, or collateral),
+ * else 0: the caller finishes it. */
+int krun__health_settle(krun__run *R, krun__job *j, int i);
+/* Starts probes that had no free job slot yet. */
+void krun__health_start(krun__run *R);
+int krun__health_line(krun__run *R, krun__job *j, const char *line);
+void krun__health_done(krun__run *R, krun__job *j);
 
 /* loop.c: scheduling and events until the queue is done */
 void krun__loop(krun__run *R);

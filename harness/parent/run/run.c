@@ -85,6 +85,7 @@ static void fill_meta(krun__run *R) {
   rep->out_dir = krep_str(rep, o->out_dir);
   rep->token_key = krep_str(rep, o->token_key);
   rep->command = krep_str(rep, o->command);
+  rep->slots_from = krep_str(rep, o->peaks_from);
   if (o->shard && o->shard->count)
     rep->shard = (krep_shard){o->shard->index, o->shard->count, o->shard->selected,
                               o->shard->total, krep_str(rep, o->shard->method),
@@ -93,7 +94,8 @@ static void fill_meta(krun__run *R) {
   for (int i = 0; i < o->bi->ndevices; i++) {
     const krun_device *d = &o->bi->dev[i];
     krep_device x = {d->index, d->physical, d->visible, d->name, d->arch, d->warp_size,
-                     d->total_bytes, d->free_bytes};
+                     d->total_bytes, d->free_bytes, R->cap[i],
+                     o->s->slots == KRUN_SLOTS_AUTO ? krun__budget(R, i) : -1};
     krep_add_device(rep, &x);
   }
   krun_settings_each(o->s, add_setting, rep);
@@ -156,13 +158,12 @@ static void setup_warm(krun__run *R) {
     total += R->warm_max[d];
   }
   R->warm_on = total > 0 && R->use_tokens && s->isolation == KRUN_ISO_PROCESS;
-  /* Room in the job table for the pool and for retired children still on
-   * their way out. */
-  if (R->warm_on) {
-    R->maxjobs = R->maxrun + 2 * total;
-    free(R->jobs);
-    R->jobs = kh_xcalloc((size_t)R->maxjobs, sizeof *R->jobs);
-  }
+  /* Room in the job table for the pool, for retired children still on
+   * their way out, and for a health probe per device. */
+  R->maxjobs = R->maxrun + (R->warm_on ? 2 * total : 0) +
+               (s->isolation == KRUN_ISO_PROCESS ? R->o->bi->ndevices : 0);
+  free(R->jobs);
+  R->jobs = kh_xcalloc((size_t)R->maxjobs, sizeof *R->jobs);
 }
 
 static int setup_signals(krun__run *R, sigset_t *old) {
@@ -252,7 +253,7 @@ static void cleanup(krun__run *R, const sigset_t *old) {
   krep_free(&R->rep);
   for (int i = 0; i < R->nwrap; i++) free(R->wrap[i]);
   free(R->wrap);
-  free(R->queue), free(R->jobs), free(R->line), free(R->log_dir);
+  free(R->queue), free(R->jobs), free(R->line), free(R->log_dir), free(R->held);
 }
 
 int krun_run(const krun_opts *o) {
@@ -294,6 +295,7 @@ int krun_run(const krun_opts *o) {
   krun__console_note(&R.con, "kiln: %d test run%s on %s (%d device%s), run folder %s",
                      R.qlen, R.qlen == 1 ? "" : "s", krun_backend_names[o->bi->backend],
                      o->bi->ndevices, o->bi->ndevices == 1 ? "" : "s", o->out_dir);
+  krun__slots_note(&R);
   krun__loop(&R);
   int status = finish(&R);
   cleanup(&R, &old);

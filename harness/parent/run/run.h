@@ -20,6 +20,10 @@
  * and context already open. The one place that default is decided. */
 #define KRUN_WARM_AUTO (-1)
 #define KRUN_WARM_PER_SLOT 1
+/* `slots: auto` (krun_settings.slots): memory-aware slots (memslots.c); a
+ * device then has KRUN_AUTO_UNITS of them. */
+#define KRUN_SLOTS_AUTO (-1)
+#define KRUN_AUTO_UNITS 100
 
 /* ---- Settings: defaults < config < flags ---------------------------------- */
 
@@ -36,10 +40,19 @@ typedef struct krun_dev_slots {
   int slots;                /* 0: the default */
 } krun_dev_slots;
 
+/* What a test needs, set from a config (`resources:`), as CTest's
+ * RESOURCE_GROUPS set it outside the test's source: tests whose id or
+ * suite matches the glob need `gpus` devices at once, `slots` on each
+ * (0: keep the test's own). */
+typedef struct krun_resource {
+  char match[256];
+  int gpus, slots;
+} krun_resource;
+
 typedef struct krun_settings {
   int jobs;                 /* children at once; 0: number of CPUs */
   int backend;              /* krun_backend */
-  int slots;                /* slots per GPU; 0: default (2) */
+  int slots;                /* slots per GPU; 0: default (2); KRUN_SLOTS_AUTO */
   krun_dev_slots devices[KRUN_MAX_DEVICES];
   int ndevices;             /* 0: every device the runner sees */
   double timeout_s;         /* per test, unless the test sets its own */
@@ -57,6 +70,8 @@ typedef struct krun_settings {
   int nselection;
   ksel_tol *tol;
   int ntol;
+  krun_resource *res;       /* the last match wins */
+  int nres;
   unsigned long long set;   /* bit per setting given explicitly */
 } krun_settings;
 
@@ -81,6 +96,10 @@ void krun_setting_add_selector(krun_settings *s, const char *sel);
  * list is full. */
 int krun_setting_add_device(krun_settings *s, int id, int slots);
 void krun_setting_clear_devices(krun_settings *s);
+/* Adds a test's needs (a config's resources:); -1 with err for a glob too
+ * long or a count out of range. */
+int krun_setting_add_resource(krun_settings *s, const char *match, int gpus, int slots,
+                              kh_err *err);
 /* Calls fn(key, value) for each effective setting, as the report shows it. */
 void krun_settings_each(const krun_settings *s,
                         void (*fn)(const char *key, const char *value, void *arg),
@@ -95,7 +114,8 @@ char *krun_runner_find(const char *backend, const char *dir, kh_err *err);
 
 typedef struct krun_test {
   char *id, *suite, *name, *tags, *file;
-  int slots;                /* -1: the whole device */
+  int slots;                /* on each of its devices; -1: the whole device */
+  int devices;              /* devices it needs at once (from 1) */
   int timeout_s;            /* 0: the run's default */
   int needs_gpu;
   int line;
@@ -109,6 +129,8 @@ typedef struct krun_registry {
 
 /* Asks the runner (`--list`, in a child process). */
 int krun_registry_load(const char *runner, krun_registry *reg, kh_err *err);
+/* Applies the settings' resources: to the tests they match. */
+void krun_registry_needs(krun_registry *reg, const krun_settings *s);
 void krun_registry_free(krun_registry *reg);
 
 typedef struct krun_device {
@@ -126,6 +148,7 @@ typedef struct krun_backend_info {
   int ndevices;
   krun_device dev[KRUN_MAX_DEVICES];
   char error[512];          /* why there are none */
+  char sanitizers[64];      /* the runner's build: "none", "address,undefined" */
 } krun_backend_info;
 
 /* Resolves `auto` (the first of cuda, hip whose runner finds a device, else
@@ -136,6 +159,15 @@ int krun_backend_resolve(int wanted, const char *runner_dir,
 /* Slots of each device (index into bi->dev) under these settings. */
 void krun_device_caps(const krun_settings *s, const krun_backend_info *bi,
                       int caps[KRUN_MAX_DEVICES]);
+
+/* ---- Memory-aware slots (memslots.c) ------------------------------------------ */
+
+/* The newest report of this backend under reports/runs (not the folder
+ * exclude), malloc'd; NULL when there is none. */
+char *krun_peaks_latest(int backend, const char *exclude);
+/* Each registry test's peak device memory in the report at path (the
+ * largest `memory.peak.bytes` of its records; -1: none), malloc'd. */
+long long *krun_peaks_load(const char *path, const krun_registry *reg, kh_err *err);
 
 /* ---- Shards ------------------------------------------------------------------ */
 
@@ -198,13 +230,18 @@ typedef struct krun_spawn_req {
   const char *const *unenv; /* names removed from it */
   int fd_in, fd_out, fd_err;/* the child's 0, 1, 2: a kiln fd; -1: /dev/null */
   int fd_result;            /* the child's 3, or -1 for none */
-  /* Narrows the visible-devices variables to bi->dev[device] (as device
-   * 0), as `kiln run` narrows every child; NULL: leave them. */
+  /* Narrows the visible-devices variables to exactly these devices of
+   * narrow (indexes into narrow->dev; the child sees them as 0, 1, ...),
+   * as `kiln run` narrows every child; narrow NULL: leave them. */
   const krun_backend_info *narrow;
-  int device;
-  /* Slots the started program takes before its work, with SEM_UNDO, and
-   * reports as token_wait (kiln's runners read KILN_TAKE_SLOTS); 0: none. */
-  int take_semid, take_semnum, take_slots;
+  const int *devices;
+  int ndevices;
+  /* Slots the started program takes before its work, take_slots on each
+   * semaphore take_semnum[0..ndevices) of set take_semid, in one semop with
+   * SEM_UNDO, and reports as token_wait (kiln's runners read
+   * KILN_TAKE_SLOTS); 0: none. */
+  int take_semid, take_slots;
+  const int *take_semnum;
   int new_pgroup;           /* its own process group (timeouts reach its
                                grandchildren) */
   int die_with_parent;      /* SIGKILL when kiln dies, even by SIGKILL */
@@ -239,6 +276,8 @@ typedef struct krun_opts {
   int nselection;
   int verbose;
   const krun_shard *shard;  /* or NULL: not sharded */
+  const long long *peaks;   /* --slots auto: per registry test, -1 unknown */
+  const char *peaks_from;   /* the report they came from, or NULL */
 } krun_opts;
 
 /* Runs everything; returns kiln's exit status. */

@@ -21,7 +21,7 @@
 
 /* A run a warm child can take: a GPU test of one slot. */
 int krun__warm_fits(const krun_test *t) {
-  return t->needs_gpu && (t->slots == 0 || t->slots == 1);
+  return t->needs_gpu && (t->slots == 0 || t->slots == 1) && t->devices <= 1;
 }
 
 /* Spawns warm children while queued runs could use them: on each device at
@@ -32,13 +32,14 @@ void krun__warm_fill(krun__run *R) {
   while (R->warm_on && !R->stopping && R->nwarm < R->qwarm) {
     int best = -1;
     for (int d = 0; d < R->o->bi->ndevices; d++)
-      if (R->warm_n[d] < R->warm_max[d] && (best < 0 || R->warm_n[d] < R->warm_n[best]))
+      if (R->warm_n[d] < R->warm_max[d] && krun__health_ready(R, d) &&
+          (best < 0 || R->warm_n[d] < R->warm_n[best]))
         best = d;
     krun__job *j = best >= 0 ? krun__free_job(R) : NULL;
     if (!j) return;
     krun__job_init(j, 1);
     j->warm = 1;
-    j->dev = best;
+    krun__job_devices(j, &best, 1);
     if (krun__spawn(R, j) != 0) {
       krun__console_note(&R->con, "kiln: warning: could not start a warm child (%s); "
                          "starting the rest of the tests cold", strerror(errno));
@@ -73,7 +74,9 @@ krun__job *krun__warm_pick(krun__run *R) {
     krun__job *j = &R->jobs[i];
     if (!j->active || !j->warm || j->assigned || j->retiring || j->exited || j->fd_in < 0)
       continue;
-    if (R->cap[j->dev] <= 0 || R->used[j->dev] + 1 > R->cap[j->dev]) continue;
+    if (R->cap[j->dev] <= 0 || R->used[j->dev] + 1 > R->cap[j->dev] ||
+        !krun__health_ready(R, j->dev))
+      continue;
     if (!best || (j->ready && !best->ready) ||
         (j->ready == best->ready &&
          (j->ready ? j->ready_ms < best->ready_ms : j->spawn_ms < best->spawn_ms)))
