@@ -10,6 +10,8 @@
  *                         faults/two_devices and faults/memory_hog sleep
  *                         (default 300)
  *   KILN_FAULT_HOG_MB     device memory faults/memory_hog holds (default 40)
+ *   KILN_FAULT_LOSE_AFTER_MS  how long faults/device_lost waits before it
+ *                         loses its device (default 0)
  *
  * The device faults (oob_write_far, oob_write_near, unwritten_read,
  * spin_kernel) run real kernels from kernels/faults.hip through the
@@ -405,6 +407,11 @@ END_TEST
  * takes the device out of the run. On a GPU nothing may break a shared
  * device on purpose: a skip. */
 START_TEST(device_lost) {
+  const char *env = getenv("KILN_FAULT_LOSE_AFTER_MS");
+  long ms = env ? atol(env) : 0;
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (ms > 0 && nanosleep(&ts, &ts) != 0) {
+  }
   int st = ke__fault_lose_device(kt_ctx());
   if (st == KE_ENOSYS) KT_SKIP("%s", ke_last_error());
   kt_assert_ok(st);

@@ -87,6 +87,19 @@ void kcli__overview(const char *group, FILE *f);
 int kcli__usage_error(const kcli__cmd *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* ---- What run, list and bisect share (cmd-run.c) ------------------------------- */
+
+/* Defaults < config < resource spec < flags; -1 after saying why. */
+int kcli__settings(kcli__args *a, krun_settings *s, char **config_path);
+/* The runner's registry (with the settings' resources:) and the tests the
+ * selectors choose; 0, or kiln's exit status after saying why. */
+int kcli__select_tests(const char *runner, char **sel, int nsel, const krun_settings *s,
+                       int backend, krun_registry *reg, unsigned char **chosen);
+/* reports/runs/<UTC time>-<what>, made unique with a suffix; NULL when it
+ * cannot be made. */
+char *kcli__default_out(const char *what);
+char *kcli__command_line(int argc, char **argv);
+
 /* ---- The commands ------------------------------------------------------------ */
 
 int kcli__run(kcli__args *a);
@@ -99,6 +112,7 @@ int kcli__report_diff(kcli__args *a);
 int kcli__report_merge(kcli__args *a);
 int kcli__report_html(kcli__args *a);
 int kcli__bench(kcli__args *a);
+int kcli__bisect(kcli__args *a);
 int kcli__help_cmd(kcli__args *a);
 
 #endif

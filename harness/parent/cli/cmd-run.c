@@ -13,7 +13,7 @@
 /* ---- What every one of them needs ------------------------------------------------ */
 
 /* Defaults < config < resource spec < flags. */
-static int settings(kcli__args *a, krun_settings *s, char **config_path) {
+int kcli__settings(kcli__args *a, krun_settings *s, char **config_path) {
   kh_err err;
   krun_settings_init(s);
   *config_path = NULL;
@@ -45,7 +45,7 @@ static void selectors(kcli__args *a, const krun_settings *s, char ***sel, int *n
   else *sel = s->selection, *nsel = s->nselection;
 }
 
-static int select_tests(const char *runner, char **sel, int nsel, const krun_settings *s,
+int kcli__select_tests(const char *runner, char **sel, int nsel, const krun_settings *s,
                         int backend, krun_registry *reg, unsigned char **chosen) {
   kh_err err;
   if (krun_registry_load(runner, reg, &err) != 0) {
@@ -104,7 +104,7 @@ static char *any_runner(const kcli__args *a, const krun_settings *s) {
 int kcli__list(kcli__args *a) {
   krun_settings s;
   char *config_path;
-  if (settings(a, &s, &config_path) != 0) return krun_settings_free(&s), KH_EXIT_USAGE;
+  if (kcli__settings(a, &s, &config_path) != 0) return krun_settings_free(&s), KH_EXIT_USAGE;
   free(config_path);
   char *runner = any_runner(a, &s);
   if (!runner) return krun_settings_free(&s), KH_EXIT_INFRA;
@@ -114,7 +114,7 @@ int kcli__list(kcli__args *a) {
   krun_registry reg;
   unsigned char *chosen = NULL;
   krun_shard sh;
-  int rc = select_tests(runner, sel, nsel, &s, s.backend, &reg, &chosen);
+  int rc = kcli__select_tests(runner, sel, nsel, &s, s.backend, &reg, &chosen);
   if (rc == 0) rc = shard(a, &reg, chosen, &sh);
   for (int i = 0; rc == 0 && i < reg.n; i++) {
     const krun_test *t = &reg.tests[i];
@@ -141,7 +141,7 @@ static void print_holder(pid_t pid, const char *what, void *arg) {
 int kcli__devices(kcli__args *a) {
   krun_settings s;
   char *config_path;
-  if (settings(a, &s, &config_path) != 0) return krun_settings_free(&s), KH_EXIT_USAGE;
+  if (kcli__settings(a, &s, &config_path) != 0) return krun_settings_free(&s), KH_EXIT_USAGE;
   free(config_path);
   krun_backend_info bi;
   kh_err err;
@@ -180,8 +180,7 @@ int kcli__devices(kcli__args *a) {
 
 /* ---- kiln run ------------------------------------------------------------------------------- */
 
-/* reports/runs/<UTC time>-<backend>, made unique with a suffix. */
-static char *default_out(int backend) {
+char *kcli__default_out(const char *what) {
   char stamp[32];
   time_t now = time(NULL);
   struct tm tm;
@@ -189,15 +188,15 @@ static char *default_out(int backend) {
   strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
   kh_mkdir_p("reports/runs", 0755);
   for (int n = 1; n < 1000; n++) {
-    char *p = n == 1 ? kh_asprintf("reports/runs/%s-%s", stamp, krun_backend_names[backend])
-                     : kh_asprintf("reports/runs/%s-%s-%d", stamp, krun_backend_names[backend], n);
+    char *p = n == 1 ? kh_asprintf("reports/runs/%s-%s", stamp, what)
+                     : kh_asprintf("reports/runs/%s-%s-%d", stamp, what, n);
     if (mkdir(p, 0755) == 0) return p;
     free(p);
   }
   return NULL;
 }
 
-static char *command_line(int argc, char **argv) {
+char *kcli__command_line(int argc, char **argv) {
   kh_buf b = {0};
   for (int i = 0; i < argc; i++) kh_buf_addf(&b, "%s%s", i ? " " : "", argv[i]);
   return b.data;
@@ -228,7 +227,7 @@ static int peaks_for(kcli__args *a, const krun_settings *s, const krun_backend_i
 int kcli__run(kcli__args *a) {
   krun_settings s;
   char *config_path = NULL;
-  if (settings(a, &s, &config_path) != 0) return krun_settings_free(&s), KH_EXIT_USAGE;
+  if (kcli__settings(a, &s, &config_path) != 0) return krun_settings_free(&s), KH_EXIT_USAGE;
   krun_backend_info bi;
   kh_err err;
   int rc = 0;
@@ -242,10 +241,10 @@ int kcli__run(kcli__args *a) {
   krun_registry reg = {0};
   unsigned char *chosen = NULL;
   krun_shard sh = {0};
-  if (rc == 0) rc = select_tests(bi.runner, sel, nsel, &s, bi.backend, &reg, &chosen);
+  if (rc == 0) rc = kcli__select_tests(bi.runner, sel, nsel, &s, bi.backend, &reg, &chosen);
   if (rc == 0) rc = shard(a, &reg, chosen, &sh);
   char *out = NULL;
-  if (rc == 0 && !(out = a->out ? kh_strdup(a->out) : default_out(bi.backend))) {
+  if (rc == 0 && !(out = a->out ? kh_strdup(a->out) : kcli__default_out(krun_backend_names[bi.backend]))) {
     fprintf(stderr, "kiln: cannot create a run folder under reports/runs\n");
     rc = KH_EXIT_INFRA;
   }
@@ -254,10 +253,10 @@ int kcli__run(kcli__args *a) {
   if (rc == 0) rc = peaks_for(a, &s, &bi, &reg, out, &peaks_from, &peaks);
   if (rc == 0) {
     char *key = krun_tokens_key(a->token_key, bi.backend);
-    char *command = command_line(a->argc, a->argv);
+    char *command = kcli__command_line(a->argc, a->argv);
     const char *junit = a->junit ? a->junit : getenv("XML_OUTPUT_FILE");
     krun_opts o = {&s, &reg, chosen, &bi, key, out, a->report, junit && *junit ? junit : NULL,
-                   config_path, command, sel, nsel, a->verbose, &sh, peaks, peaks_from};
+                   config_path, command, sel, nsel, a->verbose, &sh, peaks, peaks_from, 0};
     rc = krun_run(&o);
     free(key), free(command);
   }

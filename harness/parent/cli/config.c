@@ -224,8 +224,8 @@ static int res_done(cfg *c, yaml_node_t *m, void *p) {
 
 static const char known_keys[] =
     "jobs, backend, slots, devices, timeout, grace, retries, repeat, "
-    "isolation, leaks, poison, seed, cap, wrap, warm, selection, tolerances, "
-    "resources";
+    "isolation, leaks, poison, seed, cap, wrap, warm, sanitize, selection, "
+    "tolerances, resources";
 
 static int cfg_key(cfg *c, yaml_node_t *k, yaml_node_t *v) {
   const char *key = scalar(k);

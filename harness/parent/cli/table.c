@@ -31,6 +31,7 @@ const kcli__opt kcli__opts[] = {
   SET("wrap", 0, "CMD", "run each child under CMD (valgrind, compute-sanitizer, ...)"),
   SET("warm", 0, "N", "warm children per device, started before their test (0: off; default auto: 1 per slot)"),
   SET("poison", 0, NULL, "fill new device allocations with NaN bytes"),
+  SET("sanitize", 0, "TOOL", "memcheck|racecheck|initcheck|synccheck: each runner under compute-sanitizer (cuda), or memcheck through an AddressSanitizer runner (host, hip)"),
   SET("seed", 0, "N", "run seed passed to every child (default: chosen per child)"),
   SET("cap", 0, "F", "device allocation cap as a fraction of free memory"),
   SET("slots", 0, "N", "slots per device (default 2 on a GPU, --jobs on host); auto: sized by each test's peak device memory in --slots-from"),
@@ -66,7 +67,7 @@ const kcli__opt kcli__opts[] = {
 };
 
 #define RUN_OPTS "jobs backend config report out timeout grace retries repeat " \
-  "isolation wrap warm poison seed cap slots slots-from resource-spec token-key " \
+  "isolation wrap warm poison sanitize seed cap slots slots-from resource-spec token-key " \
   "leaks tolerance junit shard shard-durations runner-dir verbose"
 
 static const char exit_run[] =
@@ -152,6 +153,18 @@ const kcli__cmd kcli__cmds[] = {
    "kiln's peak RSS within 2 MiB from the first RSS run to the second.\n"
    "Exit status: 0 every point measured (a MISS is not an error), 2 usage\n"
    "error, 3 a point could not be measured. See docs/performance.md.\n"},
+  {"bisect", "TEST [--] [SELECTOR...]", "the earlier tests that make TEST fail in a shared process",
+   "For a test that passes alone but fails after other tests in one shared\n"
+   "process (--isolation none): runs it after subsets of the tests that come\n"
+   "before it (those the selectors choose, default every test kiln run would\n"
+   "take), by delta debugging, until a smallest set is left whose every test\n"
+   "is needed for the failure, and prints the command that reproduces it.\n"
+   "Each trial is a kiln run with its report in DIR/trial-N; all use one seed.",
+   "backend config out timeout poison seed cap tolerance wrap token-key runner-dir verbose",
+   1, -1, 1, kcli__bisect,
+   "Exit status: 0 a set was found, 1 TEST fails alone, passes after every\n"
+   "earlier test, or the shared process ends before it, 2 usage error, 3\n"
+   "infrastructure error. See docs/harness.md.\n"},
   {"help", "[COMMAND]", "this overview, or a command's help", NULL, "", 0, 2, 0,
    kcli__help_cmd, NULL},
   {NULL, NULL, NULL, NULL, NULL, 0, 0, 0, NULL, NULL},

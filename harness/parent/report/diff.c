@@ -5,7 +5,10 @@
  * Timings compare only tests that passed in both reports, and count as
  * slower only past both the relative and the absolute threshold, so a
  * 0.01 ms kernel jittering by 50% is not a regression. Throughput metrics
- * (GB/s, TFLOP/s) count as lower past --metric-rel.
+ * (GB/s, TFLOP/s) count as lower past --metric-rel. A test whose device
+ * throttled (its clocks records: power, thermal or hardware slowdown) in
+ * either report has its slower times and lower metrics listed as
+ * `throttled`, discounted rather than counted as regressions.
  */
 #include "report-impl.h"
 
@@ -35,6 +38,7 @@ typedef struct agg {
   const char *id;
   const krep_test *first;   /* a final record, for messages */
   int failed, flaky;
+  int throttled;            /* a record's device slowed down (clocks) */
   double ms;                /* median body (or wall) time */
   named *kernels, *checks, *metrics;
   int nkernels, nchecks, nmetrics;
@@ -82,6 +86,7 @@ static void fold_test(const krep_test *t, agg *g, double *times, int *ntimes) {
   krep__view_of(t, &v);
   g->failed |= krep_outcome_failed(t->outcome);
   g->flaky |= t->outcome == KREP_FLAKY;
+  g->throttled |= krep_test_throttled(t);
   double ms = isnan(v.body_ms) ? t->wall_ms : v.body_ms;
   if (!isnan(ms)) times[(*ntimes)++] = ms;
   for (int c = 0; c < v.nchecks; c++) {
@@ -143,6 +148,7 @@ static void fold_free(fold *f) {
   X(SLOWER_KERNEL, "slower_kernel", 1, "slower kernel")          \
   X(ERROR_GROWTH, "error_growth", 1, "error growth")             \
   X(LOWER_METRIC, "lower_metric", 1, "lower metric")             \
+  X(THROTTLED, "throttled", 0, "throttled")                      \
   X(FIXED, "fixed", 0, "fixed")                                  \
   X(STILL_FAILING, "still_failing", 0, "still failing")          \
   X(NEW_TEST, "new_test", 0, "new test")                         \
@@ -163,6 +169,7 @@ static const struct { const char *name, *heading; int regression; } kinds[] = {
 
 typedef struct finding {
   int kind;
+  int as;                   /* throttled: the kind it would have been */
   const char *test, *what;  /* kernel, check or metric name, or NULL */
   double base, neu;         /* ms, max abs error or metric; NAN when n/a */
   double ratio;             /* check: error/tolerance in NEW */
@@ -182,6 +189,15 @@ static void add(findings *fs, finding f) {
   fs->counts[f.kind]++;
 }
 
+/* A speed finding of a test whose device throttled in either report says
+ * nothing about the code: it is listed as throttled, not a regression.
+ * This gate comes after the thresholds (and whatever noise model decides
+ * `slower`), so the two compose. */
+static void add_speed(findings *fs, finding f, const agg *b, const agg *n) {
+  if (b->throttled || n->throttled) f.as = f.kind, f.kind = F_THROTTLED;
+  add(fs, f);
+}
+
 static int slower(double base, double neu, double rel, double abs_ms) {
   return !isnan(base) && !isnan(neu) && neu > base * (1 + rel) && neu - base > abs_ms;
 }
@@ -189,19 +205,21 @@ static int slower(double base, double neu, double rel, double abs_ms) {
 static void compare_timing(findings *fs, const agg *b, const agg *n,
                            const krep_diff_opts *o) {
   if (b->failed || n->failed) return;
-  int before = fs->counts[F_SLOWER_KERNEL];
+  int kernels = 0;
   for (int k = 0; k < n->nkernels; k++) {
     const named *nk = &n->kernels[k];
     for (int j = 0; j < b->nkernels; j++)
       if (strcmp(b->kernels[j].name, nk->name) == 0 &&
-          slower(b->kernels[j].v, nk->v, o->time_rel, o->kernel_abs_ms))
-        add(fs, (finding){F_SLOWER_KERNEL, n->id, nk->name, b->kernels[j].v, nk->v, 0,
-                          NULL, n->first});
+          slower(b->kernels[j].v, nk->v, o->time_rel, o->kernel_abs_ms)) {
+        add_speed(fs, (finding){F_SLOWER_KERNEL, 0, n->id, nk->name, b->kernels[j].v, nk->v,
+                                0, NULL, n->first}, b, n);
+        kernels++;
+      }
   }
   /* A slower kernel already explains its test's slower body: one finding. */
-  if (fs->counts[F_SLOWER_KERNEL] == before &&
-      slower(b->ms, n->ms, o->time_rel, o->test_abs_ms))
-    add(fs, (finding){F_SLOWER_TEST, n->id, NULL, b->ms, n->ms, 0, NULL, n->first});
+  if (!kernels && slower(b->ms, n->ms, o->time_rel, o->test_abs_ms))
+    add_speed(fs, (finding){F_SLOWER_TEST, 0, n->id, NULL, b->ms, n->ms, 0, NULL, n->first},
+              b, n);
 }
 
 /* A passing check whose max error grew past the factor. From an exact
@@ -215,7 +233,7 @@ static void compare_checks(findings *fs, const agg *b, const agg *n,
       const named *bc = &b->checks[j];
       if (strcmp(bc->name, nc->name) != 0 || isnan(bc->v)) continue;
       if (nc->v > bc->v * o->drift_factor && nc->v > 0)
-        add(fs, (finding){F_ERROR_GROWTH, n->id, nc->name, bc->v, nc->v, nc->ratio,
+        add(fs, (finding){F_ERROR_GROWTH, 0, n->id, nc->name, bc->v, nc->v, nc->ratio,
                           NULL, n->first});
     }
   }
@@ -238,8 +256,8 @@ static void compare_metrics(findings *fs, const agg *b, const agg *n,
       const named *bm = &b->metrics[j];
       if (strcmp(bm->name, nm->name) != 0 || isnan(bm->v) || bm->v <= 0) continue;
       if (nm->v < bm->v * (1 - o->metric_rel))
-        add(fs, (finding){F_LOWER_METRIC, n->id, nm->name, bm->v, nm->v, 0, nm->unit,
-                          n->first});
+        add_speed(fs, (finding){F_LOWER_METRIC, 0, n->id, nm->name, bm->v, nm->v, 0,
+                                nm->unit, n->first}, b, n);
     }
   }
 }
@@ -247,7 +265,7 @@ static void compare_metrics(findings *fs, const agg *b, const agg *n,
 static void compare(findings *fs, const fold *B, const fold *N, const krep_diff_opts *o) {
   for (int i = 0; i < N->n; i++) {
     const agg *n = &N->a[i], *b = find(B, n->id);
-    finding f = {0, n->id, NULL, NAN, NAN, 0, NULL, n->first};
+    finding f = {0, 0, n->id, NULL, NAN, NAN, 0, NULL, n->first};
     if (!b) {
       f.kind = F_NEW_TEST;
       add(fs, f);
@@ -267,7 +285,7 @@ static void compare(findings *fs, const fold *B, const fold *N, const krep_diff_
   }
   for (int i = 0; i < B->n; i++)
     if (!find(N, B->a[i].id))
-      add(fs, (finding){F_REMOVED_TEST, B->a[i].id, NULL, NAN, NAN, 0, NULL,
+      add(fs, (finding){F_REMOVED_TEST, 0, B->a[i].id, NULL, NAN, NAN, 0, NULL,
                         B->a[i].first});
 }
 
@@ -279,7 +297,8 @@ static const char *message(const finding *f) {
 
 static void line(FILE *out, const finding *f) {
   fprintf(out, "  %-14s %s", kinds[f->kind].heading, f->test);
-  switch (f->kind) {
+  int kind = f->kind == F_THROTTLED ? f->as : f->kind;
+  switch (kind) {
   case F_NEWLY_FAILING: case F_STILL_FAILING: case F_NEWLY_FLAKY:
     fprintf(out, ": %s%s%s", krep_outcome_name(f->rec->outcome),
             *message(f) ? ": " : "", message(f));
@@ -302,6 +321,8 @@ static void line(FILE *out, const finding *f) {
     break;
   default: break;
   }
+  if (f->kind == F_THROTTLED)
+    fprintf(out, " [discounted: the device throttled (its clocks records)]");
   fputc('\n', out);
 }
 
@@ -343,6 +364,13 @@ static void yaml_finding(krep_yaml *y, const finding *f) {
   krep_yaml_key(y, "regression");
   krep_yaml_bool(y, kinds[f->kind].regression);
   kstr(y, "test", f->test);
+  finding as;   /* a throttled finding: its figures, as the kind it would be */
+  if (f->kind == F_THROTTLED) {
+    kstr(y, "discounted", kinds[f->as].name);
+    as = *f;
+    as.kind = f->as;
+    f = &as;
+  }
   if (f->kind == F_SLOWER_KERNEL) kstr(y, "kernel", f->what);
   if (f->kind == F_ERROR_GROWTH) kstr(y, "check", f->what);
   if (f->kind == F_LOWER_METRIC) {

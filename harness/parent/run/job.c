@@ -108,12 +108,32 @@ void krun__immediate(krun__run *R, const krun__item *it, int outcome, const char
 
 /* ---- Starting a child ---------------------------------------------------------------- */
 
-/* wrap, the runner, its options, then --warm or the test ids. */
+static char *log_name(const krun__job *j);
+
+/* compute-sanitizer's report of a test beside its log: NAME.sanitizer.log
+ * under the run folder (malloc'd). */
+static char *sanitizer_log(const krun__run *R, const krun__job *j) {
+  char *name = log_name(j);
+  char *path = kh_asprintf("%s/%.*s.sanitizer.log", R->o->out_dir, (int)strlen(name) - 4, name);
+  free(name);
+  return path;
+}
+
+/* wrap, compute-sanitizer (--sanitize), the runner, its options, then
+ * --warm or the test ids. */
 static char **runner_argv(krun__run *R, const krun__job *j) {
   const krun_settings *s = R->s;
-  char **argv = kh_xcalloc((size_t)(R->nwrap + 12 + s->ntol + j->ntests), sizeof *argv);
+  char **argv = kh_xcalloc((size_t)(R->nwrap + 18 + s->ntol + j->ntests), sizeof *argv);
   int n = 0;
   for (int i = 0; i < R->nwrap; i++) argv[n++] = kh_strdup(R->wrap[i]);
+  if (R->sanitizer && !j->warm) {
+    char *log = sanitizer_log(R, j);
+    char *dir = kh_strdup(log);
+    *strrchr(dir, '/') = '\0';
+    kh_mkdir_p(dir, 0755);
+    n += krun__sanitize_argv(R, argv + n, log);
+    free(log), free(dir);
+  }
   argv[n++] = kh_strdup(R->o->bi->runner);
   argv[n++] = kh_strdup("--result-fd");
   argv[n++] = kh_strdup("3");
@@ -390,6 +410,12 @@ void krun__job_finish(krun__run *R, krun__job *j) {
     krun__exit x = exit_info(R, j, i);
     krun__decide(&R->rep, t, &j->st[i], i == j->cur ? j->partial : NULL, &x,
                  R->s->leaks == KRUN_LEAKS_FAIL);
+    if (R->s->sanitize && j->ntests == 1) {
+      char *cs_log = R->sanitizer ? sanitizer_log(R, j) : NULL;
+      char *test_log = kh_asprintf("%s/%s", R->o->out_dir, name);
+      krun__sanitize_findings(R, t, cs_log, test_log);
+      free(cs_log), free(test_log);
+    }
     /* A runner that exits 3 before its test started could not set up
      * (its slots, its options): an infrastructure error. */
     if (x.exited && x.code == 3 && !j->st[i].started) R->infra = 1;

@@ -76,7 +76,7 @@ void krun__signal_name(int sig, char *out, size_t n);
 /* ---- The console (console.c) ------------------------------------------------------ */
 
 typedef struct krun__console {
-  FILE *out;
+  FILE *out;                /* NULL: quiet */
   int tty, color, verbose;
   int total, done;
   int counts[KREP_NOUTCOMES];
@@ -85,7 +85,7 @@ typedef struct krun__console {
   char last_progress[512];
 } krun__console;
 
-void krun__console_init(krun__console *c, int verbose, int total);
+void krun__console_init(krun__console *c, int verbose, int quiet, int total);
 void krun__console_result(krun__console *c, const krep_test *t);
 void krun__console_progress(krun__console *c, const char *const *running, int n);
 void krun__console_note(krun__console *c, const char *fmt, ...)
@@ -180,6 +180,7 @@ typedef struct krun__run {
   char *line;               /* KP_MAX_LINE scratch */
   int seq;                  /* private TEST_TMPDIR numbers */
   char *log_dir;            /* the logs/<suite> folder made last */
+  char *sanitizer;          /* compute-sanitizer's path (--sanitize on cuda) */
   krun__health health[KRUN_MAX_DEVICES];   /* by index into bi->dev */
   krun__held *held;
   int nheld;
@@ -235,6 +236,17 @@ int krun__health_settle(krun__run *R, krun__job *j, int i);
 void krun__health_start(krun__run *R);
 int krun__health_line(krun__run *R, krun__job *j, const char *line);
 void krun__health_done(krun__run *R, krun__job *j);
+
+/* sanitize.c: --sanitize */
+/* Finds the tool (0), or says why not and returns kiln's exit status. */
+int krun__sanitize_setup(krun__run *R);
+/* compute-sanitizer's words before the runner's (at most 6), its report
+ * going to log; 0 without it. */
+int krun__sanitize_argv(const krun__run *R, char **argv, const char *log);
+/* The findings of the report (compute-sanitizer's file, or the test's log
+ * for an AddressSanitizer build) into t's records and outcome. */
+void krun__sanitize_findings(krun__run *R, krep_test *t, const char *cs_log,
+                             const char *test_log);
 
 /* loop.c: scheduling and events until the queue is done */
 void krun__loop(krun__run *R);

@@ -157,7 +157,9 @@ static void setup_warm(krun__run *R) {
     R->warm_max[d] = R->cap[d] > 0 ? max : 0;
     total += R->warm_max[d];
   }
-  R->warm_on = total > 0 && R->use_tokens && s->isolation == KRUN_ISO_PROCESS;
+  /* compute-sanitizer's report file is named at the spawn, for a test
+   * known then: no warm children under it. */
+  R->warm_on = total > 0 && R->use_tokens && s->isolation == KRUN_ISO_PROCESS && !R->sanitizer;
   /* Room in the job table for the pool, for retired children still on
    * their way out, and for a health probe per device. */
   R->maxjobs = R->maxrun + (R->warm_on ? 2 * total : 0) +
@@ -254,6 +256,7 @@ static void cleanup(krun__run *R, const sigset_t *old) {
   for (int i = 0; i < R->nwrap; i++) free(R->wrap[i]);
   free(R->wrap);
   free(R->queue), free(R->jobs), free(R->line), free(R->log_dir), free(R->held);
+  free(R->sanitizer);
 }
 
 int krun_run(const krun_opts *o) {
@@ -265,11 +268,16 @@ int krun_run(const krun_opts *o) {
     cleanup(&R, NULL);
     return KH_EXIT_USAGE;
   }
+  int refused = krun__sanitize_setup(&R);
+  if (refused) {
+    cleanup(&R, NULL);
+    return refused;
+  }
   R.line = kh_xmalloc(KP_MAX_LINE);
   R.maxjobs = R.maxrun = o->s->isolation == KRUN_ISO_NONE ? 1 : krun__jobs(o->s);
   R.jobs = kh_xcalloc((size_t)R.maxjobs, sizeof *R.jobs);
   fill_queue(&R);
-  krun__console_init(&R.con, o->verbose, R.qlen);
+  krun__console_init(&R.con, o->verbose, o->quiet, R.qlen);
   if (kh_mkdir_p(o->out_dir, 0755) != 0) {
     fprintf(stderr, "kiln: cannot create run folder %s: %s\n", o->out_dir, strerror(errno));
     cleanup(&R, NULL);

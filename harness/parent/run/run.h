@@ -32,6 +32,7 @@ typedef enum {
   KRUN_BACKEND_AUTO = 0, KRUN_BACKEND_HOST, KRUN_BACKEND_HIP, KRUN_BACKEND_CUDA
 } krun_backend;
 extern const char *const krun_backend_names[];   /* by krun_backend */
+extern const char *const krun_sanitize_names[];  /* none, memcheck, ... */
 typedef enum { KRUN_LEAKS_FAIL = 0, KRUN_LEAKS_WARN = 1 } krun_leak_policy;
 
 /* Slots for one device, from a config's devices: list or a resource spec. */
@@ -66,6 +67,7 @@ typedef struct krun_settings {
   double cap;               /* allocation cap fraction; 0: runner default */
   char *wrap;               /* command prefix for every child, or NULL */
   int warm;                 /* warm children per device; 0 off; KRUN_WARM_AUTO */
+  int sanitize;             /* index into krun_sanitize_names; 0: none */
   char **selection;         /* selectors, used when none are given */
   int nselection;
   ksel_tol *tol;
@@ -278,6 +280,7 @@ typedef struct krun_opts {
   const krun_shard *shard;  /* or NULL: not sharded */
   const long long *peaks;   /* --slots auto: per registry test, -1 unknown */
   const char *peaks_from;   /* the report they came from, or NULL */
+  int quiet;                /* nothing on the console (kiln bisect's trials) */
 } krun_opts;
 
 /* Runs everything; returns kiln's exit status. */

@@ -45,6 +45,7 @@ static const field fields[] = {
     F("cap", DOUBLE, cap, 0, 1, 1, NULL),
     F("wrap", STR, wrap, 0, 0, 0, NULL),
     F("warm", AUTO_INT, warm, 0, 64, 0, NULL),
+    F("sanitize", ENUM, sanitize, 0, 0, 0, krun_sanitize_names),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 /* Bits for the list settings, after the scalar ones. */

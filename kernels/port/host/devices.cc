@@ -98,23 +98,8 @@ uint64_t others(const table *t) {
 
 } // namespace
 
-bool kemu__shared_memory(int phys, size_t mine, size_t want, size_t total,
-                         size_t *free_bytes) {
-  table *t = table_of(phys);
-  if (!t) {
-    if (free_bytes) *free_bytes = total - mine;
-    return want <= total - mine;
-  }
-  locked hold(t);
-  uint64_t used = others(t) + mine;
-  if (free_bytes) *free_bytes = used >= total ? 0 : total - (size_t)used;
-  return used <= total && want <= total - used;
-}
-
-void kemu__shared_memory_set(int phys, size_t mine) {
-  table *t = table_of(phys);
-  if (!t) return;
-  locked hold(t);
+/* Declares mine as this process's bytes on the table; the lock is held. */
+static void declare(table *t, size_t mine) {
   int32_t self = (int32_t)getpid();
   int free_slot = -1;
   for (int i = 0; i < kSlots; i++) {
@@ -125,6 +110,33 @@ void kemu__shared_memory_set(int phys, size_t mine) {
     if (free_slot < 0 && !alive(t->slots[i].pid)) free_slot = i;
   }
   if (free_slot >= 0) t->slots[free_slot] = usage{self, 0, mine};
+}
+
+size_t kemu__shared_free(int phys, size_t mine, size_t total) {
+  table *t = table_of(phys);
+  if (!t) return total - mine;
+  locked hold(t);
+  uint64_t used = others(t) + mine;
+  return used >= total ? 0 : total - (size_t)used;
+}
+
+bool kemu__shared_take(int phys, size_t mine, size_t want, size_t total) {
+  table *t = table_of(phys);
+  if (!t) return want <= total - mine;
+  /* Checked and declared under one lock: two processes allocating at
+   * once cannot both take the last free bytes. */
+  locked hold(t);
+  uint64_t used = others(t) + mine;
+  if (used > total || want > total - used) return false;
+  declare(t, mine + want);
+  return true;
+}
+
+void kemu__shared_memory_set(int phys, size_t mine) {
+  table *t = table_of(phys);
+  if (!t) return;
+  locked hold(t);
+  declare(t, mine);
 }
 
 bool kemu__device_lost(int phys) {

@@ -109,13 +109,14 @@ bool kemu__generator_live(const void *gen);
 
 /* ==== Devices shared across processes (devices.cc) ======================= */
 
-/* With KILN_EMU_STATE_DIR: whether want more bytes fit on physical device
- * phys, given that this process holds mine and every other live process
- * what it declared; *free_bytes (if not NULL) gets what is free now.
- * Without it, only this process counts. */
-bool kemu__shared_memory(int phys, size_t mine, size_t want, size_t total,
-                         size_t *free_bytes);
-/* Declares the bytes this process now holds on phys. */
+/* With KILN_EMU_STATE_DIR, physical device phys's memory is shared by
+ * every process: what is free given that this process holds mine and
+ * every other live process what it declared; taking want more bytes if
+ * they fit (declaring mine + want at once); declaring what this process
+ * holds now (after a free, or a failed allocation). Without it, only this
+ * process counts. */
+size_t kemu__shared_free(int phys, size_t mine, size_t total);
+bool kemu__shared_take(int phys, size_t mine, size_t want, size_t total);
 void kemu__shared_memory_set(int phys, size_t mine);
 /* Whether phys was lost by some process (KILN_EMU_STATE_DIR), and marking
  * it so. */

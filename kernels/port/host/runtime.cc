@@ -384,8 +384,8 @@ hipError_t hipMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
   std::lock_guard<std::mutex> lock(st.mu);
   st.used.resize((size_t)cfg().devices, 0);
   *total_bytes = cfg().memory_bytes;
-  kemu__shared_memory(cfg().physical[t_device], st.used[(size_t)t_device], 0,
-                      cfg().memory_bytes, free_bytes);
+  *free_bytes = kemu__shared_free(cfg().physical[t_device], st.used[(size_t)t_device],
+                                  cfg().memory_bytes);
   return hipSuccess;
 }
 
@@ -415,10 +415,13 @@ hipError_t hipMalloc(void **ptr, size_t bytes) {
   st.used.resize((size_t)cfg().devices, 0);
   size_t &used = st.used[(size_t)t_device];
   int phys = cfg().physical[t_device];
-  if (!kemu__shared_memory(phys, used, bytes, cfg().memory_bytes, nullptr))
+  if (!kemu__shared_take(phys, used, bytes, cfg().memory_bytes))
     return ret(hipErrorOutOfMemory);
   void *p = nullptr;
-  if (posix_memalign(&p, 256, bytes) != 0) return ret(hipErrorOutOfMemory);
+  if (posix_memalign(&p, 256, bytes) != 0) {
+    kemu__shared_memory_set(phys, used);
+    return ret(hipErrorOutOfMemory);
+  }
   /* Left as the C heap returns it, like a GPU allocator handing back memory
    * a previous allocation used: reuse without initialisation reproduces
    * here as it does on a device. The engine's poison mode (--poison) is
@@ -427,10 +430,10 @@ hipError_t hipMalloc(void **ptr, size_t bytes) {
     st.allocs.emplace((uintptr_t)p, allocation{bytes, t_device});
   } catch (const std::bad_alloc &) {
     free(p);
+    kemu__shared_memory_set(phys, used);
     return ret(hipErrorOutOfMemory);
   }
   used += bytes;
-  kemu__shared_memory_set(phys, used);
   *ptr = p;
   return hipSuccess;
 }
