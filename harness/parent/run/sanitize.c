@@ -167,7 +167,13 @@ static void parse_cs(const char *text, const char *tool, findings *fs) {
         continue;
       }
       if (!(f = add(fs, tool))) continue;
-      snprintf(f->kind, sizeof f->kind, "%.*s", (int)strcspn(body, "."), body);
+      /* The kind ends where its location starts, or at its full stop. */
+      const char *at = strstr(body, " at "), *stop = strstr(body, ". ");
+      size_t klen = strlen(body);
+      if (at && (size_t)(at - body) < klen) klen = (size_t)(at - body);
+      if (stop && (size_t)(stop - body) < klen) klen = (size_t)(stop - body);
+      if (klen && body[klen - 1] == '.') klen--;
+      snprintf(f->kind, sizeof f->kind, "%.*s", (int)klen, body);
       location(f, body);
       note_line(f, body);
       continue;
