@@ -39,6 +39,12 @@ expect_match "$(field run.slots_from)" 'base$' "the report names the peaks' sour
 expect_eq "$(tfield faults/memory_hog slots)" 45 "each test takes 45 slots"
 n=$("$KH_PROBE" overlap 30 "$T/auto/report.yaml")
 expect_eq "$n" 2 "two tests at a time"
+k run --backend host -j 4 --slots auto --slots-from "$T/base" --repeat 4 -o "$T/warm" faults/memory_hog
+expect_rc 0 "--slots auto with warm children: all four pass"
+flat "$T/warm/report.yaml"
+expect_eq "$(tfield faults/memory_hog warm)" true "...in warm children"
+expect_eq "$(tfield faults/memory_hog slots)" 45 "...which take the test's share"
+expect_eq "$("$KH_PROBE" overlap 30 "$T/warm/report.yaml")" 2 "...two at a time"
 
 # A test without history takes the device's default share: 1 of --jobs.
 k run --backend host -j 4 --slots auto --slots-from "$T/base" --warm 0 -o "$T/new" faults/gpu_sleeper

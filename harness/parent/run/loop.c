@@ -105,7 +105,7 @@ static int start_one(krun__run *R) {
     if (ndevs == -2) return refuse(R, &it, t);
   }
   if (R->warm_on && krun__warm_fits(t)) {
-    krun__job *w = krun__warm_pick(R);
+    krun__job *w = krun__warm_pick(R, t);
     /* Only a ready child gets a test: one still starting is waited for
      * (its ready record or its death wakes the loop). A test given to a
      * child that then failed to start would be lost to a runner that

@@ -216,7 +216,7 @@ krun__item krun__queue_take(krun__run *R);
 int krun__warm_fits(const krun_test *t);
 void krun__warm_fill(krun__run *R);
 void krun__warm_retire(krun__run *R);
-krun__job *krun__warm_pick(krun__run *R);
+krun__job *krun__warm_pick(krun__run *R, const krun_test *t);
 int krun__warm_assign(krun__run *R, krun__job *j, const krun__item *it);
 int krun__warm_line(krun__run *R, krun__job *j, const char *line);
 void krun__warm_gone(krun__run *R, krun__job *j);

@@ -154,6 +154,9 @@ static void setup_warm(krun__run *R) {
   int total = 0;
   for (int d = 0; d < R->o->bi->ndevices; d++) {
     int max = s->warm >= 0 ? s->warm : R->cap[d] * KRUN_WARM_PER_SLOT;
+    /* --slots auto counts hundredths of a device, not tests: auto then
+     * means as many warm children as tests at once. */
+    if (s->warm < 0 && s->slots == KRUN_SLOTS_AUTO) max = R->maxrun;
     R->warm_max[d] = R->cap[d] > 0 ? max : 0;
     total += R->warm_max[d];
   }

@@ -16,9 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-const char *const krun_sanitize_names[] = {"none", "memcheck", "racecheck", "initcheck",
-                                           "synccheck", NULL};
-
 /* compute-sanitizer: $KILN_COMPUTE_SANITIZER (which also applies it on a
  * backend other than cuda: kiln's tests plant a stand-in that way), the
  * PATH, $CUDA_PATH/bin, /usr/local/cuda/bin. */

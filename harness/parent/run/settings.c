@@ -12,6 +12,8 @@
 #include <string.h>
 
 const char *const krun_backend_names[] = {"auto", "host", "hip", "cuda", NULL};
+const char *const krun_sanitize_names[] = {"none", "memcheck", "racecheck", "initcheck",
+                                           "synccheck", NULL};
 static const char *const isolation_names[] = {"process", "none", NULL};
 static const char *const leak_names[] = {"fail", "warn", NULL};
 

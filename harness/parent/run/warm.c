@@ -65,16 +65,17 @@ void krun__warm_retire(krun__run *R) {
   }
 }
 
-/* The pool child for a one-slot GPU test: on a device with a free slot,
- * one that is ready (the longest waiting) before one still starting (the
- * oldest). NULL when there is none. */
-krun__job *krun__warm_pick(krun__run *R) {
+/* The pool child for a one-slot GPU test t: on a device with room for it
+ * (one slot, or its share under --slots auto), one that is ready (the
+ * longest waiting) before one still starting (the oldest). NULL when there
+ * is none. */
+krun__job *krun__warm_pick(krun__run *R, const krun_test *t) {
   krun__job *best = NULL;
   for (int i = 0; i < R->maxjobs; i++) {
     krun__job *j = &R->jobs[i];
     if (!j->active || !j->warm || j->assigned || j->retiring || j->exited || j->fd_in < 0)
       continue;
-    if (R->cap[j->dev] <= 0 || R->used[j->dev] + 1 > R->cap[j->dev] ||
+    if (R->cap[j->dev] <= 0 || R->used[j->dev] + krun__want(R, t, j->dev) > R->cap[j->dev] ||
         !krun__health_ready(R, j->dev))
       continue;
     if (!best || (j->ready && !best->ready) ||
@@ -91,9 +92,10 @@ krun__job *krun__warm_pick(krun__run *R) {
 int krun__warm_assign(krun__run *R, krun__job *j, const krun__item *it) {
   const krun_test *t = &R->o->reg->tests[it->test];
   int phys = R->o->bi->dev[j->dev].physical;
+  int slots = krun__want(R, t, j->dev);
   char *tmpdir = kh_asprintf("%s/tmp/%d", R->o->out_dir, R->seq + 1);
   kp_assign a = {t->id, tmpdir, KP_NONE, KP_NONE, KP_NONE};
-  if (R->use_tokens) a.sem_id = R->tok.semid, a.sem_num = krun_tokens_semnum(phys), a.slots = 1;
+  if (R->use_tokens) a.sem_id = R->tok.semid, a.sem_num = krun_tokens_semnum(phys), a.slots = slots;
   kp_record_out *rec = kh_xmalloc(sizeof *rec);
   kp_encode(rec, &kp_rec_assign, &a);
   kh_mkdir_p(tmpdir, 0700);
@@ -112,15 +114,15 @@ int krun__warm_assign(krun__run *R, krun__job *j, const krun__item *it) {
   j->assigned = 1;
   j->assign_ms = kh_now_ms();
   j->deadline = j->assign_ms + krun__timeout_ms(R, t);
-  j->slots = 1;
+  j->slots = slots;
   j->tests[0] = krun__new_test(R, it);
   j->defs[0] = t;
   j->tests[0]->device = phys;
-  j->tests[0]->slots = 1;
+  j->tests[0]->slots = slots;
   j->tests[0]->started_s = kh_wall_s();
-  if (R->use_tokens) krun_tokens_holder_add(&R->tok, phys, j->pid, t->id, 1);
+  if (R->use_tokens) krun_tokens_holder_add(&R->tok, phys, j->pid, t->id, slots);
   R->warm_n[j->dev]--, R->nwarm--;
-  R->used[j->dev] += 1;
+  R->used[j->dev] += slots;
   R->nrunning++;
   return 0;
 }
