@@ -15,6 +15,14 @@
  *     a kernel that never ends. On a GPU the stream never completes; in host
  *     emulation the fiber never yields, so the thread spins. Only the
  *     parent's timeout (SIGTERM, then SIGKILL) ends it.
+ *   ke_fault_race: each thread writes its slot of shared memory and reads
+ *     the slot of a thread 32 further on with no barrier between: a
+ *     read-after-write hazard across warps (compute-sanitizer racecheck).
+ *     In host emulation threads run one after another until a barrier, so
+ *     nothing catches it there.
+ *   ke_fault_divergent_barrier: only the first 16 threads of the block reach
+ *     a __syncthreads() (compute-sanitizer synccheck). In host emulation a
+ *     thread that returned counts as arrived, so it passes there.
  */
 #include "kd.h"
 #include "launch-faults.h"
@@ -33,6 +41,21 @@ __global__ void ke_fault_spin(int *flag) {
   /* atomicAdd(flag, 0) is a real load each time: the loop cannot be
    * hoisted, and it spins on every backend. */
   while (atomicAdd(flag, 0) == 0) {
+  }
+}
+
+__global__ void ke_fault_race(float *out) {
+  __shared__ float slot[256];
+  slot[threadIdx.x] = (float)threadIdx.x;
+  out[threadIdx.x] = slot[(threadIdx.x + 32) % blockDim.x];
+}
+
+__global__ void ke_fault_divergent_barrier(float *out) {
+  __shared__ float slot[64];
+  if (threadIdx.x < 16) {
+    slot[threadIdx.x] = 1.0f;
+    __syncthreads();
+    out[threadIdx.x] = slot[(threadIdx.x + 1) % 16];
   }
 }
 
@@ -55,5 +78,16 @@ extern "C" int ke__fault_copy_launch(void *stream, const float *x, float *y,
 extern "C" int ke__fault_spin_launch(void *stream, int *flag) {
   hipLaunchKernelGGL(ke_fault_spin, dim3(1), dim3(1), 0, (hipStream_t)stream,
                      flag);
+  return (int)hipGetLastError();
+}
+
+extern "C" int ke__fault_race_launch(void *stream, float *out) {
+  hipLaunchKernelGGL(ke_fault_race, dim3(1), dim3(256), 0, (hipStream_t)stream, out);
+  return (int)hipGetLastError();
+}
+
+extern "C" int ke__fault_divergent_barrier_launch(void *stream, float *out) {
+  hipLaunchKernelGGL(ke_fault_divergent_barrier, dim3(1), dim3(64), 0,
+                     (hipStream_t)stream, out);
   return (int)hipGetLastError();
 }

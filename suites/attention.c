@@ -375,7 +375,7 @@ START_TEST(nan_propagation) {
   kt_assert_ok(ke_attention(kt_ctx(), &q, &k, &v, &o, &p));
   /* The finite entries: short rows of N(0, 1) data, well inside f32's
    * tolerance above; the NaN entries must match exactly. */
-  const kt_tol nan_tol = {1e-5, 1e-4, 1e-10};
+  const kt_tol nan_tol = {1e-5, 1e-4, 1e-10, 0};
   double *ref = malloc((size_t)(nb * sq * d) * sizeof *ref);
   ck_assert_ptr_nonnull(ref);
   ke_attention_ref(qd, kd, vd, ref, nb, 1, 1, sq, sk, d, &p);

@@ -60,7 +60,7 @@ static kt_tol dec_tol(const dec_case *c, const double *q, const double *k,
   const double e_s = LAMBDA * sqrt((double)c->d) * U32 * s_max;
   const double sums = LAMBDA * sqrt((double)c->sk) * U32;
   kt_tol t = {(2.0 * (e_s + 2.0 * U32) + sums + 4.0 * U32) * v_max, sums,
-              1e-10};
+              1e-10, 0};
   if (c->dtype != KE_F32) {
     t.atol = t.atol > 1e-5 ? t.atol : 1e-5;
     t.rtol = c->dtype == KE_F16 ? 1e-3 : 1.6e-2;

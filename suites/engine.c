@@ -90,6 +90,8 @@ START_TEST(uniform_range) {
 }
 END_TEST
 
+/* One context per device and process: a second on the same device is
+ * refused. */
 START_TEST(one_context_per_process) {
   ke_context *second = NULL;
   kt_assert_status(ke_context_open(NULL, &second), KE_EBUSY);
@@ -213,6 +215,79 @@ START_TEST(dtype_conversions) {
 }
 END_TEST
 
+/* The ledger's peak: the most bytes live at once since the last reset, the
+ * figure a test's `memory.peak.bytes` and `--slots auto` come from. */
+START_TEST(ledger_peak) {
+  ke_context *ctx = kt_ctx();
+  size_t base = ke_ledger_outstanding_bytes(ctx);
+  ke_ledger_peak_reset(ctx);
+  ck_assert_uint_eq(ke_ledger_peak_bytes(ctx), base);
+  void *a = NULL, *b = NULL, *c = NULL;
+  kt_assert_ok(ke_malloc(ctx, &a, 1 << 20));
+  kt_assert_ok(ke_malloc(ctx, &b, 3 << 20));
+  kt_assert_ok(ke_free(ctx, a));
+  kt_assert_ok(ke_malloc(ctx, &c, 512 << 10));
+  ck_assert_uint_eq(ke_ledger_peak_bytes(ctx), base + (4u << 20));
+  ke_ledger_peak_reset(ctx);
+  ck_assert_uint_eq(ke_ledger_peak_bytes(ctx), base + (3u << 20) + (512u << 10));
+  kt_assert_ok(ke_free(ctx, b));
+  kt_assert_ok(ke_free(ctx, c));
+}
+END_TEST
+
+/* A test of two devices: a context on each (kiln narrowed the visible
+ * devices to exactly its two), each context's memory charged to its own
+ * device, a kernel on each, data moved between them through the host, and
+ * a second context on one device still refused. */
+START_TEST(multi_device) {
+  ck_assert_int_eq(kt_device_count(), 2);
+  ck_assert_int_eq(ke_context_count(), 2);
+  ke_context *c0 = kt_ctx_on(0), *c1 = kt_ctx_on(1);
+  ck_assert_int_eq(ke_context_device(c0)->index, 0);
+  ck_assert_int_eq(ke_context_device(c1)->index, 1);
+  size_t f0 = 0, f1 = 0, t = 0, f0b = 0, f1b = 0;
+  kt_assert_ok(ke_mem_info(c0, &f0, &t));
+  kt_assert_ok(ke_mem_info(c1, &f1, &t));
+  int64_t shape[2] = {4, 100};
+  ke_tensor x0, y0, x1, y1;
+  kt_assert_ok(ke_tensor_alloc(c0, &x0, KE_F32, 2, shape));
+  kt_assert_ok(ke_tensor_alloc(c0, &y0, KE_F32, 2, shape));
+  kt_assert_ok(ke_tensor_alloc(c1, &x1, KE_F32, 2, shape));
+  kt_assert_ok(ke_tensor_alloc(c1, &y1, KE_F32, 2, shape));
+  kt_assert_ok(ke_mem_info(c0, &f0b, &t));
+  kt_assert_ok(ke_mem_info(c1, &f1b, &t));
+  ck_assert_uint_eq(f0 - f0b, 2 * 400 * sizeof(float));
+  ck_assert_uint_eq(f1 - f1b, 2 * 400 * sizeof(float));
+  kt_assert_ok(ke_rand_normal(c0, &x0, kt_seed(), 0.0f, 2.0f));
+  double *xs = kt_to_doubles(&x0);
+  kt_assert_ok(ke_tensor_from_doubles(c1, &x1, xs));
+  ke_softmax_params p;
+  ke_softmax_params_init(&p);
+  kt_assert_ok(ke_softmax(c0, &x0, &y0, &p));
+  kt_assert_ok(ke_softmax(c1, &x1, &y1, &p));
+  double ref[400], *a = malloc(400 * sizeof *a), *b = malloc(400 * sizeof *b);
+  ck_assert_ptr_nonnull(a);
+  ck_assert_ptr_nonnull(b);
+  ke_softmax_ref(xs, ref, 4, 100, &p, 4);
+  kt_assert_ok(ke_tensor_to_doubles(c0, &y0, a));
+  kt_assert_ok(ke_tensor_to_doubles(c1, &y1, b));
+  for (int i = 0; i < 400; i++) {
+    ck_assert_msg(a[i] == b[i], "device 0 and 1 disagree at %d: %g, %g", i, a[i], b[i]);
+    ck_assert_msg(fabs(a[i] - ref[i]) <= 1e-6, "element %d: %g, expected %g", i, a[i], ref[i]);
+  }
+  ke_context_options o;
+  ke_context_options_init(&o);
+  o.device = 1;
+  ke_context *again = NULL;
+  kt_assert_status(ke_context_open(&o, &again), KE_EBUSY);
+  free(xs), free(a), free(b);
+  kt_assert_ok(ke_tensor_free(c0, &x0));
+  kt_assert_ok(ke_tensor_free(c0, &y0));
+  kt_assert_ok(ke_tensor_free(c1, &x1));
+  kt_assert_ok(ke_tensor_free(c1, &y1));
+}
+END_TEST
+
 START_TEST(status_table) {
   ck_assert_str_eq(ke_status_name(KE_OK), "KE_OK");
   ck_assert_str_eq(ke_status_name(KE_ECAP), "KE_ECAP");
@@ -231,6 +306,8 @@ static const kt_test engine_tests[] = {
     KT_TEST(device_query),
     KT_TEST(timing_per_kernel),
     KT_TEST(random_inputs),
+    KT_TEST(ledger_peak),
+    KT_TEST(multi_device, .devices = 2),
     KT_TEST(dtype_conversions, .host_only = 1),
     KT_TEST(status_table, .host_only = 1),
 };

@@ -6,10 +6,14 @@
  * Environment the tests read (set by tests/harness):
  *   KILN_FAULT_STATE_DIR  where faults/flaky_once keeps its attempt marker
  *   KILN_FAULT_FLOOD_MB   megabytes faults/flood writes (default 300)
- *   KILN_FAULT_SLEEP_MS   how long faults/sleeper, faults/gpu_sleeper and
- *                         faults/helper sleep (default 300)
+ *   KILN_FAULT_SLEEP_MS   how long faults/sleeper, faults/gpu_sleeper,
+ *                         faults/helper, faults/two_devices and
+ *                         faults/memory_hog sleep (default 300)
  *   KILN_FAULT_KILL_MS    how long faults/kill_kiln waits before it kills
  *                         kiln (default 300)
+ *   KILN_FAULT_HOG_MB     device memory faults/memory_hog holds (default 40)
+ *   KILN_FAULT_LOSE_AFTER_MS  how long faults/device_lost waits before it
+ *                         loses its device (default 0)
  *
  * The device faults (oob_write_far, oob_write_near, unwritten_read,
  * spin_kernel) run real kernels from kernels/faults.hip through the
@@ -325,7 +329,7 @@ END_TEST
 
 /* Takes the workspace first thing, writes its first half, and checks all
  * of it against a reference that has zeros in the second half. */
-START_TEST(pollution_reader) {
+static void read_workspace(const char *check) {
   int made;
   void *ws = kt__workspace_get(&made);
   static float half[KT__WS_FLOATS / 2];
@@ -338,13 +342,37 @@ START_TEST(pollution_reader) {
   int64_t shape[1] = {KT__WS_FLOATS};
   kt_assert_ok(ke_tensor_init(&view, KE_F32, 1, shape));
   view.data = ws;
-  int ok = kt_check("workspace", &view, expected, kt_tol_default(KE_F32), NULL);
+  int ok = kt_check(check, &view, expected, kt_tol_default(KE_F32), NULL);
   if (made) {
     kt_assert_ok(ke_free(kt_ctx(), ws));
     kt__workspace = NULL;
   }
   ck_assert_msg(ok, "%s", kt_last_check_summary());
 }
+
+START_TEST(pollution_reader) { read_workspace("workspace"); }
+END_TEST
+
+/* A planted chain of three for `kiln bisect`: chain_victim reads the
+ * workspace as pollution_reader does, chain_pollute fills it but only once
+ * chain_arm has run in the same process. Neither of the first two alone
+ * makes the victim fail; both before it do. */
+static int kt__chain_armed;
+
+START_TEST(chain_arm) { kt__chain_armed = 1; }
+END_TEST
+
+START_TEST(chain_pollute) {
+  if (!kt__chain_armed) return;
+  int made;
+  void *ws = kt__workspace_get(&made);
+  static float pattern[KT__WS_FLOATS];
+  for (int i = 0; i < KT__WS_FLOATS; i++) pattern[i] = -3.5f;
+  kt_assert_ok(ke_copy_to_device(kt_ctx(), ws, pattern, sizeof pattern));
+}
+END_TEST
+
+START_TEST(chain_victim) { read_workspace("chain_workspace"); }
 END_TEST
 
 /* Branches on host memory nobody wrote, then passes: invisible to a plain
@@ -482,6 +510,86 @@ START_TEST(long_record) {
 }
 END_TEST
 
+/* ---- Device health, devices, memory, sanitizers ------------------------------ */
+
+/* Loses its device mid-test: in host emulation the device then fails every
+ * call, and with KILN_EMU_STATE_DIR it stays lost for every later process,
+ * as a GPU that fell off the bus would; kiln's health probe finds it and
+ * takes the device out of the run. On a GPU nothing may break a shared
+ * device on purpose: a skip. */
+START_TEST(device_lost) {
+  const char *env = getenv("KILN_FAULT_LOSE_AFTER_MS");
+  long ms = env ? atol(env) : 0;
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  while (ms > 0 && nanosleep(&ts, &ts) != 0) {
+  }
+  int st = ke__fault_lose_device(kt_ctx());
+  if (st == KE_ENOSYS) KT_SKIP("%s", ke_last_error());
+  kt_assert_ok(st);
+}
+END_TEST
+
+/* Needs two devices at once: a context on each, memory on each, notes of
+ * the devices it was given, then a sleep (for overlap checks). */
+START_TEST(two_devices) {
+  ck_assert_int_eq(kt_device_count(), 2);
+  void *p[2];
+  for (int i = 0; i < 2; i++) {
+    kt_assert_ok(ke_malloc(kt_ctx_on(i), &p[i], 4096));
+    ck_assert_int_eq(ke_context_device(kt_ctx_on(i))->index, i);
+  }
+  static const char *const vars[] = {"KILN_DEVICE", "KILN_EMU_VISIBLE_DEVICES",
+                                     "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+    if (getenv(vars[i])) kt_note(vars[i], getenv(vars[i]));
+  faults_sleep();
+  for (int i = 0; i < 2; i++) kt_assert_ok(ke_free(kt_ctx_on(i), p[i]));
+}
+END_TEST
+
+/* Holds KILN_FAULT_HOG_MB of device memory (default 40) while it sleeps:
+ * parallel runs of it exhaust a small device unless kiln sizes its slots
+ * by memory (--slots auto). */
+START_TEST(memory_hog) {
+  const char *env = getenv("KILN_FAULT_HOG_MB");
+  size_t mb = env ? (size_t)atol(env) : 40;
+  void *p = NULL;
+  kt_assert_ok(ke_malloc(kt_ctx(), &p, mb << 20));
+  faults_sleep();
+  kt_assert_ok(ke_free(kt_ctx(), p));
+}
+END_TEST
+
+/* A kernel stores one element past the end of a plain device allocation
+ * (no guard zone): nothing notices in a normal run; a sanitizer does
+ * (compute-sanitizer memcheck on a GPU, AddressSanitizer in host
+ * emulation). The planted out-of-bounds kernel of `--sanitize memcheck`. */
+START_TEST(oob_write_edge) {
+  void *p = NULL;
+  kt_assert_ok(ke_malloc(kt_ctx(), &p, 1000 * sizeof(float)));
+  kt_assert_ok(ke__fault_store(kt_ctx(), p, 1000));
+  kt_assert_ok(ke_free(kt_ctx(), p));
+}
+END_TEST
+
+/* Shared memory read across warps with no barrier (racecheck). */
+START_TEST(shared_race) {
+  void *p = NULL;
+  kt_assert_ok(ke_malloc(kt_ctx(), &p, 256 * sizeof(float)));
+  kt_assert_ok(ke__fault_race(kt_ctx(), p));
+  kt_assert_ok(ke_free(kt_ctx(), p));
+}
+END_TEST
+
+/* A __syncthreads() only part of the block reaches (synccheck). */
+START_TEST(divergent_barrier) {
+  void *p = NULL;
+  kt_assert_ok(ke_malloc(kt_ctx(), &p, 64 * sizeof(float)));
+  kt_assert_ok(ke__fault_divergent_barrier(kt_ctx(), p));
+  kt_assert_ok(ke_free(kt_ctx(), p));
+}
+END_TEST
+
 static const kt_test fault_tests[] = {
     KT_TEST(pass),
     KT_TEST(fail_assert),
@@ -514,6 +622,15 @@ static const kt_test fault_tests[] = {
     KT_TEST(helper, .host_only = 1, .tags = "sleep"),
     KT_TEST(kill_kiln, .host_only = 1),
     KT_TEST(many_leaks),
+    KT_TEST(device_lost, .tags = "device"),
+    KT_TEST(two_devices, .devices = 2, .tags = "sleep"),
+    KT_TEST(memory_hog, .tags = "sleep"),
+    KT_TEST(oob_write_edge, .tags = "device,sanitizer"),
+    KT_TEST(shared_race, .tags = "sanitizer"),
+    KT_TEST(divergent_barrier, .tags = "sanitizer"),
+    KT_TEST(chain_arm, .tags = "chain"),
+    KT_TEST(chain_pollute, .tags = "chain"),
+    KT_TEST(chain_victim, .tags = "chain"),
 };
 
 KT_SUITE(kt_suite_faults, "faults", "fault", fault_tests);

@@ -12,7 +12,7 @@
 #include "kiln/kernels.h"
 #include "kiln/test.h"
 
-static const kt_tol kExact = {0.0, 0.0, 0.0};
+static const kt_tol kExact = {0.0, 0.0, 0.0, 0};
 
 static void check_repeat(ke_dtype dt, int64_t b, int64_t hkv, int64_t hq,
                          int64_t s, int64_t d) {

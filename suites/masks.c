@@ -14,7 +14,7 @@
 #include "kiln/kernels.h"
 #include "kiln/test.h"
 
-static const kt_tol kExact = {0.0, 0.0, 0.0};
+static const kt_tol kExact = {0.0, 0.0, 0.0, 0};
 static const int64_t kSeqs[] = {1, 7, 33, 113, 1000};
 #define NSEQS (sizeof kSeqs / sizeof kSeqs[0])
 

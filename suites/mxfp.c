@@ -132,7 +132,7 @@ static double round_to(ke_dtype dt, double v) {
   }
 }
 
-static const kt_tol kExact = {0.0, 0.0, 0.0};
+static const kt_tol kExact = {0.0, 0.0, 0.0, 0};
 
 /* Dequantises d on the device into [rows, cols + gap] (a view of width
  * cols) of dtype dt and checks it exactly against the reference decode of

@@ -36,11 +36,11 @@
  * and 3e-6), bounded here at 1e-6 and 3e-5. */
 static kt_tol pa_tol(ke_dtype out, double spread) {
   switch (out) {
-  case KE_F16: return (kt_tol){1e-5, 1e-3, 1e-6};
-  case KE_BF16: return (kt_tol){1e-5, 1.6e-2, 3e-5};
+  case KE_F16: return (kt_tol){1e-5, 1e-3, 1e-6, 0};
+  case KE_BF16: return (kt_tol){1e-5, 1.6e-2, 3e-5, 0};
   default: {
     double f = spread > 1.0 ? spread : 1.0;
-    return (kt_tol){5e-6 * f, 1e-5 * f, 1e-10 * f * f};
+    return (kt_tol){5e-6 * f, 1e-5 * f, 1e-10 * f * f, 0};
   }
   }
 }

@@ -260,7 +260,7 @@ static double perf_copy(const perf_cfg *c, int report) {
     double *ref = perf_rows_doubles(&b.src.t[0], PERF_COLS, idx, c->samples);
     copy_launch(&b, 0);
     perf_check("copy_f32", &b.dst.t[0], PERF_COLS, idx, c->samples, ref,
-               (kt_tol){0, 0, 0});
+               (kt_tol){0, 0, 0, 0});
     free(ref);
   }
   set_free(&b.src);
@@ -320,9 +320,9 @@ static kt_tol row_tol(row_kind kind, ke_dtype dt) {
   /* As suites/softmax.c: outputs of 4096-long rows are all below 1e-3, so
    * atol is far below the default; rtol covers the row sum's rounding. */
   switch (dt) {
-  case KE_F16: return (kt_tol){1e-7, 1e-3, 0.0};
-  case KE_BF16: return (kt_tol){1e-9, 1.6e-2, 0.0};
-  default: return (kt_tol){1e-9, 1e-5, 0.0};
+  case KE_F16: return (kt_tol){1e-7, 1e-3, 0.0, 0};
+  case KE_BF16: return (kt_tol){1e-9, 1.6e-2, 0.0, 0};
+  default: return (kt_tol){1e-9, 1e-5, 0.0, 0};
   }
 }
 
@@ -518,7 +518,7 @@ static void kv_run(const perf_cfg *c, ke_dtype dt, double copy_gbps) {
   kv_launch(&b, 0);
   char name[64];
   snprintf(name, sizeof name, "kv_repeat_%s", ke_dtype_name(dt));
-  perf_check(name, &b.out.t[0], D, oidx, n, ref, (kt_tol){0, 0, 0});
+  perf_check(name, &b.out.t[0], D, oidx, n, ref, (kt_tol){0, 0, 0, 0});
   free(ref);
   set_free(&b.in);
   set_free(&b.out);
@@ -629,7 +629,7 @@ static void mx_run(const perf_cfg *c, ke_mxfp_format fmt, ke_dtype dt,
   mx_launch(&b, 0);
   char name[96];
   snprintf(name, sizeof name, "%s_%s", bench, ke_dtype_name(dt));
-  perf_check(name, &b.out.t[0], C, idx, n, ref, (kt_tol){0, 0, 0});
+  perf_check(name, &b.out.t[0], C, idx, n, ref, (kt_tol){0, 0, 0, 0});
   free(ref);
   for (int s = 0; s < nsets; s++) {
     kt_assert_ok(ke_free(kt_ctx(), b.w[s].data));
@@ -910,7 +910,7 @@ static kt_tol perf_attn_tol(ke_dtype dt, const double *q, int nq,
     if (fabs(v[i]) > v_max) v_max = fabs(v[i]);
   double e_s = lambda * sqrt((double)d) * u * s_max;
   double sums = lambda * sqrt((double)sk) * u;
-  kt_tol t = {(2.0 * (e_s + 2.0 * u) + sums + 4.0 * u) * v_max, sums, 0.0};
+  kt_tol t = {(2.0 * (e_s + 2.0 * u) + sums + 4.0 * u) * v_max, sums, 0.0, 0};
   if (dt != KE_F32) {
     t.atol = t.atol > 1e-5 ? t.atol : 1e-5;
     t.rtol = kt_tol_default(dt).rtol;
@@ -953,7 +953,7 @@ static void attn_run(const perf_cfg *c, const attn_perf *ap, ke_dtype dt) {
   double *kd = kt_to_doubles(&a.k.t[0]);
   double *vd = kt_to_doubles(&a.v.t[0]);
   double *ref = perf_doubles((size_t)n * (size_t)D);
-  kt_tol tol = {0, 0, 0};
+  kt_tol tol = {0, 0, 0, 0};
   ke_attention_params p;
   ke_attention_params_init(&p);
   for (int i = 0; i < n; i++) {
@@ -1136,7 +1136,7 @@ static void dec_run(const perf_cfg *c, int paged, int64_t B, int64_t S,
   dec_launch(&d, 0);
   double *qd = perf_rows_doubles(&d.q.t[0], D, idx, n);
   double *ref = perf_doubles((size_t)n * (size_t)D);
-  kt_tol tol = {0, 0, 0};
+  kt_tol tol = {0, 0, 0, 0};
   ke_attention_params p;
   ke_attention_params_init(&p);
   for (int i = 0; i < n; i++) {

@@ -18,9 +18,9 @@
  * covers the half-ulp of the smallest subnormal (3e-8). */
 static kt_tol softmax_tol(ke_dtype out) {
   switch (out) {
-  case KE_F16: return (kt_tol){1e-7, 1e-3, 0.0};
-  case KE_BF16: return (kt_tol){1e-9, 1.6e-2, 0.0};
-  default: return (kt_tol){1e-9, 1e-5, 0.0};
+  case KE_F16: return (kt_tol){1e-7, 1e-3, 0.0, 0};
+  case KE_BF16: return (kt_tol){1e-9, 1.6e-2, 0.0, 0};
+  default: return (kt_tol){1e-9, 1e-5, 0.0, 0};
   }
 }
 

@@ -1,5 +1,6 @@
-/* The per-process context: one device, one stream, the allocation ledger and
- * its cap, poison mode, and host<->device copies.
+/* The per-process contexts, at most one per device: a device, a stream,
+ * the allocation ledger and its cap, poison mode, and host<->device
+ * copies.
  *
  * The ledger is what makes a leak report exact: every device allocation is
  * recorded with its size and call site, and whatever is still listed when a
@@ -12,9 +13,30 @@
 
 #include "engine-impl.h"
 
-/* One context per process: the runtime's state is per process too, and a
- * second context would share it behind the ledger's back. */
-static ke_context *ke__open_context;
+/* At most one context per device and process: the runtime's state is per
+ * device and process too, and a second context on a device would share it
+ * behind the ledger's back. A test that needs several devices opens one on
+ * each (kiln narrows its visible devices to exactly those). */
+#define KE__MAX_DEVICES 64
+static ke_context *ke__open_context[KE__MAX_DEVICES];
+/* The device this thread's runtime calls go to, as ke__use last set it; -1
+ * after anything else may have changed it (a device query). */
+static _Thread_local int ke__current_device = -1;
+
+int ke__use(ke_context *ctx) {
+  if (ke__current_device == ctx->device.index) return KE_OK;
+  KE__CHECK(hipSetDevice(ctx->device.index));
+  ke__current_device = ctx->device.index;
+  return KE_OK;
+}
+
+void ke__device_changed(void) { ke__current_device = -1; }
+
+int ke_context_count(void) {
+  int n = 0;
+  for (int i = 0; i < KE__MAX_DEVICES; i++) n += ke__open_context[i] != NULL;
+  return n;
+}
 
 void ke_context_options_init(ke_context_options *opts) {
   memset(opts, 0, sizeof *opts);
@@ -31,9 +53,13 @@ int ke_context_open(const ke_context_options *opts, ke_context **out) {
     ke_context_options_init(&defaults);
     opts = &defaults;
   }
-  if (ke__open_context)
+  if (opts->device < 0 || opts->device >= KE__MAX_DEVICES)
+    return ke__fail(KE_EINVAL, "ke_context_open: device %d out of range (0..%d)",
+                    opts->device, KE__MAX_DEVICES - 1);
+  if (ke__open_context[opts->device])
     return ke__fail(KE_EBUSY, "ke_context_open: this process already has a "
-                              "context open (one per process)");
+                              "context open on device %d (one per device)",
+                    opts->device);
   if (!(opts->cap_fraction > 0.0 && opts->cap_fraction <= 1.0))
     return ke__fail(KE_EINVAL,
                     "cap_fraction %g out of range: expected 0 < f <= 1",
@@ -41,6 +67,8 @@ int ke_context_open(const ke_context_options *opts, ke_context **out) {
 
   ke_device_info info;
   KE__TRY(ke_device_query(opts->device, &info));
+  /* The query left this device current: the stream is made on it. */
+  ke__current_device = opts->device;
 
   ke_context *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return ke__fail(KE_ENOMEM, "ke_context_open: out of host memory");
@@ -57,14 +85,14 @@ int ke_context_open(const ke_context_options *opts, ke_context **out) {
     free(ctx);
     return st;
   }
-  ke__open_context = ctx;
+  ke__open_context[opts->device] = ctx;
   *out = ctx;
   return KE_OK;
 }
 
 int ke_context_close(ke_context *ctx) {
   if (!ctx) return ke__fail(KE_EINVAL, "ke_context_close: ctx is NULL");
-  int status = KE_OK;
+  int status = ke__use(ctx);
   if (hipStreamSynchronize(ctx->stream) != hipSuccess)
     status = ke__fail(KE_ERUNTIME, "ke_context_close: stream sync failed: %s",
                       hipGetErrorString(hipGetLastError()));
@@ -76,13 +104,14 @@ int ke_context_close(ke_context *ctx) {
   ke__timing_destroy(ctx);
   if (ctx->rng_ready) (void)hiprandDestroyGenerator(ctx->rng);
   (void)hipStreamDestroy(ctx->stream);
-  if (ke__open_context == ctx) ke__open_context = NULL;
+  if (ke__open_context[ctx->device.index] == ctx) ke__open_context[ctx->device.index] = NULL;
   free(ctx);
   return status;
 }
 
 int ke_context_sync(ke_context *ctx) {
   if (!ctx) return ke__fail(KE_EINVAL, "ke_context_sync: ctx is NULL");
+  KE__TRY(ke__use(ctx));
   KE__CHECK(hipStreamSynchronize(ctx->stream));
   return KE_OK;
 }
@@ -94,6 +123,7 @@ const ke_device_info *ke_context_device(const ke_context *ctx) {
 int ke_mem_info(ke_context *ctx, size_t *free_bytes, size_t *total_bytes) {
   size_t f = 0, t = 0;
   if (!ctx) return ke__fail(KE_EINVAL, "ke_mem_info: ctx is NULL");
+  KE__TRY(ke__use(ctx));
   KE__CHECK(hipMemGetInfo(&f, &t));
   if (free_bytes) *free_bytes = f;
   if (total_bytes) *total_bytes = t;
@@ -118,6 +148,7 @@ static int ke__ledger_add(ke__ledger *l, void *ptr, size_t bytes,
   a->file = file ? file : "?";
   a->line = line;
   l->live_bytes += bytes;
+  if (l->live_bytes > l->peak_bytes) l->peak_bytes = l->live_bytes;
   return KE_OK;
 }
 
@@ -140,6 +171,7 @@ int ke_malloc_at(ke_context *ctx, void **ptr, size_t bytes, const char *file,
                     ctx->cap_fraction, ctx->free_at_open,
                     ctx->device.total_bytes);
   void *p = NULL;
+  KE__TRY(ke__use(ctx));
   hipError_t err = hipMalloc(&p, bytes);
   if (err != hipSuccess) {
     (void)hipGetLastError();
@@ -167,6 +199,7 @@ int ke_free(ke_context *ctx, void *ptr) {
   ke__ledger *l = &ctx->ledger;
   for (size_t i = 0; i < l->count; i++) {
     if (l->items[i].ptr != ptr) continue;
+    KE__TRY(ke__use(ctx));
     /* The memory may still be in use by queued work on our stream. */
     KE__CHECK(hipStreamSynchronize(ctx->stream));
     KE__CHECK(hipFree(ptr));
@@ -192,6 +225,14 @@ size_t ke_ledger_outstanding_bytes(const ke_context *ctx) {
   return ctx ? ctx->ledger.live_bytes : 0;
 }
 
+size_t ke_ledger_peak_bytes(const ke_context *ctx) {
+  return ctx ? ctx->ledger.peak_bytes : 0;
+}
+
+void ke_ledger_peak_reset(ke_context *ctx) {
+  if (ctx) ctx->ledger.peak_bytes = ctx->ledger.live_bytes;
+}
+
 void ke_ledger_cap(const ke_context *ctx, size_t *cap, size_t *free_at_open,
                    size_t *total) {
   if (cap) *cap = ctx ? ctx->cap_bytes : 0;
@@ -206,6 +247,7 @@ static int ke__copy(ke_context *ctx, void *dst, const void *src, size_t bytes,
   if (!ctx || (bytes && (!dst || !src)))
     return ke__fail(KE_EINVAL, "copy of %zu bytes: NULL argument", bytes);
   if (bytes == 0) return KE_OK;
+  KE__TRY(ke__use(ctx));
   KE__CHECK(hipMemcpyAsync(dst, src, bytes, kind, ctx->stream));
   KE__CHECK(hipStreamSynchronize(ctx->stream));
   return KE_OK;

@@ -40,6 +40,7 @@ int ke__device_info_fill(int device, ke_device_info *out) {
   hipDeviceProp_t prop;
   memset(out, 0, sizeof *out);
   KE__CHECK(hipGetDeviceProperties(&prop, device));
+  ke__device_changed();
   KE__CHECK(hipSetDevice(device));
   size_t free_bytes = 0, total_bytes = 0;
   KE__CHECK(hipMemGetInfo(&free_bytes, &total_bytes));

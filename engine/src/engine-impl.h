@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "kiln/engine.h"
+#include "clocks-impl.h"
 #include "kiln/test-tuning.h"
 #include "runtime.h"
 
@@ -18,6 +19,7 @@ typedef struct ke__ledger {
   size_t count;
   size_t capacity;
   size_t live_bytes;
+  size_t peak_bytes;        /* most live bytes since the last reset */
   uint64_t next_serial;
 } ke__ledger;
 
@@ -69,6 +71,7 @@ struct ke_context {
   int rng_ready;
   ke__scratch scratch;
   ke__decode_tuning decode_tuning;
+  ke__clock_source clocks;
 };
 
 /* Formats this thread's last error (printf-style) and returns status. */
@@ -98,6 +101,14 @@ void ke__timing_destroy(ke_context *ctx);
   } while (0)
 
 int ke__device_info_fill(int device, ke_device_info *out);
+
+/* Makes ctx's device the calling thread's current one before a runtime
+ * call. A process with one context never switches; with one per device
+ * (a test of several GPUs), every call that reaches the runtime selects
+ * its context's device first. ke__device_changed says that something else
+ * (a device query) switched it. */
+int ke__use(ke_context *ctx);
+void ke__device_changed(void);
 
 /* A scratch with counter_bytes of zeroed counters at its start and
  * partial_bytes of 16-byte aligned room after them; reuses the context's

@@ -26,3 +26,28 @@ int ke__fault_spin(ke_context *ctx, int *flag) {
   KE__TIMED_LAUNCH(ctx, "fault_spin", ke__fault_spin_launch(ctx->stream, flag));
   return ke_context_sync(ctx);
 }
+
+int ke__fault_race(ke_context *ctx, float *out) {
+  if (!ctx) return ke__fail(KE_EINVAL, "ke__fault_race: ctx is NULL");
+  KE__TIMED_LAUNCH(ctx, "fault_race", ke__fault_race_launch(ctx->stream, out));
+  return ke_context_sync(ctx);
+}
+
+int ke__fault_divergent_barrier(ke_context *ctx, float *out) {
+  if (!ctx) return ke__fail(KE_EINVAL, "ke__fault_divergent_barrier: ctx is NULL");
+  KE__TIMED_LAUNCH(ctx, "fault_divergent_barrier",
+                   ke__fault_divergent_barrier_launch(ctx->stream, out));
+  return ke_context_sync(ctx);
+}
+
+int ke__fault_lose_device(ke_context *ctx) {
+  if (!ctx) return ke__fail(KE_EINVAL, "ke__fault_lose_device: ctx is NULL");
+#if defined(KILN_BACKEND_HOST)
+  KE__TRY(ke__use(ctx));
+  KE__CHECK(kemu_lose_device());
+  return KE_OK;
+#else
+  return ke__fail(KE_ENOSYS, "a %s device cannot be lost on purpose (only the host "
+                  "emulation's can: kemu_lose_device)", KE__BACKEND_NAME);
+#endif
+}

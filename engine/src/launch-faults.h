@@ -14,6 +14,8 @@ extern "C" {
 int ke__fault_store_launch(void *stream, float *p, int64_t offset);
 int ke__fault_copy_launch(void *stream, const float *x, float *y, int64_t n);
 int ke__fault_spin_launch(void *stream, int *flag);
+int ke__fault_race_launch(void *stream, float *out);
+int ke__fault_divergent_barrier_launch(void *stream, float *out);
 
 #ifdef __cplusplus
 }

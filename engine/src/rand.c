@@ -34,6 +34,7 @@ static int ke__rand_fill(ke_context *ctx, ke_tensor *t, uint64_t seed,
   int64_t n = ke_tensor_numel(t);
   size_t draws = (size_t)(n + (n & 1));
   float *scratch = NULL;
+  KE__TRY(ke__use(ctx));
   KE__TRY(ke__rng(ctx, seed));
   KE__TRY(ke_malloc(ctx, (void **)&scratch, draws * sizeof(float)));
   int st = KE_OK;

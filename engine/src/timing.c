@@ -59,6 +59,7 @@ static ke__kernel_times *ke__kernel_slot(ke__timing *t, const char *name) {
 static int ke__timing_resolve(ke_context *ctx) {
   ke__timing *t = &ctx->timing;
   if (t->npending == 0) return KE_OK;
+  KE__TRY(ke__use(ctx));
   KE__CHECK(hipStreamSynchronize(ctx->stream));
   for (size_t i = 0; i < t->npending; i++) {
     ke__pending_launch *p = &t->pending[i];
@@ -78,6 +79,7 @@ static int ke__timing_resolve(ke_context *ctx) {
 
 int ke__launch_begin(ke_context *ctx, ke__pending_launch *slot) {
   if (!ctx) return ke__fail(KE_ESTATE, "kernel launch without a context");
+  KE__TRY(ke__use(ctx));
   if (ctx->timing.npending >= KE__MAX_PENDING)
     KE__TRY(ke__timing_resolve(ctx));
   KE__TRY(ke__event_get(ctx, &slot->start));

@@ -14,6 +14,8 @@
 
 /* Tolerance overrides a runner takes (--tolerance, repeatable). */
 #define KT__MAX_TOL 64
+/* Devices one test may use at once (a context on each). */
+#define KT__MAX_CONTEXTS 16
 
 typedef struct kt__child {
   int result_fd;            /* -1: standalone, print to stdout */
@@ -28,16 +30,20 @@ typedef struct kt__child {
   const kt_suite *suite;
   const kt_test *test;
   char test_id[256];
-  ke_context *ctx;
-  int keep_context;         /* several tests in one process share it */
-  uint64_t ledger_mark;     /* allocations with serial >= mark are this test's
-                               (set when its body starts) */
+  /* The test's contexts, one per device it uses (ctx[0]: the first), and
+   * how many are open. */
+  ke_context *ctx[KT__MAX_CONTEXTS];
+  int nctx;
+  int keep_context;         /* several tests in one process share them */
+  /* Per context: allocations with serial >= mark are this test's. */
+  uint64_t ledger_mark[KT__MAX_CONTEXTS];
   int skipped;
   char skip_reason[512];
   int setup_failed;
   char setup_error[1024];
   char last_summary[1024];
   double runtime_init_ms;
+  double clocks_init_ms;    /* opening the clock source (NVML) */
   /* kt__context_open ran and the fixture has not reported it yet: a warm
    * runner (--warm) opens the context before its test is known. */
   int opened;
@@ -76,10 +82,21 @@ void kt__emit(kp_record_out *r);
 /* The protocol's device record for d (the one layout every writer uses). */
 void kt__device_of(const ke_device_info *d, kp_device *out);
 double kt__now_ms(void);
-/* Opens the engine context as the fixture does, keeping the time it took
- * and the status for the fixture to report. */
+/* 1 when data is a guarded buffer (kt_alloc) whose guard bytes changed. */
+int kt__guard_damaged(const void *data, const char *file, int line);
+/* Opens the engine context on device 0 as the fixture does, keeping the
+ * time it took and the status for the fixture to report. */
 int kt__context_open(void);
+/* Closes every context the runner holds. */
+void kt__contexts_close(void);
 void kt__fixture_setup(void);
 void kt__fixture_teardown(void);
+void kt__guards_reset(void);
+/* The runner's probes (probes.c): --context-probe (main_ms: when main()
+ * started) and --health-probe; each returns the exit status. */
+int kt__context_probe(double main_ms);
+int kt__health_probe(void);
+/* Devices a test uses at once: its .devices, at least 1. */
+int kt__devices_needed(const kt_test *t);
 
 #endif

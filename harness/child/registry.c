@@ -93,7 +93,7 @@ void kt__list(void) {
   for (size_t i = 0; i < n; i++) {
     const kt__entry *e = &all[i];
     kp_listing l = {e->id, e->suite->name, e->test->name, e->tags,
-                    e->test->slots == 0 ? 1 : e->test->slots,
+                    e->test->slots == 0 ? 1 : e->test->slots, kt__devices_needed(e->test),
                     e->test->timeout_s, !e->test->host_only,
                     (*e->test->check_test)->file, (*e->test->check_test)->line};
     kp_record_out rec;

@@ -53,6 +53,9 @@ static void usage(FILE *f, const char *argv0) {
     "                      print its timings (phase records) and exit;\n"
     "                      with $KILN_SPAWN_MS (CLOCK_MONOTONIC ms at spawn)\n"
     "                      also the process start-up time\n"
+    "  --health-probe      check device 0: open a context, run a small softmax\n"
+    "                      and compare it with the reference; records on the\n"
+    "                      --result-fd (else stdout); exit 0 healthy, 3 not\n"
     "  --result-fd N       send protocol records to file descriptor N\n"
     "  --warm              open the engine context, send a `ready` record,\n"
     "                      then run the one test named by an `assign` line\n"
@@ -61,14 +64,16 @@ static void usage(FILE *f, const char *argv0) {
     "  --poison            fill new device allocations with NaN bytes\n"
     "  --cap F             allocation cap, fraction of free memory (0<F<=1)\n"
     "  --seed N            run seed (default: from the clock; reported)\n"
-    "  --tolerance P=A:R   override atol A and rtol R for checks matching\n"
+    "  --tolerance P=A:R[:K]  override atol A and rtol R (and allow K\n"
+    "                      elements over tolerance) for checks matching\n"
     "                      glob P (suite, suite/test or suite/test/check)\n"
     "  --help, --version\n"
     "\n"
-    "KILN_TAKE_SLOTS=S:N:K in the environment: first take K slots from\n"
-    "semaphore N of System V set S (SEM_UNDO; kiln sets it) and report the\n"
-    "wait as the phase token_wait. KILN_PROTOCOL=N (kiln sets it): refuse to\n"
-    "run (exit 3) unless N is this runner's protocol, %d.\n",
+    "KILN_TAKE_SLOTS=S:N:K[,N:K...] in the environment: first take K slots\n"
+    "from semaphore N (of each listed) of System V set S, all in one semop\n"
+    "(SEM_UNDO; kiln sets it) and report the wait as the phase token_wait.\n"
+    "KILN_PROTOCOL=N (kiln sets it): refuse to run (exit 3) unless N is this\n"
+    "runner's protocol, %d.\n",
     argv0, ke_backend_name(), KP_VERSION);
 }
 
@@ -78,7 +83,8 @@ static int devices(void) {
   kt__runner_record();
   int n = 0;
   int st = ke_device_count(&n);
-  kp_backend b = {ke_backend_name(), n, st != KE_OK ? ke_last_error() : NULL};
+  kp_backend b = {ke_backend_name(), n, st != KE_OK ? ke_last_error() : NULL,
+                  KILN_SANITIZERS};
   kp_record_out rec;
   kp_encode(&rec, &kp_rec_backend, &b);
   kp_send(&rec, STDOUT_FILENO);
@@ -98,49 +104,6 @@ static int devices(void) {
     kp_send(&rec, STDOUT_FILENO);
   }
   return ST_OK;
-}
-
-/* ---- --context-probe ------------------------------------------------------------ */
-
-static void probe_send(const kp_rdesc *d, const void *rec) {
-  kp_record_out out;
-  kp_encode(&out, d, rec);
-  kp_send(&out, STDOUT_FILENO);
-}
-
-/* What a process costs that only opens the engine context and exits,
- * nothing else (`kiln bench` measures the ceiling for isolated tests with
- * it). Records on stdout: phase runtime_init (context open, runtime start
- * included), the device, phase teardown (close), result, end. */
-static int context_probe(double main_ms) {
-  /* KILN_SPAWN_MS: CLOCK_MONOTONIC ms when the caller started us; the gap
-   * to main() is process creation, exec, dynamic linking, initialisers. */
-  const char *spawn = getenv("KILN_SPAWN_MS");
-  char *end;
-  double spawn_ms = spawn ? strtod(spawn, &end) : 0;
-  if (spawn && *spawn && !*end && spawn_ms > 0)
-    probe_send(&kp_rec_phase, &(kp_phase){"process_start", main_ms - spawn_ms});
-  ke_context_options opts;
-  ke_context_options_init(&opts);
-  ke_context *ctx = NULL;
-  double t0 = kt__now_ms();
-  int st = ke_context_open(&opts, &ctx);
-  probe_send(&kp_rec_phase, &(kp_phase){"runtime_init", kt__now_ms() - t0});
-  if (st != KE_OK) {
-    probe_send(&kp_rec_result, &(kp_result){"error", ke_last_error(), NULL, 0});
-    return ST_INFRA;
-  }
-  kp_device dev;
-  kt__device_of(ke_context_device(ctx), &dev);
-  probe_send(&kp_rec_device, &dev);
-  t0 = kt__now_ms();
-  st = ke_context_close(ctx);
-  probe_send(&kp_rec_phase, &(kp_phase){"teardown", kt__now_ms() - t0});
-  probe_send(&kp_rec_result, &(kp_result){st == KE_OK ? "pass" : "error",
-                                          st == KE_OK ? "" : ke_last_error(),
-                                          NULL, 0});
-  probe_send(&kp_rec_end, &(kp_end){0});
-  return st == KE_OK ? ST_OK : ST_INFRA;
 }
 
 /* ---- Running a test ---------------------------------------------------------------- */
@@ -226,28 +189,12 @@ static int run_one(const kt__entry *e) {
 
 /* ---- Slots ----------------------------------------------------------------------- */
 
-/* Takes n slots from semaphore num of the System V set id, with SEM_UNDO
- * so the kernel returns them however this process ends, and reports the
- * wait as token_wait. kiln starts a test only when its own count says the
- * slots are free; another kiln may still hold them, hence the wait. */
-static int take_slots(long long id, long long num, long long n,
-                      const char *argv0) {
-  if (id < 0 || id > 0x7fffffff || num < 0 || num > 65535 || n < 1 ||
-      n > 32767) {
-    fprintf(stderr, "%s: slots to take out of range: set %lld, semaphore "
-                    "%lld, %lld slot(s)\n", argv0, id, num, n);
-    return -1;
-  }
+/* Takes the slots of t (kp_slots_take) and reports the wait as
+ * token_wait. kiln starts a test only when its own count says the slots
+ * are free; another kiln may still hold them, hence the wait. */
+static int take_slots(const kp_take *t, const char *argv0) {
   double t0 = kt__now_ms();
-  struct sembuf op = {(unsigned short)num, (short)-n, SEM_UNDO};
-  int r;
-  do r = semop((int)id, &op, 1);
-  while (r != 0 && errno == EINTR);
-  if (r != 0) {
-    fprintf(stderr, "%s: taking %lld slot(s) from semaphore %lld of set %lld: "
-                    "%s\n", argv0, n, num, id, strerror(errno));
-    return -1;
-  }
+  if (kp_slots_take(t, argv0) != 0) return -1;
   kp_record_out rec;
   kp_encode(&rec, &kp_rec_phase, &(kp_phase){"token_wait", kt__now_ms() - t0});
   kt__emit(&rec);
@@ -296,7 +243,7 @@ static int warm(const char *argv0) {
   int null = open("/dev/null", O_RDONLY);
   if (null >= 0 && null != STDIN_FILENO) dup2(null, STDIN_FILENO), close(null);
   if (n <= 0) {
-    if (kt__state.ctx) (void)ke_context_close(kt__state.ctx);
+    kt__contexts_close();
     if (n == 0) return ST_OK;
     fprintf(stderr, "%s: --warm: cannot read the assignment on stdin: %s\n",
             argv0, strerror(saved));
@@ -323,14 +270,12 @@ static int warm(const char *argv0) {
   }
   setenv("KILN_TEST", a.id, 1);
   if (a.tmpdir) setenv("TEST_TMPDIR", a.tmpdir, 1);
-  if (a.sem_id != KP_NONE &&
-      take_slots(a.sem_id, a.sem_num, a.slots, argv0) != 0)
-    return ST_INFRA;
+  kp_take take = {a.sem_id, 1, {a.sem_num}, {a.slots}};
+  if (a.sem_id != KP_NONE && take_slots(&take, argv0) != 0) return ST_INFRA;
   kt__state.keep_context = 0;
   int outcome = run_one(&e);
   /* A host_only test never used the context. */
-  if (kt__state.ctx) (void)ke_context_close(kt__state.ctx);
-  kt__state.ctx = NULL;
+  kt__contexts_close();
   return outcome == 1 ? ST_FAIL : ST_OK;
 }
 
@@ -393,18 +338,19 @@ static int protocol_differs(const char *argv0) {
 /* ---- main ---------------------------------------------------------------------------------- */
 
 typedef struct options {
-  int list, devices, probe, seeded, warm;
+  int list, devices, probe, health, seeded, warm;
 } options;
 
 /* Parses the options into kt__state and o; returns -1 to go on, else the
  * exit status. */
 static int parse(int argc, char **argv, options *o) {
-  enum { O_LIST = 256, O_DEVICES, O_PROBE, O_FD, O_POISON, O_CAP, O_SEED, O_TOL,
-         O_VERBOSE, O_HELP, O_VERSION, O_WARM };
+  enum { O_LIST = 256, O_DEVICES, O_PROBE, O_HEALTH, O_FD, O_POISON, O_CAP, O_SEED,
+         O_TOL, O_VERBOSE, O_HELP, O_VERSION, O_WARM };
   static const struct option opts[] = {
       {"list", no_argument, 0, O_LIST},
       {"devices", no_argument, 0, O_DEVICES},
       {"context-probe", no_argument, 0, O_PROBE},
+      {"health-probe", no_argument, 0, O_HEALTH},
       {"result-fd", required_argument, 0, O_FD},
       {"poison", no_argument, 0, O_POISON},
       {"cap", required_argument, 0, O_CAP},
@@ -422,6 +368,7 @@ static int parse(int argc, char **argv, options *o) {
     case O_LIST: o->list = 1; break;
     case O_DEVICES: o->devices = 1; break;
     case O_PROBE: o->probe = 1; break;
+    case O_HEALTH: o->health = 1; break;
     case O_FD:
       kt__state.result_fd = (int)strtol(optarg, &end, 10);
       if (*end || kt__state.result_fd < 0) {
@@ -452,7 +399,7 @@ static int parse(int argc, char **argv, options *o) {
     case O_TOL:
       if (kt__state.ntol == KT__MAX_TOL ||
           ksel_tol_parse(optarg, &kt__state.tol[kt__state.ntol]) != 0) {
-        fprintf(stderr, "%s: --tolerance: '%s' is not PATTERN=ATOL:RTOL "
+        fprintf(stderr, "%s: --tolerance: '%s' is not PATTERN=ATOL:RTOL[:MAX_OVER] "
                         "with ATOL, RTOL from 0 to 1e30 (at most %d)\n",
                 argv[0], optarg, KT__MAX_TOL);
         return ST_USAGE;
@@ -463,8 +410,8 @@ static int parse(int argc, char **argv, options *o) {
     case O_WARM: o->warm = 1; break;
     case O_HELP: usage(stdout, argv[0]); return ST_OK;
     case O_VERSION:
-      printf("kiln-runner %s (%s backend, protocol %d)\n", KILN_VERSION,
-             ke_backend_name(), KP_VERSION);
+      printf("kiln-runner %s (%s backend, protocol %d, sanitizers: %s)\n", KILN_VERSION,
+             ke_backend_name(), KP_VERSION, KILN_SANITIZERS);
       return ST_OK;
     default: usage(stderr, argv[0]); return ST_USAGE;
     }
@@ -480,7 +427,8 @@ int main(int argc, char **argv) {
   if (protocol_differs(argv[0])) return ST_INFRA;
   if (o.list) return kt__registry_check(argv[0]) != 0 ? ST_INFRA : (kt__list(), ST_OK);
   if (o.devices) return devices();
-  if (o.probe) return context_probe(main_ms);
+  if (o.probe) return kt__context_probe(main_ms);
+  if (o.health) return kt__health_probe();
   if (!o.seeded) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -503,14 +451,14 @@ int main(int argc, char **argv) {
    * takes them from its assignment instead). */
   const char *take = getenv("KILN_TAKE_SLOTS");
   if (take && *take) {
-    long long id, num, k;
-    if (kp_slots_parse(take, &id, &num, &k) != 0) {
-      fprintf(stderr, "%s: KILN_TAKE_SLOTS='%s' is not SEM_ID:SEM_NUM:N\n",
+    kp_take t;
+    if (kp_slots_parse(take, &t) != 0) {
+      fprintf(stderr, "%s: KILN_TAKE_SLOTS='%s' is not SEM_ID:SEM_NUM:N[,SEM_NUM:N...]\n",
               argv[0], take);
       return ST_USAGE;
     }
     unsetenv("KILN_TAKE_SLOTS");
-    if (take_slots(id, num, k, argv[0]) != 0) return ST_INFRA;
+    if (take_slots(&t, argv[0]) != 0) return ST_INFRA;
   }
 
   /* Several tests in one process share one context: the old way, kept to
@@ -522,7 +470,7 @@ int main(int argc, char **argv) {
     failed += outcome == 1;
     skipped += outcome == 2;
   }
-  if (kt__state.ctx) (void)ke_context_close(kt__state.ctx);
+  kt__contexts_close();
 
   if (kt__state.result_fd < 0) {
     printf("%d passed, %d failed, %d skipped\n", n - failed - skipped, failed,

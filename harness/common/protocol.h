@@ -24,7 +24,7 @@ extern "C" {
 /* Longest record accepted, newline included. */
 #define KP_MAX_LINE 65536
 /* Most fields one record may carry. */
-#define KP_MAX_FIELDS 32
+#define KP_MAX_FIELDS 48
 
 /* ---- Writing ------------------------------------------------------------- */
 

@@ -142,18 +142,29 @@ int ksel_tol_parse(const char *spec, ksel_tol *out) {
   if (end == eq + 1 || *end != ':') return -1;
   const char *r = end + 1;
   double rtol = strtod(r, &end);
-  if (end == r || *end || errno || !(atol >= 0 && atol <= 1e30) ||
+  if (end == r || (*end && *end != ':') || errno || !(atol >= 0 && atol <= 1e30) ||
       !(rtol >= 0 && rtol <= 1e30))
     return -1;
+  long long budget = -1;
+  if (*end == ':') {
+    const char *b = end + 1;
+    if (*b < '0' || *b > '9') return -1;
+    budget = strtoll(b, &end, 10);
+    if (*end || errno || budget > 1000000000000LL) return -1;
+  }
   memcpy(out->match, spec, (size_t)(eq - spec));
   out->match[eq - spec] = '\0';
   out->atol = atol;
   out->rtol = rtol;
+  out->max_over = budget;
   return 0;
 }
 
 void ksel_tol_format(const ksel_tol *t, char *out, size_t n) {
-  snprintf(out, n, "%s=%.17g:%.17g", t->match, t->atol, t->rtol);
+  if (t->max_over >= 0)
+    snprintf(out, n, "%s=%.17g:%.17g:%lld", t->match, t->atol, t->rtol, t->max_over);
+  else
+    snprintf(out, n, "%s=%.17g:%.17g", t->match, t->atol, t->rtol);
 }
 
 const ksel_tol *ksel_tol_pick(const ksel_tol *tols, int n, const char *suite,

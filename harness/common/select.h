@@ -48,10 +48,12 @@ int ksel_select(const ksel_test *tests, size_t n, char *const *sel, int nsel,
 typedef struct ksel_tol {
   char match[256];          /* glob over suite, suite/test, suite/test/check */
   double atol, rtol;
+  long long max_over;       /* mismatch budget; -1: the check's own */
 } ksel_tol;
 
-/* Parses "GLOB=ATOL:RTOL" (ATOL and RTOL from 0 to 1e30; the glob may hold
- * '=', not past 255 bytes). 0, or -1 when the text is not that. */
+/* Parses "GLOB=ATOL:RTOL[:MAX_OVER]" (ATOL and RTOL from 0 to 1e30,
+ * MAX_OVER elements allowed over tolerance; the glob may hold '=', not
+ * past 255 bytes). 0, or -1 when the text is not that. */
 int ksel_tol_parse(const char *spec, ksel_tol *out);
 /* The spec back, exactly (for a runner's --tolerance); 320 bytes hold it. */
 void ksel_tol_format(const ksel_tol *t, char *out, size_t n);

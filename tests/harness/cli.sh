@@ -11,11 +11,11 @@ expect_out '^softmax/sizes_f32 ' "list shows softmax tests"
 if grep -q '^faults/' "$T/out.txt"; then fail "fault tests listed without being named"; else ok "fault tests hidden by default"; fi
 k list faults;                 expect_rc 0 "list faults"
 # (faults/flood, tag slow, is held back on the host backend, as by kiln run.)
-expect_eq "$(grep -c '^faults/' "$T/out.txt")" 30 "fault tests listed by suite"
+expect_eq "$(grep -c '^faults/' "$T/out.txt")" 39 "fault tests listed by suite"
 k list softmax/causal;         expect_eq "$(wc -l <"$T/out.txt")" 1 "an id selects one test"
 k list 'softmax/sizes_f*';     expect_eq "$(grep -c '^softmax/sizes_f' "$T/out.txt")" 2 "a glob selects sizes_f32 and sizes_f16"
 k list 'faults/pollution_*'; expect_eq "$(cut -d" " -f1 "$T/out.txt" | tr "\n" " ")" "faults/pollution_writer faults/pollution_reader " "a glob under the fault suite selects fault tests"
-k list @fault;                 expect_eq "$(grep -c "^faults/" "$T/out.txt")" 30 "@fault selects the fault suite"
+k list @fault;                 expect_eq "$(grep -c "^faults/" "$T/out.txt")" 39 "@fault selects the fault suite"
 k list softmax -@slow;         rc2=$(grep -c sizes_large "$T/out.txt"); expect_eq "$rc2" 0 "-@slow excludes the slow test"
 k list -- faults -faults/pass; if grep -q '^faults/pass ' "$T/out.txt"; then fail "-suite/test did not exclude"; else ok "-suite/test excludes after --"; fi
 k list '*';                    if grep -q '^faults/' "$T/out.txt"; then fail "'*' swept up fault tests"; else ok "a bare glob does not select fault tests"; fi

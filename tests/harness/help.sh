@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 cmds=(run list devices "report show" "report rebuild" "report junit" "report diff"
-      "report merge" "report html" slurm bench help)
+      "report merge" "report html" slurm bisect bench help)
 k help;  expect_rc 0 "kiln help"
 cp "$T/out.txt" "$T/overview.txt"
 for c in "${cmds[@]}"; do

@@ -51,6 +51,31 @@ PY
 then ok "rendered: filter applied from the URL, 4 plots with data points"
 else fail "rendered page checks"; fi
 
+# A row opened (#open=ID, as a click does): its checks show their error
+# histogram and their worst elements.
+browser --dump-dom "file://$T/page.html#open=drift/error_growth" >"$T/open.html"
+if python3 - "$T/open.html" <<'PY'
+import re, sys
+dom = open(sys.argv[1], encoding="utf-8").read()
+row = re.search(r'<tr class="test" data-row="(\d+)"[^>]*data-id="drift/error_growth"', dom)
+assert row, "no row for drift/error_growth"
+detail = re.search(r'<tr class="detail( hidden)?" id="d-%s">(.*?)</td></tr>\n' % row.group(1), dom, re.S)
+assert detail and detail.group(1) is None, "the row's detail is not open"
+body = detail.group(2)
+hist = re.search(r'<svg class="hist".*?</svg>', body, re.S)
+assert hist, "no histogram"
+bins = re.findall(r'<rect class="bin"', hist.group(0))
+assert len(bins) == 15, len(bins)
+worst = re.search(r'<table class="worst">(.*?)</table>', body, re.S)
+assert worst and len(re.findall(r"<tr><td class=\"?num\"?>", worst.group(1))) == 5, "worst elements"
+assert "relative error over 8000 elements: median" in body, "quantiles"
+others = re.findall(r'<tr class="detail" id=', dom)
+assert len(others) == 1, ("other rows opened", len(others))
+print("opened row: histogram of 15 bins, 5 worst elements, quantiles")
+PY
+then ok "an opened row shows its checks' histogram and worst elements"
+else fail "opened row"; fi
+
 browser --window-size=1280,1600 --screenshot="$T/page.png" "file://$T/page.html" >/dev/null
 if [ -s "$T/page.png" ] && [ "$(head -c 8 "$T/page.png" | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ]; then
   ok "screenshot is a PNG ($(wc -c <"$T/page.png") bytes)"

@@ -93,3 +93,12 @@ expect_no_runners() {
   if [ -n "$left" ]; then fail "processes left $1:$left"; ps -o pid,args -p ${left// /,} 2>/dev/null
   else ok "no runner process left $1"; fi
 }
+
+# A test that reads reports with PyYAML skips (77) without it, unless
+# KILN_REQUIRE_PYYAML=1 (CI).
+need_pyyaml() {
+  python3 -c 'import yaml' 2>/dev/null && return 0
+  echo "PyYAML not installed (python3-yaml)"
+  [ "${KILN_REQUIRE_PYYAML:-0}" = 1 ] && exit 1
+  exit 77
+}

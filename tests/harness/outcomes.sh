@@ -9,11 +9,12 @@
 # (The device faults and the rest are in every-fault.sh, one run each.)
 sel=(faults -faults/flood -faults/grandchild -faults/sleeper -faults/gpu_sleeper -faults/flaky_once -@pollution
      -@device -faults/closed_pipe -faults/uninit_branch -faults/yaml_strings -faults/long_record
-     -faults/escape -faults/helper -faults/kill_kiln -faults/many_leaks)
+     -faults/escape -faults/helper -faults/kill_kiln -faults/many_leaks
+     -@sanitizer -@chain -faults/memory_hog -faults/two_devices)
 k run --backend host -j 2 --grace 0.5 -o "$T/run" "${sel[@]}"
 expect_rc 1 "a run with failing tests"
 flat "$T/run/report.yaml"
-expect_eq "$(field format_version)" 2 "format_version"
+expect_eq "$(field format_version)" 3 "format_version"
 expect_eq "$(field run.backend)" host "backend"
 expect_eq "$(field run.interrupted)" false "interrupted"
 expect_eq "$(field run.parent_gpu_clean)" true "parent_gpu_clean"

@@ -58,8 +58,10 @@ expect_eq "$(tfield faults/fail_assert outcome)" error "exec refused: every test
 expect_tokens_full "after refused execs"
 
 # A device that is listed but unusable: the host emulation with two devices,
-# the second failing every stream and memory call. Its tests are errors that
-# say why; the other device's tests run and pass; every slot comes back.
+# the second failing every stream and memory call. The test that meets it
+# is an error that says why; the device then fails its health probe and is
+# taken out of the run, so the other tests run on the first device and
+# pass; every slot comes back.
 KILN_EMU_DEVICES=2 KILN_EMU_BROKEN_DEVICES=1 k run --backend host -j 2 --slots 1 --repeat 4 -o "$T/broken" faults/pass
 expect_rc 1 "a broken device fails the run"
 flat "$T/broken/report.yaml"
@@ -73,7 +75,9 @@ done
 [ "$npass" -ge 1 ] && [ "$nerr" -ge 1 ] && [ $((npass + nerr)) -eq 4 ] && [ "$wrongdev" -eq 0 ] &&
   ok "device 0: $npass pass; device 1: $nerr error" || fail "broken device: $npass pass, $nerr error, wrong device $wrongdev"
 i=$(grep -E '^tests\.[0-9]+\.outcome=error$' "$T/flat.txt" | head -1 | sed -E 's/^tests\.([0-9]+)\..*/\1/')
-expect_match "$(field "tests.$i.message")" 'engine context: KE_ERUNTIME: hipStreamCreateWithFlags failed' "broken device: the error says why"
+expect_match "$(field "tests.$i.message")" 'engine context on device 0: KE_EDEVICE: hipStreamCreateWithFlags failed' "broken device: the error says why"
+expect_eq "$(field devices.1.in_service)" false "broken device: taken out of the run after its probe"
+expect_eq "$(field health_probes.0.passed)" false "broken device: its health probe failed"
 expect_match "$(field "tests.$i.log.tail")" 'device 0 \(physical 1\) is listed but unusable' "broken device: the log names it"
 for d in 0 1; do
   v=$("$KH_PROBE" semval "$KEY" $d)

@@ -27,6 +27,8 @@ INT = {
     "tests", "failed", "concurrency", "cpus", "host_tests", "jobs", "devices_on_host",
     "tests_a", "tests_b", "peak_rss_kb_a", "peak_rss_kb_b", "growth_kb", "target_kb", "rounds",
     "lost", "listed", "figures", "history", "repeats", "failed_repeats", "slower_run",
+    "rel_n", "hist_lo", "hist", "worst_k_index", "budget", "devices", "budget_bytes",
+    "sm_mhz", "mem_mhz", "sm_max_mhz", "mem_max_mhz", "reasons",
 }
 FLOAT = {
     "duration_s", "max_abs", "max_rel", "nmse", "worst_actual", "worst_expected", "atol",
@@ -37,17 +39,19 @@ FLOAT = {
     "target_tests_per_s", "runner_tests_per_s", "runner_cpu_ms_per_test",
     "context_open_ms_mean", "context_open_ms_max", "process_start_ms_mean",
     "confidence", "noise_rel", "adjusted_factor", "run_factor", "lambda", "p_needed",
+    "rel_p50", "rel_p90", "rel_p99", "rel_p999", "worst_k_actual", "worst_k_expected",
+    "temp_c", "power_w", "ms",
 }
 BOOL = {"final", "warm", "interrupted", "rebuilt_from_journal", "parent_gpu_clean",
         "regressed", "regression", "available", "cpu_pass", "tests_per_s_pass", "killed",
-        "run_judged"}
+        "run_judged", "passed", "in_service", "throttled"}
 # Fields that may be null (unknown or not applying), by key.
 NULLABLE = {"git", "config", "out", "token_key", "device", "parent_gpu_clean", "path",
             "shard", "ceiling", "kiln", "isolation_none", "host", "rss", "ratio_to_ceiling",
             "load_avg_1m", "runner_cpu_ms_per_test", "runner_tests_per_s", "cpu_ratio",
             "started", "ended", "start", "end", "nothing_tested"}
 # Report settings by name: the rest are strings.
-SETTINGS = {"jobs": "int", "slots": "int", "retries": "int", "repeat": "int", "seed": "int",
+SETTINGS = {"jobs": "int", "slots": "auto", "retries": "int", "repeat": "int", "seed": "int",
             "timeout": "float", "grace": "float", "cap": "float", "poison": "bool",
             "warm": "auto", "allow_empty": "bool"}
 
@@ -59,6 +63,8 @@ def expected(kind, path):
         return SETTINGS.get(key, "str")
     if kind == "report" and "notes" in path:
         return "str"                     # a note's key and value are text
+    if kind == "report" and "clocks" in path and key in ("error", "throttled"):
+        return "str" if key == "error" else "int"   # a clocks record's own
     if kind == "report" and len(path) == 2 and path[0] == "summary":
         return "int"
     if kind == "bench" and path[:1] == ("settings",) and key in ("rss_tests", "concurrency"):

@@ -39,10 +39,20 @@ typedef struct ke_device_info {
 int ke_device_count(int *count);
 int ke_device_query(int device, ke_device_info *out);
 
+/* Whether this process saw a device fault: a runtime error after which a
+ * context on that device cannot be trusted (an illegal address, a failed
+ * launch, a device-side assert, a lost device; KE_EDEVICE). 1 with the
+ * visible device and the error's detail for the first one, else 0. kiln
+ * probes such a device before it gives it another test. */
+int ke_device_fault(int *device, const char **detail);
+
 /* ---- Context ------------------------------------------------------------ */
 
-/* One context per process: a device and a stream on it. All work the engine
- * does goes to that stream, and every synchronisation is stream-scoped. */
+/* A context is a device and a stream on it. All work the engine does goes
+ * to that stream, and every synchronisation is stream-scoped. A process has
+ * at most one context per device: a test of one GPU opens one, a test of
+ * several opens one on each visible device, and each context's calls go to
+ * its own device. */
 typedef struct ke_context ke_context;
 
 typedef struct ke_context_options {
@@ -54,8 +64,11 @@ typedef struct ke_context_options {
 } ke_context_options;
 
 void ke_context_options_init(ke_context_options *opts);
-/* Fails with KE_EBUSY when this process already has an open context. */
+/* Opens a context on opts->device (a visible device index). Fails with
+ * KE_EBUSY when this process already has a context open on that device. */
 int ke_context_open(const ke_context_options *opts, ke_context **out);
+/* How many contexts this process has open. */
+int ke_context_count(void);
 /* Synchronises the stream, releases the stream and events. Outstanding
  * allocations stay in the ledger's report and are freed. */
 int ke_context_close(ke_context *ctx);
@@ -64,6 +77,29 @@ int ke_context_sync(ke_context *ctx);
 const ke_device_info *ke_context_device(const ke_context *ctx);
 /* Free and total device memory now, as the runtime reports them. */
 int ke_mem_info(ke_context *ctx, size_t *free_bytes, size_t *total_bytes);
+
+/* ---- Clocks and throttling ----------------------------------------------- */
+
+/* What the device runs at now: SM and memory clocks, temperature, power and
+ * why it slows down, read from NVIDIA's NVML (loaded at run time with
+ * dlopen, so nothing requires it) or AMD's sysfs. Fields the source lacks
+ * are -1 (NAN for doubles). */
+typedef struct ke_clocks {
+  const char *source;       /* "nvml", "sysfs"; NULL when there is none */
+  int sm_mhz, mem_mhz;
+  int sm_max_mhz, mem_max_mhz;
+  double temp_c, power_w;
+  int64_t reasons;          /* NVML's clock-event reason bits; -1 unknown */
+  char error[256];          /* why there is no source, or what failed */
+} ke_clocks;
+
+/* Loads and opens the source for ctx's device (once per context; slow:
+ * NVML's init), so that ke_device_clocks is quick later. KE_OK, or
+ * KE_ENOSYS with out->error saying why this device has no clocks (the host
+ * emulation, no NVML library, no sysfs entry): a reason, not a failure. */
+int ke_clocks_open(ke_context *ctx, ke_clocks *out);
+/* Reads the clocks now (after ke_clocks_open; it opens them if not). */
+int ke_device_clocks(ke_context *ctx, ke_clocks *out);
 
 /* ---- Device memory and the allocation ledger ---------------------------- */
 
@@ -90,6 +126,11 @@ int ke_free(ke_context *ctx, void *ptr);
 size_t ke_ledger_outstanding(const ke_context *ctx, ke_allocation *out,
                              size_t max);
 size_t ke_ledger_outstanding_bytes(const ke_context *ctx);
+/* The most bytes the ledger held at once since the context opened or the
+ * last ke_ledger_peak_reset (which starts it again from the bytes live
+ * now): a test's peak device memory through the engine. */
+size_t ke_ledger_peak_bytes(const ke_context *ctx);
+void ke_ledger_peak_reset(ke_context *ctx);
 /* Cap in bytes, and the free/total memory it was computed from. */
 void ke_ledger_cap(const ke_context *ctx, size_t *cap, size_t *free_at_open,
                    size_t *total);

@@ -26,7 +26,8 @@ extern "C" {
   X(ESTATE, -9, "invalid state")                                              \
   X(EBUSY, -10, "a context is already open in this process")                  \
   X(ENOSYS, -11, "not supported by this backend")                             \
-  X(ERAND, -12, "random number generator failed")
+  X(ERAND, -12, "random number generator failed")                            \
+  X(EDEVICE, -13, "the device faulted: its context cannot be trusted")
 
 typedef enum {
 #define KE__STATUS_ENUM(name, value, msg) KE_##name = value,

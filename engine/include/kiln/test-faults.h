@@ -22,6 +22,17 @@ int ke__fault_store(ke_context *ctx, float *p, int64_t offset);
 int ke__fault_copy(ke_context *ctx, const float *x, float *y, int64_t n);
 /* A kernel spins until *flag (device memory) becomes non-zero. */
 int ke__fault_spin(ke_context *ctx, int *flag);
+/* One block of 256 threads reads shared memory another warp writes, with
+ * no barrier between (a race for compute-sanitizer racecheck); out holds
+ * 256 floats. */
+int ke__fault_race(ke_context *ctx, float *out);
+/* One block of 64 threads of which 16 reach a __syncthreads() (a divergent
+ * barrier for compute-sanitizer synccheck); out holds 16 floats. */
+int ke__fault_divergent_barrier(ke_context *ctx, float *out);
+/* Loses the context's device: host emulation only (kemu_lose_device);
+ * KE_ENOSYS on a GPU, where nothing may break a shared device on purpose.
+ * Returns KE_EDEVICE when the device was lost. */
+int ke__fault_lose_device(ke_context *ctx);
 
 #ifdef __cplusplus
 }

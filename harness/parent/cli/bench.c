@@ -89,7 +89,8 @@ static void proc_start(const kcli__bench_data *B, proc *p, char **argv, int prob
   const char *env[] = {spawn, NULL};
   krun_spawn_req req = {.argv = argv, .env = env, .fd_in = -1, .fd_out = fds[1],
                         .fd_err = probe ? -1 : fds[1], .fd_result = probe ? -1 : fds[1],
-                        .narrow = &B->bi, .device = 0, .die_with_parent = 1};
+                        .narrow = &B->bi, .devices = (int[]){0}, .ndevices = 1,
+                        .die_with_parent = 1};
   int exec_errno = 0;
   if (krun_spawn(&req, &p->pid, &exec_errno) != 0) p->pid = -1;
   close(fds[1]);
@@ -230,7 +231,7 @@ static void kiln_point(kcli__bench_data *B, const char *what, int conc, int back
   pid_t pid;
   int exec_errno = 0;
   krun_spawn_req req = {.argv = argv, .fd_in = -1, .fd_out = fd, .fd_err = fd,
-                        .fd_result = -1, .narrow = gpu ? &B->bi : NULL, .device = 0,
+                        .fd_result = -1, .narrow = gpu ? &B->bi : NULL, .devices = (int[]){0}, .ndevices = 1,
                         .die_with_parent = 1};
   double t0 = kh_now_ms();
   if (fd < 0 || krun_spawn(&req, &pid, &exec_errno) != 0) {

@@ -72,7 +72,7 @@ typedef struct kcli__args {
   char **argv;              /* the whole command line, for reports */
   krun_settings flags;      /* the settings it gave */
   char *config, *report, *out, *spec, *token_key, *runner_dir, *runner;
-  char *junit, *shard, *shard_durations, *shard_plan, *yaml;
+  char *junit, *shard, *shard_durations, *shard_plan, *yaml, *slots_from;
   char *concurrency, *skip, *rss_tests, *format;
   kcli__strs history, sbatch;
   kcli__strs gtest, manifest;   /* tests from GoogleTest binaries, manifests */
@@ -107,6 +107,7 @@ void kcli__overview(const char *group, FILE *f);
 int kcli__usage_error(const kcli__cmd *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+
 /* ---- The commands ------------------------------------------------------------ */
 
 int kcli__run(kcli__args *a);
@@ -120,8 +121,9 @@ int kcli__report_merge(kcli__args *a);
 int kcli__report_html(kcli__args *a);
 int kcli__bench(kcli__args *a);
 int kcli__slurm(kcli__args *a);
+int kcli__bisect(kcli__args *a);
 
-/* ---- What kiln run, list and slurm share (cmd-run.c) ----------------------------- */
+/* ---- What kiln run, list, slurm and bisect share (cmd-run.c) ---------------------- */
 
 /* Defaults < config < resource spec < flags; prints what went wrong. */
 int kcli__settings(kcli__args *a, krun_settings *s, char **config_path);
@@ -134,6 +136,9 @@ int kcli__select(const kcli__args *a, const krun_settings *s, const char *runner
                  unsigned char **chosen);
 /* The runner of the backend, or for auto the first one built. */
 char *kcli__any_runner(const kcli__args *a, const krun_settings *s);
+/* reports/runs/<UTC time>-<what>, made unique with a suffix; NULL with the
+ * reason in err. */
+char *kcli__default_out(const char *what, kh_err *err);
 int kcli__help_cmd(kcli__args *a);
 int kcli__guard(kcli__args *a);
 

@@ -272,6 +272,7 @@ int kcli__list(kcli__args *a) {
     const krun_test *t = &p.reg.tests[i];
     if (!p.chosen[i]) continue;
     printf("%-44s [%s] slots=%d%s", t->id, t->tags, t->slots, t->needs_gpu ? "" : " host-only");
+    if (t->devices > 1) printf(" devices=%d", t->devices);
     if (t->timeout_s) printf(" timeout=%ds", t->timeout_s);
     if (a->verbose) printf("  %s:%d", t->file, t->line);
     printf("\n");
@@ -341,9 +342,9 @@ int kcli__devices(kcli__args *a) {
 
 /* ---- kiln run ------------------------------------------------------------------------- */
 
-/* reports/runs/<UTC time>-<backend>, made unique with a suffix; NULL with
- * the reason in err. */
-static char *default_out(int backend, kh_err *err) {
+/* reports/runs/<UTC time>-<what>, made unique with a suffix; NULL with the
+ * reason in err. */
+char *kcli__default_out(const char *what, kh_err *err) {
   char stamp[32];
   time_t now = time(NULL);
   struct tm tm;
@@ -355,8 +356,8 @@ static char *default_out(int backend, kh_err *err) {
     return NULL;
   }
   for (int n = 1; n < 1000; n++) {
-    char *p = n == 1 ? kh_asprintf("reports/runs/%s-%s", stamp, krun_backend_names[backend])
-                     : kh_asprintf("reports/runs/%s-%s-%d", stamp, krun_backend_names[backend], n);
+    char *p = n == 1 ? kh_asprintf("reports/runs/%s-%s", stamp, what)
+                     : kh_asprintf("reports/runs/%s-%s-%d", stamp, what, n);
     if (mkdir(p, 0755) == 0) return p;
     int e = errno;
     if (e != EEXIST) {
@@ -367,7 +368,7 @@ static char *default_out(int backend, kh_err *err) {
     free(p);
   }
   kh_errf(err, "cannot make a run folder: reports/runs/%s-%s: 999 of them exist; give one "
-          "with -o DIR", stamp, krun_backend_names[backend]);
+          "with -o DIR", stamp, what);
   return NULL;
 }
 
@@ -375,6 +376,28 @@ static char *command_line(int argc, char **argv) {
   kh_buf b = {0};
   for (int i = 0; i < argc; i++) kh_buf_addf(&b, "%s%s", i ? " " : "", argv[i]);
   return b.data;
+}
+
+/* --slots auto: the tests' peaks from --slots-from, else from the newest
+ * earlier run of the backend (none: every test takes the default share). */
+static int peaks_for(kcli__args *a, const krun_settings *s, const krun_backend_info *bi,
+                     const krun_registry *reg, const char *out, char **from,
+                     long long **peaks) {
+  if (a->slots_from && s->slots != KRUN_SLOTS_AUTO) {
+    fprintf(stderr, "kiln: --slots-from %s needs --slots auto\n", a->slots_from);
+    return KH_EXIT_USAGE;
+  }
+  if (s->slots != KRUN_SLOTS_AUTO) return 0;
+  *from = a->slots_from ? kh_strdup(a->slots_from) : krun_peaks_latest(bi->backend, out);
+  if (!*from) return 0;
+  kh_err err;
+  *peaks = krun_peaks_load(*from, reg, &err);
+  if (*peaks) return 0;
+  fprintf(stderr, "kiln: --slots auto: %s%s\n", err.msg,
+          a->slots_from ? "" : "; every test takes the default share");
+  free(*from);
+  *from = NULL;
+  return a->slots_from ? KH_EXIT_USAGE : 0;
 }
 
 /* Every file the run will write, checked before the first test: a run
@@ -400,19 +423,24 @@ int kcli__run(kcli__args *a) {
   kh_err err;
   if (rc == 0 && check_outputs(a, a->out, junit, a->junit ? "--junit" : "XML_OUTPUT_FILE") != 0)
     rc = KH_EXIT_USAGE;
-  if (rc == 0 && !(out = a->out ? kh_strdup(a->out) : default_out(p.bi.backend, &err))) {
+  if (rc == 0 && !(out = a->out ? kh_strdup(a->out)
+                                : kcli__default_out(krun_backend_names[p.bi.backend], &err))) {
     fprintf(stderr, "kiln: %s\n", err.msg);
     rc = KH_EXIT_USAGE;
   }
+  char *peaks_from = NULL;
+  long long *peaks = NULL;
+  if (rc == 0) rc = peaks_for(a, &p.s, &p.bi, &p.reg, out, &peaks_from, &peaks);
   if (rc == 0) {
     char *key = krun_tokens_key(a->token_key, p.bi.backend);
     char *command = command_line(a->argc, a->argv);
     krun_opts o = {&p.s, &p.reg, p.chosen, &p.bi, key, out, a->report, junit,
-                   p.config_path, command, p.sel, p.nsel, a->verbose, &p.sh};
+                   p.config_path, command, p.sel, p.nsel, a->verbose, &p.sh, peaks, peaks_from,
+                   0};
     rc = krun_run(&o);
     free(key), free(command);
   }
-  free(out);
+  free(out), free(peaks_from), free(peaks);
   plan_free(&p);
   return rc;
 }

@@ -129,8 +129,8 @@ static int cfg_entries(cfg *c, yaml_node_t *v, const char *what,
 
 typedef struct tol_acc {
   const char *match;
-  double atol, rtol;
-  int has_atol, has_rtol;
+  double atol, rtol, max_over;
+  int has_atol, has_rtol, has_max_over;
 } tol_acc;
 
 static int tol_key(cfg *c, const char *key, yaml_node_t *v, void *p) {
@@ -145,6 +145,12 @@ static int tol_key(cfg *c, const char *key, yaml_node_t *v, void *p) {
     return a->has_atol = 1, cfg_number(c, "atol", v, 0, 1e30, &a->atol);
   if (strcmp(key, "rtol") == 0)
     return a->has_rtol = 1, cfg_number(c, "rtol", v, 0, 1e30, &a->rtol);
+  if (strcmp(key, "max_over") == 0) {
+    a->has_max_over = 1;
+    if (cfg_number(c, "max_over", v, 0, 1e12, &a->max_over) != 0) return -1;
+    return a->max_over == (long long)a->max_over
+               ? 0 : fail(c, v, "'max_over' must be a whole count of elements");
+  }
   return -2;
 }
 
@@ -152,7 +158,9 @@ static int tol_done(cfg *c, yaml_node_t *m, void *p) {
   tol_acc *a = p;
   if (!a->match || !a->has_atol || !a->has_rtol)
     return fail(c, m, "a tolerance needs match, atol and rtol");
-  char *spec = kh_asprintf("%s=%.17g:%.17g", a->match, a->atol, a->rtol);
+  char *spec = a->has_max_over ? kh_asprintf("%s=%.17g:%.17g:%lld", a->match, a->atol,
+                                             a->rtol, (long long)a->max_over)
+                               : kh_asprintf("%s=%.17g:%.17g", a->match, a->atol, a->rtol);
   kh_err e;
   int rc = krun_setting_add_tolerance(c->s, spec, &e);
   free(spec);
@@ -241,10 +249,41 @@ static int rule_done(cfg *c, yaml_node_t *m, void *p) {
   return 0;
 }
 
+typedef struct res_acc {
+  const char *match;
+  double gpus, slots;
+  int has_gpus;
+} res_acc;
+
+static int res_key(cfg *c, const char *key, yaml_node_t *v, void *p) {
+  res_acc *a = p;
+  if (strcmp(key, "match") == 0) {
+    if (v->type != YAML_SCALAR_NODE || !*scalar(v))
+      return fail(c, v, "'match' must be a non-empty glob");
+    a->match = scalar(v);
+    return 0;
+  }
+  if (strcmp(key, "gpus") == 0)
+    return a->has_gpus = 1, cfg_number(c, "gpus", v, 1, KRUN_MAX_DEVICES, &a->gpus);
+  if (strcmp(key, "slots") == 0) return cfg_number(c, "slots", v, 1, 1024, &a->slots);
+  return -2;
+}
+
+static int res_done(cfg *c, yaml_node_t *m, void *p) {
+  res_acc *a = p;
+  if (!a->match || !a->has_gpus || a->gpus != (int)a->gpus || a->slots != (int)a->slots)
+    return fail(c, m, "a resource needs match and an integer gpus (and integer slots, "
+                      "optional)");
+  kh_err e;
+  if (krun_setting_add_resource(c->s, a->match, (int)a->gpus, (int)a->slots, &e) != 0)
+    return fail(c, m, "%s", e.msg);
+  return 0;
+}
+
 static const char known_keys[] =
     "jobs, backend, slots, devices, timeout, grace, retries, repeat, "
     "isolation, leaks, poison, seed, cap, wrap, warm, allow_empty, contain, "
-    "selection, tolerances, tests";
+    "sanitize, selection, tolerances, tests, resources";
 
 static int cfg_key(cfg *c, yaml_node_t *k, yaml_node_t *v) {
   const char *key = scalar(k);
@@ -255,16 +294,20 @@ static int cfg_key(cfg *c, yaml_node_t *k, yaml_node_t *v) {
   if (strcmp(key, "selection") == 0) return cfg_selection(c, v);
   tol_acc ta;
   dev_acc da;
+  res_acc ra;
+  if (strcmp(key, "resources") == 0)
+    return cfg_entries(c, v, "resources", "match, gpus, slots", res_key, &ra, sizeof ra,
+                       res_done);
   if (strcmp(key, "tolerances") == 0)
-    return cfg_entries(c, v, "tolerances", "match, atol, rtol",
+    return cfg_entries(c, v, "tolerances", "match, atol, rtol, max_over",
                            tol_key, &ta, sizeof ta, tol_done);
   if (strcmp(key, "devices") == 0)
     return cfg_entries(c, v, "devices", "id, slots", dev_key, &da,
                            sizeof da, dev_done);
-  rule_acc ra;
+  rule_acc rua;
   if (strcmp(key, "tests") == 0)
-    return cfg_entries(c, v, "tests", "match, tags, slots, timeout", rule_key, &ra,
-                       sizeof ra, rule_done);
+    return cfg_entries(c, v, "tests", "match, tags, slots, timeout", rule_key, &rua,
+                       sizeof rua, rule_done);
   return fail(c, k, "unknown key '%s' (known: %s)", key,
                       known_keys);
 }

@@ -35,9 +35,11 @@ const kcli__opt kcli__opts[] = {
   {"allow-empty", "allow-empty", 0, NULL, KCLI__SETTING, "allow_empty", 0, 0, 0, "exit 0 even when nothing was tested (no device, every test skipped)"},
   SET("contain", 0, "M", "how processes a test leaves running are found: auto, cgroup, subreaper, none (auto: cgroup v2 where writable, else subreaper)"),
   SET("poison", 0, NULL, "fill new device allocations with NaN bytes"),
+  SET("sanitize", 0, "TOOL", "memcheck|racecheck|initcheck|synccheck: each runner under compute-sanitizer (cuda), or memcheck through an AddressSanitizer runner (host, hip)"),
   SET("seed", 0, "N", "run seed passed to every child (default: chosen per child)"),
   SET("cap", 0, "F", "device allocation cap as a fraction of free memory"),
-  SET("slots", 0, "N", "slots per device (default 2 on a GPU, --jobs on host)"),
+  SET("slots", 0, "N", "slots per device (default 2 on a GPU, --jobs on host); auto: sized by each test's peak device memory in --slots-from"),
+  STR("slots-from", "slots-from", 0, "REPORT", slots_from, "--slots auto: the report whose peaks size the slots (default: the newest run of the backend under reports/runs)"),
   STR("resource-spec", "resource-spec", 0, "FILE", spec, "CTest resource-spec JSON: the devices and their slots"),
   STR("token-key", "token-key", 0, "PATH", token_key, "device-token key path (default /tmp/kiln-tokens-<backend>; env KILN_TOKEN_KEY)"),
   SET("leaks", 0, "P", "fail (a leak fails the test) or warn"),
@@ -91,9 +93,9 @@ const kcli__opt kcli__opts[] = {
 };
 
 #define RUN_OPTS "jobs backend config report out timeout grace retries repeat " \
-  "isolation wrap warm allow-empty contain poison seed cap slots resource-spec "  \
-  "token-key leaks tolerance junit shard shard-durations shard-plan runner-dir runner "  \
-  "gtest manifest verbose"
+  "isolation wrap warm allow-empty contain poison sanitize seed cap slots slots-from "  \
+  "resource-spec token-key leaks tolerance junit shard shard-durations shard-plan "     \
+  "runner-dir runner gtest manifest verbose"
 
 #define SLURM_OPTS "slurm-out partition account time merge-time gpus-per-task tasks " \
   "sbatch dry-run no-wait resume follow merge poll base report junit shard-durations " \
@@ -215,6 +217,18 @@ const kcli__cmd kcli__cmds[] = {
    "kiln's peak RSS within 2 MiB from the first RSS run to the second.\n"
    "Exit status: 0 every point measured (a MISS is not an error), 2 usage\n"
    "error, 3 a point could not be measured. See docs/performance.md.\n"},
+  {"bisect", "TEST [--] [SELECTOR...]", "the earlier tests that make TEST fail in a shared process",
+   "For a test that passes alone but fails after other tests in one shared\n"
+   "process (--isolation none): runs it after subsets of the tests that come\n"
+   "before it (those the selectors choose, default every test kiln run would\n"
+   "take), by delta debugging, until a smallest set is left whose every test\n"
+   "is needed for the failure, and prints the command that reproduces it.\n"
+   "Each trial is a kiln run with its report in DIR/trial-N; all use one seed.",
+   "backend config out timeout poison seed cap tolerance wrap token-key runner-dir verbose",
+   1, -1, 1, kcli__bisect,
+   "Exit status: 0 a set was found, 1 TEST fails alone, passes after every\n"
+   "earlier test, or the shared process ends before it, 2 usage error, 3\n"
+   "infrastructure error. See docs/harness.md.\n"},
   {"help", "[COMMAND]", "this overview, or a command's help", NULL, "", 0, 2, 0,
    kcli__help_cmd, NULL},
   /* Not for people (no summary: not in `kiln help`): the process `kiln run`

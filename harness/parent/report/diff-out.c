@@ -47,6 +47,10 @@ static void speed_tail(FILE *out, const krep__finding *f, double run_shift) {
 
 static void line(FILE *out, const krep__finding *f, const krep__findings *fs) {
   fprintf(out, "  %-14s %s", krep__find_kinds[f->kind].heading, f->test);
+  /* A throttled finding reads as the kind it would have been. */
+  krep__finding as;
+  int throttled = f->kind == F_THROTTLED;
+  if (throttled) as = *f, as.kind = f->as, f = &as;
   char where[160], conf[40];
   switch (f->kind) {
   case F_NEWLY_FAILING: case F_STILL_FAILING: case F_NEWLY_FLAKY:
@@ -83,6 +87,7 @@ static void line(FILE *out, const krep__finding *f, const krep__findings *fs) {
     break;
   default: break;
   }
+  if (throttled) fprintf(out, " [discounted: the device throttled]");
   fputc('\n', out);
 }
 
@@ -168,6 +173,11 @@ static void yaml_finding(krep_yaml *y, const krep__finding *f, const krep__findi
   krep_yaml_key(y, "regression");
   krep_yaml_bool(y, krep__find_kinds[f->kind].regression);
   kstr(y, "test", f->test);
+  krep__finding as;
+  if (f->kind == F_THROTTLED) {
+    kstr(y, "discounted", krep__find_kinds[f->as].name);
+    as = *f, as.kind = f->as, f = &as;
+  }
   if (f->kind == F_SLOWER_KERNEL) kstr(y, "kernel", f->what);
   if (f->kind == F_ERROR_GROWTH) kstr(y, "check", f->what);
   if (f->kind == F_LOWER_METRIC) {

@@ -8,8 +8,10 @@
  * only when its change beyond the run-wide change is outside its measured
  * noise with the asked confidence over all the figures at once (so that
  * ninety figures do not give ninety chances of a false alarm), and past
- * the relative and absolute thresholds. The findings are written by
- * diff-out.c.
+ * the relative and absolute thresholds. A test whose device throttled
+ * (its clocks records: power, thermal or hardware slowdown) in either
+ * report has its speed findings listed as `throttled`, discounted rather
+ * than counted as regressions. The findings are written by diff-out.c.
  */
 #include "report-impl.h"
 
@@ -40,6 +42,7 @@ typedef struct agg {
   const krep_test *first;   /* a final record, for messages */
   const krep_test *failing; /* the first final record that failed */
   int repeats, failed, flaky;
+  int throttled;            /* a record's device slowed down (clocks) */
   int failed_repeat[8];     /* the first repeats that failed */
   named body;               /* body (or wall) ms */
   named *kernels, *checks, *metrics;
@@ -92,6 +95,7 @@ static void fold_test(const krep_test *t, agg *g) {
     g->failed++;
   }
   g->flaky |= t->outcome == KREP_FLAKY;
+  g->throttled |= krep_test_throttled(t);
   sample(&g->body, isnan(v.body_ms) ? t->wall_ms : v.body_ms);
   for (int c = 0; c < v.nchecks; c++) {
     const kp_check *x = &v.checks[c];
@@ -290,7 +294,8 @@ static int slower_enough(const krep__fig *f, double run_shift, const krep_diff_o
   return f->neu - f->base * exp(run_shift) > abs_ms;
 }
 
-static void judge_speed(krep__findings *fs, figures *F, const krep_diff_opts *o) {
+static void judge_speed(krep__findings *fs, figures *F, const fold *B, const fold *N,
+                        const krep_diff_opts *o) {
   krep__noise *nz = &fs->noise;
   krep__noise_judge(F->f, F->n, nz);
   double *hs = kh_xcalloc((size_t)F->nh + 1, sizeof *hs);
@@ -319,9 +324,15 @@ static void judge_speed(krep__findings *fs, figures *F, const krep_diff_opts *o)
       if (explained) continue;
     }
     static const int kind[] = {F_SLOWER_TEST, F_SLOWER_KERNEL, F_LOWER_METRIC};
-    add(fs, (krep__finding){.kind = kind[f->kind], .test = f->test, .what = f->what,
-                            .base = f->base, .neu = f->neu, .unit = f->unit, .fig = *f,
-                            .speed = 1, .p = f->p});
+    krep__finding x = {.kind = kind[f->kind], .test = f->test, .what = f->what,
+                       .base = f->base, .neu = f->neu, .unit = f->unit, .fig = *f,
+                       .speed = 1, .p = f->p};
+    /* A device that slowed itself down says nothing about the code: the
+     * finding is listed, discounted. This gate comes after the noise
+     * model's judgment, so the two compose. */
+    const agg *b = find(B, f->test), *n = find(N, f->test);
+    if ((b && b->throttled) || (n && n->throttled)) x.as = x.kind, x.kind = F_THROTTLED;
+    add(fs, x);
   }
 }
 
@@ -337,7 +348,7 @@ int krep_diff(const krep_report *base, const krep_report *neu, const krep_diff_o
   compare(&fs, &B, &N, o);
   figures F = {0};
   collect(&F, &B, &N, H, o->nhistory);
-  judge_speed(&fs, &F, o);
+  judge_speed(&fs, &F, &B, &N, o);
   *regressions = 0;
   for (int i = 0; i < fs.n; i++) *regressions += krep__find_kinds[fs.f[i].kind].regression;
   krep__diff_summary(out, base, neu, o, &fs, *regressions);

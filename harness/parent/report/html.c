@@ -20,7 +20,7 @@ static const char css[] =
   "h1{font-size:20px;margin:16px 0 4px}h2{font-size:16px;margin:24px 0 8px}"
   ".meta{color:#555}.chips span{display:inline-block;padding:2px 10px;margin:4px 6px 0 0;"
   "border-radius:10px;background:#eee}.o-pass{color:#176c2e}.o-fail,.o-crash,.o-error,"
-  ".o-timeout,.o-lost{color:#b3261e;font-weight:600}.o-leak,.o-flaky{color:#8a5a00;font-weight:600}"
+  ".o-timeout,.o-lost,.o-collateral{color:#b3261e;font-weight:600}.o-leak,.o-flaky{color:#8a5a00;font-weight:600}"
   ".o-skip{color:#00639b}.plots{display:flex;flex-wrap:wrap;gap:16px}"
   ".plots figure{margin:0;border:1px solid #ddd;border-radius:6px;padding:8px}"
   "figcaption{font-weight:600;margin-bottom:4px}svg text{font:11px sans-serif;fill:#333}"
@@ -29,7 +29,9 @@ static const char css[] =
   "tr.test{cursor:pointer}tr.test:hover{background:#f8f8ff}.hidden{display:none}"
   "tr.detail>td{background:#fafafa}pre{background:#f3f3f3;padding:6px;max-height:300px;"
   "overflow:auto;white-space:pre-wrap}.filters select,.filters input{margin-right:12px}"
-  "td.num{text-align:right;font-variant-numeric:tabular-nums}.bad{color:#b3261e}";
+  "td.num{text-align:right;font-variant-numeric:tabular-nums}.bad{color:#b3261e}"
+  ".dist{display:flex;gap:24px;align-items:flex-start;margin:4px 0 10px}"
+  ".dist table{width:auto}.dist p{margin:2px 0}svg.hist rect{fill:#5b7fb5}";
 
 static const char js[] =
   "(function(){\n"
@@ -47,13 +49,16 @@ static const char js[] =
   " var h=[];['outcome','suite','tag'].forEach(function(k){if(f[k].value)h.push(k+'='+"
   "encodeURIComponent(f[k].value));});if(history.replaceState)history.replaceState(null,'',"
   "h.length?'#'+h.join('&'):location.pathname);}\n"
-  "location.hash.slice(1).split('&').forEach(function(kv){var p=kv.split('=');"
-  "if(f[p[0]]&&p[1]!==undefined)f[p[0]].value=decodeURIComponent(p[1]);});\n"
+  "var open=null;location.hash.slice(1).split('&').forEach(function(kv){var p=kv.split('=');"
+  "if(p[0]==='open'&&p[1]!==undefined)open=decodeURIComponent(p[1]);"
+  "else if(f[p[0]]&&p[1]!==undefined)f[p[0]].value=decodeURIComponent(p[1]);});\n"
   "['outcome','suite','tag'].forEach(function(k){f[k].addEventListener('change',apply);});\n"
   "f.text.addEventListener('input',apply);\n"
   "rows.forEach(function(r){r.addEventListener('click',function(){var d=document."
   "getElementById('d-'+r.dataset.row);if(d)d.classList.toggle('hidden');});});\n"
-  "apply();document.body.setAttribute('data-filter','ready');\n"
+  "apply();if(open)rows.forEach(function(r){if(r.dataset.id===open){var d=document."
+  "getElementById('d-'+r.dataset.row);if(d)d.classList.remove('hidden');}});\n"
+  "document.body.setAttribute('data-filter','ready');\n"
   "})();\n";
 
 /* ---- Small writers ------------------------------------------------------------ */
@@ -259,6 +264,68 @@ static void filters(kh_buf *b, const krep_report *r) {
   }
 }
 
+/* The relative-error histogram of a check (records.h: KP_HIST_*), one bar
+ * per decade, with the check's rtol marked. */
+static void histogram(kh_buf *b, const kp_check *k) {
+  double n[KP_HIST_BINS];
+  int bins = kp_nums_get(k->hist, n, KP_HIST_BINS);
+  if (bins != KP_HIST_BINS) return;
+  double max = 0;
+  for (int i = 0; i < bins; i++) max = fmax(max, n[i]);
+  enum { W = 22, H = 90, TOP = 6, BASE = TOP + H };
+  kh_buf_addf(b, "<svg class=\"hist\" width=\"%d\" height=\"%d\" role=\"img\">"
+              "<title>relative error |a-e|/|e|, elements per decade</title>",
+              bins * W + 10, BASE + 34);
+  for (int i = 0; i < bins; i++) {
+    double h = max > 0 ? H * n[i] / max : 0;
+    char label[32];
+    if (i == 0) snprintf(label, sizeof label, "0");
+    else if (i == 1) snprintf(label, sizeof label, "<%d", (int)k->hist_lo);
+    else if (i == bins - 1) snprintf(label, sizeof label, "&#8805;%d", (int)k->hist_lo + i - 2);
+    else snprintf(label, sizeof label, "%d", (int)k->hist_lo + i - 2);
+    kh_buf_addf(b, "<rect class=\"bin\" x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%.1f\">"
+                "<title>%s: %.0f elements</title></rect><text x=\"%d\" y=\"%d\" "
+                "text-anchor=\"middle\">%s</text>", 5 + i * W, BASE - h, W - 2, h,
+                label, n[i], 5 + i * W + W / 2, BASE + 14, label);
+  }
+  if (k->rtol > 0) {
+    double x = 5 + W * (2 + log10(k->rtol) - (double)k->hist_lo);
+    if (x > 5 && x < 5 + bins * W)
+      kh_buf_addf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#b3261e\" "
+                  "stroke-dasharray=\"3 2\"/><text x=\"%.1f\" y=\"%d\">rtol</text>", x, TOP,
+                  x, BASE, x + 2, TOP + 8);
+  }
+  kh_buf_addf(b, "<text x=\"5\" y=\"%d\">log10 relative error</text></svg>", BASE + 30);
+}
+
+/* The check's worst elements and its quantiles, under its row. */
+static void distribution(kh_buf *b, const kp_check *k) {
+  if (!k->hist && !k->worst_k_index) return;
+  LIT(b, "<tr class=\"dist-row\"><td colspan=\"10\"><div class=\"dist\">");
+  if (k->hist) histogram(b, k);
+  double idx[KP_WORST_K], act[KP_WORST_K], exp_[KP_WORST_K];
+  int n = k->worst_k_index ? kp_nums_get(k->worst_k_index, idx, KP_WORST_K) : 0;
+  if (!k->worst_k_actual || kp_nums_get(k->worst_k_actual, act, KP_WORST_K) != n ||
+      !k->worst_k_expected || kp_nums_get(k->worst_k_expected, exp_, KP_WORST_K) != n)
+    n = 0;
+  LIT(b, "<div>");
+  kh_buf_addf(b, "<p>relative error over %lld elements: median %.3g, p90 %.3g, p99 %.3g, "
+              "p99.9 %.3g, max %.3g</p><p>%lld over tolerance", k->rel_n, k->rel_p50,
+              k->rel_p90, k->rel_p99, k->rel_p999, k->max_rel, k->over);
+  if (k->budget > 0) kh_buf_addf(b, " (budget %lld)", k->budget);
+  LIT(b, "</p>");
+  if (n > 0) {
+    LIT(b, "<table class=\"worst\"><tr><th>worst index</th><th>actual</th>"
+           "<th>expected</th><th>abs error</th></tr>");
+    for (int i = 0; i < n; i++)
+      kh_buf_addf(b, "<tr><td class=num>%.0f</td><td class=num>%.9g</td><td class=num>%.9g"
+                  "</td><td class=num>%.3g</td></tr>", idx[i], act[i], exp_[i],
+                  fabs(act[i] - exp_[i]));
+    LIT(b, "</table>");
+  }
+  LIT(b, "</div></div></td></tr>");
+}
+
 static void detail_checks(kh_buf *b, const krep__view *v) {
   if (!v->nchecks) return;
   LIT(b, "<table><tr><th>check</th><th>dtype</th><th>n</th><th>max abs</th>"
@@ -277,6 +344,7 @@ static void detail_checks(kh_buf *b, const krep__view *v) {
     }
     kh_buf_addf(b, "<td class=num>%lld</td><td class=\"%s\">%s</td></tr>", k->over,
                 k->pass ? "o-pass" : "o-fail", k->pass ? "yes" : "NO");
+    distribution(b, k);
   }
   LIT(b, "</table>");
 }

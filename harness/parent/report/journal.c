@@ -7,7 +7,8 @@
  * processes it left (`left`), a `tail` and `done`; the run ends with
  * `finish`. `kiln report rebuild` turns a journal back into the model, so
  * rebuilding replays what was seen; a `start` with no `run` after it is a
- * test run kiln died during (lost).
+ * test run kiln died during (lost). A device health probe is a `probe`
+ * record.
  */
 #include "report-impl.h"
 
@@ -27,7 +28,7 @@ typedef struct jkiln {
   double start;
   const char *command;
   long long pid;
-  const char *containment, *allot;
+  const char *containment, *allot, *slots_from;
 } jkiln;
 
 typedef struct jplan {
@@ -62,6 +63,7 @@ typedef struct jrun {
   long long seq;
   const char *suite, *tags;
   long long repeat, attempt, device, slots;
+  const char *devices;
   const char *outcome;
   long long retried;
   const char *message, *file;
@@ -77,6 +79,14 @@ typedef struct jrun {
   const char *lost_by, *lost_state, *lost_job, *lost_node;
 } jrun;
 
+typedef struct jprobe {
+  long long device;
+  const char *cause;
+  long long passed;
+  const char *message;
+  double ms;
+} jprobe;
+
 typedef struct jfinish {
   double end;
   long long interrupted, not_run, parent_gpu_clean, peak_rss_kb;
@@ -90,7 +100,7 @@ static const kp_key kiln_keys[] = {
     K(jkiln, host, KP_STR), K(jkiln, backend, KP_STR), K(jkiln, config, KP_STR),
     K(jkiln, out, KP_STR), K(jkiln, token_key, KP_STR), K(jkiln, start, KP_DOUBLE),
     K(jkiln, command, KP_STR), O(jkiln, pid, KP_INT), K(jkiln, containment, KP_STR),
-    K(jkiln, allot, KP_STR)};
+    K(jkiln, allot, KP_STR), O(jkiln, slots_from, KP_STR)};
 static const kp_key plan_keys[] = {K(jplan, runs, KP_INT)};
 static const kp_key start_keys[] = {
     K(jstart, seq, KP_INT), K(jstart, id, KP_STR), K(jstart, suite, KP_STR),
@@ -109,7 +119,8 @@ static const kp_key tail_keys[] = {{"text", KP_STR, offsetof(jpair, value), 0}};
 static const kp_key run_keys[] = {
     K(jrun, id, KP_STR), K(jrun, seq, KP_INT), K(jrun, suite, KP_STR),
     K(jrun, tags, KP_STR), K(jrun, repeat, KP_INT), K(jrun, attempt, KP_INT),
-    K(jrun, device, KP_INT), K(jrun, slots, KP_INT), K(jrun, outcome, KP_STR),
+    K(jrun, device, KP_INT), K(jrun, slots, KP_INT), K(jrun, devices, KP_STR),
+    K(jrun, outcome, KP_STR),
     K(jrun, retried, KP_INT), K(jrun, message, KP_STR), K(jrun, file, KP_STR),
     K(jrun, line, KP_INT), K(jrun, signal, KP_STR), K(jrun, exit_code, KP_INT),
     K(jrun, start, KP_DOUBLE), K(jrun, end, KP_DOUBLE), K(jrun, wall_ms, KP_DOUBLE),
@@ -119,6 +130,9 @@ static const kp_key run_keys[] = {
     K(jrun, lines_dropped, KP_INT), K(jrun, proto_error, KP_STR),
     K(jrun, lost_by, KP_STR), K(jrun, lost_state, KP_STR), K(jrun, lost_job, KP_STR),
     K(jrun, lost_node, KP_STR)};
+static const kp_key probe_keys[] = {
+    K(jprobe, device, KP_INT), K(jprobe, cause, KP_STR), K(jprobe, passed, KP_INT),
+    K(jprobe, message, KP_STR), K(jprobe, ms, KP_DOUBLE)};
 static const kp_key finish_keys[] = {
     K(jfinish, end, KP_DOUBLE), K(jfinish, interrupted, KP_INT),
     K(jfinish, not_run, KP_INT), K(jfinish, parent_gpu_clean, KP_INT),
@@ -130,7 +144,8 @@ static const kp_rdesc rec_kiln = D("kiln", kiln_keys), rec_shard = D("shard", sh
                       rec_tail = D("tail", tail_keys), rec_run = D("run", run_keys),
                       rec_finish = D("finish", finish_keys), rec_done = {"done", NULL, 0},
                       rec_plan = D("plan", plan_keys), rec_start = D("start", start_keys),
-                      rec_left = D("left", left_keys);
+                      rec_left = D("left", left_keys),
+                      rec_probe = D("probe", probe_keys);
 
 /* ---- Writing --------------------------------------------------------------------- */
 
@@ -177,7 +192,7 @@ krep_journal *krep_journal_open(const krep_report *rep, const char *path,
   jkiln k = {KREP_FORMAT, rep->kiln_version, rep->git, rep->host, rep->backend,
              rep->config, rep->out_dir, rep->token_key, rep->start_s, rep->command,
              rep->kiln_pid >= 0 ? rep->kiln_pid : KP_NONE, rep->containment,
-             rep->allot_source};
+             rep->allot_source, rep->slots_from};
   put(j, &rec_kiln, &k);
   if (rep->shard.count) {
     jshard s = {rep->shard.index, rep->shard.count, rep->shard.selected,
@@ -189,7 +204,8 @@ krep_journal *krep_journal_open(const krep_report *rep, const char *path,
     kp_device dev = {NULL, d->index, d->name, d->arch, d->warp_size, 0, 0,
                      (unsigned long long)d->total_bytes,
                      (unsigned long long)d->free_bytes, NULL, d->physical,
-                     d->visible};
+                     d->visible, d->slots > 0 ? d->slots : KP_NONE,
+                     d->budget_bytes >= 0 ? d->budget_bytes : KP_NONE};
     put(j, &kp_rec_device, &dev);
   }
   for (int i = 0; i < rep->nset; i++)
@@ -224,7 +240,7 @@ void krep_journal_test(krep_journal *j, const krep_test *t) {
   if (!j) return;
   char message[8192], file[1024], proto[8192];
   jrun r = {t->id, t->seq, t->suite, t->tags, t->repeat, t->attempt, t->device,
-            t->slots, krep_outcome_name(t->outcome), !t->final,
+            t->slots, t->devices, krep_outcome_name(t->outcome), !t->final,
             cut(t->message, message, sizeof message), cut(t->file, file, sizeof file),
             t->line, t->signal, t->exit_code, t->started_s, t->ended_s, t->wall_ms,
             t->warm ? 1 : KP_NONE, t->startup_ms, t->ready_wait_ms, t->log_path,
@@ -252,6 +268,14 @@ void krep_journal_test(krep_journal *j, const krep_test *t) {
    * returns and survives kiln being killed, even by SIGKILL; a sync only
    * guards against the machine going down, and one per test made the
    * parent's loop wait on the disk (docs/reliability.md). */
+}
+
+void krep_journal_probe(krep_journal *j, const krep_probe *p) {
+  if (!j) return;
+  char message[4096];
+  jprobe r = {p->device, p->cause, p->passed, cut(p->message, message, sizeof message), p->ms};
+  put(j, &rec_probe, &r);
+  flush(j);
 }
 
 void krep_journal_close(krep_journal *j, const krep_report *rep) {
@@ -282,6 +306,7 @@ static krep_test *read_run(krep_report *rep, const kp_record *rec) {
   t->attempt = r.attempt ? (int)r.attempt : 1;
   t->device = (int)r.device;
   t->slots = (int)r.slots;
+  t->devices = nonempty(rep, r.devices);
   t->outcome = krep_outcome_parse(r.outcome);
   if (t->outcome < 0) t->outcome = KREP_ERROR;
   t->final = !r.retried;
@@ -334,6 +359,7 @@ static void read_header(krep_report *rep, const kp_record *rec) {
   rep->out_dir = krep_str(rep, k.out);
   rep->token_key = krep_str(rep, k.token_key);
   rep->command = krep_str(rep, k.command);
+  rep->slots_from = krep_str(rep, k.slots_from);
   rep->start_s = k.start;
   rep->kiln_pid = k.pid == KP_NONE ? -1 : k.pid;
   rep->containment = nonempty(rep, k.containment);
@@ -412,6 +438,7 @@ static void read_line(krep_report *rep, jstate *js, char *line) {
   jpair p;
   jfinish f;
   jplan plan;
+  jprobe pr;
   kp_device d;
   if (strcmp(r.tag, "kiln") == 0) {
     read_header(rep, &r);
@@ -419,7 +446,9 @@ static void read_line(krep_report *rep, jstate *js, char *line) {
              kp_decode(&kp_rec_device, r.fields, r.nfields, &d, NULL, 0) == 0) {
     krep_device x = {(int)d.index, d.physical == KP_NONE ? (int)d.index : (int)d.physical,
                      d.visible, d.name, d.arch, (int)d.warp_size,
-                     (long long)d.total_bytes, (long long)d.free_bytes};
+                     (long long)d.total_bytes, (long long)d.free_bytes,
+                     d.slots == KP_NONE ? 0 : (int)d.slots,
+                     d.budget_bytes == KP_NONE ? -1 : d.budget_bytes};
     krep_add_device(rep, &x);
   } else if (strcmp(r.tag, "shard") == 0 &&
              kp_decode(&rec_shard, r.fields, r.nfields, &s, NULL, 0) == 0) {
@@ -447,6 +476,10 @@ static void read_line(krep_report *rep, jstate *js, char *line) {
     js->cur->log_tail = krep_str(rep, p.value ? p.value : "");
   } else if (strcmp(r.tag, "done") == 0) {
     js->cur = NULL;
+  } else if (strcmp(r.tag, "probe") == 0 &&
+             kp_decode(&rec_probe, r.fields, r.nfields, &pr, NULL, 0) == 0) {
+    krep_add_probe(rep, &(krep_probe){(int)pr.device, pr.cause, (int)pr.passed,
+                                      pr.message, pr.ms});
   } else if (strcmp(r.tag, "finish") == 0 &&
              kp_decode(&rec_finish, r.fields, r.nfields, &f, NULL, 0) == 0) {
     rep->finished = 1;

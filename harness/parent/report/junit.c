@@ -88,11 +88,13 @@ static const char *name_of(const krep_test *t) {
 }
 
 /* failure for a test that failed, error for one that could not run to a
- * verdict (crash, timeout, harness error, lost with what ran it). */
+ * verdict (crash, timeout, harness error, lost with what ran it, a device that
+ * failed under it). */
 static const char *element(int outcome) {
   switch (outcome) {
   case KREP_FAIL: case KREP_LEAK: return "failure";
-  case KREP_CRASH: case KREP_TIMEOUT: case KREP_ERROR: case KREP_LOST: return "error";
+  case KREP_CRASH: case KREP_TIMEOUT: case KREP_ERROR: case KREP_LOST: case KREP_COLLATERAL:
+    return "error";
   default: return NULL;
   }
 }
@@ -137,12 +139,15 @@ static void verdict(kh_buf *b, const char *elem, const krep_test *t, int nested)
 }
 
 /* Earlier attempts of the same test and repeat, replaced by t: flaky
- * failures when t passed, rerun failures when it failed again. */
+ * failures when t passed, rerun failures when it failed again. A
+ * collateral attempt was the device's failure, not the test's: left out. */
 static void attempts(kh_buf *b, const krep_report *rep, const krep_test *t) {
   int failed = krep_outcome_failed(t->outcome);
   for (int i = 0; i < rep->ntests; i++) {
     const krep_test *a = rep->tests[i];
-    if (a->final || a->repeat != t->repeat || strcmp(a->id, t->id) != 0) continue;
+    if (a->final || a->repeat != t->repeat || strcmp(a->id, t->id) != 0 ||
+        a->outcome == KREP_COLLATERAL)
+      continue;
     const char *e = element(a->outcome);
     if (!e) continue;
     const char *kind = strcmp(e, "failure") == 0

@@ -177,6 +177,7 @@ static const krep_rec *intern_rec(krep_pool *p, const char *tag, const kp_field 
 
 void krep_init(krep_report *rep) {
   memset(rep, 0, sizeof *rep);
+  rep->format = KREP_FORMAT;
   rep->parent_gpu_clean = -1;
   rep->peak_rss_kb = -1;
   rep->planned = -1;
@@ -193,7 +194,7 @@ void krep_free(krep_report *rep) {
   }
   free(rep->tests), free(rep->procs);
   free(rep->devices), free(rep->set_keys), free(rep->set_values);
-  free(rep->selection), free(rep->sources);
+  free(rep->selection), free(rep->sources), free(rep->probes);
   krep_pool *p = rep->pool;
   if (p) {
     for (int i = 0; i < p->nchunks; i++) free(p->chunks[i]);
@@ -223,6 +224,20 @@ void krep_add_setting(krep_report *rep, const char *key, const char *value) {
   rep->set_values = kh_xrealloc(rep->set_values, n * sizeof *rep->set_values);
   rep->set_keys[rep->nset] = krep_str(rep, key);
   rep->set_values[rep->nset++] = krep_str(rep, value ? value : "");
+}
+
+void krep_add_probe(krep_report *rep, const krep_probe *p) {
+  rep->probes = kh_xrealloc(rep->probes, (size_t)(rep->nprobes + 1) * sizeof *rep->probes);
+  krep_probe *x = &rep->probes[rep->nprobes++];
+  *x = *p;
+  x->cause = krep_str(rep, p->cause ? p->cause : "");
+  x->message = krep_str(rep, p->message ? p->message : "");
+}
+
+const krep_probe *krep_device_removed(const krep_report *rep, int physical) {
+  for (int i = 0; i < rep->nprobes; i++)
+    if (rep->probes[i].device == physical && !rep->probes[i].passed) return &rep->probes[i];
+  return NULL;
 }
 
 void krep_add_selector(krep_report *rep, const char *sel) {
@@ -276,8 +291,11 @@ void krep_add_proc(krep_report *rep, krep_test *t, const krep_proc *p) {
 }
 
 const krep__list krep__lists[] = {
-    {"kernel", "kernels"}, {"check", "checks"}, {"leak", "leaks"},
-    {"note", "notes"},     {"metric", "metrics"}, {"truncated", "truncated_records"}};
+    {"kernel", "kernels"},   {"check", "checks"},
+    {"leak", "leaks"},       {"note", "notes"},
+    {"metric", "metrics"},   {"clocks", "clocks"},
+    {"device_fault", "device_faults"}, {"sanitizer", "sanitizer_findings"},
+    {"truncated", "truncated_records"}};
 const int krep__nlists = (int)(sizeof krep__lists / sizeof krep__lists[0]);
 
 int krep__kept_tag(const char *tag) {
@@ -315,6 +333,17 @@ const krep_rec *krep_test_next(const krep_test *t, const char *tag, int *i) {
 
 int krep_rec_decode(const krep_rec *r, const kp_rdesc *d, void *out) {
   return kp_decode(d, r->f, r->n, out, NULL, 0);
+}
+
+int krep_test_throttled(const krep_test *t) {
+  int i = 0;
+  const krep_rec *r;
+  while ((r = krep_test_next(t, "clocks", &i)) != NULL) {
+    kp_clocks c;
+    if (krep_rec_decode(r, &kp_rec_clocks, &c) == 0 && c.throttled != KP_NONE && c.throttled)
+      return 1;
+  }
+  return 0;
 }
 
 long long krep_test_leaked(const krep_test *t, long long *count) {

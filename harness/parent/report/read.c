@@ -1,4 +1,4 @@
-/* The one reader: report.yaml (format_version 1 or 2) back into the model,
+/* The one reader: report.yaml (format_version 1 to 3) back into the model,
  * with kiln's bounded YAML loader (base/input.c: limited nesting, no
  * aliases, so a hostile report cannot make a reader run without end). Missing keys read as unknown (an interrupted,
  * rebuilt or merged report loads as well as a full one); a test's records
@@ -82,8 +82,21 @@ static int seq_len(const yaml_node_t *n) {
 
 /* ---- Records ------------------------------------------------------------------------ */
 
-/* A mapping of scalars as a child's record (first: an extra first field,
- * such as a memory record's `when`). */
+/* A sequence of scalars (a KP_NUMS value) back as "a,b,c". */
+static const char *joined(reader *r, yaml_node_t *seq) {
+  kh_buf b = {0};
+  kh_buf_add(&b, "", 0);
+  for (int i = 0; i < seq_len(seq); i++) {
+    const char *v = text(at(r, seq->data.sequence.items.start[i]));
+    kh_buf_addf(&b, "%s%s", i ? "," : "", v ? krep__yaml_to_protocol(v) : "nan");
+  }
+  const char *s = krep_str(r->rep, b.data);
+  kh_buf_free(&b);
+  return s;
+}
+
+/* A mapping of scalars (and lists of numbers) as a child's record (first:
+ * an extra first field, such as a memory record's `when`). */
 static void keep_map(reader *r, krep_test *t, const char *tag, yaml_node_t *map,
                      const kp_field *first) {
   if (!map || map->type != YAML_MAPPING_NODE) return;
@@ -94,7 +107,12 @@ static void keep_map(reader *r, krep_test *t, const char *tag, yaml_node_t *map,
        p < map->data.mapping.pairs.top && n < KP_MAX_FIELDS; p++) {
     const char *k = text(at(r, p->key));
     yaml_node_t *v = at(r, p->value);
-    if (!k || !v || v->type != YAML_SCALAR_NODE) continue;
+    if (!k || !v) continue;
+    if (v->type == YAML_SEQUENCE_NODE) {
+      f[n++] = (kp_field){k, joined(r, v)};
+      continue;
+    }
+    if (v->type != YAML_SCALAR_NODE) continue;
     const char *val = text(v);
     if (!val) continue;
     if (v->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) val = krep__yaml_to_protocol(val);
@@ -246,6 +264,9 @@ static int read_key(reader *r, krep_test *t, const char *k, yaml_node_t *v) {
   else if (strcmp(k, "device_info") == 0) keep_map(r, t, "device", v, NULL);
   else if (strcmp(k, "leaks_total") == 0) keep_map(r, t, "leak_total", v, NULL);
   else if (strcmp(k, "processes_left") == 0) read_procs(r, t, v);
+  else if (strcmp(k, "other_devices_info") == 0) keep_list(r, t, "device", v);
+  else if (strcmp(k, "devices") == 0) t->devices = v && v->type == YAML_SEQUENCE_NODE ? joined(r, v) : NULL;
+  else if (strcmp(k, "throttled") == 0) (void)0;   /* derived from its clocks */
   else if (strcmp(k, "memory") == 0) read_memory(r, t, v);
   else if (strcmp(k, "records_dropped") == 0) t->records_dropped = integer(v, 0);
   else if (strcmp(k, "log") == 0) read_log(r, t, v);
@@ -305,6 +326,7 @@ static void read_run(reader *r, yaml_node_t *root) {
   rep->config = str(r, run, "config");
   rep->out_dir = str(r, run, "out");
   rep->token_key = str(r, run, "token_key");
+  rep->slots_from = str(r, run, "slots_from");
   rep->start_s = kh_iso_parse(text(node(r, run, "start")));
   rep->end_s = kh_iso_parse(text(node(r, run, "end")));
   rep->duration_s = num(node(r, run, "duration_s"));
@@ -327,8 +349,18 @@ static void read_run(reader *r, yaml_node_t *root) {
                      text(node(r, m, "name")), text(node(r, m, "arch")),
                      (int)integer(node(r, m, "warp_size"), 0),
                      integer(node(r, m, "total_bytes"), 0),
-                     integer(node(r, m, "free_bytes"), 0)};
+                     integer(node(r, m, "free_bytes"), 0),
+                     (int)integer(node(r, m, "slots"), 0),
+                     integer(node(r, m, "budget_bytes"), -1)};
     krep_add_device(rep, &d);
+  }
+  yaml_node_t *probes = node(r, root, "health_probes");
+  for (int i = 0; i < seq_len(probes); i++) {
+    yaml_node_t *m = at(r, probes->data.sequence.items.start[i]);
+    krep_probe p = {(int)integer(node(r, m, "device"), -1), text(node(r, m, "after")),
+                    boolean(node(r, m, "passed")), text(node(r, m, "message")),
+                    num(node(r, m, "ms"))};
+    krep_add_probe(rep, &p);
   }
   yaml_node_t *set = node(r, root, "settings");
   if (set && set->type == YAML_MAPPING_NODE)
@@ -373,10 +405,11 @@ int krep_read(const char *arg, krep_report *rep, kh_err *err) {
   long long version = integer(fmt, 0);
   if (!fmt) {
     rc = kh_errf(err, "%s: not a kiln report (no format_version)", rep->path);
-  } else if (version < 1 || version > KREP_FORMAT) {
-    rc = kh_errf(err, "%s: report format_version %lld; this kiln reads 1 to %d",
-                 rep->path, version, KREP_FORMAT);
+  } else if (version < KREP_FORMAT_OLDEST || version > KREP_FORMAT) {
+    rc = kh_errf(err, "%s: report format_version %lld; this kiln reads %d to %d",
+                 rep->path, version, KREP_FORMAT_OLDEST, KREP_FORMAT);
   } else {
+    rep->format = (int)integer(fmt, 0);
     read_run(&r, root);
     yaml_node_t *tests = node(&r, root, "tests");
     for (int i = 0; i < seq_len(tests); i++)

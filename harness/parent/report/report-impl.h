@@ -108,6 +108,7 @@ void krep__noise_run(const double *hist_shift, int nhist, krep__noise *out);
   X(SLOWER_KERNEL, "slower_kernel", 1, "slower kernel")          \
   X(ERROR_GROWTH, "error_growth", 1, "error growth")             \
   X(LOWER_METRIC, "lower_metric", 1, "lower metric")             \
+  X(THROTTLED, "throttled", 0, "throttled")                      \
   X(FIXED, "fixed", 0, "fixed")                                  \
   X(STILL_FAILING, "still_failing", 0, "still failing")          \
   X(NEW_TEST, "new_test", 0, "new test")                         \
@@ -128,6 +129,7 @@ extern const krep__find_kind krep__find_kinds[KREP__NFIND];
 
 typedef struct krep__finding {
   int kind;
+  int as;                   /* throttled: the speed kind it would have been */
   const char *test, *what;  /* kernel, check or metric name, or NULL */
   double base, neu;         /* ms, max abs error or metric; NAN when n/a */
   double ratio;             /* check: error/tolerance in NEW */

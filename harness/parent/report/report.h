@@ -19,9 +19,15 @@
 #include "base.h"
 #include "records.h"
 
-/* 2: outcome lost, summary.lost, processes_left, leaks_total, and the
- * run's nothing_tested, containment and allotment. Format 1 still reads. */
-#define KREP_FORMAT 2
+/* The report format this kiln writes, and the oldest it reads:
+ *   2: outcome lost, summary.lost, processes_left, leaks_total, and the
+ *      run's nothing_tested, containment and allotment;
+ *   3: outcome collateral, device health probes, slots counted in
+ *      hundredths of a device under --slots auto, numeric lists in checks
+ *      and tests of several devices.
+ * Formats 1 and 2 still read. */
+#define KREP_FORMAT 3
+#define KREP_FORMAT_OLDEST 1
 /* The largest report kiln reads (a night of 100000 tests is about 200 MB). */
 #define KREP_MAX_REPORT ((size_t)512 << 20)
 
@@ -41,7 +47,8 @@
   X(ERROR, "error", 1, "31", 0)              \
   X(SKIP, "skip", 0, "36", 0)                \
   X(FLAKY, "flaky", 0, "33;1", 0)            \
-  X(LOST, "lost", 1, "35;1", 0)
+  X(LOST, "lost", 1, "35;1", 0)            \
+  X(COLLATERAL, "collateral", 1, "35;1", 0)
 
 typedef enum {
 #define KREP__ENUM(e, n, f, c, r) KREP_##e,
@@ -111,6 +118,9 @@ typedef struct krep_test {
   int final;                /* 0: a later attempt (--retries) replaced it */
   int repeat, attempt;      /* from 1 */
   int device;               /* physical device, -1 for none */
+  const char *devices;      /* a test of several devices: all of them, as
+                               "0,1" (physical; device is the first);
+                               NULL for one */
   int slots;
   int warm;                 /* ran in a warm child */
   long long pid;
@@ -144,6 +154,8 @@ typedef struct krep_device {
   const char *visible, *name, *arch;
   int warp_size;
   long long total_bytes, free_bytes;
+  int slots;                /* the capacity the run used; 0 unknown */
+  long long budget_bytes;   /* --slots auto: what its slots share; -1 */
 } krep_device;
 
 typedef struct krep_shard {
@@ -151,6 +163,18 @@ typedef struct krep_shard {
   int selected, total;
   const char *method, *source;
 } krep_shard;
+
+/* A device health probe (docs/harness.md, "Device health"): after a test
+ * on the device crashed, timed out or met a device fault, kiln checked the
+ * device before giving it another test. A device whose probe failed was
+ * taken out of the run. */
+typedef struct krep_probe {
+  int device;               /* physical */
+  const char *cause;        /* the test id that led to it */
+  int passed;
+  const char *message;      /* why it failed; "" when it passed */
+  double ms;
+} krep_probe;
 
 /* An input of a merged report. */
 typedef struct krep_source {
@@ -163,8 +187,10 @@ typedef struct krep_pool krep_pool;
 
 typedef struct krep_report {
   const char *path;         /* the file it was read from, or NULL */
+  int format;               /* its format_version (KREP_FORMAT when made here) */
   const char *kiln_version, *git, *command;
   const char *host, *backend, *config, *out_dir, *token_key;
+  const char *slots_from;   /* --slots auto: the report peaks came from */
   double start_s, end_s;
   double duration_s;        /* NAN: end - start */
   int interrupted;
@@ -192,6 +218,8 @@ typedef struct krep_report {
   int nprocs;
   krep_source *sources;     /* merged_from */
   int nsources;
+  krep_probe *probes;       /* in the order they ended */
+  int nprobes;
   krep_test **tests;
   int ntests, tests_cap;
   krep_pool *pool;
@@ -204,6 +232,9 @@ const char *krep_str(krep_report *rep, const char *s);
 void krep_add_device(krep_report *rep, const krep_device *d);
 void krep_add_setting(krep_report *rep, const char *key, const char *value);
 void krep_add_selector(krep_report *rep, const char *sel);
+void krep_add_probe(krep_report *rep, const krep_probe *p);
+/* The failed probe that took a physical device out of the run, or NULL. */
+const krep_probe *krep_device_removed(const krep_report *rep, int physical);
 
 /* Adds a process left running to a test, or (t NULL) to the run. */
 void krep_add_proc(krep_report *rep, krep_test *t, const krep_proc *p);
@@ -220,6 +251,10 @@ int krep_test_keep(krep_report *rep, krep_test *t, const char *tag,
 const krep_rec *krep_test_next(const krep_test *t, const char *tag, int *i);
 /* A kept record as its struct (records.h); 0, or -1 when malformed. */
 int krep_rec_decode(const krep_rec *r, const kp_rdesc *d, void *out);
+/* 1 when a clocks record of the test says the device slowed down (power,
+ * thermal or hardware slowdown) at its start or end: its timings and
+ * metrics are marked, and `report diff` discounts them. */
+int krep_test_throttled(const krep_test *t);
 /* The test's leaked bytes and (*count) allocations: its leak_total record
  * when it sent one (exact however many it listed), else the sum of its
  * leak records (saturating). */
@@ -256,6 +291,8 @@ void krep_journal_start(krep_journal *j, const krep_test *t);
 /* Appends a finished test run: one write(), no sync (a write survives a
  * killed kiln; docs/reliability.md). */
 void krep_journal_test(krep_journal *j, const krep_test *t);
+/* Appends a device health probe's verdict. */
+void krep_journal_probe(krep_journal *j, const krep_probe *p);
 /* The finish record, synced; closes the journal. */
 void krep_journal_close(krep_journal *j, const krep_report *rep);
 /* Rebuilds a report from a journal; a journal without its finish record

@@ -39,7 +39,7 @@ void krep_show(const krep_report *rep, FILE *out) {
   if (!isnan(rep->start_s)) kh_iso_time(rep->start_s, start, sizeof start);
   if (!isnan(rep->end_s)) kh_iso_time(rep->end_s, end, sizeof end);
   fprintf(out, "kiln report %s (format %d)\n", rep->path ? rep->path : "-",
-          KREP_FORMAT);
+          rep->format);
   fprintf(out, "backend %s on %s, %s .. %s (%.6g s)%s\n",
           rep->backend ? rep->backend : "?", rep->host ? rep->host : "?", start,
           end, krep_duration(rep), rep->interrupted ? ", INTERRUPTED" : "");

@@ -129,12 +129,20 @@ static void procs(krep_yaml *y, const krep_proc *p, int n) {
   krep_yaml_end(y);
 }
 
+/* The first device record is device_info; a test of several devices
+ * lists the others under other_devices_info, in order. */
 static void device_and_memory(krep_yaml *y, const krep_test *t) {
   int i = 0;
   const krep_rec *r = krep_test_next(t, "device", &i);
   if (r) {
     krep_yaml_key(y, "device_info");
     rec_map(y, r, NULL);
+  }
+  if (count(t, "device") > 1) {
+    krep_yaml_key(y, "other_devices_info");
+    krep_yaml_seq(y, 0);
+    while ((r = krep_test_next(t, "device", &i))) rec_map(y, r, NULL);
+    krep_yaml_end(y);
   }
   if (!count(t, "memory")) return;
   krep_yaml_key(y, "memory");
@@ -213,6 +221,10 @@ static void test(krep_yaml *y, const krep_test *t) {
   krep_yaml_key(y, "device");
   if (t->device >= 0) krep_yaml_int(y, t->device);
   else krep_yaml_null(y);
+  if (t->devices && *t->devices) {
+    krep_yaml_key(y, "devices");
+    krep_yaml_value(y, t->devices, KP_NUMS);
+  }
   kint(y, "slots", t->slots);
   kbool(y, "warm", t->warm);
   if (t->pid != KP_NONE) kint(y, "pid", t->pid);
@@ -227,6 +239,7 @@ static void test(krep_yaml *y, const krep_test *t) {
   times(y, t);
   outcome(y, t);
   device_and_memory(y, t);
+  if (krep_test_throttled(t)) kbool(y, "throttled", 1);
   for (int i = 0; i < krep__nlists; i++) rec_list(y, t, krep__lists[i].tag, krep__lists[i].key);
   int k = 0;
   const krep_rec *total = krep_test_next(t, "leak_total", &k);
@@ -285,7 +298,7 @@ static void sources(krep_yaml *y, const krep_report *rep) {
 }
 
 static void meta(krep_yaml *y, const krep_report *rep) {
-  kint(y, "format_version", KREP_FORMAT);
+  kint(y, "format_version", KREP_FORMAT);  /* what this kiln writes, whatever it read */
   krep_yaml_key(y, "kiln");
   krep_yaml_map(y, 0);
   kstr(y, "version", rep->kiln_version);
@@ -299,6 +312,7 @@ static void meta(krep_yaml *y, const krep_report *rep) {
   kstr_or_null(y, "config", rep->config);
   kstr_or_null(y, "out", rep->out_dir);
   kstr_or_null(y, "token_key", rep->token_key);
+  if (rep->slots_from) kstr(y, "slots_from", rep->slots_from);
   ktime(y, "start", rep->start_s);
   ktime(y, "end", rep->end_s);
   kms(y, "duration_s", krep_duration(rep));
@@ -340,6 +354,32 @@ static void devices(krep_yaml *y, const krep_report *rep) {
     kint(y, "warp_size", d->warp_size);
     kint(y, "total_bytes", d->total_bytes);
     kint(y, "free_bytes", d->free_bytes);
+    if (d->slots > 0) kint(y, "slots", d->slots);
+    if (d->budget_bytes >= 0) kint(y, "budget_bytes", d->budget_bytes);
+    const krep_probe *gone = krep_device_removed(rep, d->physical);
+    if (gone) {
+      kbool(y, "in_service", 0);
+      kstr(y, "removed_after", gone->cause);
+      kstr(y, "removed_because", gone->message);
+    }
+    krep_yaml_end(y);
+  }
+  krep_yaml_end(y);
+}
+
+/* Device health probes, as they ended. */
+static void probes(krep_yaml *y, const krep_report *rep) {
+  if (!rep->nprobes) return;
+  krep_yaml_key(y, "health_probes");
+  krep_yaml_seq(y, 0);
+  for (int i = 0; i < rep->nprobes; i++) {
+    const krep_probe *p = &rep->probes[i];
+    krep_yaml_map(y, 1);
+    kint(y, "device", p->device);
+    kstr(y, "after", p->cause);
+    kbool(y, "passed", p->passed);
+    kstr(y, "message", p->message);
+    kms(y, "ms", p->ms);
     krep_yaml_end(y);
   }
   krep_yaml_end(y);
@@ -377,6 +417,7 @@ int krep_write(const krep_report *rep, const char *path, kh_err *err) {
   krep_yaml_map(y, 0);
   meta(y, rep);
   devices(y, rep);
+  probes(y, rep);
   settings(y, rep);
   summary(y, rep);
   krep_yaml_key(y, "tests");

@@ -415,6 +415,24 @@ static const char *special(const char *text) {
   return NULL;
 }
 
+/* KP_NUMS: "1,2.5,nan" as a flow sequence of numbers; text that is not
+ * such a list stays a string. */
+static void nums(krep_yaml *y, const char *text) {
+  if (kp_nums_count(text) < 0) {
+    krep_yaml_str(y, text);
+    return;
+  }
+  krep_yaml_seq(y, 1);
+  for (const char *p = text; *p;) {
+    size_t len = strcspn(p, ",");
+    char one[64];
+    snprintf(one, sizeof one, "%.*s", (int)(len < 63 ? len : 63), p);
+    krep_yaml_value(y, one, KP_DOUBLE);
+    p += len + (p[len] == ',');
+  }
+  krep_yaml_end(y);
+}
+
 void krep_yaml_value(krep_yaml *y, const char *text, int type) {
   char num[96];
   if (!text) {
@@ -423,6 +441,10 @@ void krep_yaml_value(krep_yaml *y, const char *text, int type) {
   }
   if (type == KP_STR) {
     krep_yaml_str(y, text);
+    return;
+  }
+  if (type == KP_NUMS) {
+    nums(y, text);
     return;
   }
   int integral = type == KP_INT || type == KP_UINT;

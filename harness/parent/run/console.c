@@ -15,9 +15,9 @@
  * more, the log file everything that was kept). */
 #define TAIL_LINES 12
 
-void krun__console_init(krun__console *c, int verbose, int total) {
+void krun__console_init(krun__console *c, int verbose, int quiet, int total) {
   memset(c, 0, sizeof *c);
-  c->out = stdout;
+  c->out = quiet ? NULL : stdout;
   c->tty = isatty(STDOUT_FILENO);
   const char *nc = getenv("NO_COLOR");
   c->color = c->tty && !(nc && *nc);
@@ -37,6 +37,7 @@ static void paint(krun__console *c, int outcome, const char *text) {
 }
 
 void krun__console_note(krun__console *c, const char *fmt, ...) {
+  if (!c->out) return;
   clear(c);
   va_list ap;
   va_start(ap, fmt);
@@ -78,10 +79,14 @@ static void details(krun__console *c, const krep_test *t) {
 }
 
 void krun__console_result(krun__console *c, const krep_test *t) {
-  clear(c);
   if (t->final) c->done++, c->counts[t->outcome]++;
+  if (!c->out) return;
+  clear(c);
   char label[16];
-  snprintf(label, sizeof label, "%-7s", !t->final ? "RETRY" : krep_outcome_name(t->outcome));
+  /* A run replaced by a later attempt: a retry, or a collateral run made
+   * again elsewhere (which says so). */
+  snprintf(label, sizeof label, "%-7s",
+           !t->final && t->outcome != KREP_COLLATERAL ? "RETRY" : krep_outcome_name(t->outcome));
   for (char *p = label; *p; p++) *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
   paint(c, t->outcome, label);
   fprintf(c->out, " %s", t->id);
@@ -95,7 +100,7 @@ void krun__console_result(krun__console *c, const krep_test *t) {
 }
 
 void krun__console_progress(krun__console *c, const char *const *running, int nrunning) {
-  if (!c->tty) return;
+  if (!c->tty || !c->out) return;
   double el = (kh_now_ms() - c->start_ms) / 1e3;
   char eta[32] = "?";
   if (c->done > 0 && c->total >= c->done)
@@ -126,6 +131,7 @@ void krun__console_progress(krun__console *c, const char *const *running, int nr
 
 void krun__console_summary(krun__console *c, const krep_report *rep,
                         const char *report_path) {
+  if (!c->out) return;
   clear(c);
   int counts[KREP_NOUTCOMES];
   int total = krep_count(rep, counts);

@@ -126,6 +126,7 @@ static void add_device(kp_record *r, void *arg) {
     kp_backend b;
     if (kp_decode(&kp_rec_backend, r->fields, r->nfields, &b, NULL, 0) != 0) return;
     if (b.error) snprintf(bi->error, sizeof bi->error, "%s", b.error);
+    snprintf(bi->sanitizers, sizeof bi->sanitizers, "%s", b.sanitizers ? b.sanitizers : "none");
     for (int k = KRUN_BACKEND_HOST; b.name && krun_backend_names[k]; k++)
       if (strcmp(b.name, krun_backend_names[k]) == 0) bi->backend = k;
     return;
@@ -228,11 +229,14 @@ int krun__jobs(const krun_settings *s) { return s->jobs > 0 ? s->jobs : cpus(); 
 void krun_device_caps(const krun_settings *s, const krun_backend_info *bi,
                       int caps[KRUN_MAX_DEVICES]) {
   int dflt = s->slots > 0 ? s->slots : bi->backend == KRUN_BACKEND_HOST ? krun__jobs(s) : 2;
+  /* --slots auto: every device counts in hundredths (memslots.c). */
+  int automatic = s->slots == KRUN_SLOTS_AUTO;
+  if (automatic) dflt = KRUN_AUTO_UNITS;
   for (int d = 0; d < bi->ndevices; d++) {
     caps[d] = s->devices_given ? 0 : dflt;  /* a device list leaves others out */
     for (int i = 0; i < s->ndevices; i++)
       if (s->devices[i].id >= 0 && s->devices[i].id == bi->dev[d].physical)
-        caps[d] = s->devices[i].slots >= 0 ? s->devices[i].slots : dflt;
+        caps[d] = s->devices[i].slots >= 0 && !automatic ? s->devices[i].slots : dflt;
     /* The token set counts in a semaphore (at most 32767); more slots than
      * a device could use are no use anyway. */
     if (caps[d] > KRUN_MAX_SLOTS) caps[d] = KRUN_MAX_SLOTS;

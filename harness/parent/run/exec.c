@@ -23,23 +23,14 @@ int krun_exec_main(int argc, char **argv) {
     return 127;
   }
   const char *take = getenv("KILN_TAKE_SLOTS");
-  long long id, num, n;
-  if (!take || kp_slots_parse(take, &id, &num, &n) != 0 || id > 0x7fffffff ||
-      num > 65535 || n < 1 || n > 32767) {
-    fprintf(stderr, "kiln %s: KILN_TAKE_SLOTS='%s' is not SEM_ID:SEM_NUM:N\n",
+  kp_take t;
+  if (!take || kp_slots_parse(take, &t) != 0) {
+    fprintf(stderr, "kiln %s: KILN_TAKE_SLOTS='%s' is not SEM_ID:SEM_NUM:N[,SEM_NUM:N...]\n",
             KRUN_EXEC_WORD, take ? take : "");
     return 127;
   }
   double t0 = kh_now_ms();
-  struct sembuf op = {(unsigned short)num, (short)-n, SEM_UNDO};
-  int r;
-  do r = semop((int)id, &op, 1);
-  while (r != 0 && errno == EINTR);
-  if (r != 0) {
-    fprintf(stderr, "kiln %s: taking %lld slot(s) from semaphore %lld of set %lld: %s\n",
-            KRUN_EXEC_WORD, n, num, id, strerror(errno));
-    return 127;
-  }
+  if (kp_slots_take(&t, "kiln " KRUN_EXEC_WORD) != 0) return 127;
   kp_record_out rec;
   kp_encode(&rec, &kp_rec_phase, &(kp_phase){"token_wait", kh_now_ms() - t0});
   (void)kp_send(&rec, 3);

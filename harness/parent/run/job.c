@@ -18,8 +18,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-int krun__want(const krun_test *t, int cap) {
-  return t->slots < 0 ? cap : (t->slots == 0 ? 1 : t->slots);
+void krun__job_devices(krun__job *j, const int *devs, int n) {
+  j->ndevs = n;
+  for (int i = 0; i < n; i++) j->devs[i] = devs[i];
+  j->dev = n ? devs[0] : -1;
 }
 
 double krun__timeout_ms(const krun__run *R, const krun_test *t) {
@@ -71,7 +73,7 @@ void krun__job_clear(krun__job *j) {
   krun__contain_job_clear(j);
   krun__gtest_free(j);
   krun__log_free(&j->log);
-  free(j->rd), free(j->tmpdir), free(j->partial);
+  free(j->rd), free(j->tmpdir), free(j->partial), free(j->probe_message);
   free(j->tests), free(j->st), free(j->defs);
   memset(j, 0, sizeof *j);
   j->fd_res = j->fd_out = j->fd_in = j->cg_procs = -1;
@@ -100,7 +102,7 @@ void krun__journal_start(krun__run *R, const krun__job *j, krep_test *t) {
   krep_journal_start(R->journal, t);
 }
 
-static void publish(krun__run *R, krep_test *t) {
+void krun__publish(krun__run *R, krep_test *t) {
   krep_journal_test(R->journal, t);
   krun__console_result(&R->con, t);
 }
@@ -111,10 +113,21 @@ void krun__immediate(krun__run *R, const krun__item *it, int outcome, const char
   t->outcome = outcome;
   t->message = krep_str(&R->rep, msg);
   t->started_s = t->ended_s = kh_wall_s();
-  publish(R, t);
+  krun__publish(R, t);
 }
 
 /* ---- Starting a child ---------------------------------------------------------------- */
+
+static char *log_name(const krun__job *j);
+
+/* compute-sanitizer's report of a test beside its log: NAME.sanitizer.log
+ * under the run folder (malloc'd). */
+static char *sanitizer_log(const krun__run *R, const krun__job *j) {
+  char *name = log_name(j);
+  char *path = kh_asprintf("%s/%.*s.sanitizer.log", R->o->out_dir, (int)strlen(name) - 4, name);
+  free(name);
+  return path;
+}
 
 /* A kiln runner: its options, then --warm or the test ids. */
 static void runner_args(krun__run *R, const krun__job *j, char **argv, int *n) {
@@ -139,13 +152,14 @@ static void runner_args(krun__run *R, const krun__job *j, char **argv, int *n) {
 }
 
 /* `kiln __exec` when a program that is no runner must take slots, then
- * wrap, then the program and its arguments. */
+ * wrap, then compute-sanitizer (--sanitize, around a kiln runner), then the
+ * program and its arguments. */
 static char **child_argv(krun__run *R, krun__job *j, int takes) {
   const krun_settings *s = R->s;
   const krun_test *t = j->defs[0];
   int nargs = 0;
   for (char **a = j->kind == KRUN_KIND_COMMAND ? t->argv : NULL; a && *a; a++) nargs++;
-  char **argv = kh_xcalloc((size_t)(R->nwrap + 16 + s->ntol + 2 * j->ntests + nargs),
+  char **argv = kh_xcalloc((size_t)(R->nwrap + 24 + s->ntol + 2 * j->ntests + nargs),
                            sizeof *argv);
   int n = 0;
   if (takes && j->kind != KRUN_KIND_RUNNER) {
@@ -153,6 +167,14 @@ static char **child_argv(krun__run *R, krun__job *j, int takes) {
     argv[n++] = kh_strdup(KRUN_EXEC_WORD);
   }
   for (int i = 0; i < R->nwrap; i++) argv[n++] = kh_strdup(R->wrap[i]);
+  if (R->sanitizer && !j->warm && j->kind == KRUN_KIND_RUNNER) {
+    char *log = sanitizer_log(R, j);
+    char *dir = kh_strdup(log);
+    *strrchr(dir, '/') = '\0';
+    kh_mkdir_p(dir, 0755);
+    n += krun__sanitize_argv(R, argv + n, log);
+    free(log), free(dir);
+  }
   if (j->kind == KRUN_KIND_RUNNER) runner_args(R, j, argv, &n);
   else if (j->kind == KRUN_KIND_GTEST) krun__gtest_start(R, j, argv, &n);
   else
@@ -165,10 +187,10 @@ static void argv_free(char **argv) {
   free(argv);
 }
 
-static void verbose_argv(krun__run *R, char **argv) {
+static void verbose_argv(krun__run *R, char *const *argv) {
   if (!R->o->verbose) return;
   kh_buf b = {0};
-  for (char **a = argv; *a; a++) kh_buf_addf(&b, "%s%s", a == argv ? "" : " ", *a);
+  for (char *const *a = argv; *a; a++) kh_buf_addf(&b, "%s%s", a == argv ? "" : " ", *a);
   krun__console_note(&R->con, "exec: %s", b.data);
   kh_buf_free(&b);
 }
@@ -183,9 +205,10 @@ static const char *const gtest_unenv[] = {"GTEST_SHARD_INDEX", "GTEST_TOTAL_SHAR
     "GTEST_SHARD_STATUS_FILE", "GTEST_BRIEF", "GTEST_REPEAT", "XML_OUTPUT_FILE", NULL};
 
 /* The child's environment: its test (a warm child learns it later), its
- * private TEST_TMPDIR, the run folder and its device. */
+ * private TEST_TMPDIR, the run folder and its devices (physical, as
+ * "0" or "0,1"). */
 static void environment(krun__run *R, const krun__job *j, const char **set,
-                        const char **unset, char *dev) {
+                        const char **unset, const char *dev) {
   int n = 0, u = 0;
   if (j->warm) {
     /* The runner sets these from its assignment. KILN_WARM marks the
@@ -209,8 +232,10 @@ static void environment(krun__run *R, const krun__job *j, const char **set,
   set[n] = NULL, unset[u] = NULL;
 }
 
-int krun__spawn(krun__run *R, krun__job *j) {
-  const krun_backend_info *bi = R->o->bi;
+/* Starts j's process from req: its result pipe on fd 3 (with records),
+ * stdout and stderr on one pipe, stdin from a pipe for a warm child (else
+ * /dev/null). 0 with the job active, or -1 with errno (nothing left open). */
+int krun__job_exec(krun__run *R, krun__job *j, krun_spawn_req *req, int records) {
   int res[2], out[2], in[2] = {-1, -1};
   if (pipe2(res, O_CLOEXEC) != 0) return -1;
   if (pipe2(out, O_CLOEXEC) != 0) return close(res[0]), close(res[1]), -1;
@@ -218,44 +243,16 @@ int krun__spawn(krun__run *R, krun__job *j) {
     close(res[0]), close(res[1]), close(out[0]), close(out[1]);
     return -1;
   }
-  if (!j->warm) {
-    j->tmpdir = kh_asprintf("%s/tmp/%d", R->o->out_dir, ++R->seq);
-    kh_mkdir_p(j->tmpdir, 0700);
-  }
-  int phys = j->dev >= 0 ? bi->dev[j->dev].physical : -1;
-  char dev[16];
-  snprintf(dev, sizeof dev, "%d", phys);
-  const char *set[8], *unset[16];
-  krun__contain_job(R, j);
-  environment(R, j, set, unset, dev);
-  /* A warm child takes its slot from its assignment. */
-  int takes = !j->warm && R->use_tokens && j->dev >= 0;
-  char **argv = child_argv(R, j, takes);
-  verbose_argv(R, argv);
-  const krun_source *src = j->defs[0] ? &R->o->reg->sources[j->defs[0]->source] : NULL;
-  /* Record pipe: a runner's, or `kiln __exec`'s for its token_wait. */
-  int records = j->kind == KRUN_KIND_RUNNER || takes;
-  krun_spawn_req req = {.argv = argv, .env = set, .unenv = unset, .fd_in = in[0],
-                        .fd_out = out[1], .fd_err = out[1],
-                        .fd_result = records ? res[1] : -1,
-                        .narrow = j->dev >= 0 ? bi : NULL, .device = j->dev,
-                        .cwd = src && src->kind == KRUN_KIND_COMMAND ? src->dir : NULL,
-                        .new_pgroup = 1, .die_with_parent = 1, .cgroup_procs = j->cg_procs};
-  if (takes) {
-    req.take_semid = R->tok.semid;
-    req.take_semnum = krun_tokens_semnum(phys);
-    req.take_slots = j->slots;
-  }
+  req->fd_in = in[0], req->fd_out = req->fd_err = out[1];
+  req->fd_result = records ? res[1] : -1;
+  verbose_argv(R, req->argv);
   fflush(NULL);
   pid_t pid;
   /* Its start-up counts from the request: vfork returns after the exec,
    * which on a loaded machine may be a while. */
   j->spawn_ms = kh_now_ms();
-  int rc = krun_spawn(&req, &pid, &j->exec_errno);
+  int rc = krun_spawn(req, &pid, &j->exec_errno);
   int saved = errno;
-  for (int i = 0; set[i]; i++)
-    if (strcmp(set[i], "KILN_WARM=1") != 0) free((char *)set[i]);
-  argv_free(argv);
   close(res[1]), close(out[1]);
   if (in[0] >= 0) close(in[0]);
   if (rc != 0) {
@@ -269,12 +266,56 @@ int krun__spawn(krun__run *R, krun__job *j) {
   j->rd = kh_xmalloc(sizeof *j->rd);
   kp_reader_init(j->rd);
   j->active = 1;
-  if (j->warm) return 0;      /* no test, no slots yet: no holder file */
-  if (R->use_tokens && j->dev >= 0)
-    krun_tokens_holder_add(&R->tok, phys, pid, j->tests[0]->id, j->slots);
+  return 0;
+}
+
+int krun__spawn(krun__run *R, krun__job *j) {
+  const krun_backend_info *bi = R->o->bi;
+  if (!j->warm) {
+    j->tmpdir = kh_asprintf("%s/tmp/%d", R->o->out_dir, ++R->seq);
+    kh_mkdir_p(j->tmpdir, 0700);
+  }
+  int phys[KRUN_MAX_DEVICES], semnum[KRUN_MAX_DEVICES];
+  kh_buf devs = {0};
+  for (int i = 0; i < j->ndevs; i++) {
+    phys[i] = bi->dev[j->devs[i]].physical;
+    semnum[i] = krun_tokens_semnum(phys[i]);
+    kh_buf_addf(&devs, "%s%d", i ? "," : "", phys[i]);
+  }
+  const char *set[8], *unset[16];
+  krun__contain_job(R, j);
+  environment(R, j, set, unset, devs.data);
+  /* A warm child takes its slot from its assignment. */
+  int takes = !j->warm && R->use_tokens && j->ndevs;
+  char **argv = child_argv(R, j, takes);
+  const krun_source *src = j->defs[0] ? &R->o->reg->sources[j->defs[0]->source] : NULL;
+  krun_spawn_req req = {.argv = argv, .env = set, .unenv = unset,
+                        .narrow = j->ndevs ? bi : NULL, .devices = j->devs,
+                        .ndevices = j->ndevs,
+                        .cwd = src && src->kind == KRUN_KIND_COMMAND ? src->dir : NULL,
+                        .new_pgroup = 1, .die_with_parent = 1, .cgroup_procs = j->cg_procs};
+  if (takes) {
+    req.take_semid = R->tok.semid;
+    req.take_semnum = semnum;
+    req.take_slots = j->slots;
+  }
+  /* Record pipe: a runner's, or `kiln __exec`'s for its token_wait; a
+   * program of its own gets no fd 3. */
+  int rc = krun__job_exec(R, j, &req, j->kind == KRUN_KIND_RUNNER || takes);
+  int saved = errno;
+  for (int i = 0; set[i]; i++)
+    if (strcmp(set[i], "KILN_WARM=1") != 0) free((char *)set[i]);
+  argv_free(argv);
+  if (rc != 0 || j->warm) {   /* a warm child: no test, no slots yet, no holder file */
+    kh_buf_free(&devs);
+    return rc != 0 ? (errno = saved, -1) : 0;
+  }
+  for (int i = 0; R->use_tokens && i < j->ndevs; i++)
+    krun_tokens_holder_add(&R->tok, phys[i], j->pid, j->tests[0]->id, j->slots);
   R->nrunning++;
   for (int i = 0; i < j->ntests; i++) {
-    j->tests[i]->device = phys;
+    j->tests[i]->device = j->ndevs ? phys[0] : -1;
+    j->tests[i]->devices = j->ndevs > 1 ? krep_str(&R->rep, devs.data) : NULL;
     j->tests[i]->slots = j->slots;
     j->tests[i]->started_s = kh_wall_s();
   }
@@ -282,11 +323,12 @@ int krun__spawn(krun__run *R, krun__job *j) {
    * known to have been in flight (lost), not missing. A shared process's
    * tests start one after another (loop.c). */
   if (j->ntests == 1) krun__journal_start(R, j, j->tests[0]);
+  kh_buf_free(&devs);
   /* Without slots to take, nothing says when the test holds them: its
    * clock starts now. */
   if (!req.take_slots && j->ntests == 1)
     j->deadline = j->spawn_ms + krun__timeout_ms(R, j->defs[0]);
-  if (j->dev >= 0) R->used[j->dev] += j->slots;
+  for (int i = 0; i < j->ndevs; i++) R->used[j->devs[i]] += j->slots;
   return 0;
 }
 
@@ -296,7 +338,7 @@ void krun__spawn_failed(krun__run *R, krun__job *j) {
   for (int i = 0; i < j->ntests; i++) {
     j->tests[i]->outcome = KREP_ERROR;
     j->tests[i]->message = krep_str(&R->rep, msg);
-    publish(R, j->tests[i]);
+    krun__publish(R, j->tests[i]);
   }
   R->infra = 1;
   krun__job_clear(j);
@@ -305,29 +347,33 @@ void krun__spawn_failed(krun__run *R, krun__job *j) {
 /* ---- Finishing a child -------------------------------------------------------------- */
 
 /* Retries and flakiness: a failed attempt with retries left is marked
- * retried and queued again; a pass after a failed attempt is flaky. */
-static void retry_or_flaky(krun__run *R, const krun__job *j, int i) {
-  krep_test *t = j->tests[i];
-  if (t->outcome == KREP_PASS && t->attempt > 1) {
-    const krep_test *prev = NULL;
-    for (int k = 0; k < R->rep.ntests; k++) {
-      const krep_test *p = R->rep.tests[k];
-      if (strcmp(p->id, t->id) == 0 && p->repeat == t->repeat && p->attempt == t->attempt - 1)
-        prev = p;
-    }
+ * retried and queued again; a pass after a failed attempt is flaky. Runs
+ * made again because their device failed its health probe (collateral)
+ * neither use a retry nor make a later pass flaky. */
+static void retry_or_flaky(krun__run *R, krep_test *t, const krun_test *def) {
+  const krep_test *failed = NULL;
+  int collateral = 0;
+  for (int k = 0; k < R->rep.ntests; k++) {
+    const krep_test *p = R->rep.tests[k];
+    if (strcmp(p->id, t->id) != 0 || p->repeat != t->repeat || p->attempt >= t->attempt)
+      continue;
+    if (p->outcome == KREP_COLLATERAL) collateral++;
+    else if (!failed || p->attempt > failed->attempt) failed = p;
+  }
+  if (t->outcome == KREP_PASS && failed) {
     char *msg = kh_asprintf("passed on attempt %d after %s on attempt %d: %s", t->attempt,
-                            prev ? krep_outcome_name(prev->outcome) : "?", t->attempt - 1,
-                            prev && prev->message ? prev->message : "");
+                            krep_outcome_name(failed->outcome), failed->attempt,
+                            failed->message ? failed->message : "");
     t->outcome = KREP_FLAKY;
     t->message = krep_str(&R->rep, msg);
     free(msg);
     return;
   }
-  if (!krep_outcome_retryable(t->outcome) || t->attempt > R->s->retries || R->stopping ||
-      R->s->isolation == KRUN_ISO_NONE)
+  if (!krep_outcome_retryable(t->outcome) || t->attempt - collateral > R->s->retries ||
+      R->stopping || R->s->isolation == KRUN_ISO_NONE)
     return;
   t->final = 0;
-  krun__queue_front(R, (krun__item){(int)(j->defs[i] - R->o->reg->tests), t->repeat,
+  krun__queue_front(R, (krun__item){(int)(def - R->o->reg->tests), t->repeat,
                                     t->attempt + 1});
 }
 
@@ -337,6 +383,11 @@ static const char *program(const krun__run *R, const krun__job *j) {
   if (j->kind == KRUN_KIND_GTEST) return R->o->reg->sources[j->defs[0]->source].path;
   if (j->kind == KRUN_KIND_COMMAND) return j->defs[0]->argv[0];
   return R->o->bi->runner;
+}
+
+void krun__test_done(krun__run *R, krep_test *t, const krun_test *def) {
+  retry_or_flaky(R, t, def);
+  krun__publish(R, t);
 }
 
 static krun__exit exit_info(const krun__run *R, const krun__job *j, int i) {
@@ -396,6 +447,10 @@ void krun__job_finish(krun__run *R, krun__job *j) {
     krun__warm_gone(R, j);
     return;
   }
+  if (j->probe) {
+    krun__health_done(R, j);
+    return;
+  }
   double now = kh_now_ms();
   /* What it left running, wherever it went, found before anything is
    * killed (so each is described as it was), then killed. */
@@ -411,9 +466,9 @@ void krun__job_finish(krun__run *R, krun__job *j) {
   if (j->kind == KRUN_KIND_GTEST) krun__gtest_finish(R, j);
   else if (j->kind == KRUN_KIND_COMMAND) krun__command_finish(R, j);
   R->nrunning--;
-  if (j->dev >= 0) {
-    krun_tokens_holder_remove(&R->tok, R->o->bi->dev[j->dev].physical, j->pid);
-    R->used[j->dev] -= j->slots;
+  for (int i = 0; i < j->ndevs; i++) {
+    krun_tokens_holder_remove(&R->tok, R->o->bi->dev[j->devs[i]].physical, j->pid);
+    R->used[j->devs[i]] -= j->slots;
   }
   if (j->exec_errno) R->infra = 1;
   char *name = log_name(j);
@@ -434,6 +489,12 @@ void krun__job_finish(krun__run *R, krun__job *j) {
     if (!t->file && j->defs[i]->file && *j->defs[i]->file) {
       t->file = krep_str(&R->rep, j->defs[i]->file);
       t->line = j->defs[i]->line;
+    }
+    if (R->s->sanitize && j->ntests == 1) {
+      char *cs_log = R->sanitizer ? sanitizer_log(R, j) : NULL;
+      char *test_log = kh_asprintf("%s/%s", R->o->out_dir, name);
+      krun__sanitize_findings(R, t, cs_log, test_log);
+      free(cs_log), free(test_log);
     }
     /* A runner that exits 3 before its test started could not set up
      * (its slots, its options): an infrastructure error. */
@@ -459,10 +520,13 @@ void krun__job_finish(krun__run *R, krun__job *j) {
     t->log_tail = krep_str(&R->rep, tail);
     t->log_bytes = j->log.total;
     t->log_dropped = krun__log_dropped(&j->log);
-    retry_or_flaky(R, j, i);
     keep_tmp |= krep_outcome_failed(t->outcome);
-    publish(R, t);
   }
+  /* A test that crashed, timed out or met a device fault puts its devices
+   * under probe; tests that were running beside it wait for the verdict. */
+  krun__health_after(R, j);
+  for (int i = 0; i < j->ntests; i++)
+    if (!krun__health_settle(R, j, i)) krun__test_done(R, j->tests[i], j->defs[i]);
   if (!keep_tmp && j->tmpdir) kh_rm_rf(j->tmpdir);
   free(tail), free(name);
   krun__job_clear(j);

@@ -25,34 +25,62 @@
 
 /* ---- Starting tests ----------------------------------------------------------------- */
 
-/* The device with the fewest of our own children that can take the test
- * now; -1 to wait, -2 when no device could ever take it. */
-static int pick(krun__run *R, const krun_test *t) {
-  int best = -1, possible = 0;
+/* The devices for a test of n devices (1 for most): among the devices in
+ * service that could ever hold its slots, the n with room now that hold
+ * the fewest of our own children. Returns n with devs filled; -1 to wait;
+ * -2 when no n devices in service could ever take it. A test that waits
+ * holds back those queued behind it (no overtaking), so a test of many
+ * devices or slots is never starved by small ones. */
+static int pick(krun__run *R, const krun_test *t, int *devs) {
+  int n = t->devices > 1 ? t->devices : 1, possible = 0, got = 0;
+  int room[KRUN_MAX_DEVICES];
   for (int d = 0; d < R->o->bi->ndevices; d++) {
-    int k = krun__want(t, R->cap[d]);
-    if (R->cap[d] <= 0 || k > R->cap[d]) continue;
-    possible = 1;
-    if (R->used[d] + k > R->cap[d]) continue;
-    if (best < 0 || R->used[d] < R->used[best]) best = d;
+    int k = krun__want(R, t, d);
+    if (R->cap[d] <= 0 || k > R->cap[d] || !krun__health_usable(R, d)) continue;
+    possible++;
+    if (R->used[d] + k > R->cap[d] || !krun__health_ready(R, d)) continue;
+    room[got++] = d;
   }
-  return possible ? best : -2;
+  if (possible < n) return -2;
+  if (got < n) return -1;
+  /* The n least used first (ties: the lower index). */
+  for (int i = 0; i < n; i++) {
+    int best = i;
+    for (int k = i + 1; k < got; k++)
+      if (R->used[room[k]] < R->used[room[best]]) best = k;
+    int x = room[i];
+    room[i] = room[best], room[best] = x;
+    devs[i] = room[i];
+  }
+  return n;
 }
 
 /* A test no device can run now or ever: decided without a child. */
-static int refuse(krun__run *R, const krun__item *it, const krun_test *t, int dev) {
+static int refuse(krun__run *R, const krun__item *it, const krun_test *t) {
   const krun_backend_info *bi = R->o->bi;
   char *msg;
   int outcome = KREP_ERROR;
+  int n = t->devices > 1 ? t->devices : 1, any = 0, usable = 0;
+  for (int d = 0; d < bi->ndevices; d++) {
+    any |= R->cap[d] > 0;
+    usable += R->cap[d] > 0 && krun__health_usable(R, d);
+  }
   if (bi->ndevices == 0) {
     outcome = KREP_SKIP;
     msg = *bi->error ? kh_strdup(bi->error)
                      : kh_asprintf("no %s device: the runner found none",
                                    krun_backend_names[bi->backend]);
+  } else if (n > bi->ndevices) {
+    outcome = KREP_SKIP;
+    msg = kh_asprintf("needs %d devices at once; the host has %d (%s)", n, bi->ndevices,
+                      krun_backend_names[bi->backend]);
+  } else if (any && usable < n) {
+    msg = krun__health_why(R, n);
+    R->infra = 1;             /* the devices failed, not the test */
+  } else if (n > 1 && any) {
+    msg = kh_asprintf("needs %d devices at once; only %d have slots (device list or "
+                      "--resource-spec)", n, usable);
   } else {
-    int any = 0;
-    for (int d = 0; d < bi->ndevices; d++) any |= R->cap[d] > 0;
-    (void)dev;
     msg = any ? kh_asprintf("needs %d slots; no device has that many", t->slots)
               : kh_strdup("no device has slots: every device the runner sees was left "
                           "out by the device list (config or --resource-spec)");
@@ -69,15 +97,15 @@ static int start_one(krun__run *R) {
   krun__item it = R->queue[R->qhead];
   const krun_test *t = &R->o->reg->tests[it.test];
   const krun_backend_info *bi = R->o->bi;
-  int dev = -1;
-  if (bi->ndevices == 0 && t->needs_gpu) return refuse(R, &it, t, -2);
+  int devs[KRUN_MAX_DEVICES], ndevs = 0;
+  if (bi->ndevices == 0 && t->needs_gpu) return refuse(R, &it, t);
   if (bi->ndevices > 0) {
-    dev = pick(R, t);
-    if (dev == -1) return 0;
-    if (dev == -2) return refuse(R, &it, t, dev);
+    ndevs = pick(R, t, devs);
+    if (ndevs == -1) return 0;
+    if (ndevs == -2) return refuse(R, &it, t);
   }
   if (R->warm_on && krun__warm_fits(t)) {
-    krun__job *w = krun__warm_pick(R);
+    krun__job *w = krun__warm_pick(R, t);
     /* Only a ready child gets a test: one still starting is waited for
      * (its ready record or its death wakes the loop). A test given to a
      * child that then failed to start would be lost to a runner that
@@ -96,31 +124,37 @@ static int start_one(krun__run *R) {
   j->tests[0] = krun__new_test(R, &it);
   j->defs[0] = t;
   j->kind = t->kind;
-  j->dev = dev;
-  j->slots = dev >= 0 ? krun__want(t, R->cap[dev]) : 0;
+  krun__job_devices(j, devs, ndevs);
+  j->slots = ndevs ? krun__want(R, t, devs[0]) : 0;
   if (krun__spawn(R, j) != 0) krun__spawn_failed(R, j);
   return 1;
 }
 
 /* --isolation none: every queued run in one runner process, on the first
- * device, holding the most slots any of them needs. */
+ * devices (as many as any of them needs, of those with slots), holding the
+ * most slots any of them needs. */
 static void start_shared(krun__run *R) {
   int n = R->qlen - R->qhead;
   if (n == 0) return;
   krun__job *j = &R->jobs[0];
   krun__job_init(j, n);
-  int slots = 1;
+  int slots = 1, want = 1;
   for (int i = 0; i < n; i++) {
     krun__item it = R->queue[R->qhead + i];
     j->tests[i] = krun__new_test(R, &it);
     j->defs[i] = &R->o->reg->tests[it.test];
     if (j->defs[i]->slots < 0 || j->defs[i]->slots > slots) slots = j->defs[i]->slots;
+    if (j->defs[i]->devices > want) want = j->defs[i]->devices;
   }
   R->qhead = R->qlen;
   R->qwarm = 0;
   j->kind = j->defs[0]->kind;   /* one source (cli checks) */
-  j->dev = R->o->bi->ndevices > 0 ? 0 : -1;
-  j->slots = j->dev < 0 ? 0 : slots < 0 || slots > R->cap[0] ? R->cap[0] : slots;
+  int devs[KRUN_MAX_DEVICES], ndevs = 0;
+  for (int d = 0; d < R->o->bi->ndevices && ndevs < want; d++)
+    if (R->cap[d] > 0) devs[ndevs++] = d;
+  krun__job_devices(j, devs, ndevs);
+  int cap = ndevs ? R->cap[devs[0]] : 0;
+  j->slots = !ndevs ? 0 : slots < 0 || slots > cap ? cap : slots;
   if (krun__spawn(R, j) != 0) krun__spawn_failed(R, j);
 }
 
@@ -167,6 +201,7 @@ static void token_taken(krun__run *R, krun__job *j, krep_test *t, const char *li
 
 void krun__job_line(krun__run *R, krun__job *j, const char *line) {
   int shared = j->ntests > 1;
+  if (j->probe && krun__health_line(R, j, line)) return;
   if (j->warm && krun__warm_line(R, j, line)) return;
   if (shared && strncmp(line, "test ", 5) == 0) route_test(R, j, line);
   krep_test *t = krun__job_test(j);
@@ -360,6 +395,7 @@ void krun__loop(krun__run *R) {
   if (shared) start_shared(R);
   for (;;) {
     if (!shared && !R->stopping) {
+      krun__health_start(R);
       /* Fill the pool first, so that the tests started now go to warm
        * children and new ones start behind them. */
       krun__warm_fill(R);

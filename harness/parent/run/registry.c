@@ -6,6 +6,7 @@
  */
 #include "run-impl.h"
 
+#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,7 @@ krun_test *krun__registry_add(krun_registry *reg, int source, const krun_test *t
   x->file = kh_strdup(t->file ? t->file : "");
   x->source = source;
   x->kind = reg->sources[source].kind;
+  if (x->devices < 1) x->devices = 1;
   return x;
 }
 
@@ -52,6 +54,7 @@ static void add_test(kp_record *r, void *arg) {
   krun_test t = {.id = (char *)l.id, .suite = (char *)l.suite, .name = (char *)l.name,
                  .tags = (char *)l.tags, .file = (char *)l.file,
                  .slots = kp_get(r, "slots") ? (int)l.slots : 1,
+                 .devices = l.devices > 1 && l.devices <= KRUN_MAX_DEVICES * 4 ? (int)l.devices : 1,
                  .timeout_s = (int)l.timeout_s,
                  .needs_gpu = kp_get(r, "needs_gpu") ? (int)l.needs_gpu : 1,
                  .line = (int)l.line};
@@ -116,12 +119,25 @@ static int unique_ids(const krun_registry *reg, kh_err *err) {
 
 int krun_registry_finish(krun_registry *reg, const krun_settings *s, kh_err *err) {
   apply_rules(reg, s);
+  krun_registry_needs(reg, s);
   if (unique_ids(reg, err) != 0) return -1;
   free(reg->views);
   reg->views = kh_xcalloc((size_t)reg->n + 1, sizeof *reg->views);
   for (int i = 0; i < reg->n; i++)
     reg->views[i] = (ksel_test){reg->tests[i].id, reg->tests[i].suite, reg->tests[i].tags};
   return 0;
+}
+
+void krun_registry_needs(krun_registry *reg, const krun_settings *s) {
+  for (int i = 0; i < reg->n; i++) {
+    krun_test *t = &reg->tests[i];
+    for (int k = 0; k < s->nres; k++) {
+      const krun_resource *r = &s->res[k];
+      if (fnmatch(r->match, t->id, 0) != 0 && fnmatch(r->match, t->suite, 0) != 0) continue;
+      t->devices = r->gpus;
+      if (r->slots > 0) t->slots = r->slots;
+    }
+  }
 }
 
 void krun_registry_free(krun_registry *reg) {

@@ -96,7 +96,7 @@ void krun__signal_name(int sig, char *out, size_t n);
 /* ---- The console (console.c) ------------------------------------------------------ */
 
 typedef struct krun__console {
-  FILE *out;
+  FILE *out;                /* NULL: quiet */
   int tty, color, verbose;
   int total, done;
   int counts[KREP_NOUTCOMES];
@@ -105,7 +105,7 @@ typedef struct krun__console {
   char last_progress[512];
 } krun__console;
 
-void krun__console_init(krun__console *c, int verbose, int total);
+void krun__console_init(krun__console *c, int verbose, int quiet, int total);
 void krun__console_result(krun__console *c, const krep_test *t);
 void krun__console_progress(krun__console *c, const char *const *running, int n);
 void krun__console_note(krun__console *c, const char *fmt, ...)
@@ -135,7 +135,10 @@ typedef struct krun__job {
   const krun_test **defs;
   int ntests, cur;          /* cur: where records go; -1: none yet */
   char *partial;            /* an unterminated last line */
-  int dev, slots;           /* dev: index into bi->dev, -1 for none */
+  /* Its devices (indexes into bi->dev): dev is the first, -1 for none; a
+   * test of several devices has ndevs of them, slots taken on each. */
+  int dev, slots;
+  int devs[KRUN_MAX_DEVICES], ndevs;
   double spawn_ms, test_ms, deadline, kill_at, drain_until;
   double exit_wall_s;       /* when it was reaped: its slots were back */
   int exited, wstatus;
@@ -150,7 +153,33 @@ typedef struct krun__job {
   int serial;
   char *cg;
   int cg_procs;
+  /* A device health probe (health.c): no test; its verdict. */
+  int probe, probe_passed;
+  char *probe_message;
+  /* A test of this child put its devices under probe (health.c). */
+  int cause;
+  /* Its device was taken out of the run while it ran: its tests are
+   * collateral (run again elsewhere). */
+  int collateral;
 } krun__job;
+
+/* What the run knows of a device's health (health.c). */
+typedef enum { KRUN__DEV_OK = 0, KRUN__DEV_SUSPECT, KRUN__DEV_REMOVED } krun__dev_state;
+
+typedef struct krun__health {
+  int state;                /* krun__dev_state */
+  int probing;              /* a probe job runs (0: to be started) */
+  const char *cause;        /* the test that put it under probe */
+  const char *reason;       /* removed: why (the probe's message) */
+} krun__health;
+
+/* A test run that ended on a device under probe, kept back until the
+ * verdict: published as it was, or made collateral. */
+typedef struct krun__held {
+  krep_test *t;
+  const krun_test *def;
+  int devs[KRUN_MAX_DEVICES], ndevs;
+} krun__held;
 
 typedef struct krun__run {
   const krun_opts *o;
@@ -186,6 +215,10 @@ typedef struct krun__run {
   char *self;               /* this kiln, for `kiln __exec` */
   int seq;                  /* private TEST_TMPDIR numbers */
   char *log_dir;            /* the logs/<suite> folder made last */
+  char *sanitizer;          /* compute-sanitizer's path (--sanitize on cuda) */
+  krun__health health[KRUN_MAX_DEVICES];   /* by index into bi->dev */
+  krun__held *held;
+  int nheld;
 } krun__run;
 
 /* job.c: children and their test runs */
@@ -193,15 +226,26 @@ void krun__job_init(krun__job *j, int ntests);
 void krun__job_clear(krun__job *j);
 krep_test *krun__job_test(const krun__job *j);    /* where records go, or NULL */
 krun__job *krun__free_job(krun__run *R);
+int krun__job_exec(krun__run *R, krun__job *j, krun_spawn_req *req, int records);
 int krun__spawn(krun__run *R, krun__job *j);
 void krun__spawn_failed(krun__run *R, krun__job *j);
 void krun__job_finish(krun__run *R, krun__job *j);
+/* A decided test run: its retry or flakiness, then the journal and the
+ * console. */
+void krun__test_done(krun__run *R, krep_test *t, const krun_test *def);
+void krun__publish(krun__run *R, krep_test *t);
 krep_test *krun__new_test(krun__run *R, const krun__item *it);
 /* The journal's start record of a test run, before it runs. */
 void krun__journal_start(krun__run *R, const krun__job *j, krep_test *t);
 void krun__immediate(krun__run *R, const krun__item *it, int outcome, const char *msg);
 double krun__timeout_ms(const krun__run *R, const krun_test *t);
-int krun__want(const krun_test *t, int cap);
+/* Slots test t takes on device d (memslots.c). */
+int krun__want(const krun__run *R, const krun_test *t, int d);
+/* --slots auto: device d's budget in bytes, and the console's account. */
+long long krun__budget(const krun__run *R, int d);
+void krun__slots_note(krun__run *R);
+/* Gives the job its devices (n of them; 0: none). */
+void krun__job_devices(krun__job *j, const int *devs, int n);
 void krun__queue_front(krun__run *R, krun__item it);
 krun__item krun__queue_take(krun__run *R);
 
@@ -209,10 +253,37 @@ krun__item krun__queue_take(krun__run *R);
 int krun__warm_fits(const krun_test *t);
 void krun__warm_fill(krun__run *R);
 void krun__warm_retire(krun__run *R);
-krun__job *krun__warm_pick(krun__run *R);
+krun__job *krun__warm_pick(krun__run *R, const krun_test *t);
 int krun__warm_assign(krun__run *R, krun__job *j, const krun__item *it);
 int krun__warm_line(krun__run *R, krun__job *j, const char *line);
 void krun__warm_gone(krun__run *R, krun__job *j);
+
+/* health.c: device health probes and collateral runs */
+int krun__health_usable(const krun__run *R, int d);   /* not taken out */
+int krun__health_ready(const krun__run *R, int d);    /* and not under probe */
+/* Why a test of n devices cannot run: too few left in service (malloc'd). */
+char *krun__health_why(const krun__run *R, int n);
+/* After j's tests were decided: puts j's devices under probe when a test
+ * crashed, timed out or reported a device fault. */
+void krun__health_after(krun__run *R, krun__job *j);
+/* 1 when health took j's i-th test (held until a verdict, or collateral),
+ * else 0: the caller finishes it. */
+int krun__health_settle(krun__run *R, krun__job *j, int i);
+/* Starts probes that had no free job slot yet. */
+void krun__health_start(krun__run *R);
+int krun__health_line(krun__run *R, krun__job *j, const char *line);
+void krun__health_done(krun__run *R, krun__job *j);
+
+/* sanitize.c: --sanitize */
+/* Finds the tool (0), or says why not and returns kiln's exit status. */
+int krun__sanitize_setup(krun__run *R);
+/* compute-sanitizer's words before the runner's (at most 6), its report
+ * going to log; 0 without it. */
+int krun__sanitize_argv(const krun__run *R, char **argv, const char *log);
+/* The findings of the report (compute-sanitizer's file, or the test's log
+ * for an AddressSanitizer build) into t's records and outcome. */
+void krun__sanitize_findings(krun__run *R, krep_test *t, const char *cs_log,
+                             const char *test_log);
 
 /* loop.c: scheduling and events until the queue is done */
 void krun__loop(krun__run *R);

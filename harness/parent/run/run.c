@@ -88,6 +88,7 @@ static void fill_meta(krun__run *R) {
   rep->kiln_pid = R->ct.self;
   rep->containment = krep_str(rep, krun_contain_names[R->ct.mode]);
   rep->allot_source = krep_str(rep, o->s->allot_source);
+  rep->slots_from = krep_str(rep, o->peaks_from);
   if (o->shard && o->shard->count)
     rep->shard = (krep_shard){o->shard->index, o->shard->count, o->shard->selected,
                               o->shard->total, krep_str(rep, o->shard->method),
@@ -96,7 +97,8 @@ static void fill_meta(krun__run *R) {
   for (int i = 0; i < o->bi->ndevices; i++) {
     const krun_device *d = &o->bi->dev[i];
     krep_device x = {d->index, d->physical, d->visible, d->name, d->arch, d->warp_size,
-                     d->total_bytes, d->free_bytes};
+                     d->total_bytes, d->free_bytes, R->cap[i],
+                     o->s->slots == KRUN_SLOTS_AUTO ? krun__budget(R, i) : -1};
     krep_add_device(rep, &x);
   }
   krun_settings_each(o->s, add_setting, rep);
@@ -171,17 +173,21 @@ static void setup_warm(krun__run *R) {
   int total = 0;
   for (int d = 0; d < R->o->bi->ndevices; d++) {
     int max = s->warm >= 0 ? s->warm : R->cap[d] * KRUN_WARM_PER_SLOT;
+    /* --slots auto counts hundredths of a device, not tests: auto then
+     * means as many warm children as tests at once. */
+    if (s->warm < 0 && s->slots == KRUN_SLOTS_AUTO) max = R->maxrun;
     R->warm_max[d] = R->cap[d] > 0 ? max : 0;
     total += R->warm_max[d];
   }
-  R->warm_on = total > 0 && R->o->bi->ndevices > 0 && s->isolation == KRUN_ISO_PROCESS;
-  /* Room in the job table for the pool and for retired children still on
-   * their way out. */
-  if (R->warm_on) {
-    R->maxjobs = R->maxrun + 2 * total;
-    free(R->jobs);
-    R->jobs = kh_xcalloc((size_t)R->maxjobs, sizeof *R->jobs);
-  }
+  /* compute-sanitizer's report file is named at the spawn, for a test
+   * known then: no warm children under it. */
+  R->warm_on = total > 0 && R->o->bi->ndevices > 0 && s->isolation == KRUN_ISO_PROCESS && !R->sanitizer;
+  /* Room in the job table for the pool, for retired children still on
+   * their way out, and for a health probe per device. */
+  R->maxjobs = R->maxrun + (R->warm_on ? 2 * total : 0) +
+               (s->isolation == KRUN_ISO_PROCESS ? R->o->bi->ndevices : 0);
+  free(R->jobs);
+  R->jobs = kh_xcalloc((size_t)R->maxjobs, sizeof *R->jobs);
 }
 
 static int setup_signals(krun__run *R, sigset_t *old) {
@@ -303,7 +309,8 @@ static void cleanup(krun__run *R, const sigset_t *old) {
   krep_free(&R->rep);
   for (int i = 0; i < R->nwrap; i++) free(R->wrap[i]);
   free(R->wrap);
-  free(R->queue), free(R->jobs), free(R->line), free(R->log_dir), free(R->self);
+  free(R->queue), free(R->jobs), free(R->line), free(R->log_dir), free(R->self), free(R->held);
+  free(R->sanitizer);
 }
 
 int krun_run(const krun_opts *o) {
@@ -316,12 +323,17 @@ int krun_run(const krun_opts *o) {
     cleanup(&R, NULL);
     return KH_EXIT_USAGE;
   }
+  int refused = krun__sanitize_setup(&R);
+  if (refused) {
+    cleanup(&R, NULL);
+    return refused;
+  }
   R.line = kh_xmalloc(KP_MAX_LINE);
   R.self = kh_strdup(kh_self_exe());
   R.maxjobs = R.maxrun = o->s->isolation == KRUN_ISO_NONE ? 1 : krun__jobs(o->s);
   R.jobs = kh_xcalloc((size_t)R.maxjobs, sizeof *R.jobs);
   fill_queue(&R);
-  krun__console_init(&R.con, o->verbose, R.qlen);
+  krun__console_init(&R.con, o->verbose, o->quiet, R.qlen);
   if (kh_mkdir_p(o->out_dir, 0755) != 0) {
     fprintf(stderr, "kiln: cannot create run folder %s: %s\n", o->out_dir, strerror(errno));
     cleanup(&R, NULL);
@@ -351,6 +363,7 @@ int krun_run(const krun_opts *o) {
                      R.qlen, R.qlen == 1 ? "" : "s", krun_backend_names[o->bi->backend],
                      o->bi->ndevices, o->bi->ndevices == 1 ? "" : "s", o->bi->devices_from,
                      o->out_dir);
+  krun__slots_note(&R);
   krun__loop(&R);
   krun__contain_sweep(&R);
   int status = finish(&R);

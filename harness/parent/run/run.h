@@ -22,6 +22,10 @@
  * and context already open. The one place that default is decided. */
 #define KRUN_WARM_AUTO (-1)
 #define KRUN_WARM_PER_SLOT 1
+/* `slots: auto` (krun_settings.slots): memory-aware slots (memslots.c); a
+ * device then has KRUN_AUTO_UNITS of them. */
+#define KRUN_SLOTS_AUTO (-1)
+#define KRUN_AUTO_UNITS 100
 
 /* ---- Settings: defaults < config < flags ---------------------------------- */
 
@@ -30,6 +34,7 @@ typedef enum {
   KRUN_BACKEND_AUTO = 0, KRUN_BACKEND_HOST, KRUN_BACKEND_HIP, KRUN_BACKEND_CUDA
 } krun_backend;
 extern const char *const krun_backend_names[];   /* by krun_backend */
+extern const char *const krun_sanitize_names[];  /* none, memcheck, ... */
 typedef enum { KRUN_LEAKS_FAIL = 0, KRUN_LEAKS_WARN = 1 } krun_leak_policy;
 /* How processes a test leaves behind are found (run/contain.c): auto is
  * cgroup where a writable cgroup v2 hierarchy is, else subreaper. */
@@ -56,11 +61,19 @@ typedef struct krun_rule {
   int slots;                /* 0: unchanged; -1: the whole device */
   int timeout_s;            /* 0: unchanged */
 } krun_rule;
+/* What a test needs, set from a config (`resources:`), as CTest's
+ * RESOURCE_GROUPS set it outside the test's source: tests whose id or
+ * suite matches the glob need `gpus` devices at once, `slots` on each
+ * (0: keep the test's own). */
+typedef struct krun_resource {
+  char match[256];
+  int gpus, slots;
+} krun_resource;
 
 typedef struct krun_settings {
   int jobs;                 /* children at once; 0: number of CPUs */
   int backend;              /* krun_backend */
-  int slots;                /* slots per GPU; 0: default (2) */
+  int slots;                /* slots per GPU; 0: default (2); KRUN_SLOTS_AUTO */
   krun_dev_slots devices[KRUN_MAX_DEVICES];
   int ndevices;
   int devices_given;        /* a device list was given: devices not in it get
@@ -78,6 +91,7 @@ typedef struct krun_settings {
   int warm;                 /* warm children per device; 0 off; KRUN_WARM_AUTO */
   int allow_empty;          /* a run that tested nothing may exit 0 */
   int contain;              /* krun_contain: how strays are found */
+  int sanitize;             /* index into krun_sanitize_names; 0: none */
   char **selection;         /* selectors, used when none are given */
   int nselection;
   ksel_tol *tol;
@@ -86,6 +100,8 @@ typedef struct krun_settings {
                                "ctest"; NULL none */
   krun_rule *rules;         /* applied in order; a later one wins */
   int nrules;
+  krun_resource *res;       /* the last match wins */
+  int nres;
   unsigned long long set;   /* bit per setting given explicitly */
 } krun_settings;
 
@@ -113,6 +129,10 @@ void krun_setting_add_selector(krun_settings *s, const char *sel);
 int krun_setting_add_device(krun_settings *s, int id, int slots, const char *name);
 /* An empty device list, given: no device has slots until one is added. */
 void krun_setting_clear_devices(krun_settings *s);
+/* Adds a test's needs (a config's resources:); -1 with err for a glob too
+ * long or a count out of range. */
+int krun_setting_add_resource(krun_settings *s, const char *match, int gpus, int slots,
+                              kh_err *err);
 /* Calls fn(key, value) for each effective setting, as the report shows it. */
 void krun_settings_each(const krun_settings *s,
                         void (*fn)(const char *key, const char *value, void *arg),
@@ -160,7 +180,8 @@ typedef struct krun_source {
 
 typedef struct krun_test {
   char *id, *suite, *name, *tags, *file;
-  int slots;                /* -1: the whole device */
+  int slots;                /* on each of its devices; -1: the whole device */
+  int devices;              /* devices it needs at once (from 1) */
   int timeout_s;            /* 0: the run's default */
   int needs_gpu;
   int line;
@@ -189,6 +210,9 @@ int krun_registry_add_manifest(krun_registry *reg, const char *path, kh_err *err
 /* After the last source: the config's test rules (tags, slots,
  * timeouts), ids checked unique across sources, the selection views. */
 int krun_registry_finish(krun_registry *reg, const krun_settings *s, kh_err *err);
+/* Applies the settings' resources (`resources:`) to the tests they match;
+ * krun_registry_finish calls it after the test rules. */
+void krun_registry_needs(krun_registry *reg, const krun_settings *s);
 void krun_registry_free(krun_registry *reg);
 
 typedef struct krun_device {
@@ -207,6 +231,7 @@ typedef struct krun_backend_info {
   krun_device dev[KRUN_MAX_DEVICES];
   char error[512];          /* why there are none */
   char devices_from[256];   /* where the devices came from (krun_outer) */
+  char sanitizers[64];      /* the runner's build: "none", "address,undefined" */
 } krun_backend_info;
 
 /* Resolves `auto` (the first of cuda, hip whose runner finds a device, else
@@ -241,6 +266,14 @@ int krun_outer_read(int backend, krun_outer *o, kh_err *err);
 void krun_outer_export(int backend, const krun_outer *o);
 /* "SLURM_JOB_GPUS=2", or "every device the runner sees". */
 void krun_outer_describe(const krun_outer *o, char *out, size_t n);
+/* ---- Memory-aware slots (memslots.c) ------------------------------------------ */
+
+/* The newest report of this backend under reports/runs (not the folder
+ * exclude), malloc'd; NULL when there is none. */
+char *krun_peaks_latest(int backend, const char *exclude);
+/* Each registry test's peak device memory in the report at path (the
+ * largest `memory.peak.bytes` of its records; -1: none), malloc'd. */
+long long *krun_peaks_load(const char *path, const krun_registry *reg, kh_err *err);
 
 /* ---- Shards ------------------------------------------------------------------ */
 
@@ -342,13 +375,18 @@ typedef struct krun_spawn_req {
   const char *const *unenv; /* names removed from it */
   int fd_in, fd_out, fd_err;/* the child's 0, 1, 2: a kiln fd; -1: /dev/null */
   int fd_result;            /* the child's 3, or -1 for none */
-  /* Narrows the visible-devices variables to bi->dev[device] (as device
-   * 0), as `kiln run` narrows every child; NULL: leave them. */
+  /* Narrows the visible-devices variables to exactly these devices of
+   * narrow (indexes into narrow->dev; the child sees them as 0, 1, ...),
+   * as `kiln run` narrows every child; narrow NULL: leave them. */
   const krun_backend_info *narrow;
-  int device;
-  /* Slots the started program takes before its work, with SEM_UNDO, and
-   * reports as token_wait (kiln's runners read KILN_TAKE_SLOTS); 0: none. */
-  int take_semid, take_semnum, take_slots;
+  const int *devices;
+  int ndevices;
+  /* Slots the started program takes before its work, take_slots on each
+   * semaphore take_semnum[0..ndevices) of set take_semid, in one semop with
+   * SEM_UNDO, and reports as token_wait (kiln's runners read
+   * KILN_TAKE_SLOTS); 0: none. */
+  int take_semid, take_slots;
+  const int *take_semnum;
   const char *cwd;          /* its working directory; NULL: kiln's */
   int new_pgroup;           /* its own process group (timeouts reach its
                                grandchildren) */
@@ -400,6 +438,9 @@ typedef struct krun_opts {
   int nselection;
   int verbose;
   const krun_shard *shard;  /* or NULL: not sharded */
+  const long long *peaks;   /* --slots auto: per registry test, -1 unknown */
+  const char *peaks_from;   /* the report they came from, or NULL */
+  int quiet;                /* nothing on the console (kiln bisect's trials) */
 } krun_opts;
 
 /* Runs everything; returns kiln's exit status. */

@@ -12,6 +12,8 @@
 #include <string.h>
 
 const char *const krun_backend_names[] = {"auto", "host", "hip", "cuda", NULL};
+const char *const krun_sanitize_names[] = {"none", "memcheck", "racecheck", "initcheck",
+                                           "synccheck", NULL};
 static const char *const isolation_names[] = {"process", "none", NULL};
 static const char *const leak_names[] = {"fail", "warn", NULL};
 const char *const krun_contain_names[] = {"auto", "cgroup", "subreaper", "none", NULL};
@@ -34,7 +36,7 @@ typedef struct field {
 static const field fields[] = {
     F("jobs", INT, jobs, 1, 1024, 0, NULL),
     F("backend", ENUM, backend, 0, 0, 0, krun_backend_names),
-    F("slots", INT, slots, 1, 1024, 0, NULL),
+    F("slots", AUTO_INT, slots, 1, 1024, 0, NULL),
     F("timeout", DOUBLE, timeout_s, 0, 604800, 1, NULL),
     F("grace", DOUBLE, grace_s, 0, 3600, 0, NULL),
     F("retries", INT, retries, 0, 100, 0, NULL),
@@ -48,10 +50,11 @@ static const field fields[] = {
     F("warm", AUTO_INT, warm, 0, 64, 0, NULL),
     F("allow_empty", BOOL, allow_empty, 0, 1, 0, NULL),
     F("contain", ENUM, contain, 0, 0, 0, krun_contain_names),
+    F("sanitize", ENUM, sanitize, 0, 0, 0, krun_sanitize_names),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 /* Bits for the list settings, after the scalar ones. */
-enum { BIT_SELECTION = NFIELDS, BIT_TOL, BIT_DEVICES };
+enum { BIT_SELECTION = NFIELDS, BIT_TOL, BIT_DEVICES, BIT_RESOURCES };
 
 static const field *find(const char *name) {
   for (size_t i = 0; i < NFIELDS; i++)
@@ -174,8 +177,8 @@ void krun_setting_add_selector(krun_settings *s, const char *sel) {
 int krun_setting_add_tolerance(krun_settings *s, const char *spec, kh_err *err) {
   ksel_tol t;
   if (ksel_tol_parse(spec, &t) != 0)
-    return kh_errf(err, "tolerance: '%s' is not GLOB=ATOL:RTOL with ATOL and "
-                   "RTOL numbers from 0 to 1e30", spec);
+    return kh_errf(err, "tolerance: '%s' is not GLOB=ATOL:RTOL[:MAX_OVER] with "
+                   "ATOL and RTOL numbers from 0 to 1e30 and MAX_OVER a count", spec);
   s->tol = kh_xrealloc(s->tol, (size_t)(s->ntol + 1) * sizeof *s->tol);
   s->tol[s->ntol++] = t;
   s->set |= 1ull << BIT_TOL;
@@ -206,6 +209,21 @@ void krun_setting_clear_devices(krun_settings *s) {
   s->set |= 1ull << BIT_DEVICES;
 }
 
+int krun_setting_add_resource(krun_settings *s, const char *match, int gpus, int slots,
+                              kh_err *err) {
+  if (strlen(match) >= sizeof s->res[0].match || gpus < 1 || gpus > KRUN_MAX_DEVICES ||
+      slots < 0 || slots > 1024)
+    return kh_errf(err, "resources: '%.60s' with gpus %d, slots %d: expected a glob of "
+                   "at most 255 bytes, gpus from 1 to %d, slots from 1 to 1024", match,
+                   gpus, slots, KRUN_MAX_DEVICES);
+  s->res = kh_xrealloc(s->res, (size_t)(s->nres + 1) * sizeof *s->res);
+  krun_resource *r = &s->res[s->nres++];
+  snprintf(r->match, sizeof r->match, "%s", match);
+  r->gpus = gpus, r->slots = slots;
+  s->set |= 1ull << BIT_RESOURCES;
+  return 0;
+}
+
 /* ---- Defaults, merging, describing ----------------------------------------------- */
 
 void krun_settings_init(krun_settings *s) {
@@ -220,7 +238,7 @@ void krun_settings_free(krun_settings *s) {
   free(s->wrap);
   for (int i = 0; i < s->nselection; i++) free(s->selection[i]);
   free(s->selection);
-  free(s->tol);
+  free(s->tol), free(s->res);
   for (int i = 0; i < s->nrules; i++) free(s->rules[i].match), free(s->rules[i].tags);
   free(s->rules);
   memset(s, 0, sizeof *s);
@@ -259,6 +277,14 @@ void krun_settings_overlay(krun_settings *dst, const krun_settings *src) {
     dst->devices_given = src->devices_given;
     dst->set |= 1ull << BIT_DEVICES;
   }
+  if (src->set >> BIT_RESOURCES & 1) {
+    dst->nres = 0;
+    for (int i = 0; i < src->nres; i++) {
+      kh_err ignored;
+      (void)krun_setting_add_resource(dst, src->res[i].match, src->res[i].gpus,
+                                      src->res[i].slots, &ignored);
+    }
+  }
 }
 
 static char *text_of(const krun_settings *s, const field *f) {
@@ -286,9 +312,11 @@ void krun_settings_each(const krun_settings *s,
     free(v);
   }
   kh_buf b = {0};
-  for (int i = 0; i < s->ntol; i++)
+  for (int i = 0; i < s->ntol; i++) {
     kh_buf_addf(&b, "%s%s=%g:%g", i ? " " : "", s->tol[i].match, s->tol[i].atol,
                 s->tol[i].rtol);
+    if (s->tol[i].max_over >= 0) kh_buf_addf(&b, ":%lld", s->tol[i].max_over);
+  }
   fn("tolerances", b.data ? b.data : "", arg);
   kh_buf_free(&b);
   for (int i = 0; i < s->ndevices; i++) {
@@ -307,5 +335,10 @@ void krun_settings_each(const krun_settings *s,
     kh_buf_addf(&b, ";");
   }
   if (s->nrules) fn("tests", b.data, arg);
+  kh_buf_free(&b);
+  for (int i = 0; i < s->nres; i++)
+    kh_buf_addf(&b, "%s%s:gpus=%d,slots=%d", i ? " " : "", s->res[i].match, s->res[i].gpus,
+                s->res[i].slots);
+  fn("resources", b.data ? b.data : "", arg);
   kh_buf_free(&b);
 }

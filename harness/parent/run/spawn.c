@@ -74,21 +74,31 @@ static char **environment(const krun_spawn_req *req, char ***owned) {
   int nset = 0, nown = 0;
   *owned = kh_xcalloc(8, sizeof **owned);
   for (const char *const *e = req->env; e && *e && nset < 16; e++) set[nset++] = (char *)*e;
-  if (req->narrow && req->device >= 0) {
+  if (req->narrow && req->ndevices > 0) {
     const krun_backend_info *bi = req->narrow;
-    const char *entry = bi->dev[req->device].visible;
-    const char *v0 = krun__visible_var(bi->backend, 0), *v1 = krun__visible_var(bi->backend, 1);
-    /* ROCm: ROCR narrows to the physical device, HIP then sees it as 0. */
-    if (bi->backend == KRUN_BACKEND_HIP) {
-      set[nset++] = (*owned)[nown++] = kh_asprintf("%s=%s", v1, entry);
-      set[nset++] = (*owned)[nown++] = kh_asprintf("%s=0", v0);
-    } else if (v0) {
-      set[nset++] = (*owned)[nown++] = kh_asprintf("%s=%s", v0, entry);
+    kh_buf entries = {0}, ordinals = {0};
+    for (int i = 0; i < req->ndevices; i++) {
+      kh_buf_addf(&entries, "%s%s", i ? "," : "", bi->dev[req->devices[i]].visible);
+      kh_buf_addf(&ordinals, "%s%d", i ? "," : "", i);
     }
+    const char *v0 = krun__visible_var(bi->backend, 0), *v1 = krun__visible_var(bi->backend, 1);
+    /* ROCm: ROCR narrows to the physical devices, HIP then sees them as
+     * 0, 1, ... */
+    if (bi->backend == KRUN_BACKEND_HIP) {
+      set[nset++] = (*owned)[nown++] = kh_asprintf("%s=%s", v1, entries.data);
+      set[nset++] = (*owned)[nown++] = kh_asprintf("%s=%s", v0, ordinals.data);
+    } else if (v0) {
+      set[nset++] = (*owned)[nown++] = kh_asprintf("%s=%s", v0, entries.data);
+    }
+    kh_buf_free(&entries), kh_buf_free(&ordinals);
   }
-  if (req->take_slots > 0)
-    set[nset++] = (*owned)[nown++] = kh_asprintf("KILN_TAKE_SLOTS=%d:%d:%d", req->take_semid,
-                                                 req->take_semnum, req->take_slots);
+  if (req->take_slots > 0) {
+    kh_buf take = {0};
+    kh_buf_addf(&take, "KILN_TAKE_SLOTS=%d", req->take_semid);
+    for (int i = 0; i < req->ndevices; i++)
+      kh_buf_addf(&take, "%s%d:%d", i ? "," : ":", req->take_semnum[i], req->take_slots);
+    set[nset++] = (*owned)[nown++] = take.data;
+  }
   char *unset[16];
   int nunset = 0;
   for (const char *const *u = req->unenv; u && *u && nunset < 16; u++)

@@ -21,7 +21,8 @@
 
 /* A run a warm child can take: a kiln runner's GPU test of one slot. */
 int krun__warm_fits(const krun_test *t) {
-  return t->kind == KRUN_KIND_RUNNER && t->needs_gpu && (t->slots == 0 || t->slots == 1);
+  return t->kind == KRUN_KIND_RUNNER && t->needs_gpu && (t->slots == 0 || t->slots == 1) &&
+         t->devices <= 1;
 }
 
 /* Spawns warm children while queued runs could use them: on each device at
@@ -32,13 +33,14 @@ void krun__warm_fill(krun__run *R) {
   while (R->warm_on && !R->stopping && R->nwarm < R->qwarm) {
     int best = -1;
     for (int d = 0; d < R->o->bi->ndevices; d++)
-      if (R->warm_n[d] < R->warm_max[d] && (best < 0 || R->warm_n[d] < R->warm_n[best]))
+      if (R->warm_n[d] < R->warm_max[d] && krun__health_ready(R, d) &&
+          (best < 0 || R->warm_n[d] < R->warm_n[best]))
         best = d;
     krun__job *j = best >= 0 ? krun__free_job(R) : NULL;
     if (!j) return;
     krun__job_init(j, 1);
     j->warm = 1;
-    j->dev = best;
+    krun__job_devices(j, &best, 1);
     if (krun__spawn(R, j) != 0) {
       krun__console_note(&R->con, "kiln: warning: could not start a warm child (%s); "
                          "starting the rest of the tests cold", strerror(errno));
@@ -64,16 +66,19 @@ void krun__warm_retire(krun__run *R) {
   }
 }
 
-/* The pool child for a one-slot GPU test: on a device with a free slot,
- * one that is ready (the longest waiting) before one still starting (the
- * oldest). NULL when there is none. */
-krun__job *krun__warm_pick(krun__run *R) {
+/* The pool child for a one-slot GPU test t: on a device with room for it
+ * (one slot, or its share under --slots auto), one that is ready (the
+ * longest waiting) before one still starting (the oldest). NULL when there
+ * is none. */
+krun__job *krun__warm_pick(krun__run *R, const krun_test *t) {
   krun__job *best = NULL;
   for (int i = 0; i < R->maxjobs; i++) {
     krun__job *j = &R->jobs[i];
     if (!j->active || !j->warm || j->assigned || j->retiring || j->exited || j->fd_in < 0)
       continue;
-    if (R->cap[j->dev] <= 0 || R->used[j->dev] + 1 > R->cap[j->dev]) continue;
+    if (R->cap[j->dev] <= 0 || R->used[j->dev] + krun__want(R, t, j->dev) > R->cap[j->dev] ||
+        !krun__health_ready(R, j->dev))
+      continue;
     if (!best || (j->ready && !best->ready) ||
         (j->ready == best->ready &&
          (j->ready ? j->ready_ms < best->ready_ms : j->spawn_ms < best->spawn_ms)))
@@ -88,9 +93,10 @@ krun__job *krun__warm_pick(krun__run *R) {
 int krun__warm_assign(krun__run *R, krun__job *j, const krun__item *it) {
   const krun_test *t = &R->o->reg->tests[it->test];
   int phys = R->o->bi->dev[j->dev].physical;
+  int slots = krun__want(R, t, j->dev);
   char *tmpdir = kh_asprintf("%s/tmp/%d", R->o->out_dir, R->seq + 1);
   kp_assign a = {t->id, tmpdir, KP_NONE, KP_NONE, KP_NONE};
-  if (R->use_tokens) a.sem_id = R->tok.semid, a.sem_num = krun_tokens_semnum(phys), a.slots = 1;
+  if (R->use_tokens) a.sem_id = R->tok.semid, a.sem_num = krun_tokens_semnum(phys), a.slots = slots;
   kp_record_out *rec = kh_xmalloc(sizeof *rec);
   kp_encode(rec, &kp_rec_assign, &a);
   kh_mkdir_p(tmpdir, 0700);
@@ -109,16 +115,16 @@ int krun__warm_assign(krun__run *R, krun__job *j, const krun__item *it) {
   j->assigned = 1;
   j->assign_ms = kh_now_ms();
   j->deadline = j->assign_ms + krun__timeout_ms(R, t);
-  j->slots = 1;
+  j->slots = slots;
   j->tests[0] = krun__new_test(R, it);
   j->defs[0] = t;
   j->tests[0]->device = phys;
-  j->tests[0]->slots = 1;
+  j->tests[0]->slots = slots;
   j->tests[0]->started_s = kh_wall_s();
   krun__journal_start(R, j, j->tests[0]);
-  if (R->use_tokens) krun_tokens_holder_add(&R->tok, phys, j->pid, t->id, 1);
+  if (R->use_tokens) krun_tokens_holder_add(&R->tok, phys, j->pid, t->id, slots);
   R->warm_n[j->dev]--, R->nwarm--;
-  R->used[j->dev] += 1;
+  R->used[j->dev] += slots;
   R->nrunning++;
   return 0;
 }

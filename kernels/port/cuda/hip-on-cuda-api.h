@@ -24,6 +24,10 @@ typedef enum cudaDeviceAttr hipDeviceAttribute_t;
 #define hipErrorInvalidValue cudaErrorInvalidValue
 #define hipErrorOutOfMemory cudaErrorMemoryAllocation
 #define hipErrorInvalidConfiguration cudaErrorInvalidConfiguration
+#define hipErrorIllegalAddress cudaErrorIllegalAddress
+#define hipErrorLaunchFailure cudaErrorLaunchFailure
+#define hipErrorAssert cudaErrorAssert
+#define hipErrorUnknown cudaErrorUnknown
 
 #define hipDeviceAttributeL2CacheSize cudaDevAttrL2CacheSize
 #define hipDeviceAttributeComputeCapabilityMajor \
@@ -48,6 +52,7 @@ typedef enum cudaDeviceAttr hipDeviceAttribute_t;
 #define hipFuncSetAttribute cudaFuncSetAttribute
 #define hipSetDevice cudaSetDevice
 #define hipGetDevice cudaGetDevice
+#define hipDeviceGetPCIBusId cudaDeviceGetPCIBusId
 #define hipMemGetInfo cudaMemGetInfo
 #define hipDriverGetVersion cudaDriverGetVersion
 #define hipRuntimeGetVersion cudaRuntimeGetVersion

@@ -16,6 +16,8 @@
  *                       CUDA_VISIBLE_DEVICES does (kiln sets it per child)
  *   KILN_EMU_BROKEN_DEVICES   comma list of physical devices that are listed
  *                       but fail every stream and memory call (tests)
+ *   KILN_EMU_STATE_DIR  a folder where the processes of a host share their
+ *                       devices' memory use and lost devices (devices.cc)
  * They are read once, at the first call. An invalid value is reported on
  * stderr and every call that needs a device then returns
  * hipErrorNotInitialized. Implementation: this folder, see README.md.
@@ -39,6 +41,8 @@ typedef enum hipError_t {
   hipErrorNoDevice = 100,
   hipErrorInvalidResourceHandle = 400,
   hipErrorNotReady = 600,
+  hipErrorIllegalAddress = 700,
+  hipErrorAssert = 710,
   hipErrorLaunchFailure = 719,
   hipErrorInvalidConfiguration = 9,
   hipErrorNotSupported = 801,
@@ -162,6 +166,11 @@ hiprandStatus_t hiprandGenerateNormal(hiprandGenerator_t gen, float *out,
  * returns hipErrorInvalidValue for other values. */
 hipError_t kemu_set_warp_size(int warp_size);
 int kemu_warp_size(void);
+/* Loses the current device, as a GPU that fell off the bus or took an
+ * uncorrectable error: this process's later calls on it fail with
+ * hipErrorLaunchFailure, and so do every process's once KILN_EMU_STATE_DIR
+ * is set (the loss is kept there). For kiln's device-health tests. */
+hipError_t kemu_lose_device(void);
 
 #ifdef __cplusplus
 }

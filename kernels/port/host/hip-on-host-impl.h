@@ -107,6 +107,22 @@ size_t kemu__stack_bytes(void);
 bool kemu__generator_register(const void *gen, bool add);
 bool kemu__generator_live(const void *gen);
 
+/* ==== Devices shared across processes (devices.cc) ======================= */
+
+/* With KILN_EMU_STATE_DIR, physical device phys's memory is shared by
+ * every process: what is free given that this process holds mine and
+ * every other live process what it declared; taking want more bytes if
+ * they fit (declaring mine + want at once); declaring what this process
+ * holds now (after a free, or a failed allocation). Without it, only this
+ * process counts. */
+size_t kemu__shared_free(int phys, size_t mine, size_t total);
+bool kemu__shared_take(int phys, size_t mine, size_t want, size_t total);
+void kemu__shared_memory_set(int phys, size_t mine);
+/* Whether phys was lost by some process (KILN_EMU_STATE_DIR), and marking
+ * it so. */
+bool kemu__device_lost(int phys);
+void kemu__device_mark_lost(int phys);
+
 /* ==== Random numbers (hiprand.cc) ======================================== */
 
 /* One Philox4x32-10 block: encrypts the 128-bit counter under the 64-bit

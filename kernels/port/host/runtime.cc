@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <new>
@@ -213,16 +214,29 @@ hipError_t kemu__runtime_ready(void) {
   return c.devices > 0 ? hipSuccess : hipErrorNoDevice;
 }
 
-/* hipErrorUnknown (and a line on stderr, once) when the current device is
- * one of KILN_EMU_BROKEN_DEVICES. */
-static hipError_t kemu__device_usable(void) {
+/* Physical devices this process lost (kemu_lose_device): every later call
+ * on them fails, as a CUDA context is unusable after an Xid error. */
+static std::atomic<unsigned long long> lost_here;
+
+/* hipErrorUnknown (and a line on stderr, once) when the device is one of
+ * KILN_EMU_BROKEN_DEVICES; hipErrorLaunchFailure when it was lost, by this
+ * process or (KILN_EMU_STATE_DIR) by another. */
+static hipError_t kemu__device_usable(int device = t_device) {
   const config &c = cfg();
-  int phys = c.physical[t_device];
+  int phys = c.physical[device];
+  if ((lost_here.load() >> phys & 1) || kemu__device_lost(phys)) {
+    static bool said;
+    if (!said)
+      fprintf(stderr, "kiln host emulation: device %d (physical %d) was lost "
+                      "(kemu_lose_device)\n", device, phys);
+    said = true;
+    return hipErrorLaunchFailure;
+  }
   if (!(c.broken >> phys & 1)) return hipSuccess;
   static bool said;
   if (!said)
     fprintf(stderr, "kiln host emulation: device %d (physical %d) is listed "
-                    "but unusable (KILN_EMU_BROKEN_DEVICES)\n", t_device, phys);
+                    "but unusable (KILN_EMU_BROKEN_DEVICES)\n", device, phys);
   said = true;
   return hipErrorUnknown;
 }
@@ -258,6 +272,8 @@ size_t kemu__stack_bytes(void) {
   X(hipErrorNoDevice, "no device (KILN_EMU_DEVICES=0)")                     \
   X(hipErrorInvalidResourceHandle, "invalid resource handle")               \
   X(hipErrorNotReady, "device not ready")                                   \
+  X(hipErrorIllegalAddress, "an illegal memory access was encountered")     \
+  X(hipErrorAssert, "device-side assert triggered")                         \
   X(hipErrorLaunchFailure, "unspecified launch failure")                    \
   X(hipErrorInvalidConfiguration, "invalid configuration argument")         \
   X(hipErrorNotSupported, "operation not supported")                        \
@@ -368,7 +384,8 @@ hipError_t hipMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
   std::lock_guard<std::mutex> lock(st.mu);
   st.used.resize((size_t)cfg().devices, 0);
   *total_bytes = cfg().memory_bytes;
-  *free_bytes = cfg().memory_bytes - st.used[(size_t)t_device];
+  *free_bytes = kemu__shared_free(cfg().physical[t_device], st.used[(size_t)t_device],
+                                  cfg().memory_bytes);
   return hipSuccess;
 }
 
@@ -397,9 +414,14 @@ hipError_t hipMalloc(void **ptr, size_t bytes) {
   std::lock_guard<std::mutex> lock(st.mu);
   st.used.resize((size_t)cfg().devices, 0);
   size_t &used = st.used[(size_t)t_device];
-  if (bytes > cfg().memory_bytes - used) return ret(hipErrorOutOfMemory);
+  int phys = cfg().physical[t_device];
+  if (!kemu__shared_take(phys, used, bytes, cfg().memory_bytes))
+    return ret(hipErrorOutOfMemory);
   void *p = nullptr;
-  if (posix_memalign(&p, 256, bytes) != 0) return ret(hipErrorOutOfMemory);
+  if (posix_memalign(&p, 256, bytes) != 0) {
+    kemu__shared_memory_set(phys, used);
+    return ret(hipErrorOutOfMemory);
+  }
   /* Left as the C heap returns it, like a GPU allocator handing back memory
    * a previous allocation used: reuse without initialisation reproduces
    * here as it does on a device. The engine's poison mode (--poison) is
@@ -408,6 +430,7 @@ hipError_t hipMalloc(void **ptr, size_t bytes) {
     st.allocs.emplace((uintptr_t)p, allocation{bytes, t_device});
   } catch (const std::bad_alloc &) {
     free(p);
+    kemu__shared_memory_set(phys, used);
     return ret(hipErrorOutOfMemory);
   }
   used += bytes;
@@ -421,7 +444,9 @@ hipError_t hipFree(void *ptr) {
   std::lock_guard<std::mutex> lock(st.mu);
   auto it = st.allocs.find((uintptr_t)ptr);
   if (it == st.allocs.end()) return ret(hipErrorInvalidValue);
-  st.used[(size_t)it->second.device] -= it->second.bytes;
+  int device = it->second.device;
+  st.used[(size_t)device] -= it->second.bytes;
+  kemu__shared_memory_set(cfg().physical[device], st.used[(size_t)device]);
   st.allocs.erase(it);
   free(ptr);
   return hipSuccess;
@@ -463,6 +488,7 @@ hipError_t hipMemsetAsync(void *dst, int value, size_t bytes,
 
 struct kemu_stream {
   unsigned flags;
+  int device;               /* the device current when it was made */
 };
 
 struct kemu_event {
@@ -492,7 +518,7 @@ hipError_t hipStreamCreateWithFlags(hipStream_t *stream, unsigned flags) {
   if (e == hipSuccess) e = kemu__device_usable();
   if (e != hipSuccess) return ret(e);
   kemu__simulate_context_startup();
-  kemu_stream *s = new (std::nothrow) kemu_stream{flags};
+  kemu_stream *s = new (std::nothrow) kemu_stream{flags, t_device};
   if (!s) return ret(hipErrorOutOfMemory);
   std::lock_guard<std::mutex> lock(state().mu);
   state().streams.insert(s);
@@ -514,9 +540,12 @@ hipError_t hipStreamDestroy(hipStream_t stream) {
 hipError_t hipStreamSynchronize(hipStream_t stream) {
   hipError_t e = kemu__runtime_ready();
   if (e != hipSuccess) return ret(e);
-  /* Work ran when it was issued: nothing to wait for. */
-  return kemu__stream_valid(stream) ? hipSuccess
-                                    : ret(hipErrorInvalidResourceHandle);
+  /* Work ran when it was issued: nothing to wait for, but a lost
+   * device's error is sticky, as on a GPU. */
+  if (!kemu__stream_valid(stream)) return ret(hipErrorInvalidResourceHandle);
+  if (stream && (lost_here.load() >> cfg().physical[stream->device] & 1))
+    return ret(hipErrorLaunchFailure);
+  return hipSuccess;
 }
 
 hipError_t hipEventCreate(hipEvent_t *event) {
@@ -581,6 +610,15 @@ hipError_t kemu_set_warp_size(int warp_size) {
 int kemu_warp_size(void) {
   (void)cfg();
   return kemu__warp_size_value;
+}
+
+hipError_t kemu_lose_device(void) {
+  hipError_t e = kemu__runtime_ready();
+  if (e != hipSuccess) return ret(e);
+  int phys = cfg().physical[t_device];
+  lost_here.fetch_or(1ull << phys);
+  kemu__device_mark_lost(phys);
+  return ret(hipErrorLaunchFailure);
 }
 
 /* hiprand.cc keeps its generator handles in the same registry. */

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Memory-aware slots: each test's peak device memory is in the report; with
+# --slots auto kiln sizes how many tests share a device from the peaks of
+# an earlier report and the device's free memory. Shown on the host
+# emulation with a 100 MiB device whose memory every process shares
+# (KILN_EMU_STATE_DIR): four tests of 40 MiB at once run it out of memory;
+# sized by their peaks, two run at a time and all pass.
+. "$(dirname "$0")/lib.sh"
+
+export KILN_EMU_STATE_DIR=$T/emu KILN_EMU_MEMORY_MB=100 KILN_FAULT_HOG_MB=40 KILN_FAULT_SLEEP_MS=800
+mkdir -p "$KILN_EMU_STATE_DIR"
+MB40=$((40 << 20))
+
+# The peak a test reached is in its report.
+k run --backend host -j 1 -o "$T/base" faults/memory_hog faults/pass
+expect_rc 0 "baseline run"
+flat "$T/base/report.yaml"
+expect_eq "$(tfield faults/memory_hog memory.peak.bytes)" "$MB40" "memory_hog's peak: its 40 MiB"
+expect_eq "$(tfield faults/pass memory.peak.bytes)" 1024 "faults/pass's peak: its 1 KiB"
+
+# Four at once on fixed slots: the device runs out of memory.
+k run --backend host -j 4 --slots 4 --warm 0 --repeat 4 -o "$T/fixed" faults/memory_hog
+expect_rc 1 "four 40 MiB tests at once on a 100 MiB device fail"
+flat "$T/fixed/report.yaml"
+expect_match "$(grep -E '^tests\.[0-9]+\.message=' "$T/flat.txt" | grep -m1 -E 'KE_ENOMEM|KE_ECAP')" \
+  'KE_ENOMEM|KE_ECAP' "...for want of device memory"
+
+# --slots auto with the baseline's peaks: 100 slots on the device, each
+# memory_hog takes 45 (40 MiB of the 90 MiB budget), two at a time.
+k run --backend host -j 4 --slots auto --slots-from "$T/base" --warm 0 --repeat 4 -o "$T/auto" \
+  faults/memory_hog
+expect_rc 0 "--slots auto: all four pass"
+expect_out 'slots auto: 1 of 1 tests have a peak in .*base \(largest 40.0 MiB\)' "console: where the peaks came from"
+flat "$T/auto/report.yaml"
+expect_eq "$(field settings.slots)" auto "settings: slots auto"
+expect_eq "$(field devices.0.slots)" 100 "the device has 100 slots"
+expect_eq "$(field devices.0.budget_bytes)" $(((100 << 20) * 9 / 10)) "its budget: 90% of its free memory"
+expect_match "$(field run.slots_from)" 'base$' "the report names the peaks' source"
+expect_eq "$(tfield faults/memory_hog slots)" 45 "each test takes 45 slots"
+n=$("$KH_PROBE" overlap 30 "$T/auto/report.yaml")
+expect_eq "$n" 2 "two tests at a time"
+k run --backend host -j 4 --slots auto --slots-from "$T/base" --repeat 4 -o "$T/warm" faults/memory_hog
+expect_rc 0 "--slots auto with warm children: all four pass"
+flat "$T/warm/report.yaml"
+expect_eq "$(tfield faults/memory_hog warm)" true "...in warm children"
+expect_eq "$(tfield faults/memory_hog slots)" 45 "...which take the test's share"
+expect_eq "$("$KH_PROBE" overlap 30 "$T/warm/report.yaml")" 2 "...two at a time"
+
+# A test without history takes the device's default share: 1 of --jobs.
+k run --backend host -j 4 --slots auto --slots-from "$T/base" --warm 0 -o "$T/new" faults/gpu_sleeper
+expect_rc 0 "a test the report lacks"
+flat "$T/new/report.yaml"
+expect_eq "$(tfield faults/gpu_sleeper slots)" 25 "...takes 100/jobs slots"
+
+# Without --slots-from, the newest run of the backend under reports/runs.
+mkdir -p "$T/cwd" && cd "$T/cwd"
+k run --backend host -j 1 faults/memory_hog
+k run --backend host -j 4 --slots auto --warm 0 faults/memory_hog
+expect_rc 0 "--slots auto from the newest run"
+expect_out 'slots auto: 1 of 1 tests have a peak in reports/runs/[0-9TZ]+-host/report.yaml' \
+  "...found under reports/runs"
+k run --backend host --slots 2 --slots-from "$T/base" faults/pass
+expect_rc 2 "--slots-from without --slots auto is refused"
+expect_tokens_full "at the end"
+finish
