@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
 """Per device, over one or more kiln reports run at the same time: how many
-tests ran there and the most that were in flight at once (from each test's
-started..ended), against the slots kiln gave the device.
+tests ran there and the most slots in use at once, against the slots kiln
+gave the device. Two counts:
+  in flight: each test's started..ended (kiln's clock: spawn to reaping,
+    which includes a child's wait for its slots in another kiln's run);
+  holding:   started + token_wait_ms .. ended, which contains the time the
+    child held its slots (it takes them after its start-up and gives them
+    back when it exits, before kiln reaps it): an upper bound, so a peak
+    within the slots proves no device was oversubscribed.
 
     scripts/device-concurrency.py REPORT.yaml [REPORT.yaml ...]
 
@@ -18,7 +24,7 @@ def when(s):
 
 
 def main(paths):
-    events, count = {}, {}
+    events, holding, count = {}, {}, {}
     for p in paths:
         rep = yaml.safe_load(open(p))
         for t in rep.get("tests") or []:
@@ -29,12 +35,19 @@ def main(paths):
             count[dev] = count.get(dev, 0) + 1
             ev = events.setdefault(dev, [])
             ev += [(when(a), slots), (when(b), -slots)]
-    for dev in sorted(events):
-        cur = peak = 0
-        for _, d in sorted(events[dev], key=lambda e: (e[0], e[1])):
+            wait = ((t.get("times") or {}).get("token_wait_ms") or 0) / 1e3
+            hv = holding.setdefault(dev, [])
+            hv += [(min(when(a) + wait, when(b)), slots), (when(b), -slots)]
+    def peak(ev):
+        cur = top = 0
+        for _, d in sorted(ev, key=lambda e: (e[0], e[1])):
             cur += d
-            peak = max(peak, cur)
-        print(f"device {dev}: {count[dev]} tests, at most {peak} slots in use at once")
+            top = max(top, cur)
+        return top
+
+    for dev in sorted(events):
+        print(f"device {dev}: {count[dev]} tests, at most {peak(events[dev])} slots in flight "
+              f"at once, at most {peak(holding[dev])} held")
     return 0 if events else 2
 
 
