@@ -7,7 +7,8 @@
  *
  * Layout: semaphore 0 marks the set initialised (the creator's first semop
  * sets sem_otime, which openers wait for: Stevens' safe-initialisation
- * scheme); 1 + d holds physical device d's free slots; 1 + KRUN_MAX_DEVICES
+ * scheme) and, at value 1 from then on, is the lock that a parent holds
+ * while it reads a capacity and changes it; 1 + d holds physical device d's free slots; 1 + KRUN_MAX_DEVICES
  * + d its capacity. Holder files PATH.d/<device>/<pid> say who holds them,
  * for `kiln devices`.
  */
@@ -117,6 +118,14 @@ int krun_tokens_free(const krun_tokens *t, int dev) {
   return semctl(t->semid, FREE(dev), GETVAL);
 }
 
+/* The set's lock (semaphore 0). Two kilns that size one device at once
+ * would otherwise both read the old capacity and both add their change.
+ * SEM_UNDO: a parent killed while it holds the lock gives it back. */
+static int lock_set(const krun_tokens *t, int op) {
+  struct sembuf b = {0, (short)op, SEM_UNDO};
+  return semop_retry(t->semid, &b, 1);
+}
+
 int krun_tokens_ensure(krun_tokens *t, int dev, int want, kh_err *err) {
   err->msg[0] = '\0';
   if (dev < 0 || dev >= KRUN_MAX_DEVICES)
@@ -125,15 +134,21 @@ int krun_tokens_ensure(krun_tokens *t, int dev, int want, kh_err *err) {
   char dir[PATH_MAX + 32];
   snprintf(dir, sizeof dir, "%s/%d", t->holders, dev);
   mkdir(dir, 0775);         /* for holder files */
+  if (lock_set(t, -1) != 0) return kh_errf(err, "token set: lock: %s", strerror(errno));
   int cap = krun_tokens_capacity(t, dev);
-  if (cap < 0) return kh_errf(err, "token set: %s", strerror(errno));
-  if (cap == want) return cap;
+  int saved = errno;
+  if (cap < 0 || cap == want) {
+    lock_set(t, 1);
+    return cap < 0 ? kh_errf(err, "token set: %s", strerror(saved)) : cap;
+  }
   /* Free slots and capacity move together in one atomic semop; withdrawing
    * slots never waits for a holder. */
   short delta = (short)(want - cap);
   struct sembuf ops[2] = {{(unsigned short)FREE(dev), delta, IPC_NOWAIT},
                           {(unsigned short)CAP(dev), delta, IPC_NOWAIT}};
-  if (semop_retry(t->semid, ops, 2) == 0) return want;
+  int moved = semop_retry(t->semid, ops, 2) == 0;
+  lock_set(t, 1);
+  if (moved) return want;
   snprintf(err->msg, sizeof err->msg,
            "device %d keeps %d slots (another kiln holds some; wanted %d)",
            dev, cap, want);
