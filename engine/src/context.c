@@ -75,7 +75,7 @@ int ke_context_open(const ke_context_options *opts, ke_context **out) {
   ctx->device = info;
   ctx->poison = opts->poison;
   ctx->cap_fraction = opts->cap_fraction;
-  ctx->free_at_open = info.free_bytes;
+  ctx->free_at_sizing = info.free_bytes;
   ctx->cap_bytes = (size_t)((double)info.free_bytes * opts->cap_fraction);
   ke__decode_tuning_defaults(&ctx->decode_tuning);
   hipError_t err = hipStreamCreateWithFlags(&ctx->stream, hipStreamNonBlocking);
@@ -165,10 +165,10 @@ int ke_malloc_at(ke_context *ctx, void **ptr, size_t bytes, const char *file,
   if (bytes > ctx->cap_bytes || in_use > ctx->cap_bytes - bytes)
     return ke__fail(KE_ECAP,
                     "allocation of %zu bytes at %s:%d refused: %zu bytes "
-                    "already in use, cap %zu bytes (%.2f of %zu bytes free at "
-                    "context open; device total %zu bytes)",
+                    "already in use, cap %zu bytes (%.2f of %zu bytes free "
+                    "when it was sized; device total %zu bytes)",
                     bytes, file ? file : "?", line, in_use, ctx->cap_bytes,
-                    ctx->cap_fraction, ctx->free_at_open,
+                    ctx->cap_fraction, ctx->free_at_sizing,
                     ctx->device.total_bytes);
   void *p = NULL;
   KE__TRY(ke__use(ctx));
@@ -233,11 +233,20 @@ void ke_ledger_peak_reset(ke_context *ctx) {
   if (ctx) ctx->ledger.peak_bytes = ctx->ledger.live_bytes;
 }
 
-void ke_ledger_cap(const ke_context *ctx, size_t *cap, size_t *free_at_open,
+void ke_ledger_cap(const ke_context *ctx, size_t *cap, size_t *free_at_sizing,
                    size_t *total) {
   if (cap) *cap = ctx ? ctx->cap_bytes : 0;
-  if (free_at_open) *free_at_open = ctx ? ctx->free_at_open : 0;
+  if (free_at_sizing) *free_at_sizing = ctx ? ctx->free_at_sizing : 0;
   if (total) *total = ctx ? ctx->device.total_bytes : 0;
+}
+
+int ke_ledger_cap_resize(ke_context *ctx) {
+  if (!ctx) return ke__fail(KE_EINVAL, "ke_ledger_cap_resize: ctx is NULL");
+  size_t free_now = 0, total = 0;
+  KE__TRY(ke_mem_info(ctx, &free_now, &total));
+  ctx->free_at_sizing = free_now + ctx->ledger.live_bytes;
+  ctx->cap_bytes = (size_t)((double)ctx->free_at_sizing * ctx->cap_fraction);
+  return KE_OK;
 }
 
 /* ---- Copies -------------------------------------------------------------- */

@@ -64,7 +64,7 @@ struct ke_context {
   int poison;
   double cap_fraction;
   size_t cap_bytes;
-  size_t free_at_open;
+  size_t free_at_sizing;
   ke__ledger ledger;
   ke__timing timing;
   hiprandGenerator_t rng;

@@ -46,6 +46,32 @@ expect_eq "$(tfield faults/memory_hog warm)" true "...in warm children"
 expect_eq "$(tfield faults/memory_hog slots)" 45 "...which take the test's share"
 expect_eq "$("$KH_PROBE" overlap 30 "$T/warm/report.yaml")" 2 "...two at a time"
 
+# A warm runner opens its context before it takes its slots, while other
+# tests may hold the device's memory; its cap must be sized when its test
+# starts, not from what was free at that early open. Driven by hand: a hog
+# holds 60 MiB while the warm runner opens, then ends before the warm
+# runner's 60 MiB test is assigned.
+R=$KILN_RUNNER_DIR/kiln-runner-host
+free_mb() { "$R" --devices | sed -nE 's/.*free_bytes=([0-9]+).*/\1/p' | awk '{print int($1 / 1048576)}'; }
+KILN_FAULT_HOG_MB=60 KILN_FAULT_SLEEP_MS=1500 "$R" faults/memory_hog >"$T/hog.txt" 2>&1 &
+hog=$!
+for _ in $(seq 100); do [ "$(free_mb)" -le 40 ] && break; sleep 0.05; done
+expect_eq "$(free_mb)" 40 "the hog holds 60 of the device's 100 MiB"
+mkfifo "$T/assign"
+KILN_FAULT_HOG_MB=60 KILN_FAULT_SLEEP_MS=0 "$R" --warm --result-fd 3 <"$T/assign" \
+  3>"$T/warm.records" >"$T/warm.txt" 2>&1 &
+warm=$!
+exec 4>"$T/assign"
+for _ in $(seq 100); do grep -q '^ready' "$T/warm.records" && break; sleep 0.05; done
+expect_match "$(grep '^ready' "$T/warm.records")" 'status=ok' "the warm runner opened its context beside the hog"
+wait $hog
+echo "assign id=faults/memory_hog" >&4
+exec 4>&-
+wait $warm
+expect_eq "$?" 0 "the warm runner's 60 MiB test, assigned once the hog ended, passes"
+expect_match "$(grep '^result' "$T/warm.records")" '^result status=pass' "...and reports a pass"
+grep -q 'KE_ECAP' "$T/warm.records" && fail "the warm runner's cap came from its early open: $(grep -m1 -o 'refused.*' "$T/warm.records")"
+
 # A test without history takes the device's default share: 1 of --jobs.
 k run --backend host -j 4 --slots auto --slots-from "$T/base" --warm 0 -o "$T/new" faults/gpu_sleeper
 expect_rc 0 "a test the report lacks"

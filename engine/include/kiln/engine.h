@@ -57,8 +57,9 @@ typedef struct ke_context ke_context;
 
 typedef struct ke_context_options {
   int device;              /* default 0 */
-  double cap_fraction;     /* allocation cap, fraction of free memory at open;
-                              default 0.7; 0 < f <= 1 */
+  double cap_fraction;     /* allocation cap, fraction of free memory at open
+                              (or at ke_ledger_cap_resize); default 0.7;
+                              0 < f <= 1 */
   int poison;              /* fill new allocations with 0xFF bytes (NaN in
                               f32, f16 and bf16) so unwritten reads show */
 } ke_context_options;
@@ -132,8 +133,13 @@ size_t ke_ledger_outstanding_bytes(const ke_context *ctx);
 size_t ke_ledger_peak_bytes(const ke_context *ctx);
 void ke_ledger_peak_reset(ke_context *ctx);
 /* Cap in bytes, and the free/total memory it was computed from. */
-void ke_ledger_cap(const ke_context *ctx, size_t *cap, size_t *free_at_open,
+void ke_ledger_cap(const ke_context *ctx, size_t *cap, size_t *free_at_sizing,
                    size_t *total);
+/* Sizes the cap again from the device's free memory now (what this
+ * context holds counts as free, as at its open). For a context opened
+ * before its process had its share of the device: a warm runner opens its
+ * context while other tests may hold memory, then takes its slots. */
+int ke_ledger_cap_resize(ke_context *ctx);
 
 /* The engine's scratch. Decode attention split over the keys (ke_attention
  * with few query rows per KV head, ke_paged_attention without a workspace)

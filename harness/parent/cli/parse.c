@@ -174,18 +174,22 @@ static int word(kcli__args *a, int argc, char **argv, int *i, int *help) {
   return apply(a, o, val);
 }
 
+/* Frees what the options stored, driven by the option table (so a new
+ * string option cannot be forgotten here); a member that two options share
+ * is freed once. */
 static void args_free(kcli__args *a) {
   krun_settings_free(&a->flags);
-  char **strs[] = {&a->config, &a->report, &a->out, &a->spec, &a->token_key,
-                   &a->runner_dir, &a->runner, &a->junit, &a->shard, &a->shard_durations,
-                   &a->shard_plan, &a->yaml, &a->concurrency, &a->skip, &a->rss_tests,
-                   &a->format, &a->partition, &a->account, &a->time, &a->merge_time,
-                   &a->resume, &a->follow, &a->merge, &a->base};
-  for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) free(*strs[i]);
-  kcli__strs *lists[] = {&a->history, &a->sbatch, &a->gtest, &a->manifest};
-  for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
-    for (int k = 0; k < lists[i]->n; k++) free(lists[i]->v[k]);
-    free(lists[i]->v);
+  for (const kcli__opt *o = kcli__opts; o->id; o++) {
+    char *member = (char *)a + o->off;
+    if (o->kind == KCLI__STR) {
+      free(*(char **)member);
+      *(char **)member = NULL;
+    } else if (o->kind == KCLI__LIST) {
+      kcli__strs *l = (kcli__strs *)member;
+      for (int k = 0; k < l->n; k++) free(l->v[k]);
+      free(l->v);
+      *l = (kcli__strs){0};
+    }
   }
   free(a->given), free(a->pos);
 }
