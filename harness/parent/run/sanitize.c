@@ -181,7 +181,9 @@ static void parse_cs(const char *text, const char *tool, findings *fs) {
     location(f, body);
     after(body, "by thread ", " ", f->thread, sizeof f->thread);
     after(body, " in block ", " ", f->block, sizeof f->block);
+    /* memcheck says "Access to ADDR is out of bounds"; initcheck "Address ADDR". */
     after(body, "Address ", " ", f->address, sizeof f->address);
+    after(body, "Access to ", " ", f->address, sizeof f->address);
     note_line(f, body);
   }
 }
