@@ -61,9 +61,12 @@ static int trial(bisect *B, const int *set, int n) {
       int started = t->pid != KP_NONE;
       v = !started ? T_UNRESOLVED : krep_outcome_failed(t->outcome) ? T_FAIL : T_PASS;
     }
-    /* Which earlier test ended the process, for the message. */
+    /* Which earlier test ended the process, for the message: one killed by
+     * a signal or its timeout, or one the process left unfinished (a
+     * sanitizer's handler turns a segfault into an exit status). */
     for (int i = 0; v == T_UNRESOLVED && i < rep.ntests; i++)
-      if (rep.tests[i]->signal || rep.tests[i]->outcome == KREP_TIMEOUT)
+      if (rep.tests[i]->signal || rep.tests[i]->outcome == KREP_TIMEOUT ||
+          rep.tests[i]->outcome == KREP_CRASH)
         snprintf(B->why, sizeof B->why, "%s ended the shared process (%s)", rep.tests[i]->id,
                  rep.tests[i]->message ? rep.tests[i]->message : "");
   }
