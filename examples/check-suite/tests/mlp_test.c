@@ -27,7 +27,7 @@ static void check_activation(int64_t rows, int64_t cols) {
   char name[64];
   snprintf(name, sizeof name, "probs_%lldx%lld", (long long)rows, (long long)cols);
   /* Two f32 kernels in a row: a few ulp of error in every output. */
-  kt_assert_close(name, &probs, ref, ((kt_tol){1e-9, 1e-5, 0.0}));
+  kt_assert_close(name, &probs, ref, ((kt_tol){.atol = 1e-9, .rtol = 1e-5}));
   free(ref), free(g), free(u);
   kt_free(&gate), kt_free(&up), kt_free(&act), kt_free(&probs);
 }

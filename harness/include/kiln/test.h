@@ -111,7 +111,9 @@ void kt_from_doubles_at(ke_tensor *t, const double *values, const char *file, in
  * reference disagrees). It is for formats whose rounding boundaries make a
  * few exact misses legitimate (a value exactly between two codes of a
  * 4-bit format rounds either way); a check that sets one says why in a
- * comment and docs/kernels.md, and the report records it (`budget`). */
+ * comment and docs/kernels.md, and the report records it (`budget`).
+ * Initialise it by field name ((kt_tol){.atol = 1e-9, .rtol = 1e-5}): a
+ * later kiln may add fields, and those left out are 0 (not checked). */
 typedef struct kt_tol {
   double atol;
   double rtol;
