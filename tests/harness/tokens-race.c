@@ -89,7 +89,11 @@ static int round_ok(const char *dir, int round) {
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) bad++;
   }
   int cap = krun_tokens_capacity(&t, 0), free_slots = krun_tokens_free(&t, 0);
+  /* The set, its key file and holder folders go with the round. */
   semctl(t.semid, 0, IPC_RMID);
+  char sub[PATH_MAX + 8];
+  snprintf(sub, sizeof sub, "%s/0", t.holders);
+  rmdir(sub), rmdir(t.holders), unlink(key);
   if (cap != WANT || free_slots != WANT || bad) {
     printf("round %d: capacity %d, free %d, %d of %d parents saw another "
            "capacity (every one asked for %d)\n", round, cap, free_slots, bad,

@@ -8,8 +8,8 @@
  * Layout: semaphore 0 marks the set initialised (the creator's first semop
  * sets sem_otime, which openers wait for: Stevens' safe-initialisation
  * scheme) and, at value 1 from then on, is the lock that a parent holds
- * while it reads a capacity and changes it; 1 + d holds physical device d's free slots; 1 + KRUN_MAX_DEVICES
- * + d its capacity. Holder files PATH.d/<device>/<pid> say who holds them,
+ * while it reads a capacity and changes it; 1 + d holds physical device
+ * d's free slots; 1 + KRUN_MAX_DEVICES + d its capacity. Holder files PATH.d/<device>/<pid> say who holds them,
  * for `kiln devices`.
  */
 #include "run.h"
@@ -136,19 +136,18 @@ int krun_tokens_ensure(krun_tokens *t, int dev, int want, kh_err *err) {
   mkdir(dir, 0775);         /* for holder files */
   if (lock_set(t, -1) != 0) return kh_errf(err, "token set: lock: %s", strerror(errno));
   int cap = krun_tokens_capacity(t, dev);
-  int saved = errno;
-  if (cap < 0 || cap == want) {
-    lock_set(t, 1);
-    return cap < 0 ? kh_errf(err, "token set: %s", strerror(saved)) : cap;
+  int saved = errno, moved = 0;
+  if (cap >= 0 && cap != want) {
+    /* Free slots and capacity move together in one atomic semop;
+     * withdrawing slots never waits for a holder. */
+    short delta = (short)(want - cap);
+    struct sembuf ops[2] = {{(unsigned short)FREE(dev), delta, IPC_NOWAIT},
+                            {(unsigned short)CAP(dev), delta, IPC_NOWAIT}};
+    moved = semop_retry(t->semid, ops, 2) == 0;
   }
-  /* Free slots and capacity move together in one atomic semop; withdrawing
-   * slots never waits for a holder. */
-  short delta = (short)(want - cap);
-  struct sembuf ops[2] = {{(unsigned short)FREE(dev), delta, IPC_NOWAIT},
-                          {(unsigned short)CAP(dev), delta, IPC_NOWAIT}};
-  int moved = semop_retry(t->semid, ops, 2) == 0;
   lock_set(t, 1);
-  if (moved) return want;
+  if (cap < 0) return kh_errf(err, "token set: %s", strerror(saved));
+  if (moved || cap == want) return want;
   snprintf(err->msg, sizeof err->msg,
            "device %d keeps %d slots (another kiln holds some; wanted %d)",
            dev, cap, want);
