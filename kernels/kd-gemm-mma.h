@@ -20,9 +20,11 @@
  * Tiles are visited grid-stride in a 1-D grid in kd_gemm_tile_of's order
  * (kd-gemm.h), so that the blocks running at once share A and B in L2.
  *
- * The sum: each output is accumulated in f32 by the matrix unit, 16 k at
- * a time, k ascending; docs/kernels.md (GEMM, Tolerances) says how the
- * unit's internal rounding sits inside the GEMM tolerance.
+ * The sum: each output is an f32 sum, k ascending, of the matrix unit's
+ * products of 16 k (Arch::mma_promote): on NVIDIA each of them starts from
+ * zero in the unit and is added to the sum with a round-to-nearest add,
+ * since the unit's own accumulation truncates (docs/kernels.md, GEMM,
+ * Tolerances).
  */
 #ifndef KILN_KD_GEMM_MMA_H
 #define KILN_KD_GEMM_MMA_H
@@ -295,7 +297,7 @@ kd_mm_gemm(OpA a, OpB b, kd_mm_out c, kd_mm_dims d) {
           for (int i = 0; i < UM; i++)
             KD_UNROLL
             for (int j = 0; j < UN; j++)
-              Arch::template mma<T>(acc[i][j], fa[i], fb[j]);
+              Arch::template mma_promote<T>(acc[i][j], fa[i], fb[j]);
         }
         if (more) {
           sa.land(slots_a + nxt * SA::ELEMS);

@@ -280,6 +280,24 @@ struct kd_mma_nv {
     kd_mma__m16n8k16<T>(c.v, a.r, b.r[0], b.r[1]);
     kd_mma__m16n8k16<T>(c.v + 4, a.r, b.r[2], b.r[3]);
   }
+  /* c += a b with c a plain f32 sum: the unit's f32 accumulation truncates
+   * (about 0.7 u of the accumulator per step, all toward zero), so a long
+   * sum kept in the unit drifts past the f32-sum bound. Each product of 16
+   * k starts from zero in the unit and is added to c with a
+   * round-to-nearest add: the truncation then bites 16 products, not the
+   * whole sum. Costs 8 adds per unit, no registers beyond a product's. */
+  template <typename T>
+  static __device__ __forceinline__ void mma_promote(frag_c &c,
+                                                     const frag_a &a,
+                                                     const frag_b &b) {
+    KD_UNROLL
+    for (int h = 0; h < 2; h++) {
+      float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      kd_mma__m16n8k16<T>(t, a.r, b.r[2 * h], b.r[2 * h + 1]);
+      KD_UNROLL
+      for (int e = 0; e < 4; e++) c.v[4 * h + e] += t[e];
+    }
+  }
 
   static __device__ __forceinline__ int c_row(int e) {
     return lane() / 4 + 8 * ((e % 4) / 2);
@@ -432,6 +450,15 @@ struct kd_mma_cdna {
   static __device__ __forceinline__ void mma(frag_c &c, const frag_a &a,
                                              const frag_b &b) {
     kd_mma__mfma16<T>(c.v, a.r, b.r);
+  }
+  /* The MFMA's accumulation is not known to truncate (AMD's rounding is
+   * not modelled here, and no AMD GPU ran this): the sum stays in the
+   * unit. */
+  template <typename T>
+  static __device__ __forceinline__ void mma_promote(frag_c &c,
+                                                     const frag_a &a,
+                                                     const frag_b &b) {
+    mma<T>(c, a, b);
   }
 
   static __device__ __forceinline__ int c_row(int e) {

@@ -370,7 +370,9 @@ static void run_mx(const char *name, int64_t m, int64_t n, int64_t k) {
 // over all outputs as a fraction of gemm_tol's bound (atol from the partial
 // sums in k order, rtol 1.3e-6). The bound assumes the mean-zero rounding
 // of an in-order f32 sum; the matrix unit sums 16 products at a time with
-// its own alignment and rounding, so this is where a difference would show.
+// its own alignment and truncation, and the kernel promotes each 16-k
+// product into its own f32 sum (kd_mma_nv::mma_promote), so this is where
+// a difference would show.
 static void numerics(int64_t k) {
   problem<kd_bf16> p = make_problem<kd_bf16>(64, 64, k, false, true, false);
   const std::vector<float> bh = host_b(p);

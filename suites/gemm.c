@@ -63,6 +63,7 @@ typedef struct gemm_case {
   int64_t off_a, off_b, off_c; /* view base, elements into the backing */
   int share_a, share_b;        /* 1: batch stride 0; 2: rank-2 operand */
   int nan_c;                   /* C holds NaN before the call */
+  float mean;                  /* of the operands' normal values (sd 1) */
   const char *label;           /* prefix of the check's name, or NULL */
 } gemm_case;
 
@@ -89,13 +90,13 @@ typedef struct operand {
 
 static void operand_make(operand *o, ke_dtype dt, int64_t batch,
                          int64_t rows, int64_t cols, int64_t pad, int64_t off,
-                         int share) {
+                         int share, float mean) {
   ck_assert_msg(off <= pad, "a view offset (%lld) needs as much padding",
                 (long long)off);
   const int64_t nb = share ? 1 : batch;
   int64_t shape[3] = {nb, rows, cols + pad};
   kt_alloc(&o->full, dt, 3, shape);
-  kt_fill_normal(&o->full, 0.0f, 1.0f);
+  kt_fill_normal(&o->full, mean, 1.0f);
   o->host = kt_to_doubles(&o->full);
   o->at = o->host + off;
   o->ld = cols + pad;
@@ -129,10 +130,12 @@ static void check_gemm(const gemm_case *g) {
   p.beta = g->beta;
   operand a, b, c;
   operand_make(&a, g->ta, g->batch, g->trans_a ? g->k : g->m,
-               g->trans_a ? g->m : g->k, g->pad_a, g->off_a, g->share_a);
+               g->trans_a ? g->m : g->k, g->pad_a, g->off_a, g->share_a,
+               g->mean);
   operand_make(&b, g->tb, g->batch, g->trans_b ? g->n : g->k,
-               g->trans_b ? g->k : g->n, g->pad_b, g->off_b, g->share_b);
-  operand_make(&c, g->tc, g->batch, g->m, g->n, g->pad_c, g->off_c, 0);
+               g->trans_b ? g->k : g->n, g->pad_b, g->off_b, g->share_b,
+               g->mean);
+  operand_make(&c, g->tc, g->batch, g->m, g->n, g->pad_c, g->off_c, 0, 0.0f);
   const int64_t c_elems = ke_tensor_numel(&c.full);
   if (g->nan_c) {
     for (int64_t i = 0; i < c_elems; i++) c.host[i] = NAN;
@@ -638,6 +641,22 @@ START_TEST(long_k) {
 }
 END_TEST
 
+/* A long K on the matrix units, against the plain f32-sum bound. The
+ * operands' mean of 1 makes every partial sum grow the same way, so a unit
+ * that truncates its f32 accumulation (NVIDIA's, modelled by the host
+ * emulation at warp 32) loses about 0.7 u of it per 16 products, all in
+ * one direction: 1.2x the bound at K = 65536 when one accumulator takes
+ * the whole sum. The kernel's promotion of the unit's sums into a separate
+ * f32 sum is what keeps it inside. */
+START_TEST(matrix_cores_long_k) {
+  gemm_case g = base_case(64, 64, 131072);
+  g.ta = g.tb = KE_BF16;
+  g.trans_b = 1;
+  g.mean = 1.0f;
+  check_gemm(&g);
+}
+END_TEST
+
 /* More batches, and more 64-row tiles of M, than a grid dimension holds
  * (65535): the kernel walks both grid-stride. */
 START_TEST(grid_stride) {
@@ -746,6 +765,7 @@ static const kt_test gemm_tests[] = {
     KT_TEST(special_values),
     KT_TEST(large_1000, .tags = "slow", .timeout_s = 600),
     KT_TEST(long_k, .tags = "slow", .timeout_s = 600),
+    KT_TEST(matrix_cores_long_k, .tags = "slow", .timeout_s = 600),
     KT_TEST(grid_stride, .tags = "slow", .timeout_s = 600),
     KT_TEST(refusals),
 };

@@ -183,12 +183,24 @@ static void check_two_step(const char *arch, const char *dt) {
   hipLaunchKernelGGL((two_step<Arch, T>), 1, Arch::WARP, 0, 0, a, b, v, o,
                      rowmax, rowget);
   CHECK(hipGetLastError() == hipSuccess, "%s launch failed", arch);
+  /* S as the emulated unit computes it, for row_get's bit-for-bit check:
+   * NVIDIA's mma.sync sums the 16 products exactly and truncates to f32
+   * (matrix-on-host.h), the MFMA adds them in k order with fused
+   * multiply-add. */
   float s[256];
   for (int i = 0; i < 16; i++)
     for (int j = 0; j < 16; j++) {
       float acc = 0;
-      for (int k = 0; k < 16; k++)
-        acc = fmaf(of_bits<T>(a[i * 16 + k]), of_bits<T>(b[k * 16 + j]), acc);
+      double exact = 0;
+      for (int k = 0; k < 16; k++) {
+        const float x = of_bits<T>(a[i * 16 + k]), y = of_bits<T>(b[k * 16 + j]);
+        acc = fmaf(x, y, acc);
+        exact += (double)x * y;
+      }
+      if (Arch::WARP == 32) {
+        acc = (float)exact;
+        if (fabs((double)acc) > fabs(exact)) acc = nextafterf(acc, 0.0f);
+      }
       s[i * 16 + j] = acc;
     }
   int bad = 0;

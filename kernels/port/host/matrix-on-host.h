@@ -12,9 +12,13 @@
  * 16-bit elements travel as raw patterns, two to a 32-bit register, the
  * lower-numbered element in the low half (as on both vendors); Cvt turns a
  * pattern into a float (the caller's f16 or bf16 conversion). Products of
- * 16-bit values are exact in f32; they are summed in k order with fused
- * multiply-add onto the accumulator (the hardware's order is unspecified;
- * kernel tolerances cover the difference).
+ * 16-bit values are exact in f32. How they meet the accumulator is each
+ * vendor's: NVIDIA's mma.sync adds its 16 products and the accumulator in
+ * one step whose result is truncated to f32 (kemu__nv_step, the published
+ * models of the tensor cores; docs/kernels.md, GEMM, Tolerances), so the
+ * error of a long sum into one accumulator shows here as on the GPU; the
+ * MFMA sums in k order with fused multiply-add (AMD's rounding is not
+ * modelled).
  */
 #ifndef KILN_MATRIX_ON_HOST_H
 #define KILN_MATRIX_ON_HOST_H
@@ -50,6 +54,19 @@ inline float kemu__dot16(float acc, const float *a, const float *b,
   else
     for (int k = 0; k < 16; k++) acc = fmaf(a[k], b[k], acc);
   return acc;
+}
+
+/* One mma.sync step of an f32 accumulator: acc plus 16 exact products,
+ * summed exactly (double holds any such sum of values within 2^29 of each
+ * other's magnitude; smaller terms fall below f32's precision as the unit
+ * drops them), rounded to f32 toward zero. An overflow stays infinite and
+ * NaN stays NaN. */
+inline float kemu__nv_step(float acc, const float *a, const float *b) {
+  double s = acc;
+  for (int k = 0; k < 16; k++) s += (double)a[k] * (double)b[k];
+  float f = (float)s;
+  if (isfinite(f) && fabs((double)f) > fabs(s)) f = nextafterf(f, 0.0f);
+  return f;
 }
 
 /* Element e (0 or 1) of a register holding two 16-bit patterns. */
@@ -120,10 +137,7 @@ inline void kemu_mma_m16n8k16(float d[4], const uint32_t a[4],
       ar[h][k] = a_at(g + 8 * h, k);
       bc[h][k] = b_at(k, 2 * tq + h);
     }
-  const bool plain = kemu__plain_products(&ar[0][0], 32) &&
-                     kemu__plain_products(&bc[0][0], 32);
-  for (int i = 0; i < 4; i++)
-    d[i] = kemu__dot16(d[i], ar[i / 2], bc[i % 2], plain);
+  for (int i = 0; i < 4; i++) d[i] = kemu__nv_step(d[i], ar[i / 2], bc[i % 2]);
 }
 
 /* ---- AMD CDNA (wave of 64) ----------------------------------------------- */
