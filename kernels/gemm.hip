@@ -67,9 +67,12 @@ static int ke_gemm_mm(hipStream_t s, const ke__gemm_operand *a,
                       const ke__gemm_operand *b, const kd_mm_out &c,
                       const kd_mm_dims &d) {
   if (!ke_gemm_mm_aligned(a) || !ke_gemm_mm_aligned(b))
-    return ke_gemm_mm_layout<Arch, T, typename kd_mm_configs<Arch>::small,
-                             false>(s, a, b, c, d);
-  return kd_mm_with_config<Arch>(d.m, d.n, d.batch, [&](auto cfg) {
+    return kd_mm_with_promotion<Arch, typename kd_mm_configs<Arch>::small>(
+        d.k, [&](auto cfg) {
+          return ke_gemm_mm_layout<Arch, T, decltype(cfg), false>(s, a, b, c,
+                                                                  d);
+        });
+  return kd_mm_with_config<Arch>(d.m, d.n, d.k, d.batch, [&](auto cfg) {
     return ke_gemm_mm_layout<Arch, T, decltype(cfg), true>(s, a, b, c, d);
   });
 }

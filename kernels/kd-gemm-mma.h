@@ -20,10 +20,11 @@
  * Tiles are visited grid-stride in a 1-D grid in kd_gemm_tile_of's order
  * (kd-gemm.h), so that the blocks running at once share A and B in L2.
  *
- * The sum: each output is an f32 sum, k ascending, of the matrix unit's
- * products of 16 k (Arch::mma_promote): on NVIDIA each of them starts from
- * zero in the unit and is added to the sum with a round-to-nearest add,
- * since the unit's own accumulation truncates (docs/kernels.md, GEMM,
+ * The sum: each output is accumulated in f32 by the matrix unit, 16 k at
+ * a time, k ascending. The unit's own accumulation truncates on NVIDIA, so
+ * past KD_MM_PROMOTE_K the configurations promote (Cfg::PROMOTE): each
+ * product of 16 k starts from zero in the unit and is added to the f32 sum
+ * with a round-to-nearest add (Arch::mma_promote; docs/kernels.md, GEMM,
  * Tolerances).
  */
 #ifndef KILN_KD_GEMM_MMA_H
@@ -43,7 +44,22 @@ struct kd_mm_cfg {
   static_assert(WM % 16 == 0 && WN % 16 == 0 && BK % 16 == 0,
                 "whole 16 x 16 x 16 units");
   static_assert(STAGES >= 2, "a pipeline needs two slots");
+  static constexpr bool PROMOTE = false;
 };
+
+/* Cfg with the unit's sums promoted into the f32 sum every 16 k. */
+template <class Cfg> struct kd_mm_promoted : Cfg {
+  static constexpr bool PROMOTE = true;
+};
+
+/* K past which the sums are promoted. Promoting costs 4 adds per mma.sync,
+ * which made the 64 x 64 warp tiles issue-bound on the H100 (4096^3 bf16
+ * 335 -> 252 TFLOP/s), and a longer interval needs a second set of
+ * accumulators that those tiles have no registers for. Up to this K the
+ * unit's truncation keeps the error within a third of the f32-sum bound
+ * (0.22 measured at K = 4096, 0.49 at 16384; docs/performance.md); past
+ * it, it would grow to the bound and beyond. */
+#define KD_MM_PROMOTE_K 8192
 
 /* One operand's shared tile: ROWS x K_LEN slabs, k along the chunks when
  * the operand is k-contiguous (KC), else along the rows. */
@@ -297,7 +313,10 @@ kd_mm_gemm(OpA a, OpB b, kd_mm_out c, kd_mm_dims d) {
           for (int i = 0; i < UM; i++)
             KD_UNROLL
             for (int j = 0; j < UN; j++)
-              Arch::template mma_promote<T>(acc[i][j], fa[i], fb[j]);
+              if constexpr (Cfg::PROMOTE)
+                Arch::template mma_promote<T>(acc[i][j], fa[i], fb[j]);
+              else
+                Arch::template mma<T>(acc[i][j], fa[i], fb[j]);
         }
         if (more) {
           sa.land(slots_a + nxt * SA::ELEMS);
@@ -434,15 +453,28 @@ template <> struct kd_mm_configs<kd_mma_cdna> {
   typedef kd_mm_cdna_small small;
 };
 
-/* Calls f(Cfg()) with the configuration chosen for the problem. */
+/* Calls f(Cfg()), or f(kd_mm_promoted<Cfg>()) when k is past
+ * KD_MM_PROMOTE_K on a unit whose accumulation truncates (Arch::TRUNCATES:
+ * NVIDIA's). */
+template <class Arch, class Cfg, class F>
+static int kd_mm_with_promotion(int64_t k, F &&f) {
+  if constexpr (Arch::TRUNCATES)
+    if (k > KD_MM_PROMOTE_K) return f(kd_mm_promoted<Cfg>());
+  return f(Cfg());
+}
+
+/* Calls f(Cfg()) with the configuration chosen for the problem (promoted
+ * past KD_MM_PROMOTE_K). */
 template <class Arch, class F>
-static int kd_mm_with_config(int64_t m, int64_t n, int64_t batch, F &&f) {
+static int kd_mm_with_config(int64_t m, int64_t n, int64_t k, int64_t batch,
+                             F &&f) {
   typedef kd_mm_configs<Arch> C;
   switch (kd_mm_choose(Arch::WARP == 64 ? KD_MMA_CDNA : KD_MMA_NV, m, n,
                        batch)) {
-  case KD_MM_LARGE: return f(typename C::large());
-  case KD_MM_MEDIUM: return f(typename C::medium());
-  default: return f(typename C::small());
+  case KD_MM_LARGE: return kd_mm_with_promotion<Arch, typename C::large>(k, f);
+  case KD_MM_MEDIUM:
+    return kd_mm_with_promotion<Arch, typename C::medium>(k, f);
+  default: return kd_mm_with_promotion<Arch, typename C::small>(k, f);
   }
 }
 

@@ -223,6 +223,8 @@ __device__ __forceinline__ void kd_mma__m16n8k16(float d[4], const uint32_t a[4]
 struct kd_mma_nv {
   static constexpr int WARP = 32, A_REGS = 4, B_REGS = 4, C_ELEMS = 8;
   static constexpr int ROW_SLOTS = 2;
+  /* mma.sync's f32 accumulation truncates (mma_promote below). */
+  static constexpr bool TRUNCATES = true;
   struct frag_a { uint32_t r[A_REGS]; };
   struct frag_b { uint32_t r[B_REGS]; };
   struct frag_c { float v[C_ELEMS]; };
@@ -285,7 +287,8 @@ struct kd_mma_nv {
    * sum kept in the unit drifts past the f32-sum bound. Each product of 16
    * k starts from zero in the unit and is added to c with a
    * round-to-nearest add: the truncation then bites 16 products, not the
-   * whole sum. Costs 8 adds per unit, no registers beyond a product's. */
+   * whole sum. Costs 8 adds per unit, no registers beyond a product's
+   * (and so issue slots: kd-gemm-mma.h, KD_MM_PROMOTE_K). */
   template <typename T>
   static __device__ __forceinline__ void mma_promote(frag_c &c,
                                                      const frag_a &a,
@@ -382,6 +385,7 @@ __device__ __forceinline__ void kd_mma__mfma16(float d[4], const uint32_t a[2],
 struct kd_mma_cdna {
   static constexpr int WARP = 64, A_REGS = 2, B_REGS = 2, C_ELEMS = 4;
   static constexpr int ROW_SLOTS = 4;
+  static constexpr bool TRUNCATES = false; /* not known to (mma_promote) */
   struct frag_a { uint32_t r[A_REGS]; };
   struct frag_b { uint32_t r[B_REGS]; };
   struct frag_c { float v[C_ELEMS]; };

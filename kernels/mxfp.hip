@@ -215,9 +215,12 @@ static int ke_mxfp_gemm_mm(hipStream_t s, const ke__gemm_operand *x,
                            const kd_mm_dims &d) {
   const kd_mm_dense dx = {(const uint16_t *)x->data, x->ld, x->batch_stride};
   if (!kd_mm_aligned(x->data, x->ld, x->batch_stride))
-    return ke_mxfp_gemm_mm_cfg<Arch, F, typename kd_mm_configs<Arch>::small,
-                               false>(s, dx, w, y, d);
-  return kd_mm_with_config<Arch>(d.m, d.n, d.batch, [&](auto cfg) {
+    return kd_mm_with_promotion<Arch, typename kd_mm_configs<Arch>::small>(
+        d.k, [&](auto cfg) {
+          return ke_mxfp_gemm_mm_cfg<Arch, F, decltype(cfg), false>(s, dx, w,
+                                                                    y, d);
+        });
+  return kd_mm_with_config<Arch>(d.m, d.n, d.k, d.batch, [&](auto cfg) {
     return ke_mxfp_gemm_mm_cfg<Arch, F, decltype(cfg), true>(s, dx, w, y, d);
   });
 }

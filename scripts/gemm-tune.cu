@@ -370,9 +370,9 @@ static void run_mx(const char *name, int64_t m, int64_t n, int64_t k) {
 // over all outputs as a fraction of gemm_tol's bound (atol from the partial
 // sums in k order, rtol 1.3e-6). The bound assumes the mean-zero rounding
 // of an in-order f32 sum; the matrix unit sums 16 products at a time with
-// its own alignment and truncation, and the kernel promotes each 16-k
-// product into its own f32 sum (kd_mma_nv::mma_promote), so this is where
-// a difference would show.
+// its own alignment and truncation (the kernel promotes each 16-k product
+// into its f32 sum past KD_MM_PROMOTE_K), so this is where a difference
+// would show.
 static void numerics(int64_t k) {
   problem<kd_bf16> p = make_problem<kd_bf16>(64, 64, k, false, true, false);
   const std::vector<float> bh = host_b(p);
@@ -382,11 +382,17 @@ static void numerics(int64_t k) {
   const kd_mm_dense b = {(const uint16_t *)p.b[0], k, 0};
   const kd_mm_out co = {c, KE_F32, 64, 0};
   const kd_mm_dims d = {64, 64, k, 1, 1.0f, 0.0f};
-  typedef kd_mm_nv_small Cfg;
-  typedef kd_mm_dense_stager<128, Cfg::BM, Cfg::BK, true, true> SA;
-  typedef kd_mm_dense_stager<128, Cfg::BN, Cfg::BK, true, true> SB;
-  const int rc = kd_mm_launch<kd_mma_nv, kd_bf16, Cfg, true, true, SA, SB>(
-      0, a, b, co, d);
+  // The small configuration, promoted past KD_MM_PROMOTE_K as ke_gemm's.
+  bool promoted = false;
+  const int rc = kd_mm_with_promotion<kd_mma_nv, kd_mm_nv_small>(
+      k, [&](auto cfg) {
+        typedef decltype(cfg) Cfg;
+        typedef kd_mm_dense_stager<128, Cfg::BM, Cfg::BK, true, true> SA;
+        typedef kd_mm_dense_stager<128, Cfg::BN, Cfg::BK, true, true> SB;
+        promoted = Cfg::PROMOTE;
+        return kd_mm_launch<kd_mma_nv, kd_bf16, Cfg, true, true, SA, SB>(
+            0, a, b, co, d);
+      });
   CHECK((cudaError_t)rc);
   CHECK(cudaDeviceSynchronize());
   std::vector<float> ch(64 * 64);
@@ -415,9 +421,9 @@ static void numerics(int64_t k) {
     worst_ratio = std::max(worst_ratio, e / (atol + 1.3e-6 * fabs(ref[i])));
   }
   printf("numerics bf16 64x64x%-6lld  worst |err| %.3g  atol %.3g  "
-         "worst err/tol %.3f%s\n",
+         "worst err/tol %.3f%s%s\n",
          (long long)k, worst_err, atol, worst_ratio,
-         worst_ratio <= 1.0 ? "" : "  OVER");
+         worst_ratio <= 1.0 ? "" : "  OVER", promoted ? "  (promoted)" : "");
   CHECK(cudaFree(c));
   free_problem(p);
 }
