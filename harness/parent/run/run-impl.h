@@ -74,6 +74,7 @@ typedef struct krun__exit {
   const char *role;         /* "runner", "program"; NULL: runner */
   int timed_out;
   double timeout_s, grace_s;
+  double term_late_s;       /* SIGTERM went this long after the deadline */
   int kill_sent;            /* the grace ran out: SIGKILL */
   int interrupted;          /* kiln was stopped */
   int stop_sig;             /* ...by this signal (0: unknown) */
@@ -143,6 +144,7 @@ typedef struct krun__job {
   double exit_wall_s;       /* when it was reaped: its slots were back */
   int exited, wstatus;
   int timed_out, term_sent, kill_sent, interrupted;
+  double term_late_ms;      /* how late the loop sent SIGTERM */
   int exec_errno;
   char *tmpdir;
   /* Warm children: spawned with no test, which comes on fd_in. */
