@@ -373,6 +373,7 @@ static krun__exit exit_info(const krun__run *R, const krun__job *j, int i) {
   x.single = j->ntests == 1;
   x.timed_out = j->timed_out;
   x.kill_sent = j->kill_sent;
+  x.term_late_s = j->term_late_ms / 1e3;
   x.interrupted = j->interrupted && !j->timed_out;
   x.stop_sig = R->stop_sig;
   x.signaled = WIFSIGNALED(j->wstatus);

@@ -75,6 +75,7 @@ typedef struct krun__exit {
   const char *role;         /* "runner", "program"; NULL: runner */
   int timed_out;
   double timeout_s, grace_s;
+  double term_late_s;       /* SIGTERM went this long after the deadline */
   int kill_sent;            /* the grace ran out: SIGKILL */
   int interrupted;          /* kiln was stopped */
   int stop_sig;             /* ...by this signal (0: unknown) */
@@ -142,6 +143,7 @@ typedef struct krun__job {
   double exit_wall_s;       /* when it was reaped: its slots were back */
   int exited, wstatus;
   int timed_out, term_sent, kill_sent, interrupted;
+  double term_late_ms;      /* how late the loop sent SIGTERM */
   int exec_errno;
   char *tmpdir;
   int keep_tmp;             /* a test failed: its TEST_TMPDIR stays */
