@@ -416,6 +416,7 @@ void krun__job_finish(krun__run *R, krun__job *j, krun__emit *emit) {
    * killed (so each is described as it was), then killed. */
   krun__left left;
   krun__contain_left(R, j, &left);
+  krun__contain_span(R, j);
   kill(-j->pid, SIGKILL);       /* whatever is left of its process group */
   krep_test *cur = krun__job_test(j);
   if (j->fd_res >= 0 && kp_reader_tail(j->rd, R->line) > 0 && cur) {

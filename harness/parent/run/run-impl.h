@@ -195,6 +195,10 @@ typedef struct krun__run {
   int maxjobs;              /* running and warm children */
   int maxrun;               /* tests at once (--jobs) */
   int nrunning;
+  /* The last finished tests' [spawn, end] (kh_now_ms), for naming the test
+   * of an orphan with no KILN_JOB by when it started (contain.c). */
+  double spans[64][2];
+  int nspans;
   /* The warm pool: children spawned warm and not yet assigned. */
   int warm_on;
   int warm_max[KRUN_MAX_DEVICES], warm_n[KRUN_MAX_DEVICES];
@@ -318,6 +322,8 @@ void krun__contain_job(krun__run *R, krun__job *j);
 void krun__contain_job_clear(krun__job *j);
 /* After the child ended: what it left, described, killed. */
 void krun__contain_left(krun__run *R, krun__job *j, krun__left *l);
+/* Notes a finished test's [spawn, end], for orphans found later. */
+void krun__contain_span(krun__run *R, const krun__job *j);
 /* At the end: whatever no test claimed, onto the run. */
 void krun__contain_sweep(krun__run *R);
 
