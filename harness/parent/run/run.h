@@ -166,8 +166,8 @@ char *krun_runner_find(const char *backend, const char *dir, kh_err *err);
  * one a project built against the installed kiln), a GoogleTest binary,
  * or a command named in a manifest. Each kind lists its tests into the
  * registry, builds its child's argv and turns what the child leaves into
- * protocol records (job.c, gtest.c, manifest.c); everything else is one
- * path for all. */
+ * protocol records, through one table per kind (source-impl.h); everything
+ * else is one path for all. */
 typedef enum { KRUN_KIND_RUNNER = 0, KRUN_KIND_GTEST, KRUN_KIND_COMMAND } krun_kind;
 extern const char *const krun_kind_names[];     /* by krun_kind */
 
@@ -345,6 +345,9 @@ typedef struct krun_tokens {
 
 /* The key path: --token-key, $KILN_TOKEN_KEY, /tmp/kiln-tokens-<backend>. */
 char *krun_tokens_key(const char *flag, int backend);
+/* The System V key of a key path: a hash of its absolute name, the same
+ * for every kiln on the host whether or not the file still exists. */
+key_t krun_tokens_ipc_key(const char *path);
 /* Opens the set of the key path; create: make key file and set when
  * missing. 0; 1 (create 0) when there is no set yet; -1 with err. */
 int krun_tokens_open(krun_tokens *t, const char *path, int create, kh_err *err);
