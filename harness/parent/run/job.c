@@ -165,6 +165,8 @@ static char **child_argv(krun__run *R, krun__job *j, int takes) {
   if (takes && j->kind != KRUN_KIND_RUNNER) {
     argv[n++] = kh_strdup(R->self);
     argv[n++] = kh_strdup(KRUN_EXEC_WORD);
+    /* kiln_pytest writes its records on the pipe __exec reported on. */
+    if (j->kind == KRUN_KIND_PYTEST) argv[n++] = kh_strdup(KRUN_EXEC_KEEP);
   }
   for (int i = 0; i < R->nwrap; i++) argv[n++] = kh_strdup(R->wrap[i]);
   if (R->sanitizer && !j->warm && j->kind == KRUN_KIND_RUNNER) {
@@ -177,6 +179,7 @@ static char **child_argv(krun__run *R, krun__job *j, int takes) {
   }
   if (j->kind == KRUN_KIND_RUNNER) runner_args(R, j, argv, &n);
   else if (j->kind == KRUN_KIND_GTEST) krun__gtest_start(R, j, argv, &n);
+  else if (j->kind == KRUN_KIND_PYTEST) krun__pytest_args(R, j, argv, &n);
   else
     for (int i = 0; i < nargs; i++) argv[n++] = kh_strdup(t->argv[i]);
   return argv;
@@ -229,6 +232,9 @@ static void environment(krun__run *R, const krun__job *j, const char **set,
   else unset[u++] = "KILN_DEVICE";
   for (int i = 0; j->kind == KRUN_KIND_GTEST && gtest_unenv[i]; i++)
     unset[u++] = gtest_unenv[i];
+  const char *zyg = j->kind == KRUN_KIND_PYTEST ? krun__pytest_zygote(R, j) : NULL;
+  if (zyg) set[n++] = kh_asprintf("KILN_PYTEST_ZYGOTE=%s", zyg);
+  else unset[u++] = "KILN_PYTEST_ZYGOTE";
   set[n] = NULL, unset[u] = NULL;
 }
 
@@ -282,7 +288,7 @@ int krun__spawn(krun__run *R, krun__job *j) {
     semnum[i] = krun_tokens_semnum(phys[i]);
     kh_buf_addf(&devs, "%s%d", i ? "," : "", phys[i]);
   }
-  const char *set[8], *unset[16];
+  const char *set[10], *unset[16];
   krun__contain_job(R, j);
   environment(R, j, set, unset, devs.data);
   /* A warm child takes its slot from its assignment. */
@@ -292,16 +298,18 @@ int krun__spawn(krun__run *R, krun__job *j) {
   krun_spawn_req req = {.argv = argv, .env = set, .unenv = unset,
                         .narrow = j->ndevs ? bi : NULL, .devices = j->devs,
                         .ndevices = j->ndevs,
-                        .cwd = src && src->kind == KRUN_KIND_COMMAND ? src->dir : NULL,
+                        .cwd = src && (src->kind == KRUN_KIND_COMMAND ||
+                                       src->kind == KRUN_KIND_PYTEST) ? src->dir : NULL,
                         .new_pgroup = 1, .die_with_parent = 1, .cgroup_procs = j->cg_procs};
   if (takes) {
     req.take_semid = R->tok.semid;
     req.take_semnum = semnum;
     req.take_slots = j->slots;
   }
-  /* Record pipe: a runner's, or `kiln __exec`'s for its token_wait; a
-   * program of its own gets no fd 3. */
-  int rc = krun__job_exec(R, j, &req, j->kind == KRUN_KIND_RUNNER || takes);
+  /* Record pipe: a runner's or kiln_pytest's, or `kiln __exec`'s for its
+   * token_wait; a program of its own gets no fd 3. */
+  int rc = krun__job_exec(R, j, &req,
+                          j->kind == KRUN_KIND_RUNNER || j->kind == KRUN_KIND_PYTEST || takes);
   int saved = errno;
   for (int i = 0; set[i]; i++)
     if (strcmp(set[i], "KILN_WARM=1") != 0) free((char *)set[i]);
@@ -382,6 +390,7 @@ static const char *program(const krun__run *R, const krun__job *j) {
   if (R->nwrap) return R->wrap[0];
   if (j->kind == KRUN_KIND_GTEST) return R->o->reg->sources[j->defs[0]->source].path;
   if (j->kind == KRUN_KIND_COMMAND) return j->defs[0]->argv[0];
+  if (j->kind == KRUN_KIND_PYTEST) return krun__python();
   return R->o->bi->runner;
 }
 
@@ -465,6 +474,7 @@ void krun__job_finish(krun__run *R, krun__job *j) {
   /* A program that speaks no protocol: what it left, as records. */
   if (j->kind == KRUN_KIND_GTEST) krun__gtest_finish(R, j);
   else if (j->kind == KRUN_KIND_COMMAND) krun__command_finish(R, j);
+  else if (j->kind == KRUN_KIND_PYTEST) krun__pytest_finish(R, j);
   R->nrunning--;
   for (int i = 0; i < j->ndevs; i++) {
     krun_tokens_holder_remove(&R->tok, R->o->bi->dev[j->devs[i]].physical, j->pid);

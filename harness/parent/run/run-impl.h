@@ -181,6 +181,12 @@ typedef struct krun__held {
   int devs[KRUN_MAX_DEVICES], ndevs;
 } krun__held;
 
+/* A pytest source's zygote (pytest.c): its process and socket. */
+typedef struct krun__zygote {
+  pid_t pid;                /* 0: none */
+  char *sock;
+} krun__zygote;
+
 typedef struct krun__run {
   const krun_opts *o;
   const krun_settings *s;
@@ -219,6 +225,8 @@ typedef struct krun__run {
   krun__health health[KRUN_MAX_DEVICES];   /* by index into bi->dev */
   krun__held *held;
   int nheld;
+  krun__zygote *zyg;        /* by source; nzyg 0: none */
+  int nzyg;
 } krun__run;
 
 /* job.c: children and their test runs */
@@ -316,6 +324,20 @@ void krun__gtest_free(krun__job *j);
 /* manifest.c: commands */
 /* After the child: its test's records from how the command ended. */
 void krun__command_finish(krun__run *R, krun__job *j);
+
+/* pytest.c: pytest node ids */
+const char *krun__python(void);                       /* $KILN_PYTHON or python3 */
+/* Appends `python3 -m kiln_pytest run ... NODEID` for the job's test. */
+void krun__pytest_args(krun__run *R, krun__job *j, char **argv, int *n);
+/* The socket of the job's source's zygote, or NULL. */
+const char *krun__pytest_zygote(const krun__run *R, const krun__job *j);
+/* After the child: an interpreter that ended before the test began, as
+ * the test's error. */
+void krun__pytest_finish(krun__run *R, krun__job *j);
+/* A zygote per pytest source with queued tests (unless zygote is off),
+ * each listening before this returns; stopped before the final sweep. */
+void krun__pytest_zygotes_start(krun__run *R);
+void krun__pytest_zygotes_stop(krun__run *R);
 
 /* contain.c: what tests leave running */
 int krun__contain_setup(krun__run *R, kh_err *err);
