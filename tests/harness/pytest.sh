@@ -167,6 +167,13 @@ expect_rc 2 "a kiln mark with an unknown keyword"
 expect_out "tests/test_typo.py:3: kiln mark: unknown keyword 'slot'" "named with file:line"
 rm "$S/tests/test_typo.py"
 
+# A parameter kiln's id escapes ('%' is %25): pytest gets its own node id.
+printf 'import pytest\n\n@pytest.mark.parametrize("p", ["50%%"])\ndef test_pct(p):\n    assert p == "50%%"\n' >"$S/tests/test_pct.py"
+k run --pytest "$S" tests/test_pct.py -o "$T/pct"
+expect_rc 0 "a node id with a '%'"
+expect_out 'PASS +tests/test_pct.py::test_pct\[50%25\]' "kiln's id escapes it, the test ran"
+rm "$S/tests/test_pct.py"
+
 k run --pytest "$S" "$X::test_scale[0.5]" --isolation none
 expect_rc 2 "--isolation none refused for pytest tests"
 expect_none_left "at the end"

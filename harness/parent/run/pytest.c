@@ -31,6 +31,7 @@
 
 #include "kiln-config.h"
 #include "records.h"
+#include "select.h"
 
 /* How long a zygote may take to listen (its socket comes before its
  * imports, so this is an interpreter's start). */
@@ -154,7 +155,17 @@ void krun__pytest_args(krun__run *R, krun__job *j, char **argv, int *n) {
   argv[(*n)++] = kh_strdup("--rootdir");
   argv[(*n)++] = kh_strdup(src->dir);
   argv[(*n)++] = kh_strdup("--");
-  argv[(*n)++] = kh_strdup(j->tests[0]->id);
+  /* pytest's node id: kiln's id less its escapes (a '%' in a parameter). */
+  const char *id = j->tests[0]->id;
+  char *raw = kh_xmalloc(strlen(id) + 1);
+  long len = ksel_id_unescape(id, raw, strlen(id));
+  if (len < 0 || memchr(raw, '\0', (size_t)len)) {
+    free(raw);
+    raw = kh_strdup(id);
+  } else {
+    raw[len] = '\0';
+  }
+  argv[(*n)++] = raw;
 }
 
 const char *krun__pytest_zygote(const krun__run *R, const krun__job *j) {
