@@ -7,14 +7,14 @@
  *       `pytest` record (protocol, rootdir), then the `test` records of a
  *       runner's --list, with slots, devices and needs_gpu from the test's
  *       `kiln` mark;
- *   python3 -m kiln_pytest run --result-fd 3 --rootdir DIR -- NODEID
+ *   python3 -m kiln_pytest run [--zygote S] --result-fd 3 --rootdir DIR -- NODEID
  *       one test, in the rootdir, its records (test, phase, note, result,
  *       end) on fd 3 as a runner writes them, made from pytest's reports;
  *   python3 -m kiln_pytest zygote --socket S --rootdir DIR PATH
- *       per source for the run: imports what the test files import from
- *       outside the project once, then forks a child per `run` that asks
- *       (KILN_PYTEST_ZYGOTE=S); `run` falls back to its own interpreter
- *       where forking is unsafe.
+ *       per source for the run (run_start, run_end): imports what the
+ *       test files import from outside the project once, then forks a
+ *       child per `run --zygote S` that asks; `run` falls back to its own
+ *       interpreter where forking is unsafe.
  *
  * The interpreter is $KILN_PYTHON, else python3 on the PATH.
  */
@@ -37,7 +37,7 @@
  * imports, so this is an interpreter's start). */
 #define ZYGOTE_LISTEN_MS 15000
 
-const char *krun__python(void) {
+static const char *python(void) {
   const char *p = getenv("KILN_PYTHON");
   return p && *p ? p : "python3";
 }
@@ -91,14 +91,14 @@ int krun_registry_add_pytest(krun_registry *reg, const char *path, kh_err *err) 
   if (!dir) return -1;
   pythonpath(dir);
   free(dir);
-  char *argv[] = {(char *)krun__python(), "-m", "kiln_pytest", "collect", (char *)path, NULL};
+  char *argv[] = {(char *)python(), "-m", "kiln_pytest", "collect", (char *)path, NULL};
   char *out = NULL, *errs = NULL;
   size_t len = 0;
   int st = krun_capture(argv, 64u << 20, 600, &out, &len, &errs);
   int rc = 0, first = reg->n, source = -1;
   if (st != 0) {
     const char *said = last_line(errs);
-    rc = kh_errf(err, "--pytest %s: %s -m kiln_pytest collect %s%s%s", path, krun__python(),
+    rc = kh_errf(err, "--pytest %s: %s -m kiln_pytest collect %s%s%s", path, python(),
                  st < 0 ? (errno == ETIMEDOUT ? "timed out after 600 s" : "could not run")
                  : st == 2 ? "refused a mark" : "failed",
                  *said ? ": " : "", said);
@@ -144,12 +144,17 @@ int krun_registry_add_pytest(krun_registry *reg, const char *path, kh_err *err) 
 
 /* ---- A test's process ------------------------------------------------------------------ */
 
-void krun__pytest_args(krun__run *R, krun__job *j, char **argv, int *n) {
-  const krun_source *src = &R->o->reg->sources[j->defs[0]->source];
-  argv[(*n)++] = kh_strdup(krun__python());
+static void pytest_argv(krun__run *R, krun__job *j, char **argv, int *n) {
+  int s = j->defs[0]->source;
+  const krun_source *src = &R->o->reg->sources[s];
+  argv[(*n)++] = kh_strdup(python());
   argv[(*n)++] = kh_strdup("-m");
   argv[(*n)++] = kh_strdup("kiln_pytest");
   argv[(*n)++] = kh_strdup("run");
+  if (s < R->nzyg && R->zyg[s].sock) {
+    argv[(*n)++] = kh_strdup("--zygote");
+    argv[(*n)++] = kh_strdup(R->zyg[s].sock);
+  }
   argv[(*n)++] = kh_strdup("--result-fd");
   argv[(*n)++] = kh_strdup("3");
   argv[(*n)++] = kh_strdup("--rootdir");
@@ -168,36 +173,36 @@ void krun__pytest_args(krun__run *R, krun__job *j, char **argv, int *n) {
   argv[(*n)++] = raw;
 }
 
-const char *krun__pytest_zygote(const krun__run *R, const krun__job *j) {
-  int s = j->defs[0] ? j->defs[0]->source : -1;
-  return s >= 0 && s < R->nzyg ? R->zyg[s].sock : NULL;
+static const char *program(const krun__run *R, const krun__job *j) {
+  (void)R, (void)j;
+  return python();
 }
 
-static void feed(krun__run *R, krun__job *j, kp_record_out *rec) {
+static void feed(krun__run *R, krun__job *j, kp_record_out *rec, krun__emit *emit) {
   rec->buf[rec->len] = '\0';
-  krun__ingest(&R->rep, j->tests[0], &j->st[0], rec->buf);
+  emit(R, j, rec->buf);
 }
 
 /* The interpreter ended before pytest started the test (a missing
  * module, a bad interpreter): why, as the test's error. A signal, the
  * deadline, kiln stopping: decide.c says so. */
-void krun__pytest_finish(krun__run *R, krun__job *j) {
+static void pytest_finish(krun__run *R, krun__job *j, krun__emit *emit) {
   if (j->exec_errno || j->st[0].started || !WIFEXITED(j->wstatus) || j->timed_out ||
       j->interrupted)
     return;
   char *tail = krun__log_tail(&j->log);
   char *msg = kh_asprintf("%s exited with status %d before pytest started the test%s%s",
-                          krun__python(), WEXITSTATUS(j->wstatus), *last_line(tail) ? ": " : "",
+                          python(), WEXITSTATUS(j->wstatus), *last_line(tail) ? ": " : "",
                           last_line(tail));
   kp_record_out *rec = kh_xmalloc(sizeof *rec);
   kp_begin(rec, "test");
   kp_add_str(rec, "id", j->tests[0]->id);
   kp_add_int(rec, "pid", j->pid);
-  feed(R, j, rec);
+  feed(R, j, rec, emit);
   kp_encode(rec, &kp_rec_result, &(kp_result){"error", msg, "", 0});
-  feed(R, j, rec);
+  feed(R, j, rec, emit);
   kp_encode(rec, &kp_rec_end, &(kp_end){0});
-  feed(R, j, rec);
+  feed(R, j, rec, emit);
   free(rec), free(msg), free(tail);
 }
 
@@ -211,7 +216,7 @@ static void zygote_start(krun__run *R, int s) {
   char *logs = kh_asprintf("%s/logs", R->o->out_dir);
   kh_mkdir_p(logs, 0755);
   int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  char *argv[] = {(char *)krun__python(), "-m", "kiln_pytest", "zygote", "--socket", z->sock,
+  char *argv[] = {(char *)python(), "-m", "kiln_pytest", "zygote", "--socket", z->sock,
                   "--rootdir", src->dir, (char *)src->path, NULL};
   /* No device of its own: it must touch none (its children get theirs). */
   const char *env[] = {NULL}, *unenv[] = {"KILN_TEST", "KILN_DEVICE", NULL};
@@ -237,9 +242,9 @@ static void zygote_start(krun__run *R, int s) {
   free(log), free(logs);
 }
 
-void krun__pytest_zygotes_start(krun__run *R) {
+static void zygotes_start(krun__run *R) {
   const krun_registry *reg = R->o->reg;
-  if (R->s->zygote == 0 || R->s->isolation == KRUN_ISO_NONE) return;
+  if (R->nzyg || R->s->zygote == 0 || R->s->isolation == KRUN_ISO_NONE) return;
   R->nzyg = reg->nsources;
   R->zyg = kh_xcalloc((size_t)reg->nsources + 1, sizeof *R->zyg);
   for (int s = 0; s < reg->nsources; s++) {
@@ -251,7 +256,7 @@ void krun__pytest_zygotes_start(krun__run *R) {
   }
 }
 
-void krun__pytest_zygotes_stop(krun__run *R) {
+static void zygotes_stop(krun__run *R) {
   for (int s = 0; s < R->nzyg; s++) {
     krun__zygote *z = &R->zyg[s];
     if (z->pid > 0) {
@@ -266,3 +271,14 @@ void krun__pytest_zygotes_stop(krun__run *R) {
   free(R->zyg);
   R->zyg = NULL, R->nzyg = 0;
 }
+
+const krun__source_i krun__pytest_source = {
+    .name = "pytest",
+    .list = krun_registry_add_pytest,
+    .argv = pytest_argv,
+    .program = program,
+    .records = 1,
+    .finish = pytest_finish,
+    .run_start = zygotes_start,
+    .run_end = zygotes_stop,
+};

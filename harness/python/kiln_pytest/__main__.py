@@ -2,10 +2,10 @@
 
   collect [--rootdir DIR] PATH...   the listing on stdout: a `pytest`
                                     record, then a `test` record per item
-  run --result-fd N [--rootdir DIR] NODEID
+  run [--zygote SOCKET] --result-fd N [--rootdir DIR] NODEID
                                     one test, its records on fd N; through
-                                    the zygote at $KILN_PYTEST_ZYGOTE when
-                                    it is there and fit, else here
+                                    the zygote at SOCKET when it is there
+                                    and fit, else here
   zygote --socket PATH [--rootdir DIR] PATH...
                                     imports the tests' dependencies, then
                                     forks a child per `run` that asks
@@ -91,9 +91,12 @@ def run_here(opts, rest):
     return int(code)
 
 
+RUN_OPTS = ("--result-fd", "--rootdir", "--zygote")
+
+
 def run(argv):
-    opts, rest = _opts(argv, ("--result-fd", "--rootdir"))
-    sock = os.environ.pop("KILN_PYTEST_ZYGOTE", "")
+    opts, rest = _opts(argv, RUN_OPTS)
+    sock = opts.get("--zygote")
     if sock:
         from . import zygote
         why = zygote.delegate(sock, argv)   # returns only when it did not

@@ -256,7 +256,7 @@ def _child(req, fds, libc):
     code = 3
     try:
         from . import __main__ as m
-        opts, rest = m._opts(req["argv"], ("--result-fd", "--rootdir"))
+        opts, rest = m._opts(req["argv"], m.RUN_OPTS)
         code = m.run_here(opts, rest)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 1
