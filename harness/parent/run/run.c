@@ -115,7 +115,7 @@ static void fill_queue(krun__run *R) {
         R->queue = kh_xrealloc(R->queue, (size_t)R->qcap * sizeof *R->queue);
       }
       R->queue[R->qlen++] = (krun__item){i, rep, 1};
-      R->qwarm += krun__warm_fits(&reg->tests[i]);
+      R->qwarm += krun__source_warm_fits(&reg->tests[i]);
     }
 }
 

@@ -166,8 +166,8 @@ char *krun_runner_find(const char *backend, const char *dir, kh_err *err);
  * one a project built against the installed kiln), a GoogleTest binary,
  * or a command named in a manifest. Each kind lists its tests into the
  * registry, builds its child's argv and turns what the child leaves into
- * protocol records (job.c, gtest.c, manifest.c); everything else is one
- * path for all. */
+ * protocol records, through one table per kind (source-impl.h); everything
+ * else is one path for all. */
 typedef enum { KRUN_KIND_RUNNER = 0, KRUN_KIND_GTEST, KRUN_KIND_COMMAND } krun_kind;
 extern const char *const krun_kind_names[];     /* by krun_kind */
 
