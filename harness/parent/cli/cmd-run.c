@@ -451,5 +451,5 @@ int kcli__guard(kcli__args *a) {
   long long pid;
   if (kh_parse_ll(a->pos[0], 1, 1 << 30, &pid) != 0)
     return kcli__usage_error(a->cmd, "'%s' is not a process id", a->pos[0]);
-  return krun_guard((long)pid, a->npos > 1 ? a->pos[1] : NULL);
+  return krun_guard((long)pid, a->npos > 1 ? a->pos[1] : NULL, a->npos > 2 ? a->pos[2] : NULL);
 }

@@ -233,10 +233,11 @@ const kcli__cmd kcli__cmds[] = {
    kcli__help_cmd, NULL},
   /* Not for people (no summary: not in `kiln help`): the process `kiln run`
    * starts to end its tests' processes should kiln die (run/guard.c). */
-  {"guard", "PID [CGROUP]", NULL,
+  {"guard", "PID [CGROUP|-] [JOURNAL]", NULL,
    "Started by `kiln run`: waits on its stdin for the run to end; if kiln\n"
-   "(PID) dies instead, kills every process of its tests (and of CGROUP).",
-   "", 1, 2, 0, kcli__guard, NULL},
+   "(PID) dies instead, kills every process of its tests (and of CGROUP),\n"
+   "and lists what it killed in JOURNAL.",
+   "", 1, 3, 0, kcli__guard, NULL},
   {NULL, NULL, NULL, NULL, NULL, 0, 0, 0, NULL, NULL},
 };
 

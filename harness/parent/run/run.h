@@ -450,7 +450,7 @@ typedef struct krun_opts {
 int krun_run(const krun_opts *o);
 /* `kiln guard PID [CGROUP]` (run/guard.c): what a run starts to end its
  * tests' processes if kiln (PID) dies. Returns its exit status. */
-int krun_guard(long kiln, const char *cgroup);
+int krun_guard(long kiln, const char *cgroup, const char *journal);
 
 /* 1 when this process holds no GPU device file and maps no GPU runtime;
  * 0 with what was found in why. */
