@@ -335,6 +335,20 @@ void krun__contain_span(krun__run *R, const krun__job *j);
 /* At the end: whatever no test claimed, onto the run. */
 void krun__contain_sweep(krun__run *R);
 
+/* procs.c: walks over processes (contain.c, guard.c). A walk calls fn for
+ * each pid; fn returns nonzero to stop it. */
+typedef int krun__pid_fn(pid_t pid, void *arg);
+/* The pids a file lists (cgroup.procs, /proc/PID/task/PID/children); -1
+ * when it cannot be read. */
+int krun__pids_in_file(const char *path, krun__pid_fn *fn, void *arg);
+/* Every process in /proc. */
+void krun__procs_each(krun__pid_fn *fn, void *arg);
+/* Every process in cgroup cg and the cgroups under it; remove: each
+ * cgroup under cg is removed after its walk. */
+void krun__cgroup_each(const char *cg, int remove, krun__pid_fn *fn, void *arg);
+/* Each VAR=VALUE of the process's environment; -1 when it cannot be read. */
+int krun__environ_each(pid_t pid, int (*fn)(const char *var, void *arg), void *arg);
+
 /* guard.c: the guard that ends a run's processes when kiln dies */
 void krun__guard_start(krun__run *R);
 void krun__guard_stop(krun__run *R);
