@@ -297,6 +297,9 @@ void krep_journal_test(krep_journal *j, const krep_test *t);
 void krep_journal_probe(krep_journal *j, const krep_probe *p);
 /* The finish record, synced; closes the journal. */
 void krep_journal_close(krep_journal *j, const krep_report *rep);
+/* Appends `left` records to the journal at path after its kiln died (the
+ * guard's kills), so `kiln report rebuild` lists them under the run. */
+void krep_journal_append_left(const char *path, const krep_proc *p, int n);
 /* Rebuilds a report from a journal; a journal without its finish record
  * (kiln was killed) gives interrupted: true, each test run started and not
  * finished is `lost`, and not_run counts the rest of the plan. Lines are
