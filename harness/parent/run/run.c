@@ -115,7 +115,7 @@ static void fill_queue(krun__run *R) {
         R->queue = kh_xrealloc(R->queue, (size_t)R->qcap * sizeof *R->queue);
       }
       R->queue[R->qlen++] = (krun__item){i, rep, 1};
-      R->qwarm += krun__warm_fits(&reg->tests[i]);
+      R->qwarm += krun__source_warm_fits(&reg->tests[i]);
     }
 }
 
@@ -264,7 +264,9 @@ static int exit_status(krun__run *R) {
     if (t->outcome == KREP_ERROR) errors++;
     else verdict++;
   }
-  if (verdict) return KH_EXIT_FAIL;
+  /* Processes the end-of-run sweep killed: no test could be named, but the
+   * run left them, and a run that leaves processes is not clean. */
+  if (verdict || R->rep.nprocs) return KH_EXIT_FAIL;
   if (R->infra || R->rep.nothing_tested) return KH_EXIT_INFRA;
   return errors ? KH_EXIT_FAIL : KH_EXIT_OK;
 }
@@ -293,6 +295,11 @@ static int finish(krun__run *R) {
     if (status == KH_EXIT_OK) status = KH_EXIT_INFRA;
   }
   krun__console_summary(&R->con, rep, path);
+  if (rep->nprocs)
+    krun__console_note(&R->con, "kiln: %d process%s left running by the run's tests (no one "
+                       "test could be named) %s killed at its end: `processes_left` under "
+                       "`run` in the report; the run fails", rep->nprocs,
+                       rep->nprocs == 1 ? "" : "es", rep->nprocs == 1 ? "was" : "were");
   if (rep->nothing_tested)
     krun__console_note(&R->con, "kiln: nothing was tested: %s (--allow-empty accepts this)",
                        rep->nothing_tested);
@@ -302,6 +309,7 @@ static int finish(krun__run *R) {
 
 static void cleanup(krun__run *R, const sigset_t *old) {
   if (R->journal) krep_journal_close(R->journal, &R->rep);
+  krun__sources_run(R, 0);
   krun__guard_stop(R);
   krun__contain_teardown(R);
   if (R->sigfd >= 0) close(R->sigfd);
@@ -364,7 +372,9 @@ int krun_run(const krun_opts *o) {
                      o->bi->ndevices, o->bi->ndevices == 1 ? "" : "s", o->bi->devices_from,
                      o->out_dir);
   krun__slots_note(&R);
+  krun__sources_run(&R, 1);
   krun__loop(&R);
+  krun__sources_run(&R, 0);          /* what they keep is no stray of the run's */
   krun__contain_sweep(&R);
   int status = finish(&R);
   cleanup(&R, &old);
