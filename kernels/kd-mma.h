@@ -287,8 +287,8 @@ struct kd_mma_nv {
    * sum kept in the unit drifts past the f32-sum bound. Each product of 16
    * k starts from zero in the unit and is added to c with a
    * round-to-nearest add: the truncation then bites 16 products, not the
-   * whole sum. Costs 8 adds per unit, no registers beyond a product's
-   * (and so issue slots: kd-gemm-mma.h, KD_MM_PROMOTE_K). */
+   * whole sum. Costs 8 adds per unit and a product's registers
+   * (kd-gemm-mma.h, KD_MM_PROMOTE_K, says what that cost on the H100). */
   template <typename T>
   static __device__ __forceinline__ void mma_promote(frag_c &c,
                                                      const frag_a &a,
