@@ -19,6 +19,8 @@
 #include "records.h"
 
 int krun_exec_main(int argc, char **argv) {
+  int keep = argc >= 1 && strcmp(argv[0], KRUN_EXEC_KEEP) == 0;
+  argc -= keep, argv += keep;
   if (argc < 1) {
     fprintf(stderr, "kiln %s: no program to run (kiln's own use only)\n", KRUN_EXEC_WORD);
     return 127;
@@ -35,11 +37,12 @@ int krun_exec_main(int argc, char **argv) {
   kp_record_out rec;
   kp_encode(&rec, &kp_rec_phase, &(kp_phase){"token_wait", kh_now_ms() - t0});
   (void)kp_send(&rec, 3);
-  /* The program gets neither the record pipe (closed by the exec) nor the
-   * request. A failed exec (the file lost its mode or went away since the
-   * run began) is kiln's error, not the test's: the parent reads it from
-   * the pipe, so it is no exit status 127 the program might give. */
-  (void)fcntl(3, F_SETFD, FD_CLOEXEC);
+  /* The program gets neither the record pipe (unless it writes records
+   * itself; else the exec closes it) nor the request. A failed exec (the
+   * file lost its mode or went away since the run began) is kiln's error,
+   * not the test's: the parent reads it from the pipe, so it is no exit
+   * status 127 the program might give. */
+  if (!keep) (void)fcntl(3, F_SETFD, FD_CLOEXEC);
   unsetenv("KILN_TAKE_SLOTS");
   execvp(argv[0], argv);
   int e = errno;

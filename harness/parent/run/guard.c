@@ -72,6 +72,28 @@ void krun__guard_stop(krun__run *R) {
 
 /* ---- The guard itself ------------------------------------------------------------------ */
 
+typedef struct marked {
+  const char *mark;
+  size_t len;
+  pid_t pid;                /* the process being looked at */
+  int n;                    /* killed */
+} marked;
+
+static int has_mark(const char *var, void *arg) {
+  marked *m = arg;
+  if (strncmp(var, m->mark, m->len) != 0) return 0;
+  m->n += kill(m->pid, SIGKILL) == 0;
+  return 1;
+}
+
+static int kill_if_marked(pid_t pid, void *arg) {
+  marked *m = arg;
+  if (pid == getpid()) return 0;
+  m->pid = pid;
+  (void)krun__environ_each(pid, has_mark, m);
+  return 0;
+}
+
 #define MAX_SEEN 4096
 
 typedef struct seen {
@@ -145,51 +167,20 @@ static int kill_seen(const seen *s, int n, krep_report *rep, krep_proc *procs, i
 
 /* Kills every process whose environment holds mark; returns how many. */
 static int kill_marked(const char *mark, size_t len) {
-  int n = 0;
-  DIR *d = opendir("/proc");
-  struct dirent *e;
-  while (d && (e = readdir(d)) != NULL) {
-    long long pid;
-    if (kh_parse_ll(e->d_name, 1, 1 << 30, &pid) != 0 || pid == (long long)getpid()) continue;
-    char path[64], *env = NULL;
-    size_t elen = 0;
-    snprintf(path, sizeof path, "/proc/%lld/environ", pid);
-    if (kh_read_file(path, 1 << 22, &env, &elen) != 0) continue;
-    for (size_t off = 0; off < elen; off += strlen(env + off) + 1)
-      if (strncmp(env + off, mark, len) == 0 && kill((pid_t)pid, SIGKILL) == 0) {
-        n++;
-        break;
-      }
-    free(env);
-  }
-  if (d) closedir(d);
-  return n;
+  marked m = {mark, len, 0, 0};
+  krun__procs_each(kill_if_marked, &m);
+  return m.n;
+}
+
+static int kill_one(pid_t pid, void *arg) {
+  *(int *)arg += kill(pid, SIGKILL) == 0;
+  return 0;
 }
 
 /* Kills everything in cg and the cgroups under it, then removes them. */
-static int kill_cgroup(const char *cg, int depth) {
-  char path[PATH_MAX + 32], *text = NULL;
+static int kill_cgroup(const char *cg) {
   int n = 0;
-  snprintf(path, sizeof path, "%s/cgroup.procs", cg);
-  if (kh_read_file(path, 1 << 20, &text, NULL) == 0) {
-    for (char *p = text; *p;) {
-      char *end;
-      long v = strtol(p, &end, 10);
-      if (end == p) break;
-      n += kill((pid_t)v, SIGKILL) == 0;
-      p = end;
-    }
-    free(text);
-  }
-  DIR *d = depth < 4 ? opendir(cg) : NULL;
-  struct dirent *e;
-  while (d && (e = readdir(d)) != NULL) {
-    if (e->d_type != DT_DIR || e->d_name[0] == '.') continue;
-    snprintf(path, sizeof path, "%s/%s", cg, e->d_name);
-    n += kill_cgroup(path, depth + 1);
-    rmdir(path);
-  }
-  if (d) closedir(d);
+  krun__cgroup_each(cg, 1, kill_one, &n);
   return n;
 }
 
@@ -237,14 +228,14 @@ int krun_guard(long kiln, const char *cgroup, const char *journal) {
   free(last);
   for (int round = 0; round < ROUNDS; round++) {
     int killed = kill_marked(mark, (size_t)mlen);
-    if (cgroup) killed += kill_cgroup(cgroup, 0);
+    if (cgroup) killed += kill_cgroup(cgroup);
     if (!killed) break;
     usleep(10000);
     while (waitpid(-1, NULL, WNOHANG) > 0) {
     }
   }
   if (cgroup) {
-    kill_cgroup(cgroup, 0);
+    kill_cgroup(cgroup);
     rmdir(cgroup);
   }
   if (np && journal) krep_journal_append_left(journal, procs, np);

@@ -183,6 +183,12 @@ typedef struct krun__held {
   int devs[KRUN_MAX_DEVICES], ndevs;
 } krun__held;
 
+/* A pytest source's zygote (pytest.c): its process and socket. */
+typedef struct krun__zygote {
+  pid_t pid;                /* 0: none */
+  char *sock;
+} krun__zygote;
+
 typedef struct krun__run {
   const krun_opts *o;
   const krun_settings *s;
@@ -225,6 +231,8 @@ typedef struct krun__run {
   krun__health health[KRUN_MAX_DEVICES];   /* by index into bi->dev */
   krun__held *held;
   int nheld;
+  krun__zygote *zyg;        /* pytest.c's, by source; nzyg 0: none */
+  int nzyg;
 } krun__run;
 
 /* job.c: children and their test runs */
@@ -326,6 +334,20 @@ void krun__contain_left(krun__run *R, krun__job *j, krun__left *l);
 void krun__contain_span(krun__run *R, const krun__job *j);
 /* At the end: whatever no test claimed, onto the run. */
 void krun__contain_sweep(krun__run *R);
+
+/* procs.c: walks over processes (contain.c, guard.c). A walk calls fn for
+ * each pid; fn returns nonzero to stop it. */
+typedef int krun__pid_fn(pid_t pid, void *arg);
+/* The pids a file lists (cgroup.procs, /proc/PID/task/PID/children); -1
+ * when it cannot be read. */
+int krun__pids_in_file(const char *path, krun__pid_fn *fn, void *arg);
+/* Every process in /proc. */
+void krun__procs_each(krun__pid_fn *fn, void *arg);
+/* Every process in cgroup cg and the cgroups under it; remove: each
+ * cgroup under cg is removed after its walk. */
+void krun__cgroup_each(const char *cg, int remove, krun__pid_fn *fn, void *arg);
+/* Each VAR=VALUE of the process's environment; -1 when it cannot be read. */
+int krun__environ_each(pid_t pid, int (*fn)(const char *var, void *arg), void *arg);
 
 /* guard.c: the guard that ends a run's processes when kiln dies */
 void krun__guard_start(krun__run *R);
