@@ -250,7 +250,7 @@ void krun__spawn_failed(krun__run *R, krun__job *j);
 void krun__job_finish(krun__run *R, krun__job *j, krun__emit *emit);
 /* Removes the child's private TEST_TMPDIR unless a test failed, and
  * clears the job. */
-void krun__job_end(krun__job *j);
+void krun__job_end(krun__run *R, krun__job *j);
 /* A decided test run: its retry or flakiness, then the journal and the
  * console. */
 void krun__test_done(krun__run *R, krep_test *t, const krun_test *def);
