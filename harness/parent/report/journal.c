@@ -426,14 +426,16 @@ static int not_run(const krep_report *rep) {
   return rep->planned > done ? rep->planned - done : 0;
 }
 
-/* One line of the journal. */
-static void read_line(krep_report *rep, jstate *js, char *line) {
+/* One line of the journal; -1 when it is no record. Only whole lines come
+ * here (kh_lines keeps back a last line without its newline, the one a kill
+ * mid-write tears), so a line that does not parse is damage. */
+static int read_line(krep_report *rep, jstate *js, char *line) {
   if (strncmp(line, "rec ", 4) == 0) {
     read_rec(rep, js->cur, line + 4);
-    return;
+    return 0;
   }
   kp_record r;
-  if (kp_parse(line, &r, NULL) != 0) return;  /* a torn last line */
+  if (kp_parse(line, &r, NULL) != 0) return -1;
   jshard s;
   jpair p;
   jfinish f;
@@ -490,6 +492,26 @@ static void read_line(krep_report *rep, jstate *js, char *line) {
     rep->peak_rss_kb = f.peak_rss_kb == KP_NONE ? -1 : f.peak_rss_kb;
     rep->nothing_tested = nonempty(rep, f.nothing_tested);
   }
+  return 0;
+}
+
+/* The first line: a `kiln` record of a format this kiln knows. */
+static int read_first(krep_report *rep, jstate *js, char *line, const char *path,
+                      kh_err *err) {
+  kp_record r;
+  jkiln k;
+  char *copy = kh_strdup(line);   /* kp_parse cuts the line it reads */
+  int ok = strncmp(copy, "kiln ", 5) == 0 && kp_parse(copy, &r, NULL) == 0 &&
+           kp_decode(&rec_kiln, r.fields, r.nfields, &k, NULL, 0) == 0;
+  long long format = ok ? k.format : 0;
+  free(copy);
+  if (!ok)
+    return kh_errf(err, "%s:1: not a kiln journal (its first line is no `kiln` header "
+                   "record)", path);
+  if (format < KREP_FORMAT_OLDEST || format > KREP_FORMAT)
+    return kh_errf(err, "%s:1: journal format %lld; this kiln reads %d to %d", path,
+                   format, KREP_FORMAT_OLDEST, KREP_FORMAT);
+  return read_line(rep, js, line);
 }
 
 int krep_journal_count(const char *path, long long *offset, int *done, int *failed) {
@@ -537,7 +559,18 @@ int krep_journal_read(const char *path, krep_report *rep, kh_err *err) {
   jstate js = {0};
   char *line;
   int r;
-  while ((r = kh_lines_next(&in, &line)) > 0) read_line(rep, &js, line);
+  int bad = 0;
+  while (!bad && (r = kh_lines_next(&in, &line)) > 0) {
+    if (in.lineno == 1) bad = read_first(rep, &js, line, path, err) != 0;
+    else if (read_line(rep, &js, line) != 0)
+      bad = kh_errf(err, "%s:%ld: damaged: a whole line that is no journal record; "
+                    "refusing to rebuild from it", path, in.lineno) != 0;
+  }
+  if (bad) {
+    kh_lines_close(&in);
+    free(js.starts);
+    return -1;
+  }
   if (r < 0) {
     int e = errno;
     long lineno = in.lineno + 1;

@@ -406,6 +406,7 @@ static krun__exit exit_info(const krun__run *R, const krun__job *j, int i) {
   x.single = j->ntests == 1;
   x.timed_out = j->timed_out;
   x.kill_sent = j->kill_sent;
+  x.term_late_s = j->term_late_ms / 1e3;
   x.interrupted = j->interrupted && !j->timed_out;
   x.stop_sig = R->stop_sig;
   x.signaled = WIFSIGNALED(j->wstatus);
@@ -456,6 +457,7 @@ void krun__job_finish(krun__run *R, krun__job *j) {
    * killed (so each is described as it was), then killed. */
   krun__left left;
   krun__contain_left(R, j, &left);
+  krun__contain_span(R, j);
   kill(-j->pid, SIGKILL);       /* whatever is left of its process group */
   krep_test *cur = krun__job_test(j);
   if (j->fd_res >= 0 && kp_reader_tail(j->rd, R->line) > 0 && cur) {

@@ -304,6 +304,7 @@ static void timers(krun__run *R, double now) {
     if (j->deadline > 0 && now >= j->deadline && !j->term_sent) {
       kill(-j->pid, SIGTERM);
       j->timed_out = j->term_sent = 1;
+      j->term_late_ms = now - j->deadline;
       j->kill_at = now + R->s->grace_s * 1e3;
     }
     if (j->kill_at > 0 && now >= j->kill_at && !j->kill_sent) {

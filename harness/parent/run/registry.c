@@ -27,7 +27,16 @@ krun_test *krun__registry_add(krun_registry *reg, int source, const krun_test *t
   reg->tests = kh_xrealloc(reg->tests, (size_t)(reg->n + 1) * sizeof *reg->tests);
   krun_test *x = &reg->tests[reg->n++];
   *x = *t;
-  x->id = kh_strdup(t->id);
+  /* Kiln runners and manifests give escaped ids (select.h); any other
+   * source's raw bytes are escaped here, so no console or report shows
+   * them and no two names share an id. */
+  if (ksel_id_valid(t->id)) {
+    x->id = kh_strdup(t->id);
+  } else {
+    size_t n = ksel_id_escape(t->id, strlen(t->id), NULL, 0);
+    x->id = kh_xmalloc(n + 1);
+    ksel_id_escape(t->id, strlen(t->id), x->id, n + 1);
+  }
   x->suite = kh_strdup(t->suite ? t->suite : "");
   x->name = kh_strdup(t->name ? t->name : "");
   x->tags = kh_strdup(t->tags ? t->tags : "");

@@ -81,6 +81,7 @@ typedef struct krun__exit {
   const char *role;         /* "runner", "program"; NULL: runner */
   int timed_out;
   double timeout_s, grace_s;
+  double term_late_s;       /* SIGTERM went this long after the deadline */
   int kill_sent;            /* the grace ran out: SIGKILL */
   int interrupted;          /* kiln was stopped */
   int stop_sig;             /* ...by this signal (0: unknown) */
@@ -150,6 +151,7 @@ typedef struct krun__job {
   double exit_wall_s;       /* when it was reaped: its slots were back */
   int exited, wstatus;
   int timed_out, term_sent, kill_sent, interrupted;
+  double term_late_ms;      /* how late the loop sent SIGTERM */
   int exec_errno;
   char *tmpdir;
   /* Warm children: spawned with no test, which comes on fd_in. */
@@ -200,6 +202,10 @@ typedef struct krun__run {
   int maxjobs;              /* running and warm children */
   int maxrun;               /* tests at once (--jobs) */
   int nrunning;
+  /* The last finished tests' [spawn, end] (kh_now_ms), for naming the test
+   * of an orphan with no KILN_JOB by when it started (contain.c). */
+  double spans[64][2];
+  int nspans;
   /* The warm pool: children spawned warm and not yet assigned. */
   int warm_on;
   int warm_max[KRUN_MAX_DEVICES], warm_n[KRUN_MAX_DEVICES];
@@ -332,6 +338,8 @@ void krun__contain_job(krun__run *R, krun__job *j);
 void krun__contain_job_clear(krun__job *j);
 /* After the child ended: what it left, described, killed. */
 void krun__contain_left(krun__run *R, krun__job *j, krun__left *l);
+/* Notes a finished test's [spawn, end], for orphans found later. */
+void krun__contain_span(krun__run *R, const krun__job *j);
 /* At the end: whatever no test claimed, onto the run. */
 void krun__contain_sweep(krun__run *R);
 

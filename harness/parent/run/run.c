@@ -264,7 +264,9 @@ static int exit_status(krun__run *R) {
     if (t->outcome == KREP_ERROR) errors++;
     else verdict++;
   }
-  if (verdict) return KH_EXIT_FAIL;
+  /* Processes the end-of-run sweep killed: no test could be named, but the
+   * run left them, and a run that leaves processes is not clean. */
+  if (verdict || R->rep.nprocs) return KH_EXIT_FAIL;
   if (R->infra || R->rep.nothing_tested) return KH_EXIT_INFRA;
   return errors ? KH_EXIT_FAIL : KH_EXIT_OK;
 }
@@ -293,6 +295,11 @@ static int finish(krun__run *R) {
     if (status == KH_EXIT_OK) status = KH_EXIT_INFRA;
   }
   krun__console_summary(&R->con, rep, path);
+  if (rep->nprocs)
+    krun__console_note(&R->con, "kiln: %d process%s left running by the run's tests (no one "
+                       "test could be named) %s killed at its end: `processes_left` under "
+                       "`run` in the report; the run fails", rep->nprocs,
+                       rep->nprocs == 1 ? "" : "es", rep->nprocs == 1 ? "was" : "were");
   if (rep->nothing_tested)
     krun__console_note(&R->con, "kiln: nothing was tested: %s (--allow-empty accepts this)",
                        rep->nothing_tested);

@@ -345,6 +345,9 @@ typedef struct krun_tokens {
 
 /* The key path: --token-key, $KILN_TOKEN_KEY, /tmp/kiln-tokens-<backend>. */
 char *krun_tokens_key(const char *flag, int backend);
+/* The System V key of a key path: a hash of its absolute name, the same
+ * for every kiln on the host whether or not the file still exists. */
+key_t krun_tokens_ipc_key(const char *path);
 /* Opens the set of the key path; create: make key file and set when
  * missing. 0; 1 (create 0) when there is no set yet; -1 with err. */
 int krun_tokens_open(krun_tokens *t, const char *path, int create, kh_err *err);
