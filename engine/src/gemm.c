@@ -152,6 +152,7 @@ int ke_gemm(ke_context *ctx, const ke_tensor *a, const ke_tensor *b,
                    ke__gemm_launch(ctx->stream, &ga, &gb, c->dtype, c->data,
                                    vc.ld, vc.batch_stride, m, n, k, batch,
                                    params->alpha, params->beta));
+  KE__PLANTED_ONE_ELEMENT(ctx, c);
   return KE_OK;
 }
 
