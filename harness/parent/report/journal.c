@@ -291,6 +291,35 @@ void krep_journal_close(krep_journal *j, const krep_report *rep) {
   free(j);
 }
 
+void krep_journal_append_left(const char *path, const krep_proc *p, int n) {
+  int fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return;
+  /* A kill may have torn kiln's last line: it goes (a reader drops it
+   * anyway), so that ours start on a line of their own. */
+  off_t end = lseek(fd, 0, SEEK_END), at = end;
+  char buf[4096];
+  while (at > 0) {
+    ssize_t k = pread(fd, buf, (size_t)(at < 4096 ? at : 4096), at - (at < 4096 ? at : 4096));
+    if (k <= 0) break;
+    char *nl = memrchr(buf, '\n', (size_t)k);
+    if (nl) {
+      at = at - k + (nl - buf) + 1;
+      break;
+    }
+    at -= k;
+  }
+  if (at != end && ftruncate(fd, at) != 0) {
+    close(fd);
+    return;
+  }
+  krep_journal j = {.fd = fd};
+  put_procs(&j, p, n);
+  flush(&j);
+  (void)fdatasync(fd);
+  close(fd);
+  kh_buf_free(&j.buf);
+}
+
 /* ---- Reading ----------------------------------------------------------------------- */
 
 static const char *nonempty(krep_report *rep, const char *s) {
@@ -326,7 +355,7 @@ static krep_test *read_run(krep_report *rep, const kp_record *rec) {
   t->records_dropped = r.lines_dropped;
   t->protocol_error = nonempty(rep, r.proto_error);
   t->lost = (krep_loss){nonempty(rep, r.lost_by), nonempty(rep, r.lost_state),
-                        nonempty(rep, r.lost_job), nonempty(rep, r.lost_node)};
+                        nonempty(rep, r.lost_job), nonempty(rep, r.lost_node), NULL};
   return t;
 }
 
@@ -514,7 +543,8 @@ static int read_first(krep_report *rep, jstate *js, char *line, const char *path
   return read_line(rep, js, line);
 }
 
-int krep_journal_count(const char *path, long long *offset, int *done, int *failed) {
+int krep_journal_count(const char *path, long long *offset, int *done, int *failed,
+                       int *lost) {
   FILE *f = fopen(path, "re");
   if (!f) return -1;
   if (fseeko(f, (off_t)*offset, SEEK_SET) != 0) {
@@ -534,7 +564,8 @@ int krep_journal_count(const char *path, long long *offset, int *done, int *fail
       continue;
     (*done)++;
     int o = krep_outcome_parse(x.outcome);
-    *failed += o < 0 || krep_outcome_failed(o);
+    if (o == KREP_LOST && lost) (*lost)++;
+    else *failed += o < 0 || krep_outcome_failed(o);
   }
   free(line);
   fclose(f);

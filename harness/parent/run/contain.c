@@ -24,7 +24,6 @@
  */
 #include "run-impl.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -204,57 +203,61 @@ static int add_pid(pid_t *pids, int n, pid_t p) {
   return n;
 }
 
+/* Pids gathered by a walk (procs.c), at most max. */
+typedef struct found {
+  pid_t *pids;
+  int n, max;               /* max: stop the walk there (0: never) */
+  pid_t parent;             /* by_parent: the parent wanted */
+  pid_t pgid;               /* in_group: the process group wanted */
+} found;
+
+static int take(pid_t pid, void *arg) {
+  found *f = arg;
+  f->n = add_pid(f->pids, f->n, pid);
+  return f->max && f->n >= f->max;
+}
+
+/* Without CONFIG_PROC_CHILDREN: every process's parent, from its stat. */
+static int by_parent(pid_t pid, void *arg) {
+  found *f = arg;
+  char stat[64], *s = NULL;
+  snprintf(stat, sizeof stat, "/proc/%ld/stat", (long)pid);
+  if (kh_read_file(stat, 4096, &s, NULL) != 0) return 0;
+  const char *rp = strrchr(s, ')');
+  long ppid = 0;
+  int hit = rp && sscanf(rp + 1, " %*c %ld", &ppid) == 1 && ppid == (long)f->parent;
+  free(s);
+  return hit ? take(pid, f) : 0;
+}
+
 /* kiln's children (PR_SET_CHILD_SUBREAPER makes every orphan below it one). */
 static int children(pid_t self, pid_t *pids, int max) {
-  char path[64], *text = NULL;
-  int n = 0;
+  char path[64];
+  found f = {pids, 0, max, self, 0};
   snprintf(path, sizeof path, "/proc/%ld/task/%ld/children", (long)self, (long)self);
-  if (kh_read_file(path, 1 << 20, &text, NULL) == 0) {
-    for (char *p = text; *p && n < max;) {
-      char *end;
-      long v = strtol(p, &end, 10);
-      if (end == p) break;
-      pids[n++] = (pid_t)v;
-      p = end;
-    }
-    free(text);
-    return n;
-  }
-  /* Kernels without CONFIG_PROC_CHILDREN: every process's parent. */
-  DIR *d = opendir("/proc");
-  struct dirent *e;
-  while (d && (e = readdir(d)) != NULL && n < max) {
-    long long pid;
-    if (kh_parse_ll(e->d_name, 1, 1 << 30, &pid) != 0) continue;
-    char stat[64];
-    snprintf(stat, sizeof stat, "/proc/%lld/stat", pid);
-    char *s = NULL;
-    if (kh_read_file(stat, 4096, &s, NULL) != 0) continue;
-    const char *rp = strrchr(s, ')');
-    long ppid = 0;
-    if (rp && sscanf(rp + 1, " %*c %ld", &ppid) == 1 && ppid == (long)self) pids[n++] = (pid_t)pid;
-    free(s);
-  }
-  if (d) closedir(d);
-  return n;
+  if (krun__pids_in_file(path, take, &f) != 0) krun__procs_each(by_parent, &f);
+  return f.n;
+}
+
+typedef struct job_mark {
+  pid_t self;
+  int job;
+} job_mark;
+
+static int job_var(const char *var, void *arg) {
+  job_mark *m = arg;
+  long kiln, serial;
+  if (strncmp(var, "KILN_JOB=", 9) == 0 && sscanf(var + 9, "%ld.%ld", &kiln, &serial) == 2)
+    m->job = kiln == (long)m->self ? (int)serial : 0;
+  return 0;
 }
 
 /* The KILN_JOB serial in a process's environment: 0 when it is not one of
  * this kiln's, -1 when it has none (or it cannot be read). */
 static int job_of(pid_t pid, pid_t self) {
-  char path[64], *env = NULL;
-  size_t len = 0;
-  snprintf(path, sizeof path, "/proc/%ld/environ", (long)pid);
-  if (kh_read_file(path, 1 << 22, &env, &len) != 0) return -1;
-  int job = -1;
-  for (size_t off = 0; off < len; off += strlen(env + off) + 1) {
-    long kiln, serial;
-    if (strncmp(env + off, "KILN_JOB=", 9) == 0 &&
-        sscanf(env + off + 9, "%ld.%ld", &kiln, &serial) == 2)
-      job = kiln == (long)self ? (int)serial : 0;
-  }
-  free(env);
-  return job;
+  job_mark m = {self, -1};
+  (void)krun__environ_each(pid, job_var, &m);
+  return m.job;
 }
 
 static int is_known(const krun__run *R, pid_t pid) {
@@ -265,29 +268,11 @@ static int is_known(const krun__run *R, pid_t pid) {
 }
 
 /* The processes in a cgroup and in the cgroups under it (a test's own,
- * the jobs' under the run's). */
-static int cgroup_pids(const char *cg, pid_t *pids, int n, int depth) {
-  char path[PATH_MAX + 32], *text = NULL;
-  snprintf(path, sizeof path, "%s/cgroup.procs", cg);
-  if (kh_read_file(path, 1 << 20, &text, NULL) == 0) {
-    for (char *p = text; *p;) {
-      char *end;
-      long v = strtol(p, &end, 10);
-      if (end == p) break;
-      n = add_pid(pids, n, (pid_t)v);
-      p = end;
-    }
-    free(text);
-  }
-  DIR *d = depth < 4 ? opendir(cg) : NULL;
-  struct dirent *e;
-  while (d && (e = readdir(d)) != NULL) {
-    if (e->d_type != DT_DIR || e->d_name[0] == '.') continue;
-    snprintf(path, sizeof path, "%s/%s", cg, e->d_name);
-    n = cgroup_pids(path, pids, n, depth + 1);
-  }
-  if (d) closedir(d);
-  return n;
+ * the jobs' under the run's), added to the n in pids. */
+static int cgroup_pids(const char *cg, pid_t *pids, int n) {
+  found f = {pids, n, 0, 0, 0};
+  krun__cgroup_each(cg, 0, take, &f);
+  return f.n;
 }
 
 static int stat_of(pid_t pid, long *pgrp, long *session);
@@ -334,19 +319,20 @@ void krun__contain_span(krun__run *R, const krun__job *j) {
   R->nspans++;
 }
 
+static int in_group(pid_t pid, void *arg) {
+  found *f = arg;
+  long pg, se;
+  if (pid != f->pgid && stat_of(pid, &pg, &se) == 0 && pg == (long)f->pgid)
+    f->n = add_pid(f->pids, f->n, pid);
+  return 0;
+}
+
 /* Every live process in process group pgid, but its leader. */
 static int group_pids(pid_t pgid, pid_t *pids, int n) {
   if (pgid <= 0 || kill(-pgid, 0) != 0) return n;   /* the cheap usual case */
-  DIR *d = opendir("/proc");
-  struct dirent *e;
-  while (d && (e = readdir(d)) != NULL) {
-    long long pid;
-    long pg, se;
-    if (kh_parse_ll(e->d_name, 1, 1 << 30, &pid) != 0 || pid == (long long)pgid) continue;
-    if (stat_of((pid_t)pid, &pg, &se) == 0 && pg == (long)pgid) n = add_pid(pids, n, (pid_t)pid);
-  }
-  if (d) closedir(d);
-  return n;
+  found f = {pids, n, 0, 0, pgid};
+  krun__procs_each(in_group, &f);
+  return f.n;
 }
 
 /* Live processes left by job j (its cgroup, its process group, kiln's
@@ -355,7 +341,7 @@ static int group_pids(pid_t pgid, pid_t *pids, int n) {
  * claims. */
 static int left_by(krun__run *R, const krun__job *j, const char *cg, pid_t *pids) {
   int n = 0;
-  if (cg) n = cgroup_pids(cg, pids, n, 0);
+  if (cg) n = cgroup_pids(cg, pids, n);
   if (j) n = group_pids(j->pid, pids, n);
   pid_t kids[MAX_FOUND];
   int nk = children(R->ct.self, kids, MAX_FOUND);
