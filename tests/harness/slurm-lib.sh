@@ -1,7 +1,6 @@
 # What the kiln slurm tests share (sourced by slurm.sh and slurm-local.sh,
-# after lib.sh): four emulated devices, the selection they shard, and the
-# final test runs of a report, to compare a merged run with an unsharded one.
-export KILN_EMU_DEVICES=4
+# before lib.sh): the selection they shard, and the final test runs of a
+# report, to compare a merged run with an unsharded one.
 SEL=(engine rope)
 ids() {  # ids REPORT: the final test runs as sorted "id repeat" lines
   flat "$1"

@@ -18,6 +18,8 @@
 #include "records.h"
 
 int krun_exec_main(int argc, char **argv) {
+  int keep = argc >= 1 && strcmp(argv[0], KRUN_EXEC_KEEP) == 0;
+  argc -= keep, argv += keep;
   if (argc < 1) {
     fprintf(stderr, "kiln %s: no program to run (kiln's own use only)\n", KRUN_EXEC_WORD);
     return 127;
@@ -34,8 +36,9 @@ int krun_exec_main(int argc, char **argv) {
   kp_record_out rec;
   kp_encode(&rec, &kp_rec_phase, &(kp_phase){"token_wait", kh_now_ms() - t0});
   (void)kp_send(&rec, 3);
-  /* The program gets neither the record pipe nor the request. */
-  close(3);
+  /* The program gets neither the record pipe (unless it writes records
+   * itself) nor the request. */
+  if (!keep) close(3);
   unsetenv("KILN_TAKE_SLOTS");
   execvp(argv[0], argv);
   fprintf(stderr, "kiln: cannot run %s: %s\n", argv[0], strerror(errno));

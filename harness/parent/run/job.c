@@ -145,6 +145,7 @@ static char **child_argv(krun__run *R, krun__job *j, int takes) {
   if (takes && !src->protocol) {
     argv[n++] = kh_strdup(R->self);
     argv[n++] = kh_strdup(KRUN_EXEC_WORD);
+    if (src->records) argv[n++] = kh_strdup(KRUN_EXEC_KEEP);
   }
   for (int i = 0; i < R->nwrap; i++) argv[n++] = kh_strdup(R->wrap[i]);
   if (R->sanitizer && !j->warm && src->protocol) {
@@ -269,9 +270,11 @@ int krun__spawn(krun__run *R, krun__job *j) {
     req.take_semnum = semnum;
     req.take_slots = j->slots;
   }
-  /* Record pipe: a runner's, or `kiln __exec`'s for its token_wait; a
-   * program of its own gets no fd 3. */
-  int rc = krun__job_exec(R, j, &req, krun__source(j->kind)->protocol || takes);
+  /* Record pipe: a runner's or a program's that writes records, or
+   * `kiln __exec`'s for its token_wait; a program of its own gets no
+   * fd 3. */
+  int rc = krun__job_exec(R, j, &req,
+                          krun__source(j->kind)->protocol || krun__source(j->kind)->records || takes);
   int saved = errno;
   for (int i = 0; set[i]; i++)
     if (strcmp(set[i], "KILN_WARM=1") != 0) free((char *)set[i]);

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const krun_kind_names[] = {"runner", "gtest", "command", NULL};
+const char *const krun_kind_names[] = {"runner", "gtest", "command", "pytest", NULL};
 
 int krun__registry_source(krun_registry *reg, int kind, const char *path) {
   reg->sources = kh_xrealloc(reg->sources, (size_t)(reg->nsources + 1) * sizeof *reg->sources);

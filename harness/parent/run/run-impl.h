@@ -183,6 +183,12 @@ typedef struct krun__held {
   int devs[KRUN_MAX_DEVICES], ndevs;
 } krun__held;
 
+/* A pytest source's zygote (pytest.c): its process and socket. */
+typedef struct krun__zygote {
+  pid_t pid;                /* 0: none */
+  char *sock;
+} krun__zygote;
+
 typedef struct krun__run {
   const krun_opts *o;
   const krun_settings *s;
@@ -225,6 +231,8 @@ typedef struct krun__run {
   krun__health health[KRUN_MAX_DEVICES];   /* by index into bi->dev */
   krun__held *held;
   int nheld;
+  krun__zygote *zyg;        /* pytest.c's, by source; nzyg 0: none */
+  int nzyg;
 } krun__run;
 
 /* job.c: children and their test runs */

@@ -309,6 +309,7 @@ static int finish(krun__run *R) {
 
 static void cleanup(krun__run *R, const sigset_t *old) {
   if (R->journal) krep_journal_close(R->journal, &R->rep);
+  krun__sources_run(R, 0);
   krun__guard_stop(R);
   krun__contain_teardown(R);
   if (R->sigfd >= 0) close(R->sigfd);
@@ -371,7 +372,9 @@ int krun_run(const krun_opts *o) {
                      o->bi->ndevices, o->bi->ndevices == 1 ? "" : "s", o->bi->devices_from,
                      o->out_dir);
   krun__slots_note(&R);
+  krun__sources_run(&R, 1);
   krun__loop(&R);
+  krun__sources_run(&R, 0);          /* what they keep is no stray of the run's */
   krun__contain_sweep(&R);
   int status = finish(&R);
   cleanup(&R, &old);

@@ -45,6 +45,10 @@ typedef struct krun__source_i {
    * itself (a kiln runner); 0: a program of its own, which `kiln __exec`
    * starts when it must take slots. */
   int protocol;
+  /* 1: a program that takes no slots itself but writes kiln's records on
+   * fd 3 (kiln_pytest): the pipe is open for it, and `kiln __exec`
+   * leaves it open (optional). */
+  int records;
   /* 1: its children can start before their test is known (--warm, the
    * test assigned on stdin), so the warm pool may run them (optional). */
   int warm;
@@ -59,14 +63,23 @@ typedef struct krun__source_i {
   void (*finish)(struct krun__run *R, struct krun__job *j, krun__emit *emit);
   /* Frees j->srcdata (optional). */
   void (*free)(struct krun__job *j);
+  /* Before the first test of the run and after the last (the loop done,
+   * before the final sweep; again on the way out, which must be
+   * harmless): processes the source keeps for the whole run, such as
+   * pytest's zygotes (optional). */
+  void (*run_start)(struct krun__run *R);
+  void (*run_end)(struct krun__run *R);
 } krun__source_i;
 
 extern const krun__source_i krun__runner_source;    /* runner.c */
 extern const krun__source_i krun__gtest_source;     /* gtest.c */
 extern const krun__source_i krun__command_source;   /* manifest.c */
+extern const krun__source_i krun__pytest_source;    /* pytest.c */
 
 /* sources.c: every source, by krun_kind */
 const krun__source_i *krun__source(int kind);
+/* Calls every source's run_start (start) or run_end. */
+void krun__sources_run(struct krun__run *R, int start);
 /* A run a warm child can take: its source starts warm, a GPU test of one
  * slot on one device. */
 int krun__source_warm_fits(const krun_test *t);
