@@ -94,9 +94,13 @@ int krun__runner_records(const char *runner, const char *flag,
   if (st != 0) {
     char said[300] = "";
     if (errs) last_line(errs, said, sizeof said);
-    if (st < 0)
-      kh_errf(err, "%s %s %s", runner, flag,
-              errno == ETIMEDOUT ? "timed out after 120 s" : "could not be started");
+    int e = errno;
+    if (st < 0 && e == ETIMEDOUT)
+      kh_errf(err, "%s %s timed out after 120 s", runner, flag);
+    else if (st < 0)
+      kh_errf(err, "%s %s could not be started: %s%s", runner, flag, strerror(e),
+              access(runner, F_OK) == 0 && access(runner, X_OK) != 0
+                  ? " (the file is not executable: chmod +x it)" : "");
     else
       kh_errf(err, "%s %s failed (status %d)%s%s", runner, flag, st, *said ? ": " : "",
               said);
