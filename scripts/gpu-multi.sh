@@ -17,16 +17,7 @@
 #      working (the probe after it, and the tests around it).
 # Writes summary.txt and the logs under $OUT.
 set -u
-cd "$(dirname "$0")/.."
-stage=.device
-out=${OUT:-$PWD/gpu-out}
-mkdir -p "$out"
-for d in /usr/local/cuda/lib64 /usr/local/cuda-*/lib64; do
-  if ls "$d"/libcurand.so.10* >/dev/null 2>&1; then
-    export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; break
-  fi
-done
-export KILN_GIT_REV=$(cat "$stage/REVISION" 2>/dev/null || echo unknown)
+. "$(dirname "$0")/gpu-env.sh"
 s="$out/summary.txt"
 kiln() { "$stage/kiln" "$1" --backend cuda --runner-dir "$stage" "${@:2}"; }
 dur() { python3 -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["run"]["duration_s"])' "$1"; }
