@@ -451,7 +451,7 @@ void krun__job_finish(krun__run *R, krun__job *j, krun__emit *emit) {
                  R->s->leaks == KRUN_LEAKS_FAIL);
     /* Where the test is, when its runner said nothing of where it failed
      * (a crash, a timeout): its definition, from the registry. */
-    if (!t->file && j->defs[i]->file && *j->defs[i]->file) {
+    if ((!t->file || !*t->file) && j->defs[i]->file && *j->defs[i]->file) {
       t->file = krep_str(&R->rep, j->defs[i]->file);
       t->line = j->defs[i]->line;
     }

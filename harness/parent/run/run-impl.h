@@ -15,6 +15,13 @@
 #include "source-impl.h"
 
 int krun__jobs(const krun_settings *s);               /* --jobs, or CPUs */
+/* A device's slots when --slots is not given (devices.c). */
+int krun__default_slots(const krun_settings *s, const krun_backend_info *bi, int d);
+/* The share of a device's free memory that tests may fill (--slots auto,
+ * and the default slots' memory bound). */
+#define KRUN_AUTO_BUDGET 0.9
+/* Device memory a context takes besides what its test allocates. */
+long long krun__context_bytes(int backend);
 const char *krun__visible_var(int backend, int which);
 
 /* ---- A child's output (log.c): its first 256 KiB and its last 64 KiB ---- */
