@@ -12,18 +12,9 @@
 #     scontrol knows (TIMEOUT) -- their tests lost with state, job and node,
 #     none missing; --resume plans just those, and the merge of both rounds
 #     holds exactly the unsharded run's tests.
+. "$(dirname "$0")/slurm-lib.sh"
 . "$(dirname "$0")/lib.sh"
-
 export KILN_EMU_DEVICES=4
-SEL=(engine rope)
-ids() {  # ids REPORT: the final test runs as sorted "id repeat" lines
-  flat "$1"
-  grep -E '^tests\.[0-9]+\.(id|repeat|final)=' "$T/flat.txt" | awk -F'[.=]' '
-    {n=$2; v[n, $3]=$0; sub(/^[^=]*=/, "", v[n, $3])}
-    END {for (k in v) {split(k, a, SUBSEP); seen[a[1]]=1}
-         for (n in seen) if (v[n, "final"] == "true") print v[n, "id"], v[n, "repeat"]}' |
-    sort
-}
 
 # ---- GPUs from Slurm --------------------------------------------------------------
 SLURM_JOB_GPUS=2 k devices --backend host
@@ -139,9 +130,7 @@ echo "100_1|NODE_FAIL|node1" >"$FAKE/sacct.txt"
 k slurm --merge "$R"
 expect_rc 1 "the merge of a run with dead tasks exits 1"
 expect_eq "$(head -1 "$R/status")" lost "status"
-ids "$R/report.yaml" >"$T/r.ids"
-cmp -s "$T/ref.ids" "$T/r.ids" && ok "every test of the selection is in the merged report" ||
-  { fail "tests missing or extra"; diff "$T/ref.ids" "$T/r.ids" | head; }
+same_tests "$R/report.yaml" "every test of the selection is in the merged report"
 lost_of() {  # lost_of JOB: by/state/node of each lost test of that task, uniq'd
   for i in $(grep -E "^tests\.[0-9]+\.lost\.job=$1\$" "$T/flat.txt" | sed -E 's/^tests\.([0-9]+)\..*/\1/'); do
     echo "$(field tests.$i.outcome) $(field tests.$i.lost.by) $(field tests.$i.lost.state) $(field tests.$i.lost.node)"
@@ -173,9 +162,7 @@ for t in $(seq 0 $((tasks2 - 1))); do task 2 "$t" "$tasks2" >"$T/r2-$t.out" 2>&1
 k slurm --merge "$R"
 expect_rc 0 "the merge after the resume"
 expect_eq "$(head -1 "$R/status")" good "status"
-ids "$R/report.yaml" >"$T/r.ids"
-cmp -s "$T/ref.ids" "$T/r.ids" && ok "after --resume: exactly the unsharded run's tests, once each" ||
-  { fail "tests differ after --resume"; diff "$T/ref.ids" "$T/r.ids" | head; }
+same_tests "$R/report.yaml" "after --resume: exactly the unsharded run's tests, once each"
 expect_eq "$(field summary.lost)" 0 "nothing lost"
 expect_eq "$(grep -cE '^run\.merged_from\.[0-9]+\.round=2$' "$T/flat.txt")" "$tasks2" \
   "the merged report names the resumed round's $tasks2 shards"
@@ -237,6 +224,15 @@ expect_eq "$(head -1 "$S/status")" good "status once every task tested"
 ids "$S/report.yaml" >"$T/s.ids"
 cmp -s "$T/ref3.ids" "$T/s.ids" && ok "the merged report holds the GoogleTest and manifest tests of kiln run" ||
   { fail "merged third-party tests differ"; diff "$T/ref3.ids" "$T/s.ids" | head; }
+
+# A pytest suite goes to every task the same way.
+for p in "${KILN_PYTHON:-python3}" python3 /usr/bin/python3; do
+  if "$p" -c 'import pytest' 2>/dev/null; then export KILN_PYTHON=$p; break; fi
+done
+cp -r "$KILN_SOURCE/examples/pytest-suite" "$T/pysuite"
+k slurm --dry-run --backend host --tasks 2 -o "$T/root/py" --pytest "$T/pysuite"
+expect_rc 0 "kiln slurm --pytest --dry-run"
+expect_out "^exec .* --pytest $T/pysuite --seed [0-9]+ --\$" "every task lists the pytest suite"
 
 # ---- Pending tasks: Slurm's reason on the follow line and on the lost records ---------
 export KILN_EMU_DEVICES=4

@@ -18,6 +18,7 @@
 # Skips (77) without root or Slurm's packages, unless KILN_REQUIRE_SLURM=1.
 # lib.sh changes into its temporary folder: the cluster script first.
 . "$(dirname "$0")/slurm-cluster.sh"
+. "$(dirname "$0")/slurm-lib.sh"
 . "$(dirname "$0")/lib.sh"
 
 skip() {
@@ -38,15 +39,6 @@ ok "a one-node Slurm cluster is up ($(sinfo -h -o '%P %D %G %T'))"
 
 # No KILN_EMU_DEVICES: the task script emulates the GPUs Slurm gives.
 unset KILN_EMU_DEVICES
-SEL=(engine rope)
-ids() {  # ids REPORT: the final test runs as sorted "id repeat" lines
-  flat "$1"
-  grep -E '^tests\.[0-9]+\.(id|repeat|final)=' "$T/flat.txt" | awk -F'[.=]' '
-    {n=$2; v[n, $3]=$0; sub(/^[^=]*=/, "", v[n, $3])}
-    END {for (k in v) {split(k, a, SUBSEP); seen[a[1]]=1}
-         for (n in seen) if (v[n, "final"] == "true") print v[n, "id"], v[n, "repeat"]}' |
-    sort
-}
 count() { grep -cE "$1" "$T/flat.txt"; }
 
 # ---- The reference: the same selection, unsharded ----
@@ -59,9 +51,7 @@ A=$T/root/a
 k slurm --backend host -j 1 --tasks 4 --poll 0.3 -o "$A" "${SEL[@]}"
 expect_rc 0 "kiln slurm runs the selection and exits with the merged run's status"
 expect_out "kiln slurm: job [0-9]+: .* done; tests $nref/$nref done, 0 failed" "the progress line counts tasks and tests"
-ids "$A/report.yaml" >"$T/a.ids"
-if cmp -s "$T/ref.ids" "$T/a.ids"; then ok "the merged report holds exactly the unsharded run's $nref test runs"
-else fail "merged and unsharded test runs differ"; diff "$T/ref.ids" "$T/a.ids" | head; fi
+same_tests "$A/report.yaml" "the merged report holds exactly the unsharded run's $nref test runs"
 expect_eq "$(head -1 "$A/status")" good "status"
 expect_eq "$(field summary.total)" "$nref" "merged summary total"
 expect_eq "$(count '^run\.merged_from\.[0-9]+\.report=')" 4 "four shards merged"
@@ -103,9 +93,7 @@ k slurm --follow "$B" --poll 0.3
 expect_rc 1 "a run with a cancelled task exits 1"
 expect_out "lost with Slurm task ${array}_1 \(CANCELLED on $SLURM_HOST\)" "the summary names the task, its state and node"
 expect_eq "$(head -1 "$B/status")" lost "status"
-ids "$B/report.yaml" >"$T/b.ids"
-cmp -s "$T/ref.ids" "$T/b.ids" && ok "no test run is missing: the cancelled task's are there as lost" ||
-  fail "test runs missing or extra after the cancel"
+same_tests "$B/report.yaml" "no test run is missing: the cancelled task's are there as lost"
 nlost=$(field summary.lost)
 expect_match "$nlost" '^[1-9]' "the cancelled task's tests are lost"
 bad=0
@@ -124,9 +112,7 @@ expect_rc 0 "kiln slurm --resume exits with the run's status"
 expect_match "$(grep -c 'error growth' "$B/diff.txt")" '^0$' "no error growth against run a"
 expect_eq "$(grep -E '^tests\.[0-9]+\.seed=' "$T/flat.txt" | cut -d= -f2 | sort -u | wc -l)" 1 \
   "every test of both rounds ran with one seed"
-ids "$B/report.yaml" >"$T/b.ids"
-cmp -s "$T/ref.ids" "$T/b.ids" && ok "the resumed run holds exactly the unsharded run's test runs" ||
-  { fail "resumed and unsharded test runs differ"; diff "$T/ref.ids" "$T/b.ids" | head; }
+same_tests "$B/report.yaml" "the resumed run holds exactly the unsharded run's test runs"
 expect_eq "$(field summary.lost)/$(field summary.fail)" 0/0 "nothing lost or failed after --resume"
 expect_match "$(grep -E '^run\.merged_from\.[0-9]+\.round=2$' "$T/flat.txt" | wc -l)" '^[1-9]' \
   "the resumed round's shards are among the merged reports"
