@@ -420,6 +420,7 @@ static void numerics(int64_t k) {
   free_problem(p);
 }
 
+#ifndef GEMM_TUNE_LIBRARY /* scripts/gemm-hopper.cu includes the helpers */
 int main(int argc, char **argv) {
   const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
   cudaDeviceProp prop;
@@ -444,3 +445,4 @@ int main(int argc, char **argv) {
   for (int64_t k : {1024, 4096, 16384, 65536}) numerics(k);
   return 0;
 }
+#endif
