@@ -15,7 +15,7 @@ set -euo pipefail
 pkgs=(build-essential pkg-config meson ninja-build check libsubunit-dev
       libyaml-dev hipcc libamdhip64-dev libhiprand-dev librocrand-dev
       rocm-device-libs valgrind libxml2-utils clang-14 libclang-rt-14-dev
-      python3-yaml python3 libgtest-dev)
+      python3-yaml python3 libgtest-dev python3-pytest python3-pytest-xdist)
 for arg in "$@"; do
   case $arg in
     --browser) pkgs+=(chromium) ;;

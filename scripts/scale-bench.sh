@@ -65,7 +65,7 @@ for k, ts in enumerate(shard_tests, 1):
     d = os.path.join(run, "shards", f"1-{k}")
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "report.yaml"), "w") as f:
-        yaml.dump(r, f, Dumper=Dumper, sort_keys=False, width=1 << 20)
+        yaml.dump(r, f, Dumper=Dumper, sort_keys=False, width=1 << 20, explicit_end=True)
 open(os.path.join(run, "slurm", "plan-1"), "w").write("\n".join(plan) + "\n")
 open(os.path.join(run, "slurm", "state"), "w").write(
     f"slurm format=1 kiln={sys.argv[0]} cwd={out} gpus=0\nround n=1 tasks={nshards} array=0 merge=0\n")

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "child-impl.h"
+#include "select.h"
 #include "kiln-config.h"
 
 /* The linker defines these around the section; a runner without suites
@@ -25,7 +26,13 @@ extern const kt_suite *const __stop_kt_suites[] __attribute__((weak));
 static void entry_of(const kt_suite *s, const kt_test *t, kt__entry *e) {
   e->suite = s;
   e->test = t;
-  snprintf(e->id, sizeof e->id, "%s/%s", s->name, t->name);
+  /* The id escapes what a console or a report cannot show (select.h), so
+   * the parent gets it as it will print it and sends it back the same. */
+  size_t n = ksel_id_escape(s->name, strlen(s->name), e->id, sizeof e->id);
+  if (n + 1 < sizeof e->id) {
+    e->id[n] = '/';
+    ksel_id_escape(t->name, strlen(t->name), e->id + n + 1, sizeof e->id - n - 1);
+  }
   snprintf(e->tags, sizeof e->tags, "%s%s%s", s->tags ? s->tags : "",
            s->tags && *s->tags && t->tags && *t->tags ? "," : "", t->tags ? t->tags : "");
 }
@@ -43,13 +50,10 @@ kt__entry *kt__registry(size_t *n) {
 
 int kt__find(const char *id, kt__entry *e) {
   EACH_SUITE(s) {
-    size_t n = strlen((*s)->name);
-    if (strncmp(id, (*s)->name, n) != 0 || id[n] != '/') continue;
-    for (size_t i = 0; i < (*s)->ntests; i++)
-      if (strcmp(id + n + 1, (*s)->tests[i].name) == 0) {
-        entry_of(*s, &(*s)->tests[i], e);
-        return 1;
-      }
+    for (size_t i = 0; i < (*s)->ntests; i++) {
+      entry_of(*s, &(*s)->tests[i], e);
+      if (strcmp(id, e->id) == 0) return 1;
+    }
   }
   return 0;
 }

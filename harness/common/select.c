@@ -20,7 +20,10 @@ int ksel_has_tag(const char *tags, const char *tag) {
 
 int ksel_matches(const char *pattern, const ksel_test *t) {
   if (pattern[0] == '@') return ksel_has_tag(t->tags, pattern + 1);
-  return strcmp(pattern, t->suite) == 0 || fnmatch(pattern, t->id, 0) == 0;
+  /* An exact id first: pytest's parametrised ids hold brackets, which a
+   * glob reads as a set. */
+  return strcmp(pattern, t->id) == 0 || strcmp(pattern, t->suite) == 0 ||
+         fnmatch(pattern, t->id, 0) == 0;
 }
 
 /* ---- Held-back tags -------------------------------------------------------- */
@@ -178,4 +181,76 @@ const ksel_tol *ksel_tol_pick(const ksel_tol *tols, int n, const char *suite,
         (suite && fnmatch(tols[i].match, suite, 0) == 0))
       pick = &tols[i];
   return pick;
+}
+
+/* ---- Test ids ---------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s[0..n) that is no control
+ * character, or 0 (a bad or overlong form, a surrogate, past U+10FFFF, a
+ * C0 or C1 control, DEL). */
+static size_t id_char(const unsigned char *s, size_t n) {
+  static const unsigned min[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (s[0] < 0x80) return s[0] >= 0x20 && s[0] != 0x7f && s[0] != '%';
+  size_t k = (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3
+           : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
+  if (k == 0 || k > n) return 0;
+  unsigned c = s[0] & (0x7fu >> k);
+  for (size_t i = 1; i < k; i++) {
+    if ((s[i] & 0xc0) != 0x80) return 0;
+    c = (c << 6) | (s[i] & 0x3f);
+  }
+  if (c < min[k] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff) || c <= 0x9f) return 0;
+  return k;
+}
+
+size_t ksel_id_escape(const char *name, size_t len, char *out, size_t cap) {
+  static const char hex[] = "0123456789ABCDEF";
+  const unsigned char *s = (const unsigned char *)name;
+  size_t w = 0;
+#define PUT(ch) do { if (w + 1 < cap) out[w] = (char)(ch); w++; } while (0)
+  for (size_t i = 0; i < len;) {
+    size_t k = id_char(s + i, len - i);
+    if (k == 0) {
+      PUT('%');
+      PUT(hex[s[i] >> 4]);
+      PUT(hex[s[i] & 15]);
+      i++;
+      continue;
+    }
+    for (size_t j = 0; j < k; j++) PUT(s[i + j]);
+    i += k;
+  }
+#undef PUT
+  if (cap) out[w < cap ? w : cap - 1] = '\0';
+  return w;
+}
+
+static int hexdigit(int c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+long ksel_id_unescape(const char *id, char *out, size_t cap) {
+  size_t w = 0;
+  for (const char *p = id; *p; w++) {
+    if (w >= cap) return -1;
+    if (*p == '%') {
+      int hi = hexdigit(p[1]), lo = hi < 0 ? -1 : hexdigit(p[2]);
+      if (lo < 0) return -1;
+      out[w] = (char)(hi * 16 + lo);
+      p += 3;
+    } else {
+      out[w] = *p++;
+    }
+  }
+  return (long)w;
+}
+
+int ksel_id_valid(const char *id) {
+  size_t n = strlen(id);
+  char *name = malloc(n + 1), *again = malloc(n + 1);
+  long len = name && again ? ksel_id_unescape(id, name, n + 1) : -1;
+  int ok = len >= 0 && ksel_id_escape(name, (size_t)len, again, n + 1) == n &&
+           strcmp(again, id) == 0;
+  free(name), free(again);
+  return ok;
 }

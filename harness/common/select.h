@@ -43,6 +43,22 @@ int ksel_matches(const char *pattern, const ksel_test *t);
 int ksel_select(const ksel_test *tests, size_t n, char *const *sel, int nsel,
                 int hold_slow, unsigned char *chosen, int *held);
 
+/* ---- Test ids ---------------------------------------------------------------- */
+
+/* A test id is text that a console, a log path and a report show as it
+ * is: each byte of a name that is a control character (C0, DEL, or a C1
+ * code point U+0080-U+009F), not part of valid UTF-8, or '%' is written
+ * %HH (upper-case hex), NUL included. So two names never share an id, and
+ * the name comes back from it. Writes at most cap - 1 bytes and a NUL
+ * (cap may be 0); returns the id's full length, as snprintf does. */
+size_t ksel_id_escape(const char *name, size_t len, char *out, size_t cap);
+/* The name back from an id into out (at most cap bytes, no NUL added: a
+ * name may hold one); its length, or -1 when id is not ksel_id_escape's
+ * writing or out is too small. */
+long ksel_id_unescape(const char *id, char *out, size_t cap);
+/* 1 when id is exactly as ksel_id_escape writes some name. */
+int ksel_id_valid(const char *id);
+
 /* ---- Tolerance overrides --------------------------------------------------- */
 
 typedef struct ksel_tol {

@@ -41,7 +41,7 @@ for t in rep["tests"]:
                         "mem_mhz": 2619, "sm_max_mhz": 1980, "mem_max_mhz": 2619,
                         "temp_c": 83.0, "power_w": 700.0, "reasons": 4,
                         "reason_names": "sw_power_cap", "throttled": 1}]
-yaml.safe_dump(rep, open(sys.argv[4], "w"), sort_keys=False)
+yaml.safe_dump(rep, open(sys.argv[4], "w"), sort_keys=False, explicit_end=True)
 PY
 }
 ZERO="--time-rel 0 --kernel-abs-ms 0 --test-abs-ms 0"

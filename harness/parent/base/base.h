@@ -103,7 +103,8 @@ int kh_read_input(const char *path, size_t max, char **out, size_t *len, kh_err 
 /* Loads one YAML document into doc (libyaml's yaml_document_t) with node
  * positions for errors; refuses nesting deeper than max_depth, any alias,
  * a second document and malformed YAML with name:line:column. Linear in
- * the input. 0, or -1 with err (doc then needs no delete). */
+ * the input. doc->end_implicit is 0 when the document ended with "...".
+ * 0, or -1 with err (doc then needs no delete). */
 struct yaml_document_s;
 int kh_yaml_load(const char *buf, size_t len, const char *name, int max_depth,
                  struct yaml_document_s *doc, kh_err *err);

@@ -66,6 +66,9 @@ static int event(yaml_document_t *doc, yaml_event_t *e, open_node *stack, int *d
     if (++*docs > 1) return fail_at(err, name, &e->start_mark, "more than one document");
     return 0;
   case YAML_DOCUMENT_END_EVENT:
+    /* Kept for readers that need proof a file is whole: a writer's "..."
+     * is its last line, so a cut file has an implicit end. */
+    doc->end_implicit = e->data.document_end.implicit;
     return 0;
   case YAML_STREAM_END_EVENT:
     return 1;

@@ -75,7 +75,7 @@ typedef struct kcli__args {
   char *junit, *shard, *shard_durations, *shard_plan, *yaml, *slots_from;
   char *concurrency, *skip, *rss_tests, *format;
   kcli__strs history, sbatch;
-  kcli__strs gtest, manifest;   /* tests from GoogleTest binaries, manifests */
+  kcli__strs gtest, manifest, pytest;   /* tests from GoogleTest binaries, manifests */
   kcli__given *given;
   int ngiven;
   int verbose, force;

@@ -74,12 +74,15 @@ static int load_tests(const kcli__args *a, const krun_settings *s, const char *o
   kh_err err;
   int rc = 0, status = KH_EXIT_INFRA;
   memset(reg, 0, sizeof *reg);
-  if (a->runner || !(a->gtest.n || a->manifest.n))
+  if (a->runner || !(a->gtest.n || a->manifest.n || a->pytest.n))
     rc = krun_registry_add_runner(reg, a->runner ? a->runner : own_runner, &err);
   for (int i = 0; rc == 0 && i < a->gtest.n; i++)
     rc = krun_registry_add_gtest(reg, a->gtest.v[i], &err);
   for (int i = 0; rc == 0 && i < a->manifest.n; i++)
     if ((rc = krun_registry_add_manifest(reg, a->manifest.v[i], &err)) != 0)
+      status = KH_EXIT_USAGE;
+  for (int i = 0; rc == 0 && i < a->pytest.n; i++)
+    if ((rc = krun_registry_add_pytest(reg, a->pytest.v[i], &err)) == -2)
       status = KH_EXIT_USAGE;
   if (rc == 0 && (rc = krun_registry_finish(reg, s, &err)) != 0) status = KH_EXIT_USAGE;
   if (rc == 0) return 0;
@@ -144,9 +147,11 @@ static int check_isolation(const plan *p) {
   for (int i = 0; i < reg->n; i++) {
     if (!p->chosen[i]) continue;
     const krun_test *t = &reg->tests[i];
-    if (reg->sources[t->source].kind == KRUN_KIND_COMMAND) {
-      fprintf(stderr, "kiln: --isolation none: '%s' is a command from %s, a process of "
+    int kind = reg->sources[t->source].kind;
+    if (kind == KRUN_KIND_COMMAND || kind == KRUN_KIND_PYTEST) {
+      fprintf(stderr, "kiln: --isolation none: '%s' is a %s from %s, a process of "
                       "its own; select tests of one runner or GoogleTest binary\n", t->id,
+              kind == KRUN_KIND_COMMAND ? "command" : "pytest test",
               reg->sources[t->source].path);
       return KH_EXIT_USAGE;
     }
@@ -451,5 +456,5 @@ int kcli__guard(kcli__args *a) {
   long long pid;
   if (kh_parse_ll(a->pos[0], 1, 1 << 30, &pid) != 0)
     return kcli__usage_error(a->cmd, "'%s' is not a process id", a->pos[0]);
-  return krun_guard((long)pid, a->npos > 1 ? a->pos[1] : NULL);
+  return krun_guard((long)pid, a->npos > 1 ? a->pos[1] : NULL, a->npos > 2 ? a->pos[2] : NULL);
 }

@@ -52,6 +52,8 @@ const kcli__opt kcli__opts[] = {
   STR("runner", "runner", 0, "PATH", runner, "a kiln runner a project built against the installed kiln: its tests, its backend"),
   LIST("gtest", "PATH", gtest, "a GoogleTest binary: each of its tests in its own process (repeatable)"),
   LIST("manifest", "FILE", manifest, "a YAML manifest of tests that are commands (repeatable)"),
+  LIST("pytest", "PATH", pytest, "a pytest suite (a folder or file): each node id in its own process (repeatable; python: $KILN_PYTHON, else python3)"),
+  SET("zygote", 0, "B", "pytest: fork each test from a process that imported the suite's dependencies once (default true; false: a fresh interpreter each)"),
   FLAG("verbose", 'v', verbose, "more detail: child command lines, every test's message"),
   STR("format", "format", 0, "F", format, "text (default) or json: the plan as JSON for tools (docs/harness.md)"),
   /* Report tools */
@@ -95,12 +97,13 @@ const kcli__opt kcli__opts[] = {
 #define RUN_OPTS "jobs backend config report out timeout grace retries repeat " \
   "isolation wrap warm allow-empty contain poison sanitize seed cap slots slots-from "  \
   "resource-spec token-key leaks tolerance junit shard shard-durations shard-plan "     \
-  "runner-dir runner gtest manifest verbose"
+  "runner-dir runner gtest manifest pytest zygote verbose"
 
 #define SLURM_OPTS "slurm-out partition account time merge-time gpus-per-task tasks " \
   "sbatch dry-run no-wait resume follow merge poll base report junit shard-durations " \
   "jobs backend config timeout grace retries repeat isolation wrap warm allow-empty "   \
-  "contain poison seed cap slots token-key leaks tolerance runner-dir verbose"
+  "contain poison sanitize seed cap slots slots-from token-key leaks tolerance runner-dir " \
+  "runner gtest manifest verbose"
 
 static const char exit_run[] =
   "Exit status: 0 all passed (skips and flaky allowed), 1 a test did not\n"
@@ -125,10 +128,12 @@ const kcli__cmd kcli__cmds[] = {
    "A run that tested nothing (its backend was asked for and has no device,\n"
    "or every selected test was skipped) exits 3 unless --allow-empty. What a\n"
    "test leaves running is found, killed and reported (--contain).\n"
-   "The tests are kiln's own suites, unless --runner, --gtest or --manifest\n"
-   "name others (docs/third-party.md): a runner built against the installed\n"
-   "kiln, GoogleTest binaries (test ids as GoogleTest spells them,\n"
-   "Suite.Name), commands (pass: exit 0, skip: exit 77).",
+   "The tests are kiln's own suites, unless --runner, --gtest, --manifest or\n"
+   "--pytest name others (docs/third-party.md): a runner built against the\n"
+   "installed kiln, GoogleTest binaries (test ids as GoogleTest spells them,\n"
+   "Suite.Name), commands (pass: exit 0, skip: exit 77), pytest suites (ids\n"
+   "the node ids, path/test_x.py::test_y[param]; a test's needs from its\n"
+   "mark @pytest.mark.kiln(slots=N|'all', gpus=N, gpu=False, timeout=S)).",
    RUN_OPTS, 0, -1, 1, kcli__run, exit_run},
   {"list", "[SELECTOR...]", "what `kiln run` would run",
    "Lists exactly the tests `kiln run` with the same options and selectors\n"
@@ -233,10 +238,11 @@ const kcli__cmd kcli__cmds[] = {
    kcli__help_cmd, NULL},
   /* Not for people (no summary: not in `kiln help`): the process `kiln run`
    * starts to end its tests' processes should kiln die (run/guard.c). */
-  {"guard", "PID [CGROUP]", NULL,
+  {"guard", "PID [CGROUP|-] [JOURNAL]", NULL,
    "Started by `kiln run`: waits on its stdin for the run to end; if kiln\n"
-   "(PID) dies instead, kills every process of its tests (and of CGROUP).",
-   "", 1, 2, 0, kcli__guard, NULL},
+   "(PID) dies instead, kills every process of its tests (and of CGROUP),\n"
+   "and lists what it killed in JOURNAL.",
+   "", 1, 3, 0, kcli__guard, NULL},
   {NULL, NULL, NULL, NULL, NULL, 0, 0, 0, NULL, NULL},
 };
 

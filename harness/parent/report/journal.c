@@ -291,6 +291,35 @@ void krep_journal_close(krep_journal *j, const krep_report *rep) {
   free(j);
 }
 
+void krep_journal_append_left(const char *path, const krep_proc *p, int n) {
+  int fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return;
+  /* A kill may have torn kiln's last line: it goes (a reader drops it
+   * anyway), so that ours start on a line of their own. */
+  off_t end = lseek(fd, 0, SEEK_END), at = end;
+  char buf[4096];
+  while (at > 0) {
+    ssize_t k = pread(fd, buf, (size_t)(at < 4096 ? at : 4096), at - (at < 4096 ? at : 4096));
+    if (k <= 0) break;
+    char *nl = memrchr(buf, '\n', (size_t)k);
+    if (nl) {
+      at = at - k + (nl - buf) + 1;
+      break;
+    }
+    at -= k;
+  }
+  if (at != end && ftruncate(fd, at) != 0) {
+    close(fd);
+    return;
+  }
+  krep_journal j = {.fd = fd};
+  put_procs(&j, p, n);
+  flush(&j);
+  (void)fdatasync(fd);
+  close(fd);
+  kh_buf_free(&j.buf);
+}
+
 /* ---- Reading ----------------------------------------------------------------------- */
 
 static const char *nonempty(krep_report *rep, const char *s) {
@@ -326,7 +355,7 @@ static krep_test *read_run(krep_report *rep, const kp_record *rec) {
   t->records_dropped = r.lines_dropped;
   t->protocol_error = nonempty(rep, r.proto_error);
   t->lost = (krep_loss){nonempty(rep, r.lost_by), nonempty(rep, r.lost_state),
-                        nonempty(rep, r.lost_job), nonempty(rep, r.lost_node)};
+                        nonempty(rep, r.lost_job), nonempty(rep, r.lost_node), NULL};
   return t;
 }
 
@@ -426,14 +455,16 @@ static int not_run(const krep_report *rep) {
   return rep->planned > done ? rep->planned - done : 0;
 }
 
-/* One line of the journal. */
-static void read_line(krep_report *rep, jstate *js, char *line) {
+/* One line of the journal; -1 when it is no record. Only whole lines come
+ * here (kh_lines keeps back a last line without its newline, the one a kill
+ * mid-write tears), so a line that does not parse is damage. */
+static int read_line(krep_report *rep, jstate *js, char *line) {
   if (strncmp(line, "rec ", 4) == 0) {
     read_rec(rep, js->cur, line + 4);
-    return;
+    return 0;
   }
   kp_record r;
-  if (kp_parse(line, &r, NULL) != 0) return;  /* a torn last line */
+  if (kp_parse(line, &r, NULL) != 0) return -1;
   jshard s;
   jpair p;
   jfinish f;
@@ -490,9 +521,30 @@ static void read_line(krep_report *rep, jstate *js, char *line) {
     rep->peak_rss_kb = f.peak_rss_kb == KP_NONE ? -1 : f.peak_rss_kb;
     rep->nothing_tested = nonempty(rep, f.nothing_tested);
   }
+  return 0;
 }
 
-int krep_journal_count(const char *path, long long *offset, int *done, int *failed) {
+/* The first line: a `kiln` record of a format this kiln knows. */
+static int read_first(krep_report *rep, jstate *js, char *line, const char *path,
+                      kh_err *err) {
+  kp_record r;
+  jkiln k;
+  char *copy = kh_strdup(line);   /* kp_parse cuts the line it reads */
+  int ok = strncmp(copy, "kiln ", 5) == 0 && kp_parse(copy, &r, NULL) == 0 &&
+           kp_decode(&rec_kiln, r.fields, r.nfields, &k, NULL, 0) == 0;
+  long long format = ok ? k.format : 0;
+  free(copy);
+  if (!ok)
+    return kh_errf(err, "%s:1: not a kiln journal (its first line is no `kiln` header "
+                   "record)", path);
+  if (format < KREP_FORMAT_OLDEST || format > KREP_FORMAT)
+    return kh_errf(err, "%s:1: journal format %lld; this kiln reads %d to %d", path,
+                   format, KREP_FORMAT_OLDEST, KREP_FORMAT);
+  return read_line(rep, js, line);
+}
+
+int krep_journal_count(const char *path, long long *offset, int *done, int *failed,
+                       int *lost) {
   FILE *f = fopen(path, "re");
   if (!f) return -1;
   if (fseeko(f, (off_t)*offset, SEEK_SET) != 0) {
@@ -512,7 +564,8 @@ int krep_journal_count(const char *path, long long *offset, int *done, int *fail
       continue;
     (*done)++;
     int o = krep_outcome_parse(x.outcome);
-    *failed += o < 0 || krep_outcome_failed(o);
+    if (o == KREP_LOST && lost) (*lost)++;
+    else *failed += o < 0 || krep_outcome_failed(o);
   }
   free(line);
   fclose(f);
@@ -537,7 +590,18 @@ int krep_journal_read(const char *path, krep_report *rep, kh_err *err) {
   jstate js = {0};
   char *line;
   int r;
-  while ((r = kh_lines_next(&in, &line)) > 0) read_line(rep, &js, line);
+  int bad = 0;
+  while (!bad && (r = kh_lines_next(&in, &line)) > 0) {
+    if (in.lineno == 1) bad = read_first(rep, &js, line, path, err) != 0;
+    else if (read_line(rep, &js, line) != 0)
+      bad = kh_errf(err, "%s:%ld: damaged: a whole line that is no journal record; "
+                    "refusing to rebuild from it", path, in.lineno) != 0;
+  }
+  if (bad) {
+    kh_lines_close(&in);
+    free(js.starts);
+    return -1;
+  }
   if (r < 0) {
     int e = errno;
     long lineno = in.lineno + 1;

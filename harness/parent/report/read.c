@@ -226,7 +226,7 @@ static void read_log(reader *r, krep_test *t, yaml_node_t *log) {
 
 static void read_loss(reader *r, krep_test *t, yaml_node_t *m) {
   t->lost = (krep_loss){str(r, m, "by"), str(r, m, "state"), str(r, m, "job"),
-                        str(r, m, "node")};
+                        str(r, m, "node"), str(r, m, "reason")};
 }
 
 /* One key of a test record; 0 when this kiln does not know it. */
@@ -408,12 +408,25 @@ int krep_read(const char *arg, krep_report *rep, kh_err *err) {
   } else if (version < KREP_FORMAT_OLDEST || version > KREP_FORMAT) {
     rc = kh_errf(err, "%s: report format_version %lld; this kiln reads %d to %d",
                  rep->path, version, KREP_FORMAT_OLDEST, KREP_FORMAT);
+  } else if (r.doc.end_implicit) {
+    /* kiln's writer ends every report with "..." (format 1 on), and the
+     * reports it writes are renamed into place whole: one without the mark
+     * was cut (a copy or a disk that filled), and reading it would count
+     * its missing tests as removed. */
+    rc = kh_errf(err, "%s: the report is not whole (it does not end with \"...\", the "
+                 "last line kiln writes): cut short or damaged; refusing to read it",
+                 rep->path);
   } else {
     rep->format = (int)integer(fmt, 0);
     read_run(&r, root);
     yaml_node_t *tests = node(&r, root, "tests");
     for (int i = 0; i < seq_len(tests); i++)
       read_test(&r, at(&r, tests->data.sequence.items.start[i]));
+    yaml_node_t *runs = node(&r, node(&r, root, "summary"), "runs");
+    if (text(runs) && integer(runs, -1) != seq_len(tests))
+      rc = kh_errf(err, "%s: the report is not whole: its summary counts %lld test runs "
+                   "but it lists %d; refusing to read it", rep->path, integer(runs, -1),
+                   seq_len(tests));
   }
   yaml_document_delete(&r.doc);
   return rc;

@@ -14,6 +14,8 @@
 /* Lines of a failing test's log shown on the console (the report has
  * more, the log file everything that was kept). */
 #define TAIL_LINES 12
+/* The slowest tests listed at the end, with where their time went. */
+#define KRUN__DURATIONS 10
 
 void krun__console_init(krun__console *c, int verbose, int quiet, int total) {
   memset(c, 0, sizeof *c);
@@ -133,6 +135,7 @@ void krun__console_summary(krun__console *c, const krep_report *rep,
                         const char *report_path) {
   if (!c->out) return;
   clear(c);
+  krep_durations(rep, KRUN__DURATIONS, c->out);
   int counts[KREP_NOUTCOMES];
   int total = krep_count(rep, counts);
   fprintf(c->out, "%s%d test run%s in %.1f s:", rep->interrupted ? "INTERRUPTED: " : "",

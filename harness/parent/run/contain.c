@@ -14,14 +14,16 @@
  *              KILN_JOB=<kiln pid>.<n> in their environment.
  *
  * Each process found is described (pid, command line, how it left) on the
- * test that started it, and killed. What no test claims (a process that
- * cleared its environment, or one of --isolation none's shared process) is
- * swept at the end of the run and listed on the run. docs/harness.md has
+ * test that started it, and killed; besides the above, a test claims what
+ * is still in its process group, and an orphan with no KILN_JOB (it
+ * cleared its environment) that started while that test alone ran. What
+ * no test claims (such an orphan of two tests at once, or one of
+ * --isolation none's shared process) is swept at the end of the run,
+ * listed on the run, and fails it. docs/harness.md has
  * the rules and docs/performance.md what each costs per test.
  */
 #include "run-impl.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -30,6 +32,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Rounds of find-and-kill (a killed process's children come to kiln only
@@ -200,57 +203,61 @@ static int add_pid(pid_t *pids, int n, pid_t p) {
   return n;
 }
 
+/* Pids gathered by a walk (procs.c), at most max. */
+typedef struct found {
+  pid_t *pids;
+  int n, max;               /* max: stop the walk there (0: never) */
+  pid_t parent;             /* by_parent: the parent wanted */
+  pid_t pgid;               /* in_group: the process group wanted */
+} found;
+
+static int take(pid_t pid, void *arg) {
+  found *f = arg;
+  f->n = add_pid(f->pids, f->n, pid);
+  return f->max && f->n >= f->max;
+}
+
+/* Without CONFIG_PROC_CHILDREN: every process's parent, from its stat. */
+static int by_parent(pid_t pid, void *arg) {
+  found *f = arg;
+  char stat[64], *s = NULL;
+  snprintf(stat, sizeof stat, "/proc/%ld/stat", (long)pid);
+  if (kh_read_file(stat, 4096, &s, NULL) != 0) return 0;
+  const char *rp = strrchr(s, ')');
+  long ppid = 0;
+  int hit = rp && sscanf(rp + 1, " %*c %ld", &ppid) == 1 && ppid == (long)f->parent;
+  free(s);
+  return hit ? take(pid, f) : 0;
+}
+
 /* kiln's children (PR_SET_CHILD_SUBREAPER makes every orphan below it one). */
 static int children(pid_t self, pid_t *pids, int max) {
-  char path[64], *text = NULL;
-  int n = 0;
+  char path[64];
+  found f = {pids, 0, max, self, 0};
   snprintf(path, sizeof path, "/proc/%ld/task/%ld/children", (long)self, (long)self);
-  if (kh_read_file(path, 1 << 20, &text, NULL) == 0) {
-    for (char *p = text; *p && n < max;) {
-      char *end;
-      long v = strtol(p, &end, 10);
-      if (end == p) break;
-      pids[n++] = (pid_t)v;
-      p = end;
-    }
-    free(text);
-    return n;
-  }
-  /* Kernels without CONFIG_PROC_CHILDREN: every process's parent. */
-  DIR *d = opendir("/proc");
-  struct dirent *e;
-  while (d && (e = readdir(d)) != NULL && n < max) {
-    long long pid;
-    if (kh_parse_ll(e->d_name, 1, 1 << 30, &pid) != 0) continue;
-    char stat[64];
-    snprintf(stat, sizeof stat, "/proc/%lld/stat", pid);
-    char *s = NULL;
-    if (kh_read_file(stat, 4096, &s, NULL) != 0) continue;
-    const char *rp = strrchr(s, ')');
-    long ppid = 0;
-    if (rp && sscanf(rp + 1, " %*c %ld", &ppid) == 1 && ppid == (long)self) pids[n++] = (pid_t)pid;
-    free(s);
-  }
-  if (d) closedir(d);
-  return n;
+  if (krun__pids_in_file(path, take, &f) != 0) krun__procs_each(by_parent, &f);
+  return f.n;
+}
+
+typedef struct job_mark {
+  pid_t self;
+  int job;
+} job_mark;
+
+static int job_var(const char *var, void *arg) {
+  job_mark *m = arg;
+  long kiln, serial;
+  if (strncmp(var, "KILN_JOB=", 9) == 0 && sscanf(var + 9, "%ld.%ld", &kiln, &serial) == 2)
+    m->job = kiln == (long)m->self ? (int)serial : 0;
+  return 0;
 }
 
 /* The KILN_JOB serial in a process's environment: 0 when it is not one of
  * this kiln's, -1 when it has none (or it cannot be read). */
 static int job_of(pid_t pid, pid_t self) {
-  char path[64], *env = NULL;
-  size_t len = 0;
-  snprintf(path, sizeof path, "/proc/%ld/environ", (long)pid);
-  if (kh_read_file(path, 1 << 22, &env, &len) != 0) return -1;
-  int job = -1;
-  for (size_t off = 0; off < len; off += strlen(env + off) + 1) {
-    long kiln, serial;
-    if (strncmp(env + off, "KILN_JOB=", 9) == 0 &&
-        sscanf(env + off + 9, "%ld.%ld", &kiln, &serial) == 2)
-      job = kiln == (long)self ? (int)serial : 0;
-  }
-  free(env);
-  return job;
+  job_mark m = {self, -1};
+  (void)krun__environ_each(pid, job_var, &m);
+  return m.job;
 }
 
 static int is_known(const krun__run *R, pid_t pid) {
@@ -261,42 +268,88 @@ static int is_known(const krun__run *R, pid_t pid) {
 }
 
 /* The processes in a cgroup and in the cgroups under it (a test's own,
- * the jobs' under the run's). */
-static int cgroup_pids(const char *cg, pid_t *pids, int n, int depth) {
-  char path[PATH_MAX + 32], *text = NULL;
-  snprintf(path, sizeof path, "%s/cgroup.procs", cg);
-  if (kh_read_file(path, 1 << 20, &text, NULL) == 0) {
-    for (char *p = text; *p;) {
-      char *end;
-      long v = strtol(p, &end, 10);
-      if (end == p) break;
-      n = add_pid(pids, n, (pid_t)v);
-      p = end;
-    }
-    free(text);
-  }
-  DIR *d = depth < 4 ? opendir(cg) : NULL;
-  struct dirent *e;
-  while (d && (e = readdir(d)) != NULL) {
-    if (e->d_type != DT_DIR || e->d_name[0] == '.') continue;
-    snprintf(path, sizeof path, "%s/%s", cg, e->d_name);
-    n = cgroup_pids(path, pids, n, depth + 1);
-  }
-  if (d) closedir(d);
-  return n;
+ * the jobs' under the run's), added to the n in pids. */
+static int cgroup_pids(const char *cg, pid_t *pids, int n) {
+  found f = {pids, n, 0, 0, 0};
+  krun__cgroup_each(cg, 0, take, &f);
+  return f.n;
 }
 
-/* Live processes left by job (serial; its cgroup cg, or NULL), or with
- * serial 0 every process of this run no live job claims. */
-static int left_by(krun__run *R, int serial, const char *cg, pid_t *pids) {
+static int stat_of(pid_t pid, long *pgrp, long *session);
+
+/* When pid started, in ms of CLOCK_MONOTONIC (kh_now_ms); -1 unknown. */
+static double started_ms(pid_t pid) {
+  char path[64], *s = NULL;
+  snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+  if (kh_read_file(path, 4096, &s, NULL) != 0) return -1;
+  const char *rp = strrchr(s, ')');
+  unsigned long long ticks = 0;
+  int ok = rp && sscanf(rp + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d "
+                        "%*d %*d %*d %*d %*d %llu", &ticks) == 1;
+  free(s);
+  struct timespec boot, mono;
+  long hz = sysconf(_SC_CLK_TCK);
+  if (!ok || hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0 ||
+      clock_gettime(CLOCK_MONOTONIC, &mono) != 0)
+    return -1;
+  double skew = (double)(boot.tv_sec - mono.tv_sec) * 1e3 +
+                (double)(boot.tv_nsec - mono.tv_nsec) / 1e6;
+  return (double)ticks * 1e3 / (double)hz - skew;
+}
+
+/* An orphan that carries no KILN_JOB (it cleared its environment) is job
+ * j's when j alone of the tests was running when it started (start times
+ * come in 10 ms ticks: 20 ms of slack). */
+static int only_candidate(const krun__run *R, const krun__job *j, pid_t pid) {
+  double t = started_ms(pid);
+  if (t < 0 || t + 20 < j->spawn_ms) return 0;
+  for (int i = 0; i < R->maxjobs; i++) {
+    const krun__job *k = &R->jobs[i];
+    if (k != j && k->active && k->spawn_ms <= t + 20) return 0;
+  }
+  int kept = R->nspans < 64 ? R->nspans : 64;
+  for (int i = 0; i < kept; i++)
+    if (R->spans[i][0] <= t + 20 && R->spans[i][1] >= t - 20) return 0;
+  return 1;
+}
+
+void krun__contain_span(krun__run *R, const krun__job *j) {
+  R->spans[R->nspans % 64][0] = j->spawn_ms;
+  R->spans[R->nspans % 64][1] = kh_now_ms();
+  R->nspans++;
+}
+
+static int in_group(pid_t pid, void *arg) {
+  found *f = arg;
+  long pg, se;
+  if (pid != f->pgid && stat_of(pid, &pg, &se) == 0 && pg == (long)f->pgid)
+    f->n = add_pid(f->pids, f->n, pid);
+  return 0;
+}
+
+/* Every live process in process group pgid, but its leader. */
+static int group_pids(pid_t pgid, pid_t *pids, int n) {
+  if (pgid <= 0 || kill(-pgid, 0) != 0) return n;   /* the cheap usual case */
+  found f = {pids, n, 0, 0, pgid};
+  krun__procs_each(in_group, &f);
+  return f.n;
+}
+
+/* Live processes left by job j (its cgroup, its process group, kiln's
+ * orphans that carry its KILN_JOB or, carrying none, started while it
+ * alone ran), or with j NULL every process of this run no live job
+ * claims. */
+static int left_by(krun__run *R, const krun__job *j, const char *cg, pid_t *pids) {
   int n = 0;
-  if (cg) n = cgroup_pids(cg, pids, n, 0);
+  if (cg) n = cgroup_pids(cg, pids, n);
+  if (j) n = group_pids(j->pid, pids, n);
   pid_t kids[MAX_FOUND];
   int nk = children(R->ct.self, kids, MAX_FOUND);
   for (int i = 0; i < nk; i++) {
     if (is_known(R, kids[i])) continue;
     int job = job_of(kids[i], R->ct.self);
-    if (serial ? job == serial : job != 0) n = add_pid(pids, n, kids[i]);
+    if (!j ? job != 0 : job == j->serial || (job < 0 && only_candidate(R, j, kids[i])))
+      n = add_pid(pids, n, kids[i]);
   }
   return n;
 }
@@ -350,10 +403,11 @@ static void wait_dead(const pid_t *pids, int n) {
 /* Finds what the job (serial, cgroup cg; serial 0: any) left, describes
  * it into l and kills it, until nothing is left. pgid: the test's process
  * group (its runner's pid), for how each one left. */
-static void find_and_kill(krun__run *R, int serial, const char *cg, pid_t pgid, krun__left *l) {
+static void find_and_kill(krun__run *R, const krun__job *j, const char *cg, pid_t pgid,
+                          krun__left *l) {
   pid_t pids[MAX_FOUND];
   for (int round = 0; round < ROUNDS; round++) {
-    int n = left_by(R, serial, cg, pids), live = 0;
+    int n = left_by(R, j, cg, pids), live = 0;
     for (int i = 0; i < n; i++) {
       long pg, se;
       if (stat_of(pids[i], &pg, &se) != 0) continue;   /* gone, or a zombie */
@@ -384,14 +438,14 @@ static void find_and_kill(krun__run *R, int serial, const char *cg, pid_t pgid, 
 void krun__contain_left(krun__run *R, krun__job *j, krun__left *l) {
   memset(l, 0, sizeof *l);
   if (R->ct.mode == KRUN_CONTAIN_NONE) return;
-  find_and_kill(R, j->serial, j->cg, j->pid, l);
+  find_and_kill(R, j, j->cg, j->pid, l);
 }
 
 void krun__contain_sweep(krun__run *R) {
   if (R->ct.mode == KRUN_CONTAIN_NONE) return;
   krun__left l;
   memset(&l, 0, sizeof l);
-  find_and_kill(R, 0, R->ct.run_cg[0] ? R->ct.run_cg : NULL, 0, &l);
+  find_and_kill(R, NULL, R->ct.run_cg[0] ? R->ct.run_cg : NULL, 0, &l);
   for (int i = 0; i < l.n; i++) krep_add_proc(&R->rep, NULL, &l.procs[i]);
   free(l.procs);
 }

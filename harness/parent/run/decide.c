@@ -87,7 +87,8 @@ static void lost_by_kiln(krep_report *rep, krep_test *t, int stop_sig) {
   if (stop_sig) krun__signal_name(stop_sig, sig, sizeof sig);
   say(rep, t, KREP_LOST, "interrupted: kiln was stopped%s%s during the test; its result "
       "is lost", *sig ? " by " : "", sig);
-  t->lost = (krep_loss){krep_str(rep, "kiln"), *sig ? krep_str(rep, sig) : NULL, NULL, NULL};
+  t->lost = (krep_loss){krep_str(rep, "kiln"), *sig ? krep_str(rep, sig) : NULL, NULL, NULL,
+                        NULL};
 }
 
 static void decide_unended(krep_report *rep, krep_test *t, const krun__stream *st,
@@ -95,7 +96,14 @@ static void decide_unended(krep_report *rep, krep_test *t, const krun__stream *s
   char sig[32] = "";
   if (x->signaled) krun__signal_name(x->sig, sig, sizeof sig);
   const char *what = st->has_result ? " after its result record" : "";
-  if (x->timed_out)
+  /* A loop that was busy (a parse, a slow disk) sends SIGTERM late: the
+   * message then says when it went, not only the limit. */
+  if (x->timed_out && x->term_late_s >= 0.25)
+    say(rep, t, KREP_TIMEOUT, "timed out after %g s; kiln sent SIGTERM to its process "
+        "group %.1f s late, at %.1f s (its loop was busy)%s", x->timeout_s,
+        x->term_late_s, x->timeout_s + x->term_late_s,
+        x->kill_sent ? ", then SIGKILL after the grace period" : "");
+  else if (x->timed_out)
     say(rep, t, KREP_TIMEOUT, "timed out after %g s; sent SIGTERM to its process group%s",
         x->timeout_s, x->kill_sent ? ", then SIGKILL after the grace period" : "");
   else if (x->interrupted)

@@ -12,7 +12,8 @@
  * done, GoogleTest's JSON gives each test's result, failures with file
  * and line, time and properties; a test the JSON lacks (the process died
  * after it ended) keeps what the console said, and a test that never
- * ended is left to decide.c: crash, timeout.
+ * ended is left to decide.c: crash, timeout. The source's table
+ * (source-impl.h) is at the end.
  */
 #include "run-impl.h"
 
@@ -43,7 +44,7 @@ typedef struct console_end {
   char *text;               /* what it printed in between */
 } console_end;
 
-typedef struct krun__gtest {
+typedef struct gtest {
   kp_reader rd;             /* the console's lines */
   char *json;               /* GoogleTest's JSON output file */
   char *flags;              /* its flag file, for a long filter */
@@ -51,7 +52,9 @@ typedef struct krun__gtest {
   kh_buf cap;
   console_end *end;         /* per test run of the job */
   kp_record_out rec;        /* a record being made */
-} krun__gtest;
+} gtest;
+
+static gtest *gt_of(const krun__job *j) { return j->srcdata; }
 
 /* ---- GoogleTest's JSON (read with libyaml: JSON is YAML) ------------------------ */
 
@@ -61,25 +64,31 @@ typedef struct json {
   char why[256];            /* when it is not */
 } json;
 
+/* GoogleTest's JSON of a big binary is some MiB; past this it is no
+ * GoogleTest output (and the parent's loop would stall reading it). */
+#define GTEST_JSON_MAX ((size_t)64 << 20)
+
+/* Through the bounded loader (base/input.c): libyaml's own document loader
+ * takes time that grows with the square of the nesting, and this runs in
+ * the parent's loop while other tests' deadlines run. */
 static int json_load(const char *path, json *J) {
   memset(J, 0, sizeof *J);
-  FILE *f = fopen(path, "rb");
-  if (!f && errno == ENOENT)
+  char *buf = NULL;
+  size_t len;
+  kh_err err = {{0}};   /* J->why keeps its first 255 bytes */
+  if (access(path, F_OK) != 0 && errno == ENOENT)
     return snprintf(J->why, sizeof J->why, "GoogleTest wrote no JSON output (the "
                     "process ended before the end of its run)"), -1;
-  if (!f) return snprintf(J->why, sizeof J->why, "%s: %s", path, strerror(errno)), -1;
-  yaml_parser_t p;
-  yaml_parser_initialize(&p);
-  yaml_parser_set_input_file(&p, f);
-  if (yaml_parser_load(&p, &J->doc)) {
+  if (kh_read_input(path, GTEST_JSON_MAX, &buf, &len, &err) == 0 &&
+      kh_yaml_load(buf, len, path, KH_YAML_MAX_DEPTH, &J->doc, &err) == 0) {
     J->loaded = yaml_document_get_root_node(&J->doc) != NULL;
-    if (!J->loaded) yaml_document_delete(&J->doc);
+    if (!J->loaded) {
+      yaml_document_delete(&J->doc);
+      snprintf(err.msg, sizeof err.msg, "%s: empty", path);
+    }
   }
-  if (!J->loaded)
-    snprintf(J->why, sizeof J->why, "%s:%zu:%zu: %s", path, p.problem_mark.line + 1,
-             p.problem_mark.column + 1, p.problem ? p.problem : "empty");
-  yaml_parser_delete(&p);
-  fclose(f);
+  free(buf);
+  if (!J->loaded) snprintf(J->why, sizeof J->why, "%.255s", err.msg);
   return J->loaded ? 0 : -1;
 }
 
@@ -226,13 +235,13 @@ int krun_registry_add_gtest(krun_registry *reg, const char *binary, kh_err *err)
  * binary names thousands of tests. */
 #define FILTER_ARG_MAX 65536
 
-void krun__gtest_start(krun__run *R, krun__job *j, char **argv, int *n) {
-  krun__gtest *gt = kh_xcalloc(1, sizeof *gt);
+static void gtest_argv(krun__run *R, krun__job *j, char **argv, int *n) {
+  gtest *gt = kh_xcalloc(1, sizeof *gt);
   kp_reader_init(&gt->rd);
   gt->capturing = -1;
   gt->end = kh_xcalloc((size_t)j->ntests, sizeof *gt->end);
   gt->json = kh_asprintf("%s.gtest.json", j->tmpdir);
-  j->gt = gt;
+  j->srcdata = gt;
   argv[(*n)++] = kh_strdup(R->o->reg->sources[j->defs[0]->source].path);
   /* Each name once: --isolation none repeats with --gtest_repeat. */
   kh_buf filter = {0};
@@ -257,19 +266,19 @@ void krun__gtest_start(krun__run *R, krun__job *j, char **argv, int *n) {
   if (j->ntests > 1 && R->s->repeat > 1) argv[(*n)++] = kh_asprintf("--gtest_repeat=%d", R->s->repeat);
 }
 
-void krun__gtest_free(krun__job *j) {
-  krun__gtest *gt = j->gt;
+static void gtest_free(krun__job *j) {
+  gtest *gt = j->srcdata;
   if (!gt) return;
   for (int i = 0; i < j->ntests; i++) free(gt->end[i].text);
   free(gt->end), free(gt->json), free(gt->flags);
   kh_buf_free(&gt->cap);
   free(gt);
-  j->gt = NULL;
+  j->srcdata = NULL;
 }
 
 /* ---- The console ------------------------------------------------------------------ */
 
-/* The record's text, for krun__ingest and krun__job_line. */
+/* The record's text, for krun__ingest and emit. */
 static const char *line_of(kp_record_out *rec) {
   rec->buf[rec->len] = '\0';
   return rec->buf;
@@ -286,8 +295,8 @@ static int ends_test(const char *rest, const char *id, double *ms) {
   return 1;
 }
 
-static void console_line(krun__run *R, krun__job *j, const char *line) {
-  krun__gtest *gt = j->gt;
+static void console_line(krun__run *R, krun__job *j, const char *line, krun__emit *emit) {
+  gtest *gt = j->srcdata;
   if (strncmp(line, RUN_MARK, strlen(RUN_MARK)) == 0) {
     /* The next run of that test that has not started (--isolation none
      * runs several): anything else is no test of this job. */
@@ -299,7 +308,7 @@ static void console_line(krun__run *R, krun__job *j, const char *line) {
     kp_begin(&gt->rec, "test");
     kp_add_str(&gt->rec, "id", name);
     kp_add_int(&gt->rec, "pid", j->pid);
-    krun__job_line(R, j, line_of(&gt->rec));
+    emit(R, j, line_of(&gt->rec));
     gt->cap.len = 0;
     return;
   }
@@ -316,11 +325,13 @@ static void console_line(krun__run *R, krun__job *j, const char *line) {
   if (gt->cap.len < CAPTURE_MAX) kh_buf_addf(&gt->cap, "%s\n", line);
 }
 
-void krun__gtest_output(krun__run *R, krun__job *j, const char *data, size_t n) {
-  if (!j->gt) return;
+static void gtest_output(krun__run *R, krun__job *j, const char *data, size_t n,
+                         krun__emit *emit) {
+  gtest *gt = j->srcdata;
+  if (!gt) return;
   for (size_t off = 0; off < n;) {
-    off += kp_reader_feed(&j->gt->rd, data + off, n - off);
-    while (kp_reader_next(&j->gt->rd, R->line) > 0) console_line(R, j, R->line);
+    off += kp_reader_feed(&gt->rd, data + off, n - off);
+    while (kp_reader_next(&gt->rd, R->line) > 0) console_line(R, j, R->line, emit);
   }
 }
 
@@ -352,7 +363,7 @@ static const char *location(const char *msg, char *file, size_t cap, long long *
 
 /* Sends one record into test run i. */
 static void feed(krun__run *R, krun__job *j, int i) {
-  krun__ingest(&R->rep, j->tests[i], &j->st[i], line_of(&j->gt->rec));
+  krun__ingest(&R->rep, j->tests[i], &j->st[i], line_of(&gt_of(j)->rec));
 }
 
 static void result(krun__run *R, krun__job *j, int i, const char *status, const char *msg,
@@ -363,20 +374,21 @@ static void result(krun__run *R, krun__job *j, int i, const char *status, const 
     snprintf(cut, sizeof cut, "%.*s... (cut; the log has it all)", MESSAGE_MAX, msg);
     r.message = cut;
   }
-  kp_encode(&j->gt->rec, &kp_rec_result, &r);
+  kp_encode(&gt_of(j)->rec, &kp_rec_result, &r);
   feed(R, j, i);
-  kp_encode(&j->gt->rec, &kp_rec_end, &(kp_end){0});
+  kp_encode(&gt_of(j)->rec, &kp_rec_end, &(kp_end){0});
   feed(R, j, i);
 }
 
 static void note(krun__run *R, krun__job *j, int i, const char *key, const char *value) {
-  kp_encode(&j->gt->rec, &kp_rec_note, &(kp_note){key, value});
+  kp_encode(&gt_of(j)->rec, &kp_rec_note, &(kp_note){key, value});
   feed(R, j, i);
 }
 
 /* The skip reason GoogleTest printed ("FILE:LINE: Skipped", the reason). */
 static void skipped(krun__run *R, krun__job *j, int i) {
-  const char *cap = j->gt->end[i].text ? j->gt->end[i].text : "";
+  const char *cap = gt_of(j)->end[i].text;
+  if (!cap) cap = "";
   const char *at = strstr(cap, ": Skipped\n");
   while (at && at > cap && at[-1] != '\n') at--;
   char file[1024] = "";
@@ -404,7 +416,7 @@ static int own_key(const char *k) {
 static double from_json(krun__run *R, krun__job *j, int i, json *J, yaml_node_t *c) {
   double ms = seconds(text(get(J, c, "time"))) * 1e3;
   if (ms >= 0) {
-    kp_encode(&j->gt->rec, &kp_rec_phase, &(kp_phase){"body", ms});
+    kp_encode(&gt_of(j)->rec, &kp_rec_phase, &(kp_phase){"body", ms});
     feed(R, j, i);
   }
   for (yaml_node_pair_t *p = c->data.mapping.pairs.start; p < c->data.mapping.pairs.top; p++) {
@@ -442,7 +454,7 @@ static double from_json(krun__run *R, krun__job *j, int i, json *J, yaml_node_t 
 
 /* Test run i from the console alone (no JSON case for it). */
 static double from_console(krun__run *R, krun__job *j, int i, const char *why) {
-  console_end *e = &j->gt->end[i];
+  console_end *e = &gt_of(j)->end[i];
   if (why) note(R, j, i, "gtest_json", why);
   if (e->status == 'p') result(R, j, i, "pass", "", "", 0);
   else if (e->status == 's') skipped(R, j, i);
@@ -478,10 +490,10 @@ static int last_run(const krun__job *j, int i) {
   return 1;
 }
 
-void krun__gtest_finish(krun__run *R, krun__job *j) {
-  krun__gtest *gt = j->gt;
+static void gtest_finish(krun__run *R, krun__job *j, krun__emit *emit) {
+  gtest *gt = j->srcdata;
   if (!gt) return;
-  if (kp_reader_tail(&gt->rd, R->line) > 0) console_line(R, j, R->line);
+  if (kp_reader_tail(&gt->rd, R->line) > 0) console_line(R, j, R->line, emit);
   json J;
   int have = json_load(gt->json, &J) == 0;
   int shared = j->ntests > 1;
@@ -505,3 +517,27 @@ void krun__gtest_finish(krun__run *R, krun__job *j) {
   unlink(gt->json);
   unlink(gt->flags);
 }
+
+/* ---- The source ------------------------------------------------------------------------ */
+
+static const char *program(const krun__run *R, const krun__job *j) {
+  return R->o->reg->sources[j->defs[0]->source].path;
+}
+
+/* What a GoogleTest binary must not take from kiln's environment: its
+ * own sharding (kiln selects and shards), brief output and repeats (kiln
+ * reads one [ RUN ] line per test run), a Bazel output file (kiln names
+ * the JSON file). */
+static const char *const unenv[] = {"GTEST_SHARD_INDEX", "GTEST_TOTAL_SHARDS",
+    "GTEST_SHARD_STATUS_FILE", "GTEST_BRIEF", "GTEST_REPEAT", "XML_OUTPUT_FILE", NULL};
+
+const krun__source_i krun__gtest_source = {
+    .name = "gtest",
+    .list = krun_registry_add_gtest,
+    .argv = gtest_argv,
+    .program = program,
+    .unenv = unenv,
+    .output = gtest_output,
+    .finish = gtest_finish,
+    .free = gtest_free,
+};

@@ -6,7 +6,13 @@
  * process group or terminal reaches it), reading its stdin: kiln writes
  * "done" there when it finishes; end of file without it means kiln died,
  * and the guard kills every process whose environment carries this kiln's
- * KILN_JOB=<pid>. mark, and everything in the run's cgroup, then exits.
+ * KILN_JOB=<pid>. mark, everything in the run's cgroup, and every process
+ * it last saw below kiln: every 200 ms it notes kiln's descendants (pid and
+ * start time), which finds a helper that cleared its environment and left
+ * its process group, orphaned to init when kiln died. What it kills it
+ * appends to the run's journal as `left` records, so `kiln report
+ * rebuild` lists them under the run. A process started in the last 200 ms
+ * before kiln died, carrying no KILN_JOB and outside a cgroup, can escape.
  * (A kiln killed together with its guard, say by a kill of every process
  * of the user, leaves this to a cgroup-aware supervisor.)
  */
@@ -15,6 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +42,8 @@ void krun__guard_start(krun__run *R) {
   exe[n] = '\0';
   char pid[32];
   snprintf(pid, sizeof pid, "%ld", (long)R->ct.self);
-  char *argv[] = {exe, "guard", pid, R->ct.run_cg[0] ? R->ct.run_cg : NULL, NULL};
+  char *journal = kh_asprintf("%s/journal", R->o->out_dir);
+  char *argv[] = {exe, "guard", pid, R->ct.run_cg[0] ? R->ct.run_cg : "-", journal, NULL};
   krun_spawn_req req = {.argv = argv, .fd_in = p[0], .fd_out = -1, .fd_err = -1,
                         .fd_result = -1, .new_session = 1, .cgroup_procs = -1};
   int exec_errno = 0;
@@ -49,6 +57,7 @@ void krun__guard_start(krun__run *R) {
     R->guard_fd = p[1];
   }
   close(p[0]);
+  free(journal);
 }
 
 void krun__guard_stop(krun__run *R) {
@@ -63,82 +72,174 @@ void krun__guard_stop(krun__run *R) {
 
 /* ---- The guard itself ------------------------------------------------------------------ */
 
-/* Kills every process whose environment holds mark; returns how many. */
-static int kill_marked(const char *mark, size_t len) {
-  int n = 0;
-  DIR *d = opendir("/proc");
-  struct dirent *e;
-  while (d && (e = readdir(d)) != NULL) {
-    long long pid;
-    if (kh_parse_ll(e->d_name, 1, 1 << 30, &pid) != 0 || pid == (long long)getpid()) continue;
-    char path[64], *env = NULL;
-    size_t elen = 0;
-    snprintf(path, sizeof path, "/proc/%lld/environ", pid);
-    if (kh_read_file(path, 1 << 22, &env, &elen) != 0) continue;
-    for (size_t off = 0; off < elen; off += strlen(env + off) + 1)
-      if (strncmp(env + off, mark, len) == 0 && kill((pid_t)pid, SIGKILL) == 0) {
-        n++;
-        break;
-      }
-    free(env);
-  }
-  if (d) closedir(d);
-  return n;
+typedef struct marked {
+  const char *mark;
+  size_t len;
+  pid_t pid;                /* the process being looked at */
+  int n;                    /* killed */
+} marked;
+
+static int has_mark(const char *var, void *arg) {
+  marked *m = arg;
+  if (strncmp(var, m->mark, m->len) != 0) return 0;
+  m->n += kill(m->pid, SIGKILL) == 0;
+  return 1;
 }
 
-/* Kills everything in cg and the cgroups under it, then removes them. */
-static int kill_cgroup(const char *cg, int depth) {
-  char path[PATH_MAX + 32], *text = NULL;
-  int n = 0;
-  snprintf(path, sizeof path, "%s/cgroup.procs", cg);
-  if (kh_read_file(path, 1 << 20, &text, NULL) == 0) {
-    for (char *p = text; *p;) {
+static int kill_if_marked(pid_t pid, void *arg) {
+  marked *m = arg;
+  if (pid == getpid()) return 0;
+  m->pid = pid;
+  (void)krun__environ_each(pid, has_mark, m);
+  return 0;
+}
+
+#define MAX_SEEN 4096
+
+typedef struct seen {
+  pid_t pid;
+  unsigned long long start;   /* /proc/PID/stat's starttime: pids are reused */
+} seen;
+
+static int start_of(pid_t pid, unsigned long long *start) {
+  char path[64], *s = NULL;
+  snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+  if (kh_read_file(path, 4096, &s, NULL) != 0) return -1;
+  const char *rp = strrchr(s, ')');
+  char state = 0;
+  int ok = rp && sscanf(rp + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d "
+                        "%*d %*d %*d %*d %*d %llu", &state, start) == 2 && state != 'Z';
+  free(s);
+  return ok ? 0 : -1;
+}
+
+/* pid's descendants (every thread's children, depth first) into out. */
+static int descendants(pid_t pid, seen *out, int n, int depth) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%ld/task", (long)pid);
+  DIR *d = depth < 64 ? opendir(path) : NULL;
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.') continue;
+    char file[320], *text = NULL;
+    snprintf(file, sizeof file, "/proc/%ld/task/%s/children", (long)pid, e->d_name);
+    if (kh_read_file(file, 1 << 20, &text, NULL) != 0) continue;
+    for (char *p = text; *p && n < MAX_SEEN;) {
       char *end;
       long v = strtol(p, &end, 10);
       if (end == p) break;
-      n += kill((pid_t)v, SIGKILL) == 0;
       p = end;
+      unsigned long long st;
+      if ((pid_t)v == getpid() || start_of((pid_t)v, &st) != 0) continue;
+      out[n++] = (seen){(pid_t)v, st};
+      n = descendants((pid_t)v, out, n, depth + 1);
     }
     free(text);
-  }
-  DIR *d = depth < 4 ? opendir(cg) : NULL;
-  struct dirent *e;
-  while (d && (e = readdir(d)) != NULL) {
-    if (e->d_type != DT_DIR || e->d_name[0] == '.') continue;
-    snprintf(path, sizeof path, "%s/%s", cg, e->d_name);
-    n += kill_cgroup(path, depth + 1);
-    rmdir(path);
   }
   if (d) closedir(d);
   return n;
 }
 
-int krun_guard(long kiln, const char *cgroup) {
+/* Kills what was last seen below kiln and still runs (the same process:
+ * same start time); each killed is described into procs. */
+static int kill_seen(const seen *s, int n, krep_report *rep, krep_proc *procs, int *np) {
+  int killed = 0;
+  for (int i = 0; i < n; i++) {
+    unsigned long long st;
+    if (start_of(s[i].pid, &st) != 0 || st != s[i].start) continue;
+    char path[64], *cmd = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)s[i].pid);
+    if (kh_read_file(path, 1 << 16, &cmd, &len) == 0)
+      for (size_t k = 0; k + 1 < len; k++)
+        if (cmd[k] == '\0') cmd[k] = ' ';
+    if (cmd && len > 200) memcpy(cmd + 197, "...", 4);
+    int ok = kill(s[i].pid, SIGKILL) == 0;
+    killed += ok;
+    if (*np < MAX_SEEN)
+      procs[(*np)++] = (krep_proc){s[i].pid, krep_str(rep, cmd && *cmd ? cmd : "?"),
+                                   "left behind when kiln died (killed by its guard)", ok,
+                                   ok ? NULL : krep_str(rep, strerror(errno))};
+    free(cmd);
+  }
+  return killed;
+}
+
+/* Kills every process whose environment holds mark; returns how many. */
+static int kill_marked(const char *mark, size_t len) {
+  marked m = {mark, len, 0, 0};
+  krun__procs_each(kill_if_marked, &m);
+  return m.n;
+}
+
+static int kill_one(pid_t pid, void *arg) {
+  *(int *)arg += kill(pid, SIGKILL) == 0;
+  return 0;
+}
+
+/* Kills everything in cg and the cgroups under it, then removes them. */
+static int kill_cgroup(const char *cg) {
+  int n = 0;
+  krun__cgroup_each(cg, 1, kill_one, &n);
+  return n;
+}
+
+int krun_guard(long kiln, const char *cgroup, const char *journal) {
   signal(SIGINT, SIG_IGN), signal(SIGTERM, SIG_IGN), signal(SIGHUP, SIG_IGN);
   signal(SIGPIPE, SIG_IGN);
-  /* The last five bytes read: kiln ends with "done\n". */
+  if (cgroup && strcmp(cgroup, "-") == 0) cgroup = NULL;
+  /* The last five bytes read: kiln ends with "done\n". Between reads,
+   * every 200 ms, what runs below kiln. */
   char buf[64], tail[5] = {0};
-  ssize_t n;
-  while ((n = kh_read(STDIN_FILENO, buf, sizeof buf)) > 0)
-    for (ssize_t i = 0; i < n; i++) {
-      memmove(tail, tail + 1, 4);
-      tail[4] = buf[i];
+  ssize_t n = 1;
+  seen *last = kh_xcalloc(MAX_SEEN, sizeof *last), *now = kh_xcalloc(MAX_SEEN, sizeof *now);
+  int nlast = 0;
+  while (n > 0) {
+    struct pollfd pfd = {STDIN_FILENO, POLLIN, 0};
+    int r = poll(&pfd, 1, 200);
+    if (r < 0 && errno != EINTR) break;
+    if (r <= 0) {
+      int k = descendants((pid_t)kiln, now, 0, 0);
+      if (kill((pid_t)kiln, 0) == 0) {   /* not a half-orphaned view */
+        seen *t = last;
+        last = now, now = t, nlast = k;
+      }
+      continue;
     }
-  if (memcmp(tail, "done\n", 5) == 0) return 0;
+    if ((n = kh_read(STDIN_FILENO, buf, sizeof buf)) > 0)
+      for (ssize_t i = 0; i < n; i++) {
+        memmove(tail, tail + 1, 4);
+        tail[4] = buf[i];
+      }
+  }
+  free(now);
+  if (memcmp(tail, "done\n", 5) == 0) {
+    free(last);
+    return 0;
+  }
   /* kiln is gone: its runners died with it; now whatever they started. */
   char mark[64];
   int mlen = snprintf(mark, sizeof mark, "KILN_JOB=%ld.", kiln);
+  krep_report rep;
+  krep_init(&rep);
+  krep_proc *procs = kh_xcalloc(MAX_SEEN, sizeof *procs);
+  int np = 0;
+  kill_seen(last, nlast, &rep, procs, &np);
+  free(last);
   for (int round = 0; round < ROUNDS; round++) {
     int killed = kill_marked(mark, (size_t)mlen);
-    if (cgroup) killed += kill_cgroup(cgroup, 0);
+    if (cgroup) killed += kill_cgroup(cgroup);
     if (!killed) break;
     usleep(10000);
     while (waitpid(-1, NULL, WNOHANG) > 0) {
     }
   }
   if (cgroup) {
-    kill_cgroup(cgroup, 0);
+    kill_cgroup(cgroup);
     rmdir(cgroup);
   }
+  if (np && journal) krep_journal_append_left(journal, procs, np);
+  free(procs);
+  krep_free(&rep);
   return 0;
 }

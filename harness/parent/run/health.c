@@ -182,23 +182,19 @@ static void release_held(krun__run *R) {
 }
 
 /* Device d is out: tests still running on it are killed and become
- * collateral, its warm children are let go and no more are started. */
+ * collateral. (Its warm children are the warm pool's: the loop lets them
+ * go, krun__warm_drop.) */
 static void take_out(krun__run *R, int d) {
-  R->warm_max[d] = 0;
   for (int i = 0; i < R->maxjobs; i++) {
     krun__job *j = &R->jobs[i];
     if (!j->active || j->probe || j->exited || !on(j->devs, j->ndevs, d)) continue;
-    if (j->warm && !j->assigned) {
-      if (!j->retiring) R->warm_n[d]--, R->nwarm--;
-      j->retiring = 1;
-    } else {
-      j->collateral = 1;
-    }
+    if (j->warm && !j->assigned) continue;
+    j->collateral = 1;
     kill(-j->pid, SIGKILL);
   }
 }
 
-void krun__health_done(krun__run *R, krun__job *j) {
+int krun__health_done(krun__run *R, krun__job *j) {
   int d = j->dev;
   kill(-j->pid, SIGKILL);
   R->health[d].probing = 0;
@@ -208,7 +204,7 @@ void krun__health_done(krun__run *R, krun__job *j) {
     R->health[d].state = KRUN__DEV_OK;
     krun__job_clear(j);
     release_held(R);
-    return;
+    return -1;
   }
   int exited_ok = WIFEXITED(j->wstatus) && WEXITSTATUS(j->wstatus) == 0;
   int passed = j->probe_passed && exited_ok && !j->timed_out;
@@ -240,4 +236,5 @@ void krun__health_done(krun__run *R, krun__job *j) {
   free(why);
   krun__job_clear(j);
   release_held(R);
+  return passed ? -1 : d;
 }

@@ -6,7 +6,9 @@
  * reports the wait; for any other program `kiln __exec` does that before
  * it execs the program), its test on the command line. One path for every
  * kind of test: only the argv and, after the child, the translation of
- * what it left into records (gtest.c, manifest.c) differ by kind.
+ * what it left into records differ by kind, and those come from its
+ * source's table (source-impl.h). The warm pool and health probes use the
+ * jobs here; the loop settles what a finished job decided.
  */
 #include "run-impl.h"
 
@@ -32,12 +34,12 @@ double krun__timeout_ms(const krun__run *R, const krun_test *t) {
 
 krun__item krun__queue_take(krun__run *R) {
   krun__item it = R->queue[R->qhead++];
-  R->qwarm -= krun__warm_fits(&R->o->reg->tests[it.test]);
+  R->qwarm -= krun__source_warm_fits(&R->o->reg->tests[it.test]);
   return it;
 }
 
 void krun__queue_front(krun__run *R, krun__item it) {
-  R->qwarm += krun__warm_fits(&R->o->reg->tests[it.test]);
+  R->qwarm += krun__source_warm_fits(&R->o->reg->tests[it.test]);
   if (R->qhead > 0) {
     R->queue[--R->qhead] = it;
     return;
@@ -71,7 +73,7 @@ static void close_fd(int *fd) {
 void krun__job_clear(krun__job *j) {
   close_fd(&j->fd_res), close_fd(&j->fd_out), close_fd(&j->fd_in);
   krun__contain_job_clear(j);
-  krun__gtest_free(j);
+  if (j->srcdata && krun__source(j->kind)->free) krun__source(j->kind)->free(j);
   krun__log_free(&j->log);
   free(j->rd), free(j->tmpdir), free(j->partial), free(j->probe_message);
   free(j->tests), free(j->st), free(j->defs);
@@ -129,45 +131,24 @@ static char *sanitizer_log(const krun__run *R, const krun__job *j) {
   return path;
 }
 
-/* A kiln runner: its options, then --warm or the test ids. */
-static void runner_args(krun__run *R, const krun__job *j, char **argv, int *n) {
-  const krun_settings *s = R->s;
-  argv[(*n)++] = kh_strdup(R->o->bi->runner);
-  argv[(*n)++] = kh_strdup("--result-fd");
-  argv[(*n)++] = kh_strdup("3");
-  if (s->poison) argv[(*n)++] = kh_strdup("--poison");
-  if (krun_setting_is_set(s, "seed")) argv[(*n)++] = kh_asprintf("--seed=%llu", s->seed);
-  if (s->cap > 0) argv[(*n)++] = kh_asprintf("--cap=%g", s->cap);
-  for (int i = 0; i < s->ntol; i++) {
-    char spec[320];
-    ksel_tol_format(&s->tol[i], spec, sizeof spec);
-    argv[(*n)++] = kh_asprintf("--tolerance=%s", spec);
-  }
-  if (j->warm) {
-    argv[(*n)++] = kh_strdup("--warm");
-    return;
-  }
-  argv[(*n)++] = kh_strdup("--");
-  for (int i = 0; i < j->ntests; i++) argv[(*n)++] = kh_strdup(j->tests[i]->id);
-}
-
 /* `kiln __exec` when a program that is no runner must take slots, then
  * wrap, then compute-sanitizer (--sanitize, around a kiln runner), then the
  * program and its arguments. */
 static char **child_argv(krun__run *R, krun__job *j, int takes) {
   const krun_settings *s = R->s;
-  const krun_test *t = j->defs[0];
+  const krun__source_i *src = krun__source(j->kind);
   int nargs = 0;
-  for (char **a = j->kind == KRUN_KIND_COMMAND ? t->argv : NULL; a && *a; a++) nargs++;
+  for (char **a = j->defs[0] ? j->defs[0]->argv : NULL; a && *a; a++) nargs++;
   char **argv = kh_xcalloc((size_t)(R->nwrap + 24 + s->ntol + 2 * j->ntests + nargs),
                            sizeof *argv);
   int n = 0;
-  if (takes && j->kind != KRUN_KIND_RUNNER) {
+  if (takes && !src->protocol) {
     argv[n++] = kh_strdup(R->self);
     argv[n++] = kh_strdup(KRUN_EXEC_WORD);
+    if (src->records) argv[n++] = kh_strdup(KRUN_EXEC_KEEP);
   }
   for (int i = 0; i < R->nwrap; i++) argv[n++] = kh_strdup(R->wrap[i]);
-  if (R->sanitizer && !j->warm && j->kind == KRUN_KIND_RUNNER) {
+  if (R->sanitizer && !j->warm && src->protocol) {
     char *log = sanitizer_log(R, j);
     char *dir = kh_strdup(log);
     *strrchr(dir, '/') = '\0';
@@ -175,10 +156,7 @@ static char **child_argv(krun__run *R, krun__job *j, int takes) {
     n += krun__sanitize_argv(R, argv + n, log);
     free(log), free(dir);
   }
-  if (j->kind == KRUN_KIND_RUNNER) runner_args(R, j, argv, &n);
-  else if (j->kind == KRUN_KIND_GTEST) krun__gtest_start(R, j, argv, &n);
-  else
-    for (int i = 0; i < nargs; i++) argv[n++] = kh_strdup(t->argv[i]);
+  src->argv(R, j, argv, &n);
   return argv;
 }
 
@@ -196,13 +174,6 @@ static void verbose_argv(krun__run *R, char *const *argv) {
 }
 
 static void nonblock(int fd) { fcntl(fd, F_SETFL, O_NONBLOCK); }
-
-/* What a GoogleTest binary must not take from kiln's environment: its
- * own sharding (kiln selects and shards), brief output and repeats (kiln
- * reads one [ RUN ] line per test run), a Bazel output file (kiln names
- * the JSON file). */
-static const char *const gtest_unenv[] = {"GTEST_SHARD_INDEX", "GTEST_TOTAL_SHARDS",
-    "GTEST_SHARD_STATUS_FILE", "GTEST_BRIEF", "GTEST_REPEAT", "XML_OUTPUT_FILE", NULL};
 
 /* The child's environment: its test (a warm child learns it later), its
  * private TEST_TMPDIR, the run folder and its devices (physical, as
@@ -227,8 +198,8 @@ static void environment(krun__run *R, const krun__job *j, const char **set,
   set[n++] = kh_asprintf("KILN_JOB=%ld.%d", (long)R->ct.self, j->serial);
   if (j->dev >= 0) set[n++] = kh_asprintf("KILN_DEVICE=%s", dev);
   else unset[u++] = "KILN_DEVICE";
-  for (int i = 0; j->kind == KRUN_KIND_GTEST && gtest_unenv[i]; i++)
-    unset[u++] = gtest_unenv[i];
+  const char *const *un = krun__source(j->kind)->unenv;
+  for (int i = 0; un && un[i]; i++) unset[u++] = un[i];
   set[n] = NULL, unset[u] = NULL;
 }
 
@@ -292,16 +263,18 @@ int krun__spawn(krun__run *R, krun__job *j) {
   krun_spawn_req req = {.argv = argv, .env = set, .unenv = unset,
                         .narrow = j->ndevs ? bi : NULL, .devices = j->devs,
                         .ndevices = j->ndevs,
-                        .cwd = src && src->kind == KRUN_KIND_COMMAND ? src->dir : NULL,
+                        .cwd = src ? src->dir : NULL,
                         .new_pgroup = 1, .die_with_parent = 1, .cgroup_procs = j->cg_procs};
   if (takes) {
     req.take_semid = R->tok.semid;
     req.take_semnum = semnum;
     req.take_slots = j->slots;
   }
-  /* Record pipe: a runner's, or `kiln __exec`'s for its token_wait; a
-   * program of its own gets no fd 3. */
-  int rc = krun__job_exec(R, j, &req, j->kind == KRUN_KIND_RUNNER || takes);
+  /* Record pipe: a runner's or a program's that writes records, or
+   * `kiln __exec`'s for its token_wait; a program of its own gets no
+   * fd 3. */
+  int rc = krun__job_exec(R, j, &req,
+                          krun__source(j->kind)->protocol || krun__source(j->kind)->records || takes);
   int saved = errno;
   for (int i = 0; set[i]; i++)
     if (strcmp(set[i], "KILN_WARM=1") != 0) free((char *)set[i]);
@@ -379,10 +352,7 @@ static void retry_or_flaky(krun__run *R, krep_test *t, const krun_test *def) {
 
 /* What kiln exec'd for the job (what a failed exec names). */
 static const char *program(const krun__run *R, const krun__job *j) {
-  if (R->nwrap) return R->wrap[0];
-  if (j->kind == KRUN_KIND_GTEST) return R->o->reg->sources[j->defs[0]->source].path;
-  if (j->kind == KRUN_KIND_COMMAND) return j->defs[0]->argv[0];
-  return R->o->bi->runner;
+  return R->nwrap ? R->wrap[0] : krun__source(j->kind)->program(R, j);
 }
 
 void krun__test_done(krun__run *R, krep_test *t, const krun_test *def) {
@@ -393,7 +363,7 @@ void krun__test_done(krun__run *R, krep_test *t, const krun_test *def) {
 static krun__exit exit_info(const krun__run *R, const krun__job *j, int i) {
   krun__exit x = {0};
   x.runner = program(R, j);
-  x.role = j->kind == KRUN_KIND_RUNNER ? "runner" : "program";
+  x.role = krun__source(j->kind)->protocol ? "runner" : "program";
   x.exec_errno = j->exec_errno;
   x.grace_s = R->s->grace_s;
   x.timeout_s = krun__timeout_ms(R, j->defs[i]) / 1e3;
@@ -406,6 +376,7 @@ static krun__exit exit_info(const krun__run *R, const krun__job *j, int i) {
   x.single = j->ntests == 1;
   x.timed_out = j->timed_out;
   x.kill_sent = j->kill_sent;
+  x.term_late_s = j->term_late_ms / 1e3;
   x.interrupted = j->interrupted && !j->timed_out;
   x.stop_sig = R->stop_sig;
   x.signaled = WIFSIGNALED(j->wstatus);
@@ -442,20 +413,13 @@ static void write_log(krun__run *R, const krun__job *j, const char *name) {
   free(path);
 }
 
-void krun__job_finish(krun__run *R, krun__job *j) {
-  if (j->warm && !j->assigned) {
-    krun__warm_gone(R, j);
-    return;
-  }
-  if (j->probe) {
-    krun__health_done(R, j);
-    return;
-  }
+void krun__job_finish(krun__run *R, krun__job *j, krun__emit *emit) {
   double now = kh_now_ms();
   /* What it left running, wherever it went, found before anything is
    * killed (so each is described as it was), then killed. */
   krun__left left;
   krun__contain_left(R, j, &left);
+  krun__contain_span(R, j);
   kill(-j->pid, SIGKILL);       /* whatever is left of its process group */
   krep_test *cur = krun__job_test(j);
   if (j->fd_res >= 0 && kp_reader_tail(j->rd, R->line) > 0 && cur) {
@@ -463,8 +427,7 @@ void krun__job_finish(krun__run *R, krun__job *j) {
     j->partial = kh_strdup(R->line);
   }
   /* A program that speaks no protocol: what it left, as records. */
-  if (j->kind == KRUN_KIND_GTEST) krun__gtest_finish(R, j);
-  else if (j->kind == KRUN_KIND_COMMAND) krun__command_finish(R, j);
+  if (krun__source(j->kind)->finish) krun__source(j->kind)->finish(R, j, emit);
   R->nrunning--;
   for (int i = 0; i < j->ndevs; i++) {
     krun_tokens_holder_remove(&R->tok, R->o->bi->dev[j->devs[i]].physical, j->pid);
@@ -474,7 +437,6 @@ void krun__job_finish(krun__run *R, krun__job *j) {
   char *name = log_name(j);
   write_log(R, j, name);
   char *tail = krun__log_tail(&j->log);
-  int keep_tmp = 0;
   /* A shared process's leftovers belong to none of its tests alone. */
   for (int k = 0; k < left.n; k++)
     krep_add_proc(&R->rep, j->ntests == 1 ? j->tests[0] : NULL, &left.procs[k]);
@@ -520,14 +482,12 @@ void krun__job_finish(krun__run *R, krun__job *j) {
     t->log_tail = krep_str(&R->rep, tail);
     t->log_bytes = j->log.total;
     t->log_dropped = krun__log_dropped(&j->log);
-    keep_tmp |= krep_outcome_failed(t->outcome);
+    j->keep_tmp |= krep_outcome_failed(t->outcome);
   }
-  /* A test that crashed, timed out or met a device fault puts its devices
-   * under probe; tests that were running beside it wait for the verdict. */
-  krun__health_after(R, j);
-  for (int i = 0; i < j->ntests; i++)
-    if (!krun__health_settle(R, j, i)) krun__test_done(R, j->tests[i], j->defs[i]);
-  if (!keep_tmp && j->tmpdir) kh_rm_rf(j->tmpdir);
   free(tail), free(name);
+}
+
+void krun__job_end(krun__job *j) {
+  if (!j->keep_tmp && j->tmpdir) kh_rm_rf(j->tmpdir);
   krun__job_clear(j);
 }

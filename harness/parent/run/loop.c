@@ -3,7 +3,9 @@
  * and a signalfd, route records to their test runs, enforce deadlines
  * (SIGTERM to the process group, SIGKILL after the grace), reap, and
  * finish a child once its pipes are drained or their time is up: a
- * grandchild holding them cannot hang kiln.
+ * grandchild holding them cannot hang kiln. The jobs (job.c), the warm pool
+ * (warm.c), device health (health.c) and the sources of tests
+ * (source-impl.h) are services the loop calls; none of them calls back.
  */
 #include "run-impl.h"
 
@@ -104,7 +106,7 @@ static int start_one(krun__run *R) {
     if (ndevs == -1) return 0;
     if (ndevs == -2) return refuse(R, &it, t);
   }
-  if (R->warm_on && krun__warm_fits(t)) {
+  if (R->warm_on && krun__source_warm_fits(t)) {
     krun__job *w = krun__warm_pick(R, t);
     /* Only a ready child gets a test: one still starting is waited for
      * (its ready record or its death wakes the loop). A test given to a
@@ -199,10 +201,17 @@ static void token_taken(krun__run *R, krun__job *j, krep_test *t, const char *li
   t->started_s += ms / 1e3;
 }
 
-void krun__job_line(krun__run *R, krun__job *j, const char *line) {
+/* A record line from the job's child, or made for it by its source (the
+ * krun__emit a source is given): routed to its test run and ingested. */
+static void job_line(krun__run *R, krun__job *j, const char *line) {
   int shared = j->ntests > 1;
   if (j->probe && krun__health_line(R, j, line)) return;
   if (j->warm && krun__warm_line(R, j, line)) return;
+  /* `kiln __exec` could not exec the program (exec.c). */
+  if (j->kind != KRUN_KIND_RUNNER && strncmp(line, "exec_error errno=", 17) == 0) {
+    j->exec_errno = atoi(line + 17) > 0 ? atoi(line + 17) : EIO;
+    return;
+  }
   if (shared && strncmp(line, "test ", 5) == 0) route_test(R, j, line);
   krep_test *t = krun__job_test(j);
   if (!t) return;
@@ -238,7 +247,7 @@ static void read_results(krun__run *R, krun__job *j) {
       off += kp_reader_feed(j->rd, chunk + off, (size_t)n - off);
       int k;
       while ((k = kp_reader_next(j->rd, R->line)) != 0) {
-        if (k > 0) krun__job_line(R, j, R->line);
+        if (k > 0) job_line(R, j, R->line);
         else if (krun__job_test(j))
           krun__protocol_error(&R->rep, krun__job_test(j), "record longer than the "
                                "protocol's 65536-byte limit", NULL);
@@ -259,7 +268,8 @@ static void read_output(krun__run *R, krun__job *j) {
       return;
     }
     krun__log_add(&j->log, chunk, (size_t)n);
-    if (j->kind == KRUN_KIND_GTEST) krun__gtest_output(R, j, chunk, (size_t)n);
+    if (krun__source(j->kind)->output)
+      krun__source(j->kind)->output(R, j, chunk, (size_t)n, job_line);
     got += (size_t)n;
   }
 }
@@ -304,6 +314,7 @@ static void timers(krun__run *R, double now) {
     if (j->deadline > 0 && now >= j->deadline && !j->term_sent) {
       kill(-j->pid, SIGTERM);
       j->timed_out = j->term_sent = 1;
+      j->term_late_ms = now - j->deadline;
       j->kill_at = now + R->s->grace_s * 1e3;
     }
     if (j->kill_at > 0 && now >= j->kill_at && !j->kill_sent) {
@@ -333,11 +344,32 @@ static void reap(krun__run *R) {
   }
 }
 
+/* A child that is done: a warm child that never got its test, a health
+ * probe, or a test child, whose decided runs health may hold back (a test
+ * that crashed, timed out or met a device fault puts its devices under
+ * probe; tests that ran beside it wait for the verdict). */
+static void finish(krun__run *R, krun__job *j) {
+  if (j->warm && !j->assigned) {
+    krun__warm_gone(R, j);
+    return;
+  }
+  if (j->probe) {
+    int out = krun__health_done(R, j);
+    if (out >= 0) krun__warm_drop(R, out);
+    return;
+  }
+  krun__job_finish(R, j, job_line);
+  krun__health_after(R, j);
+  for (int i = 0; i < j->ntests; i++)
+    if (!krun__health_settle(R, j, i)) krun__test_done(R, j->tests[i], j->defs[i]);
+  krun__job_end(j);
+}
+
 static void finish_ready(krun__run *R, double now) {
   for (int i = 0; i < R->maxjobs; i++) {
     krun__job *j = &R->jobs[i];
     if (!j->active || !j->exited) continue;
-    if ((j->fd_res < 0 && j->fd_out < 0) || now >= j->drain_until) krun__job_finish(R, j);
+    if ((j->fd_res < 0 && j->fd_out < 0) || now >= j->drain_until) finish(R, j);
   }
 }
 

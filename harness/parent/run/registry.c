@@ -1,8 +1,9 @@
 /* The registry of a run: every test of every source (kiln runners,
  * GoogleTest binaries, manifests; run.h), one list for selection, shards,
- * the queue and the report. This file adds a runner's tests, applies a
- * config's test rules (tags, slots, timeouts for tests that cannot say so
- * themselves), and checks that ids are unique across sources.
+ * the queue and the report. The sources (source-impl.h) add their tests
+ * here; this file applies a config's test rules (tags, slots, timeouts for
+ * tests that cannot say so themselves), and checks that ids are unique
+ * across sources.
  */
 #include "run-impl.h"
 
@@ -10,9 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "records.h"
-
-const char *const krun_kind_names[] = {"runner", "gtest", "command", NULL};
+const char *const krun_kind_names[] = {"runner", "gtest", "command", "pytest", NULL};
 
 int krun__registry_source(krun_registry *reg, int kind, const char *path) {
   reg->sources = kh_xrealloc(reg->sources, (size_t)(reg->nsources + 1) * sizeof *reg->sources);
@@ -27,7 +26,16 @@ krun_test *krun__registry_add(krun_registry *reg, int source, const krun_test *t
   reg->tests = kh_xrealloc(reg->tests, (size_t)(reg->n + 1) * sizeof *reg->tests);
   krun_test *x = &reg->tests[reg->n++];
   *x = *t;
-  x->id = kh_strdup(t->id);
+  /* Kiln runners and manifests give escaped ids (select.h); any other
+   * source's raw bytes are escaped here, so no console or report shows
+   * them and no two names share an id. */
+  if (ksel_id_valid(t->id)) {
+    x->id = kh_strdup(t->id);
+  } else {
+    size_t n = ksel_id_escape(t->id, strlen(t->id), NULL, 0);
+    x->id = kh_xmalloc(n + 1);
+    ksel_id_escape(t->id, strlen(t->id), x->id, n + 1);
+  }
   x->suite = kh_strdup(t->suite ? t->suite : "");
   x->name = kh_strdup(t->name ? t->name : "");
   x->tags = kh_strdup(t->tags ? t->tags : "");
@@ -36,34 +44,6 @@ krun_test *krun__registry_add(krun_registry *reg, int source, const krun_test *t
   x->kind = reg->sources[source].kind;
   if (x->devices < 1) x->devices = 1;
   return x;
-}
-
-/* ---- kiln runners --------------------------------------------------------------- */
-
-typedef struct listing {
-  krun_registry *reg;
-  int source;
-} listing;
-
-static void add_test(kp_record *r, void *arg) {
-  listing *L = arg;
-  kp_listing l;
-  if (strcmp(r->tag, "test") != 0 ||
-      kp_decode(&kp_rec_listing, r->fields, r->nfields, &l, NULL, 0) != 0 || !l.id)
-    return;
-  krun_test t = {.id = (char *)l.id, .suite = (char *)l.suite, .name = (char *)l.name,
-                 .tags = (char *)l.tags, .file = (char *)l.file,
-                 .slots = kp_get(r, "slots") ? (int)l.slots : 1,
-                 .devices = l.devices > 1 && l.devices <= KRUN_MAX_DEVICES * 4 ? (int)l.devices : 1,
-                 .timeout_s = (int)l.timeout_s,
-                 .needs_gpu = kp_get(r, "needs_gpu") ? (int)l.needs_gpu : 1,
-                 .line = (int)l.line};
-  krun__registry_add(L->reg, L->source, &t);
-}
-
-int krun_registry_add_runner(krun_registry *reg, const char *runner, kh_err *err) {
-  listing L = {reg, krun__registry_source(reg, KRUN_KIND_RUNNER, runner)};
-  return krun__runner_records(runner, "--list", add_test, &L, err);
 }
 
 /* ---- Finishing ------------------------------------------------------------------------ */

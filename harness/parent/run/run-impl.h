@@ -12,8 +12,16 @@
 #include "protocol.h"
 #include "report.h"
 #include "run.h"
+#include "source-impl.h"
 
 int krun__jobs(const krun_settings *s);               /* --jobs, or CPUs */
+/* A device's slots when --slots is not given (devices.c). */
+int krun__default_slots(const krun_settings *s, const krun_backend_info *bi, int d);
+/* The share of a device's free memory that tests may fill (--slots auto,
+ * and the default slots' memory bound). */
+#define KRUN_AUTO_BUDGET 0.9
+/* Device memory a context takes besides what its test allocates. */
+long long krun__context_bytes(int backend);
 const char *krun__visible_var(int backend, int which);
 
 /* ---- A child's output (log.c): its first 256 KiB and its last 64 KiB ---- */
@@ -74,6 +82,7 @@ typedef struct krun__exit {
   const char *role;         /* "runner", "program"; NULL: runner */
   int timed_out;
   double timeout_s, grace_s;
+  double term_late_s;       /* SIGTERM went this long after the deadline */
   int kill_sent;            /* the grace ran out: SIGKILL */
   int interrupted;          /* kiln was stopped */
   int stop_sig;             /* ...by this signal (0: unknown) */
@@ -119,13 +128,11 @@ typedef struct krun__item {
   int repeat, attempt;
 } krun__item;
 
-struct krun__gtest;
-
 /* A child process: a cold test, a warm child, or --isolation none's one. */
 typedef struct krun__job {
   int active;
   int kind;                 /* krun_kind of its tests (a warm child: runner) */
-  struct krun__gtest *gt;   /* a GoogleTest child's console and results */
+  void *srcdata;            /* its source's state for it (gtest.c's console) */
   pid_t pid;
   int fd_res, fd_out, fd_in;   /* fd_in: a warm child's stdin until assigned */
   kp_reader *rd;
@@ -143,8 +150,10 @@ typedef struct krun__job {
   double exit_wall_s;       /* when it was reaped: its slots were back */
   int exited, wstatus;
   int timed_out, term_sent, kill_sent, interrupted;
+  double term_late_ms;      /* how late the loop sent SIGTERM */
   int exec_errno;
   char *tmpdir;
+  int keep_tmp;             /* a test failed: its TEST_TMPDIR stays */
   /* Warm children: spawned with no test, which comes on fd_in. */
   int warm, assigned, ready, retiring, token_seen;
   double ready_ms, assign_ms;
@@ -181,6 +190,12 @@ typedef struct krun__held {
   int devs[KRUN_MAX_DEVICES], ndevs;
 } krun__held;
 
+/* A pytest source's zygote (pytest.c): its process and socket. */
+typedef struct krun__zygote {
+  pid_t pid;                /* 0: none */
+  char *sock;
+} krun__zygote;
+
 typedef struct krun__run {
   const krun_opts *o;
   const krun_settings *s;
@@ -193,6 +208,10 @@ typedef struct krun__run {
   int maxjobs;              /* running and warm children */
   int maxrun;               /* tests at once (--jobs) */
   int nrunning;
+  /* The last finished tests' [spawn, end] (kh_now_ms), for naming the test
+   * of an orphan with no KILN_JOB by when it started (contain.c). */
+  double spans[64][2];
+  int nspans;
   /* The warm pool: children spawned warm and not yet assigned. */
   int warm_on;
   int warm_max[KRUN_MAX_DEVICES], warm_n[KRUN_MAX_DEVICES];
@@ -219,6 +238,8 @@ typedef struct krun__run {
   krun__health health[KRUN_MAX_DEVICES];   /* by index into bi->dev */
   krun__held *held;
   int nheld;
+  krun__zygote *zyg;        /* pytest.c's, by source; nzyg 0: none */
+  int nzyg;
 } krun__run;
 
 /* job.c: children and their test runs */
@@ -229,7 +250,14 @@ krun__job *krun__free_job(krun__run *R);
 int krun__job_exec(krun__run *R, krun__job *j, krun_spawn_req *req, int records);
 int krun__spawn(krun__run *R, krun__job *j);
 void krun__spawn_failed(krun__run *R, krun__job *j);
-void krun__job_finish(krun__run *R, krun__job *j);
+/* After a test child ended: its source's records (made with emit), then
+ * each test run's outcome, log and times; its slots back. The caller
+ * settles the runs (health, then krun__test_done) and then calls
+ * krun__job_end. */
+void krun__job_finish(krun__run *R, krun__job *j, krun__emit *emit);
+/* Removes the child's private TEST_TMPDIR unless a test failed, and
+ * clears the job. */
+void krun__job_end(krun__job *j);
 /* A decided test run: its retry or flakiness, then the journal and the
  * console. */
 void krun__test_done(krun__run *R, krep_test *t, const krun_test *def);
@@ -250,13 +278,15 @@ void krun__queue_front(krun__run *R, krun__item it);
 krun__item krun__queue_take(krun__run *R);
 
 /* warm.c: the warm pool */
-int krun__warm_fits(const krun_test *t);
 void krun__warm_fill(krun__run *R);
 void krun__warm_retire(krun__run *R);
 krun__job *krun__warm_pick(krun__run *R, const krun_test *t);
 int krun__warm_assign(krun__run *R, krun__job *j, const krun__item *it);
 int krun__warm_line(krun__run *R, krun__job *j, const char *line);
 void krun__warm_gone(krun__run *R, krun__job *j);
+/* Device d was taken out of the run: its warm children are let go (killed)
+ * and no more start there. */
+void krun__warm_drop(krun__run *R, int d);
 
 /* health.c: device health probes and collateral runs */
 int krun__health_usable(const krun__run *R, int d);   /* not taken out */
@@ -272,7 +302,9 @@ int krun__health_settle(krun__run *R, krun__job *j, int i);
 /* Starts probes that had no free job slot yet. */
 void krun__health_start(krun__run *R);
 int krun__health_line(krun__run *R, krun__job *j, const char *line);
-void krun__health_done(krun__run *R, krun__job *j);
+/* The probe ended: its verdict. Returns the device it took out of the run
+ * (its tests killed, to run again elsewhere), or -1. */
+int krun__health_done(krun__run *R, krun__job *j);
 
 /* sanitize.c: --sanitize */
 /* Finds the tool (0), or says why not and returns kiln's exit status. */
@@ -287,11 +319,8 @@ void krun__sanitize_findings(krun__run *R, krep_test *t, const char *cs_log,
 
 /* loop.c: scheduling and events until the queue is done */
 void krun__loop(krun__run *R);
-/* A record line from the job's child (or made for it from what a
- * GoogleTest binary prints): routed to its test run and ingested. */
-void krun__job_line(krun__run *R, krun__job *j, const char *line);
 
-/* registry.c, devices.c: the sources' shared parts */
+/* registry.c, devices.c: what every source uses */
 int krun__registry_source(krun_registry *reg, int kind, const char *path);
 /* Appends a copy of t (its strings copied; argv taken as is). */
 krun_test *krun__registry_add(krun_registry *reg, int source, const krun_test *t);
@@ -299,23 +328,6 @@ krun_test *krun__registry_add(krun_registry *reg, int source, const krun_test *t
  * `runner` record, which must speak this kiln's protocol. */
 int krun__runner_records(const char *runner, const char *flag,
                          void (*fn)(kp_record *, void *), void *arg, kh_err *err);
-
-/* gtest.c: GoogleTest binaries */
-/* Prepares a GoogleTest child (its console reader, its JSON file) and
- * appends the binary and its arguments for the job's tests to argv (n so
- * far). */
-void krun__gtest_start(krun__run *R, krun__job *j, char **argv, int *n);
-/* The child's console output, as it comes: [ RUN ] lines become `test`
- * records, the end of each test is kept. */
-void krun__gtest_output(krun__run *R, krun__job *j, const char *data, size_t n);
-/* After the child: its results from GoogleTest's JSON output (else from
- * its console) as records into each test run. */
-void krun__gtest_finish(krun__run *R, krun__job *j);
-void krun__gtest_free(krun__job *j);
-
-/* manifest.c: commands */
-/* After the child: its test's records from how the command ended. */
-void krun__command_finish(krun__run *R, krun__job *j);
 
 /* contain.c: what tests leave running */
 int krun__contain_setup(krun__run *R, kh_err *err);
@@ -325,8 +337,24 @@ void krun__contain_job(krun__run *R, krun__job *j);
 void krun__contain_job_clear(krun__job *j);
 /* After the child ended: what it left, described, killed. */
 void krun__contain_left(krun__run *R, krun__job *j, krun__left *l);
+/* Notes a finished test's [spawn, end], for orphans found later. */
+void krun__contain_span(krun__run *R, const krun__job *j);
 /* At the end: whatever no test claimed, onto the run. */
 void krun__contain_sweep(krun__run *R);
+
+/* procs.c: walks over processes (contain.c, guard.c). A walk calls fn for
+ * each pid; fn returns nonzero to stop it. */
+typedef int krun__pid_fn(pid_t pid, void *arg);
+/* The pids a file lists (cgroup.procs, /proc/PID/task/PID/children); -1
+ * when it cannot be read. */
+int krun__pids_in_file(const char *path, krun__pid_fn *fn, void *arg);
+/* Every process in /proc. */
+void krun__procs_each(krun__pid_fn *fn, void *arg);
+/* Every process in cgroup cg and the cgroups under it; remove: each
+ * cgroup under cg is removed after its walk. */
+void krun__cgroup_each(const char *cg, int remove, krun__pid_fn *fn, void *arg);
+/* Each VAR=VALUE of the process's environment; -1 when it cannot be read. */
+int krun__environ_each(pid_t pid, int (*fn)(const char *var, void *arg), void *arg);
 
 /* guard.c: the guard that ends a run's processes when kiln dies */
 void krun__guard_start(krun__run *R);

@@ -115,7 +115,7 @@ static void fill_queue(krun__run *R) {
         R->queue = kh_xrealloc(R->queue, (size_t)R->qcap * sizeof *R->queue);
       }
       R->queue[R->qlen++] = (krun__item){i, rep, 1};
-      R->qwarm += krun__warm_fits(&reg->tests[i]);
+      R->qwarm += krun__source_warm_fits(&reg->tests[i]);
     }
 }
 
@@ -264,13 +264,44 @@ static int exit_status(krun__run *R) {
     if (t->outcome == KREP_ERROR) errors++;
     else verdict++;
   }
-  if (verdict) return KH_EXIT_FAIL;
+  /* Processes the end-of-run sweep killed: no test could be named, but the
+   * run left them, and a run that leaves processes is not clean. */
+  if (verdict || R->rep.nprocs) return KH_EXIT_FAIL;
   if (R->infra || R->rep.nothing_tested) return KH_EXIT_INFRA;
   return errors ? KH_EXIT_FAIL : KH_EXIT_OK;
 }
 
+/* A test may delete the run folder (KILN_RUN_DIR) or part of it: the
+ * report must not point at logs that are gone, and the run is not clean.
+ * Returns how many logs (and the journal) are missing. */
+static int run_dir_damage(krun__run *R) {
+  krep_report *rep = &R->rep;
+  int missing = 0;
+  for (int i = 0; i < rep->ntests; i++) {
+    krep_test *t = rep->tests[i];
+    if (!t->log_path) continue;
+    char *p = kh_asprintf("%s/%s", R->o->out_dir, t->log_path);
+    if (access(p, F_OK) != 0) {
+      t->log_path = NULL;
+      missing++;
+    }
+    free(p);
+  }
+  char *j = kh_asprintf("%s/journal", R->o->out_dir);
+  int journal = access(j, F_OK) == 0;
+  free(j);
+  if (missing || !journal)
+    krun__console_note(&R->con, "kiln: warning: the run folder %s lost %d test log%s%s "
+                       "during the run (did a test delete KILN_RUN_DIR?); the report names "
+                       "no log that is gone, and the run fails", R->o->out_dir, missing,
+                       missing == 1 ? "" : "s", journal ? "" : " and its journal");
+  return missing + !journal;
+}
+
 static int finish(krun__run *R) {
   krep_report *rep = &R->rep;
+  int damaged = run_dir_damage(R);
+  if (damaged) kh_mkdir_p(R->o->out_dir, 0755);
   rep->end_s = kh_wall_s();
   rep->not_run = R->qlen - R->qhead;
   char why[512];
@@ -285,6 +316,7 @@ static int finish(krun__run *R) {
   rep->path = krep_str(rep, path);
   kh_err err;
   int status = exit_status(R);
+  if (damaged && status == KH_EXIT_OK) status = KH_EXIT_INFRA;
   int wrote = krep_write(rep, path, &err) == 0 &&
               (!R->o->report_copy || krep_write(rep, R->o->report_copy, &err) == 0);
   if (wrote && R->o->junit && krep_junit_write(rep, R->o->junit, &err) != 0) wrote = 0;
@@ -293,6 +325,11 @@ static int finish(krun__run *R) {
     if (status == KH_EXIT_OK) status = KH_EXIT_INFRA;
   }
   krun__console_summary(&R->con, rep, path);
+  if (rep->nprocs)
+    krun__console_note(&R->con, "kiln: %d process%s left running by the run's tests (no one "
+                       "test could be named) %s killed at its end: `processes_left` under "
+                       "`run` in the report; the run fails", rep->nprocs,
+                       rep->nprocs == 1 ? "" : "es", rep->nprocs == 1 ? "was" : "were");
   if (rep->nothing_tested)
     krun__console_note(&R->con, "kiln: nothing was tested: %s (--allow-empty accepts this)",
                        rep->nothing_tested);
@@ -302,6 +339,7 @@ static int finish(krun__run *R) {
 
 static void cleanup(krun__run *R, const sigset_t *old) {
   if (R->journal) krep_journal_close(R->journal, &R->rep);
+  krun__sources_run(R, 0);
   krun__guard_stop(R);
   krun__contain_teardown(R);
   if (R->sigfd >= 0) close(R->sigfd);
@@ -364,7 +402,9 @@ int krun_run(const krun_opts *o) {
                      o->bi->ndevices, o->bi->ndevices == 1 ? "" : "s", o->bi->devices_from,
                      o->out_dir);
   krun__slots_note(&R);
+  krun__sources_run(&R, 1);
   krun__loop(&R);
+  krun__sources_run(&R, 0);          /* what they keep is no stray of the run's */
   krun__contain_sweep(&R);
   int status = finish(&R);
   cleanup(&R, &old);

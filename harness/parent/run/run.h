@@ -92,6 +92,7 @@ typedef struct krun_settings {
   int allow_empty;          /* a run that tested nothing may exit 0 */
   int contain;              /* krun_contain: how strays are found */
   int sanitize;             /* index into krun_sanitize_names; 0: none */
+  int zygote;               /* pytest: fork tests from a pre-imported process */
   char **selection;         /* selectors, used when none are given */
   int nselection;
   ksel_tol *tol;
@@ -166,15 +167,16 @@ char *krun_runner_find(const char *backend, const char *dir, kh_err *err);
  * one a project built against the installed kiln), a GoogleTest binary,
  * or a command named in a manifest. Each kind lists its tests into the
  * registry, builds its child's argv and turns what the child leaves into
- * protocol records (job.c, gtest.c, manifest.c); everything else is one
- * path for all. */
-typedef enum { KRUN_KIND_RUNNER = 0, KRUN_KIND_GTEST, KRUN_KIND_COMMAND } krun_kind;
+ * protocol records, through one table per kind (source-impl.h); everything
+ * else is one path for all. */
+typedef enum { KRUN_KIND_RUNNER = 0, KRUN_KIND_GTEST, KRUN_KIND_COMMAND, KRUN_KIND_PYTEST } krun_kind;
 extern const char *const krun_kind_names[];     /* by krun_kind */
 
 typedef struct krun_source {
   int kind;                 /* krun_kind */
   char *path;               /* the runner, the binary, the manifest */
-  char *dir;                /* commands run here (the manifest's folder) */
+  char *dir;                /* commands run here (the manifest's folder),
+                               pytest's tests too (its rootdir) */
   int skip_code;            /* commands: the exit status that means skip */
 } krun_source;
 
@@ -207,6 +209,10 @@ int krun_registry_add_runner(krun_registry *reg, const char *runner, kh_err *err
 int krun_registry_add_gtest(krun_registry *reg, const char *binary, kh_err *err);
 /* Adds the commands of a YAML manifest; errors name file:line:column. */
 int krun_registry_add_manifest(krun_registry *reg, const char *path, kh_err *err);
+/* Adds the tests pytest collects from PATH (kiln_pytest collect): id the
+ * node id, suite its file; slots, devices and needs_gpu from the tests'
+ * `kiln` marks. -2 for a mark kiln_pytest refused (a usage error). */
+int krun_registry_add_pytest(krun_registry *reg, const char *path, kh_err *err);
 /* After the last source: the config's test rules (tags, slots,
  * timeouts), ids checked unique across sources, the selection views. */
 int krun_registry_finish(krun_registry *reg, const krun_settings *s, kh_err *err);
@@ -345,6 +351,9 @@ typedef struct krun_tokens {
 
 /* The key path: --token-key, $KILN_TOKEN_KEY, /tmp/kiln-tokens-<backend>. */
 char *krun_tokens_key(const char *flag, int backend);
+/* The System V key of a key path: a hash of its absolute name, the same
+ * for every kiln on the host whether or not the file still exists. */
+key_t krun_tokens_ipc_key(const char *path);
 /* Opens the set of the key path; create: make key file and set when
  * missing. 0; 1 (create 0) when there is no set yet; -1 with err. */
 int krun_tokens_open(krun_tokens *t, const char *path, int create, kh_err *err);
@@ -419,6 +428,9 @@ int krun_capture(char *const argv[], size_t max, double timeout_s,
  * so that a GoogleTest binary or a command holds its slots until it ends.
  * kiln's main calls it for that first word; it is no user command. */
 #define KRUN_EXEC_WORD "__exec"
+/* Its first word when the program writes records on fd 3 (kiln_pytest):
+ * the pipe stays open for it. */
+#define KRUN_EXEC_KEEP "--keep-records"
 int krun_exec_main(int argc, char **argv);
 
 /* ---- kiln run ---------------------------------------------------------------------- */
@@ -447,7 +459,7 @@ typedef struct krun_opts {
 int krun_run(const krun_opts *o);
 /* `kiln guard PID [CGROUP]` (run/guard.c): what a run starts to end its
  * tests' processes if kiln (PID) dies. Returns its exit status. */
-int krun_guard(long kiln, const char *cgroup);
+int krun_guard(long kiln, const char *cgroup, const char *journal);
 
 /* 1 when this process holds no GPU device file and maps no GPU runtime;
  * 0 with what was found in why. */

@@ -142,15 +142,21 @@ static void location(finding *f, const char *text) {
   after(end, " in ", " ", f->where, sizeof f->where);
 }
 
+/* Copies text's first line into buf (cut to fit) and returns the text
+ * after it. */
+static const char *next_line(const char *text, char *buf, size_t cap) {
+  size_t len = strcspn(text, "\n");
+  snprintf(buf, cap, "%.*s", (int)(len < cap - 1 ? len : cap - 1), text);
+  return text + len + (text[len] == '\n');
+}
+
 /* compute-sanitizer's text report: a finding is a line after the prefix
  * that is not indented, its details the indented lines below it. */
 static void parse_cs(const char *text, const char *tool, findings *fs) {
   finding *f = NULL;
   for (const char *line = text; *line;) {
-    size_t len = strcspn(line, "\n");
     char buf[1024];
-    snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf - 1 ? len : sizeof buf - 1), line);
-    line += len + (line[len] == '\n');
+    line = next_line(line, buf, sizeof buf);
     if (strncmp(buf, "=========", 9) != 0) continue;
     const char *body = buf + 9;
     int indented = strncmp(body, "  ", 2) == 0;
@@ -193,10 +199,8 @@ static void parse_cs(const char *text, const char *tool, findings *fs) {
 static void parse_asan(const char *text, findings *fs) {
   finding *f = NULL;
   for (const char *line = text; *line;) {
-    size_t len = strcspn(line, "\n");
     char buf[1024];
-    snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf - 1 ? len : sizeof buf - 1), line);
-    line += len + (line[len] == '\n');
+    line = next_line(line, buf, sizeof buf);
     const char *p;
     if ((p = strstr(buf, "ERROR: AddressSanitizer: ")) && (f = add(fs, "address"))) {
       p += 25;

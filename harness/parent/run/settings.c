@@ -51,6 +51,7 @@ static const field fields[] = {
     F("allow_empty", BOOL, allow_empty, 0, 1, 0, NULL),
     F("contain", ENUM, contain, 0, 0, 0, krun_contain_names),
     F("sanitize", ENUM, sanitize, 0, 0, 0, krun_sanitize_names),
+    F("zygote", BOOL, zygote, 0, 1, 0, NULL),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 /* Bits for the list settings, after the scalar ones. */
@@ -232,6 +233,7 @@ void krun_settings_init(krun_settings *s) {
   s->grace_s = 2;
   s->repeat = 1;
   s->warm = KRUN_WARM_AUTO;
+  s->zygote = 1;
 }
 
 void krun_settings_free(krun_settings *s) {

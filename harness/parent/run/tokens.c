@@ -1,5 +1,7 @@
 /* Device tokens: a System V semaphore set shared by every kiln on the
- * host, keyed by ftok(PATH, 'k'). System V rather than POSIX semaphores
+ * host, keyed by a hash of PATH's absolute name (krun_tokens_ipc_key), not
+ * by ftok's inode: a cleaner that deletes or replaces the file in /tmp
+ * would otherwise give the next kiln a second set. System V rather than POSIX semaphores
  * because SEM_UNDO lets the kernel return a dead process's slots, which no
  * other primitive does: a child takes its slots with SEM_UNDO (kiln's
  * runners do it themselves: KILN_TAKE_SLOTS, or a warm child's
@@ -44,6 +46,19 @@ char *krun_tokens_key(const char *flag, int backend) {
   return kh_asprintf("/tmp/kiln-tokens-%s", krun_backend_names[backend]);
 }
 
+key_t krun_tokens_ipc_key(const char *path) {
+  char cwd[PATH_MAX] = "";
+  if (path[0] != '/' && !getcwd(cwd, sizeof cwd)) cwd[0] = '\0';
+  /* FNV-1a over "kiln-tokens:" CWD "/" PATH, 31 bits, never IPC_PRIVATE. */
+  unsigned h = 2166136261u;
+  const char *parts[] = {"kiln-tokens:", cwd, *cwd ? "/" : "", path};
+  for (int i = 0; i < 4; i++)
+    for (const unsigned char *p = (const unsigned char *)parts[i]; *p; p++)
+      h = (h ^ *p) * 16777619u;
+  h &= 0x7fffffffu;
+  return (key_t)(h ? h : 1);
+}
+
 static int semop_retry(int semid, struct sembuf *ops, size_t n) {
   int r;
   do r = semop(semid, ops, n);
@@ -69,22 +84,21 @@ int krun_tokens_open(krun_tokens *t, const char *path, int create, kh_err *err) 
   snprintf(t->holders, sizeof t->holders, "%s.d", path);
   if (!create) {
     /* Reading only: a key or a set that is not there is not made. */
-    key_t key = access(path, F_OK) == 0 ? ftok(path, 'k') : -1;
-    t->semid = key == -1 ? -1 : semget(key, 0, 0);
+    t->semid = semget(krun_tokens_ipc_key(path), 0, 0);
     if (t->semid < 0)
       return kh_errf(err, "no token set for %s yet (no kiln has run with this key)", path), 1;
     if (wait_ready(t->semid) != 0)
       return kh_errf(err, "token set for %s: %s", path, strerror(errno));
     return 0;
   }
+  /* The file only names the set (and `kiln devices` finds it); the key
+   * comes from the name, so losing the file loses nothing. */
   int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0)
     return kh_errf(err, "token key %s: cannot create: %s", path,
                     strerror(errno));
   close(fd);
-  key_t key = ftok(path, 'k');
-  if (key == -1)
-    return kh_errf(err, "token key %s: ftok: %s", path, strerror(errno));
+  key_t key = krun_tokens_ipc_key(path);
   t->semid = semget(key, NSEMS, IPC_CREAT | IPC_EXCL | 0660);
   if (t->semid >= 0) {
     /* New set: every value is 0; the first semop marks it ready. */

@@ -4,6 +4,8 @@
  * holds no slot until its test is assigned: kiln writes `assign id=...
  * tmpdir=... sem_id=... sem_num=... slots=1` on its stdin and the runner
  * takes the slot itself, so a slot is never held through a start-up.
+ * Which runs a warm child can take is its source's to say
+ * (krun__source_warm_fits); the loop calls the pool, never the reverse.
  */
 #include "run-impl.h"
 
@@ -18,12 +20,6 @@
  * the run starts the rest of its tests cold (where a broken runner gets
  * reported as an error instead of being respawned for ever). */
 #define WARM_DEATHS 3
-
-/* A run a warm child can take: a kiln runner's GPU test of one slot. */
-int krun__warm_fits(const krun_test *t) {
-  return t->kind == KRUN_KIND_RUNNER && t->needs_gpu && (t->slots == 0 || t->slots == 1) &&
-         t->devices <= 1;
-}
 
 /* Spawns warm children while queued runs could use them: on each device at
  * most warm_max, and never more in all than queued runs a warm child can
@@ -151,6 +147,17 @@ int krun__warm_line(krun__run *R, krun__job *j, const char *line) {
   if (j->fd_in >= 0) close(j->fd_in);   /* and never assign it a test */
   j->fd_in = -1;
   return 1;
+}
+
+void krun__warm_drop(krun__run *R, int d) {
+  R->warm_max[d] = 0;
+  for (int i = 0; i < R->maxjobs; i++) {
+    krun__job *j = &R->jobs[i];
+    if (!j->active || !j->warm || j->assigned || j->exited || j->dev != d) continue;
+    if (!j->retiring) R->warm_n[d]--, R->nwarm--;
+    j->retiring = 1;
+    kill(-j->pid, SIGKILL);
+  }
 }
 
 /* A warm child that ended before it was given a test: no result. Unless

@@ -1,0 +1,284 @@
+/* pytest suites under kiln (docs/third-party.md): each node id a test of
+ * its own process, with the slots, narrowing, timeouts and reports every
+ * test gets. The Python side is kiln's package kiln_pytest
+ * (harness/python/, installed under share/kiln/python):
+ *
+ *   python3 -m kiln_pytest collect PATH   pytest's own collection: a
+ *       `pytest` record (protocol, rootdir), then the `test` records of a
+ *       runner's --list, with slots, devices and needs_gpu from the test's
+ *       `kiln` mark;
+ *   python3 -m kiln_pytest run [--zygote S] --result-fd 3 --rootdir DIR -- NODEID
+ *       one test, in the rootdir, its records (test, phase, note, result,
+ *       end) on fd 3 as a runner writes them, made from pytest's reports;
+ *   python3 -m kiln_pytest zygote --socket S --rootdir DIR PATH
+ *       per source for the run (run_start, run_end): imports what the
+ *       test files import from outside the project once, then forks a
+ *       child per `run --zygote S` that asks; `run` falls back to its own
+ *       interpreter where forking is unsafe.
+ *
+ * The interpreter is $KILN_PYTHON, else python3 on the PATH.
+ */
+#include "run-impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kiln-config.h"
+#include "records.h"
+#include "select.h"
+
+/* How long a zygote may take to listen (its socket comes before its
+ * imports, so this is an interpreter's start). */
+#define ZYGOTE_LISTEN_MS 15000
+
+static const char *python(void) {
+  const char *p = getenv("KILN_PYTHON");
+  return p && *p ? p : "python3";
+}
+
+/* The folder holding kiln_pytest: the source tree's for a kiln run from
+ * its build tree, else the installed one; NULL with the places tried. */
+static char *package_dir(kh_err *err) {
+  char *tried[3] = {NULL};
+  int n = 0;
+  if (kh_same_file(kh_self_dir(), KILN_BUILD_PARENT_DIR)) {
+    tried[n++] = kh_strdup(KILN_SOURCE_DIR "/harness/python");
+  } else {
+    if (*KILN_BIN_TO_DATA) tried[n++] = kh_asprintf("%s/%s/python", kh_self_dir(), KILN_BIN_TO_DATA);
+    tried[n++] = kh_strdup(KILN_DATADIR "/python");
+  }
+  char *hit = NULL;
+  for (int i = 0; i < n && !hit; i++) {
+    char *init = kh_asprintf("%s/kiln_pytest/__init__.py", tried[i]);
+    if (access(init, R_OK) == 0) hit = kh_strdup(tried[i]);
+    free(init);
+  }
+  if (!hit)
+    kh_errf(err, "kiln's pytest package (kiln_pytest) is not in %s%s%s", tried[0],
+            n > 1 ? " nor " : "", n > 1 ? tried[1] : "");
+  for (int i = 0; i < n; i++) free(tried[i]);
+  return hit;
+}
+
+/* Puts the package first on PYTHONPATH, once: the collection, the
+ * zygotes and every test's interpreter inherit it. */
+static void pythonpath(const char *dir) {
+  const char *old = getenv("PYTHONPATH");
+  size_t n = strlen(dir);
+  if (old && strncmp(old, dir, n) == 0 && (old[n] == ':' || !old[n])) return;
+  char *v = old && *old ? kh_asprintf("%s:%s", dir, old) : kh_strdup(dir);
+  setenv("PYTHONPATH", v, 1);
+  free(v);
+}
+
+static const char *last_line(char *text) {
+  size_t n = text ? strlen(text) : 0;
+  while (n && (text[n - 1] == '\n' || text[n - 1] == ' ')) text[--n] = '\0';
+  char *nl = text ? strrchr(text, '\n') : NULL;
+  return nl ? nl + 1 : text ? text : "";
+}
+
+/* ---- Listing ------------------------------------------------------------------------- */
+
+int krun_registry_add_pytest(krun_registry *reg, const char *path, kh_err *err) {
+  char *dir = package_dir(err);
+  if (!dir) return -1;
+  pythonpath(dir);
+  free(dir);
+  char *argv[] = {(char *)python(), "-m", "kiln_pytest", "collect", (char *)path, NULL};
+  char *out = NULL, *errs = NULL;
+  size_t len = 0;
+  int st = krun_capture(argv, 64u << 20, 600, &out, &len, &errs);
+  int rc = 0, first = reg->n, source = -1;
+  if (st != 0) {
+    const char *said = last_line(errs);
+    rc = kh_errf(err, "--pytest %s: %s -m kiln_pytest collect %s%s%s", path, python(),
+                 st < 0 ? (errno == ETIMEDOUT ? "timed out after 600 s" : "could not run")
+                 : st == 2 ? "refused a mark" : "failed",
+                 *said ? ": " : "", said);
+  }
+  char *save = NULL;
+  for (char *line = rc ? NULL : strtok_r(out, "\n", &save); line && rc == 0;
+       line = strtok_r(NULL, "\n", &save)) {
+    kp_record r;
+    if (kp_parse(line, &r, NULL) != 0) continue;
+    if (source < 0) {
+      const char *proto = kp_get(&r, "protocol"), *root = kp_get(&r, "rootdir");
+      if (strcmp(r.tag, "pytest") != 0 || !proto || !root) {
+        rc = kh_errf(err, "--pytest %s: the collection did not begin with kiln_pytest's "
+                     "`pytest` record", path);
+      } else if (atoi(proto) != KP_VERSION) {
+        rc = kh_errf(err, "--pytest %s: kiln_pytest speaks protocol %s, this kiln %d: "
+                     "use the kiln_pytest of this kiln (PYTHONPATH)", path, proto,
+                     KP_VERSION);
+      } else {
+        source = krun__registry_source(reg, KRUN_KIND_PYTEST, path);
+        reg->sources[source].dir = kh_strdup(root);
+      }
+      continue;
+    }
+    kp_listing l;
+    if (strcmp(r.tag, "test") != 0 ||
+        kp_decode(&kp_rec_listing, r.fields, r.nfields, &l, NULL, 0) != 0 || !l.id)
+      continue;
+    krun_test t = {.id = (char *)l.id, .suite = (char *)l.suite, .name = (char *)l.name,
+                   .tags = (char *)(l.tags ? l.tags : ""), .file = (char *)l.file,
+                   .slots = (int)l.slots,
+                   .devices = l.devices > 1 && l.devices <= KRUN_MAX_DEVICES ? (int)l.devices : 1,
+                   .timeout_s = (int)l.timeout_s, .needs_gpu = (int)l.needs_gpu,
+                   .line = (int)l.line};
+    krun__registry_add(reg, source, &t);
+  }
+  if (rc != 0 && st == 2) rc = -2;        /* a mark kiln_pytest refused */
+  if (rc == 0 && reg->n == first)
+    rc = kh_errf(err, "--pytest %s: pytest collected no test", path);
+  free(out), free(errs);
+  return rc;
+}
+
+/* ---- A test's process ------------------------------------------------------------------ */
+
+static void pytest_argv(krun__run *R, krun__job *j, char **argv, int *n) {
+  int s = j->defs[0]->source;
+  const krun_source *src = &R->o->reg->sources[s];
+  argv[(*n)++] = kh_strdup(python());
+  argv[(*n)++] = kh_strdup("-m");
+  argv[(*n)++] = kh_strdup("kiln_pytest");
+  argv[(*n)++] = kh_strdup("run");
+  if (s < R->nzyg && R->zyg[s].sock) {
+    argv[(*n)++] = kh_strdup("--zygote");
+    argv[(*n)++] = kh_strdup(R->zyg[s].sock);
+  }
+  argv[(*n)++] = kh_strdup("--result-fd");
+  argv[(*n)++] = kh_strdup("3");
+  argv[(*n)++] = kh_strdup("--rootdir");
+  argv[(*n)++] = kh_strdup(src->dir);
+  argv[(*n)++] = kh_strdup("--");
+  /* pytest's node id: kiln's id less its escapes (a '%' in a parameter). */
+  const char *id = j->tests[0]->id;
+  char *raw = kh_xmalloc(strlen(id) + 1);
+  long len = ksel_id_unescape(id, raw, strlen(id));
+  if (len < 0 || memchr(raw, '\0', (size_t)len)) {
+    free(raw);
+    raw = kh_strdup(id);
+  } else {
+    raw[len] = '\0';
+  }
+  argv[(*n)++] = raw;
+}
+
+static const char *program(const krun__run *R, const krun__job *j) {
+  (void)R, (void)j;
+  return python();
+}
+
+static void feed(krun__run *R, krun__job *j, kp_record_out *rec, krun__emit *emit) {
+  rec->buf[rec->len] = '\0';
+  emit(R, j, rec->buf);
+}
+
+/* The interpreter ended before pytest started the test (a missing
+ * module, a bad interpreter): why, as the test's error. A signal, the
+ * deadline, kiln stopping: decide.c says so. */
+static void pytest_finish(krun__run *R, krun__job *j, krun__emit *emit) {
+  if (j->exec_errno || j->st[0].started || !WIFEXITED(j->wstatus) || j->timed_out ||
+      j->interrupted)
+    return;
+  char *tail = krun__log_tail(&j->log);
+  char *msg = kh_asprintf("%s exited with status %d before pytest started the test%s%s",
+                          python(), WEXITSTATUS(j->wstatus), *last_line(tail) ? ": " : "",
+                          last_line(tail));
+  kp_record_out *rec = kh_xmalloc(sizeof *rec);
+  kp_begin(rec, "test");
+  kp_add_str(rec, "id", j->tests[0]->id);
+  kp_add_int(rec, "pid", j->pid);
+  feed(R, j, rec, emit);
+  kp_encode(rec, &kp_rec_result, &(kp_result){"error", msg, "", 0});
+  feed(R, j, rec, emit);
+  kp_encode(rec, &kp_rec_end, &(kp_end){0});
+  feed(R, j, rec, emit);
+  free(rec), free(msg), free(tail);
+}
+
+/* ---- Zygotes ------------------------------------------------------------------------- */
+
+static void zygote_start(krun__run *R, int s) {
+  const krun_source *src = &R->o->reg->sources[s];
+  krun__zygote *z = &R->zyg[s];
+  z->sock = kh_asprintf("%s/pytest-zygote-%d.sock", R->o->out_dir, s);
+  char *log = kh_asprintf("%s/logs/pytest-zygote-%d.log", R->o->out_dir, s);
+  char *logs = kh_asprintf("%s/logs", R->o->out_dir);
+  kh_mkdir_p(logs, 0755);
+  int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  char *argv[] = {(char *)python(), "-m", "kiln_pytest", "zygote", "--socket", z->sock,
+                  "--rootdir", src->dir, (char *)src->path, NULL};
+  /* No device of its own: it must touch none (its children get theirs). */
+  const char *env[] = {NULL}, *unenv[] = {"KILN_TEST", "KILN_DEVICE", NULL};
+  krun_spawn_req req = {.argv = argv, .env = env, .unenv = unenv, .fd_in = -1,
+                        .fd_out = fd, .fd_err = fd, .fd_result = -1, .new_pgroup = 1,
+                        .die_with_parent = 1, .cgroup_procs = -1};
+  int exec_errno = 0;
+  pid_t pid;
+  if (fd < 0 || krun_spawn(&req, &pid, &exec_errno) != 0 || exec_errno) {
+    krun__console_note(&R->con, "kiln: no pytest zygote for %s (%s): each test starts an "
+                       "interpreter", src->path, strerror(exec_errno ? exec_errno : errno));
+    free(z->sock), z->sock = NULL;
+  } else {
+    z->pid = pid;
+    /* Tests start once it listens, or it died (they then start fresh). */
+    double until = kh_now_ms() + ZYGOTE_LISTEN_MS;
+    struct stat st;
+    while (stat(z->sock, &st) != 0 && kh_now_ms() < until && kill(pid, 0) == 0 &&
+           waitpid(pid, NULL, WNOHANG) == 0)
+      usleep(5000);
+  }
+  if (fd >= 0) close(fd);
+  free(log), free(logs);
+}
+
+static void zygotes_start(krun__run *R) {
+  const krun_registry *reg = R->o->reg;
+  if (R->nzyg || R->s->zygote == 0 || R->s->isolation == KRUN_ISO_NONE) return;
+  R->nzyg = reg->nsources;
+  R->zyg = kh_xcalloc((size_t)reg->nsources + 1, sizeof *R->zyg);
+  for (int s = 0; s < reg->nsources; s++) {
+    if (reg->sources[s].kind != KRUN_KIND_PYTEST) continue;
+    int used = 0;
+    for (int q = R->qhead; q < R->qlen && !used; q++)
+      used = reg->tests[R->queue[q].test].source == s;
+    if (used) zygote_start(R, s);
+  }
+}
+
+static void zygotes_stop(krun__run *R) {
+  for (int s = 0; s < R->nzyg; s++) {
+    krun__zygote *z = &R->zyg[s];
+    if (z->pid > 0) {
+      kill(-z->pid, SIGKILL);
+      kill(z->pid, SIGKILL);
+      while (waitpid(z->pid, NULL, 0) < 0 && errno == EINTR) {
+      }
+    }
+    if (z->sock) unlink(z->sock);
+    free(z->sock);
+  }
+  free(R->zyg);
+  R->zyg = NULL, R->nzyg = 0;
+}
+
+const krun__source_i krun__pytest_source = {
+    .name = "pytest",
+    .list = krun_registry_add_pytest,
+    .argv = pytest_argv,
+    .program = program,
+    .records = 1,
+    .finish = pytest_finish,
+    .run_start = zygotes_start,
+    .run_end = zygotes_stop,
+};

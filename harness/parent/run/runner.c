@@ -1,0 +1,77 @@
+/* The kiln runner source (source-impl.h): a runner built with the test API
+ * lists its tests with `--list` and runs them with its options and the
+ * test ids, speaking kiln's protocol on fd 3 (it takes its slots itself and
+ * can start warm). Its records say everything, so it needs no output or
+ * finish slot.
+ */
+#include "run-impl.h"
+
+#include <string.h>
+
+#include "records.h"
+
+/* ---- Listing ---------------------------------------------------------------- */
+
+typedef struct listing {
+  krun_registry *reg;
+  int source;
+} listing;
+
+static void add_test(kp_record *r, void *arg) {
+  listing *L = arg;
+  kp_listing l;
+  if (strcmp(r->tag, "test") != 0 ||
+      kp_decode(&kp_rec_listing, r->fields, r->nfields, &l, NULL, 0) != 0 || !l.id)
+    return;
+  krun_test t = {.id = (char *)l.id, .suite = (char *)l.suite, .name = (char *)l.name,
+                 .tags = (char *)l.tags, .file = (char *)l.file,
+                 .slots = kp_get(r, "slots") ? (int)l.slots : 1,
+                 .devices = l.devices > 1 && l.devices <= KRUN_MAX_DEVICES * 4 ? (int)l.devices : 1,
+                 .timeout_s = (int)l.timeout_s,
+                 .needs_gpu = kp_get(r, "needs_gpu") ? (int)l.needs_gpu : 1,
+                 .line = (int)l.line};
+  krun__registry_add(L->reg, L->source, &t);
+}
+
+int krun_registry_add_runner(krun_registry *reg, const char *runner, kh_err *err) {
+  listing L = {reg, krun__registry_source(reg, KRUN_KIND_RUNNER, runner)};
+  return krun__runner_records(runner, "--list", add_test, &L, err);
+}
+
+/* ---- A child ------------------------------------------------------------------ */
+
+/* Its options, then --warm or the test ids. */
+static void runner_args(krun__run *R, krun__job *j, char **argv, int *n) {
+  const krun_settings *s = R->s;
+  argv[(*n)++] = kh_strdup(R->o->bi->runner);
+  argv[(*n)++] = kh_strdup("--result-fd");
+  argv[(*n)++] = kh_strdup("3");
+  if (s->poison) argv[(*n)++] = kh_strdup("--poison");
+  if (krun_setting_is_set(s, "seed")) argv[(*n)++] = kh_asprintf("--seed=%llu", s->seed);
+  if (s->cap > 0) argv[(*n)++] = kh_asprintf("--cap=%g", s->cap);
+  for (int i = 0; i < s->ntol; i++) {
+    char spec[320];
+    ksel_tol_format(&s->tol[i], spec, sizeof spec);
+    argv[(*n)++] = kh_asprintf("--tolerance=%s", spec);
+  }
+  if (j->warm) {
+    argv[(*n)++] = kh_strdup("--warm");
+    return;
+  }
+  argv[(*n)++] = kh_strdup("--");
+  for (int i = 0; i < j->ntests; i++) argv[(*n)++] = kh_strdup(j->tests[i]->id);
+}
+
+static const char *program(const krun__run *R, const krun__job *j) {
+  (void)j;
+  return R->o->bi->runner;
+}
+
+const krun__source_i krun__runner_source = {
+    .name = "runner",
+    .list = krun_registry_add_runner,
+    .argv = runner_args,
+    .program = program,
+    .protocol = 1,
+    .warm = 1,
+};

@@ -1,0 +1,122 @@
+"""python3 -m kiln_pytest collect|run|zygote: what kiln starts.
+
+  collect [--rootdir DIR] PATH...   the listing on stdout: a `pytest`
+                                    record, then a `test` record per item
+  run [--zygote SOCKET] --result-fd N [--rootdir DIR] NODEID
+                                    one test, its records on fd N; through
+                                    the zygote at SOCKET when it is there
+                                    and fit, else here
+  zygote --socket PATH [--rootdir DIR] PATH...
+                                    imports the tests' dependencies, then
+                                    forks a child per `run` that asks
+
+Everything pytest itself prints goes to stderr (collect) or the test's
+log (run). Exit status: collect 0, 3 when pytest could not collect, 2 for
+a bad kiln mark; run: pytest's.
+"""
+import os
+import sys
+
+
+def _pytest_args(rootdir):
+    args = ["-p", "no:cacheprovider", "-s", "-q", "-o", "console_output_style=classic"]
+    if rootdir:
+        args += ["--rootdir", rootdir]
+    # A suite whose addopts say -n N runs each test here, not in workers.
+    if not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        import importlib.util
+        if importlib.util.find_spec("xdist") is not None:
+            args += ["-n", "0"]
+    return args
+
+
+def _opts(argv, known):
+    opts, rest = {}, []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            rest += argv[i + 1:]
+            break
+        if a in known:
+            if i + 1 >= len(argv):
+                sys.exit("kiln_pytest: %s needs a value" % a)
+            opts[a] = argv[i + 1]
+            i += 2
+            continue
+        if a.startswith("--") and a.split("=", 1)[0] in known and "=" in a:
+            k, v = a.split("=", 1)
+            opts[k] = v
+        else:
+            rest.append(a)
+        i += 1
+    return opts, rest
+
+
+def collect(argv):
+    opts, paths = _opts(argv, ("--rootdir",))
+    # Records on the real stdout; pytest's console and the tests' prints
+    # on stderr.
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    import pytest
+    from . import plugin, records
+    c = plugin.Collector(out)
+    code = pytest.main(_pytest_args(opts.get("--rootdir")) +
+                       ["--collect-only"] + paths,
+                       plugins=[c])
+    if c.errors:
+        for e in c.errors:
+            print("kiln_pytest: " + e, file=sys.stderr)
+        return 2
+    if code not in (0, 5) and c.n == 0:
+        print("kiln_pytest: pytest could not collect %s (exit status %d)"
+              % (" ".join(paths), int(code)), file=sys.stderr)
+        return 3
+    out.flush()
+    return 0
+
+
+def run_here(opts, rest):
+    """One node id in this process; its exit status."""
+    import pytest
+    from . import plugin
+    fd = int(opts.get("--result-fd", "3"))
+    nodeid = rest[-1] if rest else ""
+    r = plugin.Reporter(fd, os.environ.get("KILN_TEST"))
+    code = pytest.main(_pytest_args(opts.get("--rootdir")) + rest, plugins=[r])
+    r.finish_without_test(code, nodeid)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return int(code)
+
+
+RUN_OPTS = ("--result-fd", "--rootdir", "--zygote")
+
+
+def run(argv):
+    opts, rest = _opts(argv, RUN_OPTS)
+    sock = opts.get("--zygote")
+    if sock:
+        from . import zygote
+        why = zygote.delegate(sock, argv)   # returns only when it did not
+        if why:
+            print("kiln_pytest: a fresh interpreter: %s" % why, file=sys.stderr)
+            os.environ["KILN_PYTEST_START"] = "fresh: " + why
+    return run_here(opts, rest)
+
+
+def main(argv):
+    if not argv or argv[0] not in ("collect", "run", "zygote"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    if argv[0] == "collect":
+        return collect(argv[1:])
+    if argv[0] == "run":
+        return run(argv[1:])
+    from . import zygote
+    return zygote.serve(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

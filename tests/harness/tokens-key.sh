@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One token set per key, whatever happens to the key file: while a run
+# holds both slots of a 2-slot device, the key file is deleted and a second
+# run starts, then replaced by a new file (another inode) and a third run
+# starts. All three share one set: never more than two tests hold a slot
+# at once across the three reports, and the slots are back at full after.
+. "$(dirname "$0")/lib.sh"
+
+export KILN_FAULT_SLEEP_MS=1500
+run() { "$KILN" run --backend host --slots 2 -j 2 --repeat 2 -o "$T/$1" faults/sleeper \
+  >"$T/$1.txt" 2>&1; }
+# held: 1 when both slots of device 0 are taken.
+held() { [ "$("$KH_PROBE" semval "$KEY" 0 2>/dev/null)" = "0 2" ]; }
+
+run a & a=$!
+for i in $(seq 100); do held && break; sleep 0.05; done
+held && ok "run a holds both slots" || fail "run a never held both slots"
+rm -f "$KEY"
+run b & b=$!
+sleep 0.3
+echo new >"$KEY.new" && mv -f "$KEY.new" "$KEY"
+run c & c=$!
+wait $a; ra=$?; wait $b; rb=$?; wait $c; rc3=$?
+expect_eq "$ra/$rb/$rc3" 0/0/0 "the three runs pass"
+n=$("$KH_PROBE" overlap 100 "$T/a/report.yaml" "$T/b/report.yaml" "$T/c/report.yaml")
+expect_eq "$n" 2 "key file deleted, then replaced: at most 2 tests held the 2 slots at once"
+waits=$(cat "$T"/{b,c}/report.yaml | grep -E '^ +token_wait_ms:' | awk '$2 > 300' | wc -l)
+[ "$waits" -ge 2 ] && ok "$waits tests of runs b and c waited for run a's slots" ||
+  fail "only $waits tests of runs b and c waited for a slot"
+expect_tokens_full "after the three runs"
+expect_no_runners "after the three runs"
+finish
