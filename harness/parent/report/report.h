@@ -269,6 +269,11 @@ int krep_count(const krep_report *rep, int *counts);
 double krep_round_ms(double ms);
 /* The run's duration in seconds (duration_s, else end - start). */
 double krep_duration(const krep_report *rep);
+/* The n slowest final runs by wall time, slowest first, each with what
+ * its time went to: the body's reference share (times.reference_ms), its
+ * kernels' event time, the rest of the body, and the time outside the
+ * body (process start, context, waits). Like pytest --durations. */
+void krep_durations(const krep_report *rep, int n, FILE *out);
 
 /* ---- report.yaml ----------------------------------------------------------- */
 
