@@ -225,6 +225,15 @@ ids "$S/report.yaml" >"$T/s.ids"
 cmp -s "$T/ref3.ids" "$T/s.ids" && ok "the merged report holds the GoogleTest and manifest tests of kiln run" ||
   { fail "merged third-party tests differ"; diff "$T/ref3.ids" "$T/s.ids" | head; }
 
+# A pytest suite goes to every task the same way.
+for p in "${KILN_PYTHON:-python3}" python3 /usr/bin/python3; do
+  if "$p" -c 'import pytest' 2>/dev/null; then export KILN_PYTHON=$p; break; fi
+done
+cp -r "$KILN_SOURCE/examples/pytest-suite" "$T/pysuite"
+k slurm --dry-run --backend host --tasks 2 -o "$T/root/py" --pytest "$T/pysuite"
+expect_rc 0 "kiln slurm --pytest --dry-run"
+expect_out "^exec .* --pytest $T/pysuite --seed [0-9]+ --\$" "every task lists the pytest suite"
+
 # ---- Pending tasks: Slurm's reason on the follow line and on the lost records ---------
 export KILN_EMU_DEVICES=4
 P=$T/root/p

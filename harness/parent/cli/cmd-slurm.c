@@ -22,16 +22,16 @@
 #define POLL_S 10.0
 
 /* The `kiln run` options each task is given as they were given here;
- * --out, --shard-plan, --runner-dir and --seed kiln slurm sets itself. The
- * tests' sources (--runner, --gtest, --manifest) go to every task, so the
- * tasks list the same tests the plan was made from. */
+ * --out, --shard-plan, --runner-dir and --seed kiln slurm sets itself.
+ * The tests' sources (--runner, --gtest, --manifest, --pytest) go to every
+ * task, so the tasks list the same tests the plan was made from. */
 static const char task_opts[] = "jobs backend config timeout grace retries repeat "
                                 "isolation wrap warm allow-empty contain poison sanitize "
                                 "cap slots slots-from token-key leaks tolerance verbose "
-                                "runner gtest manifest";
+                                "runner gtest manifest pytest zygote";
 /* Options whose value is a path: absolute for the tasks, which start in
  * the same folder but may see a relative path through another link. */
-static const char path_opts[] = "runner gtest manifest slots-from";
+static const char path_opts[] = "runner gtest manifest pytest slots-from";
 
 static char *absolute(const char *p) {
   char cwd[PATH_MAX];

@@ -103,7 +103,7 @@ const kcli__opt kcli__opts[] = {
   "sbatch dry-run no-wait resume follow merge poll base report junit shard-durations " \
   "jobs backend config timeout grace retries repeat isolation wrap warm allow-empty "   \
   "contain poison sanitize seed cap slots slots-from token-key leaks tolerance runner-dir " \
-  "runner gtest manifest verbose"
+  "runner gtest manifest pytest zygote verbose"
 
 static const char exit_run[] =
   "Exit status: 0 all passed (skips and flaky allowed), 1 a test did not\n"

@@ -5,6 +5,7 @@
  */
 #include "run-impl.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +95,10 @@ void krun__console_result(krun__console *c, const krep_test *t) {
   fprintf(c->out, " %s", t->id);
   if (t->repeat > 1) fprintf(c->out, " #%d", t->repeat);
   if (t->attempt > 1) fprintf(c->out, " (attempt %d)", t->attempt);
-  fprintf(c->out, "  %.0f ms", t->wall_ms);
+  /* A test of a shared process that crashed, or one never run after it,
+   * has no time of its own. */
+  if (isnan(t->wall_ms)) fprintf(c->out, "  no time");
+  else fprintf(c->out, "  %.0f ms", t->wall_ms);
   if (t->device >= 0) fprintf(c->out, ", device %d", t->device);
   fputc('\n', c->out);
   if (t->outcome != KREP_PASS || c->verbose) details(c, t);

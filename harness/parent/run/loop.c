@@ -362,7 +362,7 @@ static void finish(krun__run *R, krun__job *j) {
   krun__health_after(R, j);
   for (int i = 0; i < j->ntests; i++)
     if (!krun__health_settle(R, j, i)) krun__test_done(R, j->tests[i], j->defs[i]);
-  krun__job_end(j);
+  krun__job_end(R, j);
 }
 
 static void finish_ready(krun__run *R, double now) {
