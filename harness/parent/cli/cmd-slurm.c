@@ -24,7 +24,7 @@
  * --out, --shard-plan and --runner-dir kiln slurm sets itself. */
 static const char task_opts[] = "jobs backend config timeout grace retries repeat "
                                 "isolation wrap warm poison seed cap slots token-key "
-                                "leaks tolerance verbose";
+                                "leaks tolerance pytest zygote verbose";
 
 static char *absolute(const char *p) {
   char cwd[PATH_MAX];
@@ -44,9 +44,11 @@ static void task_args(const kcli__args *a, const char *config_path, char ***v, i
     if (!kcli__takes(&opts, g->o->id)) continue;
     push(v, n, kh_asprintf("--%s", g->o->name));
     if (!g->o->arg) continue;
-    /* The config as this kiln found it (a profile name, a relative path). */
+    /* The config as this kiln found it (a profile name, a relative path);
+     * a pytest suite wherever the task starts. */
     push(v, n, strcmp(g->o->id, "config") == 0 && config_path ? absolute(config_path)
-                                                              : kh_strdup(g->val));
+               : strcmp(g->o->id, "pytest") == 0 ? absolute(g->val)
+                                                 : kh_strdup(g->val));
   }
 }
 
