@@ -60,7 +60,7 @@ expect_out "^$X::test_matches_reference\[8-1000\] +\[\] slots=1\$" "a parametris
 expect_out "^$X::TestRows::test_sums_to_one " "a class's test"
 expect_out "^$X::test_reference_alone .* host-only" "gpu=False: host-only"
 expect_out "^$X::test_two_devices .*devices=2" "gpus=2"
-expect_out "^$X::test_big_buffer .*slots=-1" "slots='all': the whole device"
+expect_out "^$X::test_big_buffer\[1\] .*slots=-1" "slots='all': the whole device"
 k list -v --pytest "$S"
 expect_out "^$X::test_reference_alone .* $X:49\$" "a test's file and line from collection"
 if grep -q "$F" "$T/out.txt"; then fail "tests marked fault are held back"; else ok "fault tests held back"; fi
