@@ -6,19 +6,10 @@
 # Writes reports and a summary under $OUT (flat: the device tool returns at
 # most two folder levels and eight files).
 set -u
-cd "$(dirname "$0")/.."
-stage=.device
-out=${OUT:-$PWD/gpu-out}
+. "$(dirname "$0")/gpu-env.sh"
 repeat=${KILN_GPU_REPEAT:-20}
 # Selection for the repeat run (default: everything, slow tests included).
 read -r -a repeat_sel <<< "${KILN_GPU_REPEAT_SEL:-}"
-mkdir -p "$out"
-for d in /usr/local/cuda/lib64 /usr/local/cuda-*/lib64; do
-  if ls "$d"/libcurand.so.10* >/dev/null 2>&1; then
-    export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; break
-  fi
-done
-export KILN_GIT_REV=$(cat "$stage/REVISION" 2>/dev/null || echo unknown)
 summary="$out/summary.txt"
 : > "$summary"
 step() { # name, then the kiln command line

@@ -16,20 +16,8 @@
 #   5. --slots auto sized from step 1's peaks.
 # KILN_BACKEND=host KILN_STAGE=DIR tries the script without a GPU.
 set -u
-cd "$(dirname "$0")/.."
-stage=${KILN_STAGE:-.device}
+. "$(dirname "$0")/gpu-env.sh"
 B=${KILN_BACKEND:-cuda}
-out=${OUT:-$PWD/gpu-out}
-mkdir -p "$out"
-for d in /usr/local/cuda/lib64 /usr/local/cuda-*/lib64; do
-  if ls "$d"/libcurand.so.10* >/dev/null 2>&1; then
-    export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; break
-  fi
-done
-for d in /usr/local/cuda/bin /usr/local/cuda-*/bin; do
-  [ -x "$d/compute-sanitizer" ] && export PATH="$PATH:$d" && break
-done
-export KILN_GIT_REV=$(cat "$stage/REVISION" 2>/dev/null || echo unknown)
 export KILN_TOKEN_KEY=/tmp/kiln-gpu-device-tokens
 S=$out/summary.txt
 : >"$S"

@@ -9,18 +9,9 @@
 # `scripts/gpu-run.sh stage`. Writes a summary and reports under $OUT.
 # KILN_BACKEND=host KILN_STAGE=DIR tries the script itself without a GPU.
 set -u
-cd "$(dirname "$0")/.."
-stage=${KILN_STAGE:-.device}
+. "$(dirname "$0")/gpu-env.sh"
 B=${KILN_BACKEND:-cuda}
-out=${OUT:-$PWD/gpu-out}
 soak=${KILN_GPU_SOAK:-20}
-mkdir -p "$out"
-for d in /usr/local/cuda/lib64 /usr/local/cuda-*/lib64; do
-  if ls "$d"/libcurand.so.10* >/dev/null 2>&1; then
-    export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; break
-  fi
-done
-export KILN_GIT_REV=$(cat "$stage/REVISION" 2>/dev/null || echo unknown)
 export KILN_TOKEN_KEY=/tmp/kiln-gpu-faults-tokens
 kiln=("$stage/kiln")
 S=$out/summary.txt

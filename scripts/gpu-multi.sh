@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # kiln on a lent host with several GPUs, in one call (docs/harness.md,
 # "Several GPUs"; needs .device/ from `scripts/gpu-run.sh stage`):
-#   1. the whole default cuda suite across every GPU (less the one test that
-#      takes six minutes), with the device of every test and the most slots
-#      in use at once per device;
+#   1. the whole default cuda suite across every GPU (tag slow included),
+#      its wall time, counts and slowest tests, with the device of every
+#      test and the most slots in use at once per device;
 #   2. the context ceiling, per host or per GPU: bench/noop with no warm
 #      children (each test opens a fresh context), on GPU 0 alone and on
 #      every GPU, 4 slots per GPU;
@@ -17,16 +17,7 @@
 #      working (the probe after it, and the tests around it).
 # Writes summary.txt and the logs under $OUT.
 set -u
-cd "$(dirname "$0")/.."
-stage=.device
-out=${OUT:-$PWD/gpu-out}
-mkdir -p "$out"
-for d in /usr/local/cuda/lib64 /usr/local/cuda-*/lib64; do
-  if ls "$d"/libcurand.so.10* >/dev/null 2>&1; then
-    export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; break
-  fi
-done
-export KILN_GIT_REV=$(cat "$stage/REVISION" 2>/dev/null || echo unknown)
+. "$(dirname "$0")/gpu-env.sh"
 s="$out/summary.txt"
 kiln() { "$stage/kiln" "$1" --backend cuda --runner-dir "$stage" "${@:2}"; }
 dur() { python3 -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["run"]["duration_s"])' "$1"; }
@@ -35,8 +26,9 @@ dur() { python3 -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["ru
 echo "== 1. the default suite on every GPU" >> "$s"
 t0=$(date +%s)
 timeout 300 "$stage/kiln" run --backend cuda --runner-dir "$stage" --out /tmp/multi-suite \
-  -- -gemm/matrix_cores_large > "$out/suite.log" 2>&1
+  > "$out/suite.log" 2>&1
 echo "kiln run: exit $? in $(( $(date +%s) - t0 )) s; $(grep -E '^[0-9]+ test runs' "$out/suite.log")" >> "$s"
+sed -n '/^slowest/,/^[0-9]* test runs/p' "$out/suite.log" >> "$s"
 python3 scripts/device-concurrency.py /tmp/multi-suite/report.yaml >> "$s" 2>&1
 
 echo "== 2. fresh contexts per second (bench/noop x 96, --warm 0, 4 slots per GPU)" >> "$s"

@@ -6,16 +6,8 @@
 # Needs .device/ from `scripts/gpu-run.sh stage`. Writes into $OUT (flat):
 # summary.txt, night{1,2,3}.html, night2-diff.txt, night2-junit.xml.
 set -u
-cd "$(dirname "$0")/.."
-stage=$PWD/.device
-out=${OUT:-$PWD/gpu-out}
-mkdir -p "$out"
-for d in /usr/local/cuda/lib64 /usr/local/cuda-*/lib64; do
-  if ls "$d"/libcurand.so.10* >/dev/null 2>&1; then
-    export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; break
-  fi
-done
-export KILN_GIT_REV=$(cat "$stage/REVISION" 2>/dev/null || echo unknown)
+. "$(dirname "$0")/gpu-env.sh"
+stage=$(cd "$stage" && pwd)
 export KILN=$stage/kiln KILN_RUNNER_DIR=$stage KILN_NIGHTLY_ROOT=/tmp/kiln-nightly
 export KILN_DIFF_ARGS=${KILN_DIFF_ARGS:-"--time-rel 0.2 --kernel-abs-ms 0.05"}
 rm -rf "$KILN_NIGHTLY_ROOT"

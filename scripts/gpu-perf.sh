@@ -13,19 +13,9 @@
 #
 # KILN_PERF_TORCH_ARGS adds arguments to torch-compare.py (e.g. "--iters 100").
 set -u
-cd "$(dirname "$0")/.."
-stage=.device
-out=${OUT:-$PWD/gpu-out}
-mkdir -p "$out"
+. "$(dirname "$0")/gpu-env.sh"
 sel=("$@")
 [ ${#sel[@]} -eq 0 ] && sel=(@perf)
-for d in /usr/local/cuda/lib64 /usr/local/cuda-*/lib64 \
-         $(python3 -c 'import nvidia.curand, os; print(os.path.dirname(nvidia.curand.__file__) + "/lib")' 2>/dev/null); do
-  if ls "$d"/libcurand.so.10* >/dev/null 2>&1; then
-    export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; break
-  fi
-done
-export KILN_GIT_REV=$(cat "$stage/REVISION" 2>/dev/null || echo unknown)
 summary="$out/summary.txt"
 { nvidia-smi -L; "$stage/kiln-runner-cuda" --devices; } > "$summary" 2>&1
 

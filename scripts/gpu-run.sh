@@ -14,16 +14,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 stage=.device
 
-find_curand() {
-  # The runner links cuRAND dynamically; find the toolkit's or PyTorch's copy.
-  local d
-  for d in /usr/local/cuda/lib64 /usr/local/cuda-*/lib64 /usr/lib/x86_64-linux-gnu \
-           $(python3 -c 'import nvidia.curand, os; print(os.path.dirname(nvidia.curand.__file__) + "/lib")' 2>/dev/null); do
-    if ls "$d"/libcurand.so.10* >/dev/null 2>&1; then echo "$d"; return 0; fi
-  done
-  return 1
-}
-
 case "${1:-}" in
 stage)
   rm -rf build-gpu "$stage"
@@ -48,11 +38,8 @@ stage)
   ;;
 remote)
   shift
-  out=${OUT:-$PWD/gpu-out}
-  mkdir -p "$out"
+  . scripts/gpu-env.sh
   log="$out/gpu-run.log"
-  if lib=$(find_curand); then export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; fi
-  export KILN_GIT_REV=$(cat "$stage/REVISION" 2>/dev/null || echo unknown)
   {
     echo "== machine"; nvidia-smi -L || true; nproc
     echo "== runner devices"; "$stage/kiln-runner-cuda" --devices

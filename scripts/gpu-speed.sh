@@ -11,16 +11,7 @@
 # KILN_BENCH_ARGS adds arguments to kiln bench (e.g. "--tests 96").
 # Files land flat under $OUT: bench.txt, bench.yaml, and gpu-perf.sh's.
 set -u
-cd "$(dirname "$0")/.."
-stage=.device
-out=${OUT:-$PWD/gpu-out}
-mkdir -p "$out"
-for d in /usr/local/cuda/lib64 /usr/local/cuda-*/lib64; do
-  if ls "$d"/libcurand.so.10* >/dev/null 2>&1; then
-    export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"; break
-  fi
-done
-export KILN_GIT_REV=$(cat "$stage/REVISION" 2>/dev/null || echo unknown)
+. "$(dirname "$0")/gpu-env.sh"
 rc=0
 if [ "${KILN_SPEED_SKIP:-}" != bench ]; then
   read -r -a bench_args <<< "${KILN_BENCH_ARGS:-}"

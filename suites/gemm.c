@@ -16,34 +16,66 @@
 #include "kiln/kernels.h"
 #include "kiln/test.h"
 
+/* gemm_tol's pass over one row of C (item: batch * m + row): the partial
+ * sums in the kernel's order, k ascending, a row of B at a time when B is
+ * not transposed (the sums are the same, and B is read along its rows). */
+typedef struct tol_job {
+  const ke_gemm_params *p;
+  int64_t m, n, k, lda, stride_a, ldb, stride_b, ldc, stride_c;
+  const double *a, *b, *c;
+  double *walk, *sum, *cmax; /* per row: the maxima over its outputs */
+} tol_job;
+
+static void tol_row(void *arg, int64_t item) {
+  const tol_job *t = arg;
+  const ke_gemm_params *p = t->p;
+  const int64_t bi = item / t->m, i = item % t->m, n = t->n;
+  const double *ab = t->a + bi * t->stride_a, *bb = t->b + bi * t->stride_b;
+  double *partial = calloc((size_t)(2 * n), sizeof *partial);
+  if (!partial) abort(); /* a worker thread cannot fail a test */
+  double *squares = partial + n;
+  for (int64_t q = 0; q < t->k; q++) {
+    const double av = p->trans_a ? ab[q * t->lda + i] : ab[i * t->lda + q];
+    for (int64_t j = 0; j < n; j++) {
+      const double bv = p->trans_b ? bb[j * t->ldb + q] : bb[q * t->ldb + j];
+      const double prod = av * bv;
+      if (!isfinite(prod)) continue; /* specials propagate exactly */
+      partial[j] += prod;
+      squares[j] += partial[j] * partial[j];
+    }
+  }
+  double walk = 0.0, sum = 0.0, cm = 0.0;
+  for (int64_t j = 0; j < n; j++) {
+    if (squares[j] > walk) walk = squares[j];
+    if (fabs(partial[j]) > sum) sum = fabs(partial[j]);
+    if (p->beta != 0.0f) {
+      double cv = fabs(t->c[bi * t->stride_c + i * t->ldc + j]);
+      if (isfinite(cv) && cv > cm) cm = cv;
+    }
+  }
+  t->walk[item] = walk, t->sum[item] = sum, t->cmax[item] = cm;
+  free(partial);
+}
+
 kt_tol gemm_tol(ke_dtype out, const ke_gemm_params *p, int64_t batch,
                 int64_t m, int64_t n, int64_t k, const double *a,
                 int64_t lda, int64_t stride_a, const double *b, int64_t ldb,
                 int64_t stride_b, const double *c, int64_t ldc,
                 int64_t stride_c) {
   const double u = ldexp(1.0, -24), lambda = 8.0;
+  const int64_t rows = batch * m;
+  double *per_row = malloc((size_t)(3 * rows) * sizeof *per_row);
+  ck_assert_ptr_nonnull(per_row);
+  tol_job job = {p, m, n, k, lda, stride_a, ldb, stride_b, ldc, stride_c,
+                 a, b, c, per_row, per_row + rows, per_row + 2 * rows};
+  ke_ref_parallel(rows, (double)rows * n * k, tol_row, &job);
   double walk_max = 0.0, sum_max = 0.0, c_max = 0.0;
-  for (int64_t bi = 0; bi < batch; bi++)
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t j = 0; j < n; j++) {
-        /* The partial sums in the kernel's order, k ascending. */
-        double partial = 0.0, squares = 0.0;
-        for (int64_t q = 0; q < k; q++) {
-          double av = p->trans_a ? a[bi * stride_a + q * lda + i]
-                                 : a[bi * stride_a + i * lda + q];
-          double bv = p->trans_b ? b[bi * stride_b + j * ldb + q]
-                                 : b[bi * stride_b + q * ldb + j];
-          if (!isfinite(av * bv)) continue; /* specials propagate exactly */
-          partial += av * bv;
-          squares += partial * partial;
-        }
-        if (squares > walk_max) walk_max = squares;
-        if (fabs(partial) > sum_max) sum_max = fabs(partial);
-        if (p->beta != 0.0f) {
-          double cv = fabs(c[bi * stride_c + i * ldc + j]);
-          if (isfinite(cv) && cv > c_max) c_max = cv;
-        }
-      }
+  for (int64_t r = 0; r < rows; r++) {
+    if (job.walk[r] > walk_max) walk_max = job.walk[r];
+    if (job.sum[r] > sum_max) sum_max = job.sum[r];
+    if (job.cmax[r] > c_max) c_max = job.cmax[r];
+  }
+  free(per_row);
   const double alpha = fabs((double)p->alpha), beta = fabs((double)p->beta);
   kt_tol tol = kt_tol_default(out);
   tol.atol = alpha * lambda * u * sqrt(walk_max) +

@@ -9,7 +9,9 @@
 # over the keys merges partial results without rescaling them to a common
 # maximum; the matrix-core layer (kernels/kd-mma.h) loads fragments in a
 # wrong layout, which its GEMM and MX GEMM tests (at both warp sizes) and the
-# 16-bit tiled attention tests must catch (tests/meson.build).
+# 16-bit tiled attention tests must catch (tests/meson.build); and one
+# wrong element in a large GEMM or attention output (engine/src/faults.c),
+# which the full references must see among tens of thousands.
 # Usage: planted-bug.sh GOOD_RUNNER MUTANT_RUNNER [TEST...]
 set -u
 good=$1 mutant=$2

@@ -184,6 +184,7 @@ int ke_attention(ke_context *ctx, const ke_tensor *q, const ke_tensor *k,
   KE__TIMED_LAUNCH(ctx, "attention",
                    ke__attention_launch(ctx->stream, q->dtype, q->data,
                                         k->data, v->data, o->data, &a));
+  KE__PLANTED_ONE_ELEMENT(ctx, o);
   return KE_OK;
 }
 
@@ -191,6 +192,59 @@ int ke_attention(ke_context *ctx, const ke_tensor *q, const ke_tensor *k,
  * the row NaN; no score above -inf (nothing visible) makes it zeros;
  * otherwise the weights exp(s - max) normalise a sum of V rows in which
  * 0 * NaN stays NaN, as in the kernel. */
+/* One query row (batch, head, i) per item: rows are independent, and
+ * causal rows differ in cost, which the pool's item-at-a-time hand-out
+ * balances. */
+typedef struct attention_ref_job {
+  const double *q, *k, *v;
+  double *o;
+  int64_t hq, hkv, sq, sk, d, offset;
+  double scale;
+  int causal;
+} attention_ref_job;
+
+static void attention_ref_row(void *arg, int64_t item) {
+  const attention_ref_job *a = arg;
+  const int64_t sk = a->sk, d = a->d, ratio = a->hq / a->hkv;
+  const int64_t i = item % a->sq, h = (item / a->sq) % a->hq,
+                bb = item / (a->sq * a->hq);
+  const double *kh = a->k + (bb * a->hkv + h / ratio) * sk * d;
+  const double *vh = a->v + (bb * a->hkv + h / ratio) * sk * d;
+  const double *qi = a->q + item * d;
+  double *oi = a->o + item * d;
+  int64_t visible = sk;
+  if (a->causal) {
+    visible = a->offset + i + 1;
+    visible = visible < 0 ? 0 : (visible > sk ? sk : visible);
+  }
+  double *s = malloc((size_t)(sk + d) * sizeof *s);
+  if (!s) abort(); /* a reference has no status to return */
+  double *acc = s + sk;
+  double m = -INFINITY;
+  int poisoned = 0;
+  for (int64_t j = 0; j < visible; j++) {
+    double dot = 0.0;
+    for (int64_t e = 0; e < d; e++) dot += qi[e] * kh[j * d + e];
+    s[j] = a->scale * dot;
+    if (isnan(s[j]) || s[j] == INFINITY) poisoned = 1;
+    else if (s[j] > m) m = s[j];
+  }
+  if (poisoned || m == -INFINITY) {
+    for (int64_t e = 0; e < d; e++) oi[e] = poisoned ? NAN : 0.0;
+    free(s);
+    return;
+  }
+  double sum = 0.0;
+  for (int64_t e = 0; e < d; e++) acc[e] = 0.0;
+  for (int64_t j = 0; j < visible; j++) {
+    const double w = exp(s[j] - m);
+    sum += w;
+    for (int64_t e = 0; e < d; e++) acc[e] += w * vh[j * d + e];
+  }
+  for (int64_t e = 0; e < d; e++) oi[e] = acc[e] / sum;
+  free(s);
+}
+
 void ke_attention_ref(const double *q, const double *k, const double *v,
                       double *o, int64_t b, int64_t hq, int64_t hkv,
                       int64_t sq, int64_t sk, int64_t d,
@@ -200,48 +254,11 @@ void ke_attention_ref(const double *q, const double *k, const double *v,
     ke_attention_params_init(&defaults);
     params = &defaults;
   }
-  const double scale = ke__attention_scale(params, d);
-  const int64_t offset =
-      params->causal_offset < 0 ? sk - sq : params->causal_offset;
-  const int64_t ratio = hq / hkv;
-  double *s = malloc((size_t)sk * sizeof *s);
-  double *acc = malloc((size_t)d * sizeof *acc);
-  if (!s || !acc) abort(); /* a reference has no status to return */
-  for (int64_t bb = 0; bb < b; bb++)
-    for (int64_t h = 0; h < hq; h++) {
-      const double *kh = k + (bb * hkv + h / ratio) * sk * d;
-      const double *vh = v + (bb * hkv + h / ratio) * sk * d;
-      for (int64_t i = 0; i < sq; i++) {
-        const double *qi = q + ((bb * hq + h) * sq + i) * d;
-        double *oi = o + ((bb * hq + h) * sq + i) * d;
-        int64_t visible = sk;
-        if (params->causal) {
-          visible = offset + i + 1;
-          visible = visible < 0 ? 0 : (visible > sk ? sk : visible);
-        }
-        double m = -INFINITY;
-        int poisoned = 0;
-        for (int64_t j = 0; j < visible; j++) {
-          double dot = 0.0;
-          for (int64_t e = 0; e < d; e++) dot += qi[e] * kh[j * d + e];
-          s[j] = scale * dot;
-          if (isnan(s[j]) || s[j] == INFINITY) poisoned = 1;
-          else if (s[j] > m) m = s[j];
-        }
-        if (poisoned || m == -INFINITY) {
-          for (int64_t e = 0; e < d; e++) oi[e] = poisoned ? NAN : 0.0;
-          continue;
-        }
-        double sum = 0.0;
-        for (int64_t e = 0; e < d; e++) acc[e] = 0.0;
-        for (int64_t j = 0; j < visible; j++) {
-          const double w = exp(s[j] - m);
-          sum += w;
-          for (int64_t e = 0; e < d; e++) acc[e] += w * vh[j * d + e];
-        }
-        for (int64_t e = 0; e < d; e++) oi[e] = acc[e] / sum;
-      }
-    }
-  free(acc);
-  free(s);
+  attention_ref_job a = {q, k, v, o, hq, hkv, sq, sk, d,
+                         params->causal_offset < 0 ? sk - sq
+                                                   : params->causal_offset,
+                         ke__attention_scale(params, d), params->causal};
+  const int64_t rows = b * hq * sq;
+  ke_ref_parallel(rows, 2.0 * (double)rows * sk * (d + 10), attention_ref_row,
+                  &a);
 }

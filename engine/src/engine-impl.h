@@ -128,4 +128,12 @@ int ke__tensor_rows(const ke_tensor *t, const char *op, const char *what,
 int ke__same_shape(const ke_tensor *a, const ke_tensor *b, const char *op,
                    const char *an, const char *bn);
 
+#ifdef KE_PLANTED_ONE_ELEMENT
+/* The one-element mutant's corruption of an output (faults.c). */
+int ke__planted_one_element(ke_context *ctx, ke_tensor *t);
+#define KE__PLANTED_ONE_ELEMENT(ctx, t) KE__TRY(ke__planted_one_element(ctx, t))
+#else
+#define KE__PLANTED_ONE_ELEMENT(ctx, t) ((void)0)
+#endif
+
 #endif

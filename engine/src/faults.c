@@ -51,3 +51,26 @@ int ke__fault_lose_device(ke_context *ctx) {
                   "emulation's can: kemu_lose_device)", KE__BACKEND_NAME);
 #endif
 }
+
+#ifdef KE_PLANTED_ONE_ELEMENT
+#include <stdlib.h>
+
+/* The one-element mutant (tests/meson.build, planted-bug-one-element): a
+ * large output (at least KE__ONE_ELEMENT_MIN elements, contiguous) gets
+ * one element wrong by half its magnitude plus a half, at an index hashed
+ * from its size, so that the checks must look at every output to see it. */
+#define KE__ONE_ELEMENT_MIN 16384
+
+int ke__planted_one_element(ke_context *ctx, ke_tensor *t) {
+  const int64_t n = ke_tensor_numel(t);
+  if (n < KE__ONE_ELEMENT_MIN || !ke_tensor_is_contiguous(t)) return KE_OK;
+  double *v = malloc((size_t)n * sizeof *v);
+  if (!v) return ke__fail(KE_ENOMEM, "one-element mutant: no host memory");
+  int rc = ke_tensor_to_doubles(ctx, t, v);
+  const int64_t i = (int64_t)(((uint64_t)n * 0x9E3779B97F4A7C15ull) >> 17) % n;
+  v[i] += 0.5 * (1.0 + (v[i] < 0 ? -v[i] : v[i]));
+  if (rc == KE_OK) rc = ke_tensor_from_doubles(ctx, t, v);
+  free(v);
+  return rc;
+}
+#endif

@@ -5,6 +5,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "engine-impl.h"
 #include "gemm-impl.h"
@@ -151,7 +152,55 @@ int ke_gemm(ke_context *ctx, const ke_tensor *a, const ke_tensor *b,
                    ke__gemm_launch(ctx->stream, &ga, &gb, c->dtype, c->data,
                                    vc.ld, vc.batch_stride, m, n, k, batch,
                                    params->alpha, params->beta));
+  KE__PLANTED_ONE_ELEMENT(ctx, c);
   return KE_OK;
+}
+
+/* One row of C per item, over all batches. Each output is summed p
+ * ascending from 0.0 in either loop order below; with B not transposed
+ * the row is accumulated a row of B at a time, so that B is read along
+ * its rows (a column walk over a large B misses the cache on every term). */
+typedef struct gemm_ref_job {
+  const ke_gemm_params *p;
+  int64_t m, n, k;
+  const double *a, *b;
+  double *c;
+  int64_t lda, stride_a, ldb, stride_b, ldc, stride_c;
+} gemm_ref_job;
+
+static void gemm_ref_row(void *arg, int64_t item) {
+  const gemm_ref_job *g = arg;
+  const ke_gemm_params *p = g->p;
+  const int64_t bi = item / g->m, i = item % g->m, n = g->n, k = g->k;
+  const double *ab = g->a + bi * g->stride_a, *bb = g->b + bi * g->stride_b;
+  double *cr = g->c + bi * g->stride_c + i * g->ldc;
+  const double alpha = p->alpha, beta = p->beta;
+  double *sum = calloc((size_t)n, sizeof *sum);
+  if (!sum) abort(); /* a reference has no status to return */
+  if (alpha != 0.0) {
+    if (!p->trans_b) {
+      for (int64_t q = 0; q < k; q++) {
+        const double av = p->trans_a ? ab[q * g->lda + i] : ab[i * g->lda + q];
+        const double *br = bb + q * g->ldb;
+        for (int64_t j = 0; j < n; j++) sum[j] += av * br[j];
+      }
+    } else {
+      for (int64_t j = 0; j < n; j++) {
+        double s = 0.0;
+        for (int64_t q = 0; q < k; q++) {
+          const double av = p->trans_a ? ab[q * g->lda + i] : ab[i * g->lda + q];
+          s += av * bb[j * g->ldb + q];
+        }
+        sum[j] = s;
+      }
+    }
+  }
+  for (int64_t j = 0; j < n; j++) {
+    double v = alpha * sum[j];
+    if (beta != 0.0) v += beta * cr[j];
+    cr[j] = v;
+  }
+  free(sum);
 }
 
 void ke_gemm_ref(const ke_gemm_params *params, int64_t batch, int64_t m,
@@ -163,22 +212,7 @@ void ke_gemm_ref(const ke_gemm_params *params, int64_t batch, int64_t m,
     ke_gemm_params_init(&defaults);
     params = &defaults;
   }
-  const double alpha = params->alpha, beta = params->beta;
-  for (int64_t bi = 0; bi < batch; bi++) {
-    const double *ab = a + bi * stride_a, *bb = b + bi * stride_b;
-    double *cb = c + bi * stride_c;
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t j = 0; j < n; j++) {
-        double sum = 0.0;
-        if (alpha != 0.0)
-          for (int64_t p = 0; p < k; p++) {
-            double av = params->trans_a ? ab[p * lda + i] : ab[i * lda + p];
-            double bv = params->trans_b ? bb[j * ldb + p] : bb[p * ldb + j];
-            sum += av * bv;
-          }
-        double v = alpha * sum;
-        if (beta != 0.0) v += beta * cb[i * ldc + j];
-        cb[i * ldc + j] = v;
-      }
-  }
+  gemm_ref_job g = {params, m, n, k, a, b, c, lda, stride_a,
+                    ldb, stride_b, ldc, stride_c};
+  ke_ref_parallel(batch * m, (double)batch * m * n * k, gemm_ref_row, &g);
 }

@@ -59,7 +59,7 @@ int ke_kv_repeat(ke_context *ctx, const ke_tensor *in, ke_tensor *out) {
   return KE_OK;
 }
 
-void ke_kv_repeat_ref(const double *in, double *out, int64_t b, int64_t hkv,
+static void kv_repeat_ref_body(const double *in, double *out, int64_t b, int64_t hkv,
                       int64_t hq, int64_t s, int64_t d) {
   const int64_t ratio = hq / hkv, row = s * d;
   for (int64_t bb = 0; bb < b; bb++)
@@ -68,4 +68,12 @@ void ke_kv_repeat_ref(const double *in, double *out, int64_t b, int64_t hkv,
       double *dst = out + (bb * hq + h) * row;
       for (int64_t x = 0; x < row; x++) dst[x] = src[x];
     }
+}
+
+/* The reference, timed (ke_ref_ms). */
+void ke_kv_repeat_ref(const double *in, double *out, int64_t b, int64_t hkv,
+                      int64_t hq, int64_t s, int64_t d) {
+  ke_ref_begin();
+  kv_repeat_ref_body(in, out, b, hkv, hq, s, d);
+  ke_ref_end();
 }

@@ -91,7 +91,7 @@ int ke_mask_apply(ke_context *ctx, ke_tensor *scores,
   return KE_OK;
 }
 
-void ke_mask_apply_ref(double *scores, int64_t matrices, int64_t sq,
+static void mask_apply_ref_body(double *scores, int64_t matrices, int64_t sq,
                        int64_t sk, const ke_mask_params *params) {
   ke_mask_params defaults;
   if (!params) {
@@ -103,4 +103,12 @@ void ke_mask_apply_ref(double *scores, int64_t matrices, int64_t sq,
       for (int64_t j = 0; j < sk; j++)
         if (!ke_mask_allows(params, sq, sk, i, j))
           scores[(n * sq + i) * sk + j] = -INFINITY;
+}
+
+/* The reference, timed (ke_ref_ms). */
+void ke_mask_apply_ref(double *scores, int64_t matrices, int64_t sq,
+                       int64_t sk, const ke_mask_params *params) {
+  ke_ref_begin();
+  mask_apply_ref_body(scores, matrices, sq, sk, params);
+  ke_ref_end();
 }

@@ -125,7 +125,7 @@ static void ke__mx_put(uint8_t *row, int bits, int64_t i, unsigned code) {
   g[2] = (uint8_t)(word >> 16);
 }
 
-int ke_mxfp_dequant_ref(const ke_mxfp_matrix *w, double *out) {
+static int mxfp_dequant_ref_body(const ke_mxfp_matrix *w, double *out) {
   KE__TRY(ke__mx_check(w, "mxfp_dequant_ref"));
   if (!out) return ke__fail(KE_EINVAL, "mxfp_dequant_ref: out is NULL");
   const ke__mx_spec *f = ke__mx_spec_of(w->format);
@@ -138,6 +138,14 @@ int ke_mxfp_dequant_ref(const ke_mxfp_matrix *w, double *out) {
           w->format, ke__mx_get(data + r * row_bytes, f->bits, c),
           scales[r * blocks + c / KE_MX_BLOCK]);
   return KE_OK;
+}
+
+/* The reference, timed (ke_ref_ms). */
+int ke_mxfp_dequant_ref(const ke_mxfp_matrix *w, double *out) {
+  ke_ref_begin();
+  int rc = mxfp_dequant_ref_body(w, out);
+  ke_ref_end();
+  return rc;
 }
 
 /* Rounds v (already divided by the block scale) to the nearest element
@@ -166,7 +174,7 @@ static unsigned ke__mx_encode(const ke__mx_spec *f, double v) {
   return sign | (mag > max_code ? max_code : mag);
 }
 
-int ke_mxfp_quantize_ref(const double *x, const ke_mxfp_matrix *w) {
+static int mxfp_quantize_ref_body(const double *x, const ke_mxfp_matrix *w) {
   KE__TRY(ke__mx_check(w, "mxfp_quantize_ref"));
   if (!x) return ke__fail(KE_EINVAL, "mxfp_quantize_ref: x is NULL");
   const ke__mx_spec *f = ke__mx_spec_of(w->format);
@@ -201,6 +209,14 @@ int ke_mxfp_quantize_ref(const double *x, const ke_mxfp_matrix *w) {
     }
   }
   return KE_OK;
+}
+
+/* The reference, timed (ke_ref_ms). */
+int ke_mxfp_quantize_ref(const double *x, const ke_mxfp_matrix *w) {
+  ke_ref_begin();
+  int rc = mxfp_quantize_ref_body(x, w);
+  ke_ref_end();
+  return rc;
 }
 
 /* ---- Entry points ----------------------------------------------------------- */

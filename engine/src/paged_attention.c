@@ -339,7 +339,7 @@ static int ke__paged_ref_seq_ok(const ke_paged_attention_dims *dm,
   return 1;
 }
 
-void ke_paged_attention_ref(const ke_paged_attention_dims *dims,
+static void paged_attention_ref_body(const ke_paged_attention_dims *dims,
                             const double *q, const double *k_cache,
                             const double *v_cache,
                             const int32_t *block_tables,
@@ -366,4 +366,16 @@ void ke_paged_attention_ref(const ke_paged_attention_dims *dims,
     }
   }
   free(scores);
+}
+
+/* The reference, timed (ke_ref_ms). */
+void ke_paged_attention_ref(const ke_paged_attention_dims *dims,
+                            const double *q, const double *k_cache,
+                            const double *v_cache,
+                            const int32_t *block_tables,
+                            const int32_t *seq_lens, double *out,
+                            const ke_paged_attention_params *params) {
+  ke_ref_begin();
+  paged_attention_ref_body(dims, q, k_cache, v_cache, block_tables, seq_lens, out, params);
+  ke_ref_end();
 }

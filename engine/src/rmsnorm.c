@@ -60,7 +60,7 @@ int ke_rmsnorm(ke_context *ctx, ke_tensor *x, const ke_tensor *residual,
   return KE_OK;
 }
 
-void ke_rmsnorm_ref(double *x, const double *residual, const double *weight,
+static void rmsnorm_ref_body(double *x, const double *residual, const double *weight,
                     double *y, int64_t rows, int64_t cols, double eps) {
   for (int64_t r = 0; r < rows; r++) {
     double *xr = x + r * cols;
@@ -73,4 +73,12 @@ void ke_rmsnorm_ref(double *x, const double *residual, const double *weight,
     for (int64_t c = 0; c < cols; c++)
       yr[c] = xr[c] * inv * (weight ? weight[c] : 1.0);
   }
+}
+
+/* The reference, timed (ke_ref_ms). */
+void ke_rmsnorm_ref(double *x, const double *residual, const double *weight,
+                    double *y, int64_t rows, int64_t cols, double eps) {
+  ke_ref_begin();
+  rmsnorm_ref_body(x, residual, weight, y, rows, cols, eps);
+  ke_ref_end();
 }

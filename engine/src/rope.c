@@ -307,7 +307,7 @@ int ke_rope(ke_context *ctx, const ke_tensor *x, ke_tensor *y,
   return KE_OK;
 }
 
-void ke_rope_ref(const double *x, double *y, int64_t nvec, int64_t dim,
+static void rope_ref_body(const double *x, double *y, int64_t nvec, int64_t dim,
                  const int64_t *pos, const int64_t *pos2,
                  const ke_rope_params *params) {
   ke_rope_params defaults;
@@ -340,4 +340,13 @@ void ke_rope_ref(const double *x, double *y, int64_t nvec, int64_t dim,
       }
     }
   }
+}
+
+/* The reference, timed (ke_ref_ms). */
+void ke_rope_ref(const double *x, double *y, int64_t nvec, int64_t dim,
+                 const int64_t *pos, const int64_t *pos2,
+                 const ke_rope_params *params) {
+  ke_ref_begin();
+  rope_ref_body(x, y, nvec, dim, pos, pos2, params);
+  ke_ref_end();
 }

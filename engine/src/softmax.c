@@ -49,6 +49,49 @@ int ke_softmax(ke_context *ctx, const ke_tensor *x, ke_tensor *y,
   return KE_OK;
 }
 
+/* One row per item (rows are independent). */
+typedef struct softmax_ref_job {
+  const double *x;
+  double *y;
+  int64_t cols, sq, offset;
+  const ke_softmax_params *params;
+} softmax_ref_job;
+
+static void softmax_ref_row(void *arg, int64_t r) {
+  const softmax_ref_job *j = arg;
+  const ke_softmax_params *params = j->params;
+  const int64_t cols = j->cols;
+  const double *xr = j->x + r * cols;
+  double *yr = j->y + r * cols;
+  int64_t limit = cols; /* columns >= limit are masked */
+  if (params->causal) {
+    int64_t i = r % j->sq;
+    limit = i + j->offset + 1;
+    if (limit < 0) limit = 0;
+    if (limit > cols) limit = cols;
+  }
+  double m = -INFINITY;
+  int poisoned = 0;
+  for (int64_t c = 0; c < limit; c++) {
+    double v = (double)params->scale * xr[c];
+    if (isnan(v) || v == INFINITY) poisoned = 1;
+    else if (v > m) m = v;
+  }
+  if (poisoned) {
+    for (int64_t c = 0; c < cols; c++) yr[c] = NAN;
+    return;
+  }
+  if (m == -INFINITY) {
+    for (int64_t c = 0; c < cols; c++) yr[c] = 0.0;
+    return;
+  }
+  double sum = 0.0;
+  for (int64_t c = 0; c < limit; c++)
+    sum += exp((double)params->scale * xr[c] - m);
+  for (int64_t c = 0; c < cols; c++)
+    yr[c] = c < limit ? exp((double)params->scale * xr[c] - m) / sum : 0.0;
+}
+
 void ke_softmax_ref(const double *x, double *y, int64_t rows, int64_t cols,
                     const ke_softmax_params *params, int64_t sq) {
   ke_softmax_params defaults;
@@ -58,35 +101,7 @@ void ke_softmax_ref(const double *x, double *y, int64_t rows, int64_t cols,
   }
   int64_t offset = params->causal_offset;
   if (params->causal && offset < 0) offset = cols - sq;
-  for (int64_t r = 0; r < rows; r++) {
-    const double *xr = x + r * cols;
-    double *yr = y + r * cols;
-    int64_t limit = cols; /* columns >= limit are masked */
-    if (params->causal) {
-      int64_t i = r % sq;
-      limit = i + offset + 1;
-      if (limit < 0) limit = 0;
-      if (limit > cols) limit = cols;
-    }
-    double m = -INFINITY;
-    int poisoned = 0;
-    for (int64_t c = 0; c < limit; c++) {
-      double v = (double)params->scale * xr[c];
-      if (isnan(v) || v == INFINITY) poisoned = 1;
-      else if (v > m) m = v;
-    }
-    if (poisoned) {
-      for (int64_t c = 0; c < cols; c++) yr[c] = NAN;
-      continue;
-    }
-    if (m == -INFINITY) {
-      for (int64_t c = 0; c < cols; c++) yr[c] = 0.0;
-      continue;
-    }
-    double sum = 0.0;
-    for (int64_t c = 0; c < limit; c++)
-      sum += exp((double)params->scale * xr[c] - m);
-    for (int64_t c = 0; c < cols; c++)
-      yr[c] = c < limit ? exp((double)params->scale * xr[c] - m) / sum : 0.0;
-  }
+  softmax_ref_job j = {x, y, cols, sq, offset, params};
+  /* exp costs some twenty operations */
+  ke_ref_parallel(rows, 20.0 * (double)rows * cols, softmax_ref_row, &j);
 }

@@ -86,7 +86,15 @@ double ke_silu_ref(double v) {
   return v * (e / (1.0 + e));
 }
 
-void ke_swiglu_ref(const double *gate, const double *up, double *out,
+static void swiglu_ref_body(const double *gate, const double *up, double *out,
                    int64_t n) {
   for (int64_t i = 0; i < n; i++) out[i] = ke_silu_ref(gate[i]) * up[i];
+}
+
+/* The reference, timed (ke_ref_ms). */
+void ke_swiglu_ref(const double *gate, const double *up, double *out,
+                   int64_t n) {
+  ke_ref_begin();
+  swiglu_ref_body(gate, up, out, n);
+  ke_ref_end();
 }

@@ -12,18 +12,9 @@
 #     scontrol knows (TIMEOUT) -- their tests lost with state, job and node,
 #     none missing; --resume plans just those, and the merge of both rounds
 #     holds exactly the unsharded run's tests.
+. "$(dirname "$0")/slurm-lib.sh"
 . "$(dirname "$0")/lib.sh"
-
 export KILN_EMU_DEVICES=4
-SEL=(engine rope)
-ids() {  # ids REPORT: the final test runs as sorted "id repeat" lines
-  flat "$1"
-  grep -E '^tests\.[0-9]+\.(id|repeat|final)=' "$T/flat.txt" | awk -F'[.=]' '
-    {n=$2; v[n, $3]=$0; sub(/^[^=]*=/, "", v[n, $3])}
-    END {for (k in v) {split(k, a, SUBSEP); seen[a[1]]=1}
-         for (n in seen) if (v[n, "final"] == "true") print v[n, "id"], v[n, "repeat"]}' |
-    sort
-}
 
 # ---- GPUs from Slurm --------------------------------------------------------------
 SLURM_JOB_GPUS=2 k devices --backend host
@@ -57,8 +48,8 @@ for want in '^#SBATCH --array=0-2$' '^#SBATCH --gres=gpu:2$' '^#SBATCH --partiti
     '^#SBATCH --account=proj$' '^#SBATCH --time=30:00$' '^#SBATCH --time=5:00$' \
     '^# sbatch --parsable --qos=high .*/slurm/array-1.sh$' \
     "^# sbatch --parsable '--dependency=afterany:<array job>' --kill-on-invalid-dep=yes --qos=high .*/slurm/merge-1.sh$" \
-    '^exec .*/kiln run --out "\$dir" --shard-plan .*/slurm/plan-1 --runner-dir .* --backend host --repeat 2 --jobs 1 -- engine rope$' \
-    '^exec .*/kiln slurm --merge .*/reports/slurm/[0-9T]+Z$' \
+    '^exec .*/kiln run --out "\$dir" --shard-plan .*/slurm/plan-1 --runner-dir .* --backend host --repeat 2 --jobs 1 --seed [0-9]+ -- engine rope$' \
+    '^/.*/kiln slurm --merge .*/reports/slurm/[0-9T]+Z$' \
     '^kiln slurm: 3 shards of 30 tests, 2 runs each \(hash partition: no earlier report\)'; do
   expect_out "$want" "dry run prints /$want/"
 done
@@ -99,7 +90,15 @@ cat >"$FAKE/bin/scontrol" <<EOF
 #!/bin/bash
 cat "$FAKE/scontrol.txt" 2>/dev/null
 EOF
-printf '#!/bin/bash\necho "slurm_load_jobs error: Invalid job id specified" >&2; exit 1\n' >"$FAKE/bin/squeue"
+# squeue answers from $FAKE/squeue-JOB.txt while it exists, else has
+# forgotten the job.
+cat >"$FAKE/bin/squeue" <<EOF
+#!/bin/bash
+id=""
+while [ \$# -gt 0 ]; do [ "\$1" = -j ] && id=\$2; shift; done
+[ -f "$FAKE/squeue-\$id.txt" ] && { cat "$FAKE/squeue-\$id.txt"; exit 0; }
+echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1
+EOF
 printf '#!/bin/bash\necho "$*" >>"%s/scancel.log"\n' "$FAKE" >"$FAKE/bin/scancel"
 chmod +x "$FAKE"/bin/*
 export PATH=$FAKE/bin:$PATH
@@ -131,9 +130,7 @@ echo "100_1|NODE_FAIL|node1" >"$FAKE/sacct.txt"
 k slurm --merge "$R"
 expect_rc 1 "the merge of a run with dead tasks exits 1"
 expect_eq "$(head -1 "$R/status")" lost "status"
-ids "$R/report.yaml" >"$T/r.ids"
-cmp -s "$T/ref.ids" "$T/r.ids" && ok "every test of the selection is in the merged report" ||
-  { fail "tests missing or extra"; diff "$T/ref.ids" "$T/r.ids" | head; }
+same_tests "$R/report.yaml" "every test of the selection is in the merged report"
 lost_of() {  # lost_of JOB: by/state/node of each lost test of that task, uniq'd
   for i in $(grep -E "^tests\.[0-9]+\.lost\.job=$1\$" "$T/flat.txt" | sed -E 's/^tests\.([0-9]+)\..*/\1/'); do
     echo "$(field tests.$i.outcome) $(field tests.$i.lost.by) $(field tests.$i.lost.state) $(field tests.$i.lost.node)"
@@ -165,12 +162,118 @@ for t in $(seq 0 $((tasks2 - 1))); do task 2 "$t" "$tasks2" >"$T/r2-$t.out" 2>&1
 k slurm --merge "$R"
 expect_rc 0 "the merge after the resume"
 expect_eq "$(head -1 "$R/status")" good "status"
-ids "$R/report.yaml" >"$T/r.ids"
-cmp -s "$T/ref.ids" "$T/r.ids" && ok "after --resume: exactly the unsharded run's tests, once each" ||
-  { fail "tests differ after --resume"; diff "$T/ref.ids" "$T/r.ids" | head; }
+same_tests "$R/report.yaml" "after --resume: exactly the unsharded run's tests, once each"
 expect_eq "$(field summary.lost)" 0 "nothing lost"
 expect_eq "$(grep -cE '^run\.merged_from\.[0-9]+\.round=2$' "$T/flat.txt")" "$tasks2" \
   "the merged report names the resumed round's $tasks2 shards"
 k slurm --follow "$R" --poll 0.1
 expect_rc 0 "--follow of a merged run: its status"
+
+# ---- One run seed: every task, every round, and the next run ------------------------
+seed=$(grep -A1 -x 'arg value=--seed' "$R/slurm/state" | sed -n 2p | cut -d= -f2)
+expect_match "$seed" '^[0-9]+$' "the run's state holds the seed every task is given"
+expect_eq "$(grep -E '^tests\.[0-9]+\.seed=' "$T/flat.txt" | cut -d= -f2 | sort -u)" "$seed" \
+  "every test of both rounds ran with the run's seed (a rerun draws the same inputs)"
+k slurm --dry-run --backend host --tasks 3 -o "$T/root/next" "${SEL[@]}"
+expect_out "--seed $seed --" "the next run takes the seed of its diff's base (the last good run)"
+k slurm --dry-run --backend host --tasks 3 --seed 7 -o "$T/root/next" "${SEL[@]}"
+expect_out "--seed 7 -- engine rope$" "--seed wins"
+
+# ---- Third-party tests; a task given no emulated devices; tasks that test nothing -----
+[ -n "${KILN_GTEST:-}" ] || fail "no GoogleTest sample (KILN_GTEST)"
+unset KILN_EMU_DEVICES
+# Tests of the sample that pass quickly (it also has hangs and crashes).
+SEL3=('Zeros/*' 'Pow2/Sizes.PowerOfTwo/0' 'Environment.UnderKiln' pysuite/passes pysuite/cpu_only)
+k run --backend host -j 1 -o "$T/ref3" --gtest "$KILN_GTEST" --manifest "$KILN_MANIFEST" -- "${SEL3[@]}"
+expect_rc 0 "the third-party tests, unsharded"
+ids "$T/ref3/report.yaml" >"$T/ref3.ids"
+S=$T/root/s
+k slurm --backend host -j 1 --tasks 2 --no-wait -o "$S" --gtest "$KILN_GTEST" --manifest "$KILN_MANIFEST" \
+  -- "${SEL3[@]}"
+expect_rc 0 "kiln slurm --gtest --manifest"
+grep -qF -- " --gtest $KILN_GTEST --manifest $(realpath "$KILN_MANIFEST") " "$S/slurm/array-1.sh" &&
+  ok "every task lists the GoogleTest binary and the manifest" ||
+  fail "the array script does not pass --gtest and --manifest: $(grep '^exec' "$S/slurm/array-1.sh")"
+sjob=$(sed -nE 's/^round n=1 .*array=([0-9]+).*/\1/p' "$S/slurm/state")
+stask() {  # stask TASK [ENV...]: task TASK of run S as Slurm would start it
+  local t=$1
+  shift
+  env $(slurm_env 1 "$t" 2) SLURM_ARRAY_JOB_ID=$sjob "$@" bash "$S/slurm/array-1.sh" >"$T/s$t.out" 2>&1
+}
+stask 0
+expect_eq "$?" 0 "task 0 (GPU 0) ran its shard"
+# Task 1 gets the node's GPU 1; one emulated device has no GPU 1.
+stask 1 KILN_EMU_DEVICES=1
+expect_eq "$?" 3 "task 1 with KILN_EMU_DEVICES=1 and GPU 1 tested nothing (exit 3)"
+bash "$S/slurm/merge-1.sh" >"$T/merge.out" 2>&1
+expect_eq "$?" 3 "the merge job of a run with a task that tested nothing exits 3"
+expect_eq "$(head -1 "$S/status")" nothing-tested "status"
+flat "$S/report.yaml"
+expect_match "$(field run.nothing_tested)" "^1 of 2 shards tested nothing: shard 1-2: the host runner found no device" \
+  "the merged report says which shard tested nothing and why"
+k slurm --follow "$S" --poll 0.1
+expect_rc 3 "kiln slurm exits 3, not 0, when a task tested nothing"
+expect_out "nothing tested: 1 of 2 shards" "and says so"
+stask 1
+expect_eq "$?" 0 "task 1 (GPU 1) with no KILN_EMU_DEVICES: the script emulates the node's GPUs"
+flat "$S/shards/1-2/report.yaml"
+expect_eq "$(field devices.0.physical)" 1 "task 1 ran on the node's GPU 1"
+bash "$S/slurm/merge-1.sh" >"$T/merge.out" 2>&1
+expect_eq "$?" 0 "the merge job"
+expect_eq "$(head -1 "$S/status")" good "status once every task tested"
+ids "$S/report.yaml" >"$T/s.ids"
+cmp -s "$T/ref3.ids" "$T/s.ids" && ok "the merged report holds the GoogleTest and manifest tests of kiln run" ||
+  { fail "merged third-party tests differ"; diff "$T/ref3.ids" "$T/s.ids" | head; }
+
+# A pytest suite goes to every task the same way.
+for p in "${KILN_PYTHON:-python3}" python3 /usr/bin/python3; do
+  if "$p" -c 'import pytest' 2>/dev/null; then export KILN_PYTHON=$p; break; fi
+done
+cp -r "$KILN_SOURCE/examples/pytest-suite" "$T/pysuite"
+k slurm --dry-run --backend host --tasks 2 -o "$T/root/py" --pytest "$T/pysuite"
+expect_rc 0 "kiln slurm --pytest --dry-run"
+expect_out "^exec .* --pytest $T/pysuite --seed [0-9]+ --\$" "every task lists the pytest suite"
+
+# ---- Pending tasks: Slurm's reason on the follow line and on the lost records ---------
+export KILN_EMU_DEVICES=4
+P=$T/root/p
+k slurm --backend host -j 1 --tasks 2 --no-wait -o "$P" "${SEL[@]}"
+pjob=$(sed -nE 's/^round n=1 .*array=([0-9]+).*/\1/p' "$P/slurm/state")
+printf '0|RUNNING|node0|None\n1|PENDING||ReqNodeNotAvail, UnavailableNodes:node1\n' >"$FAKE/squeue-$pjob.txt"
+echo "0|PENDING||Dependency" >"$FAKE/squeue-$((pjob + 1)).txt"
+# Task 0 is stopped by SIGTERM mid-test (scancel): its tests in flight are lost.
+env $(slurm_env 1 0 2) SLURM_ARRAY_JOB_ID=$pjob KILN_EMU_INIT_MS=400 bash "$P/slurm/array-1.sh" \
+  >"$T/p0.out" 2>&1 &
+ppid=$!
+for i in $(seq 200); do grep -qs '^run ' "$P/shards/1-1/journal" && break; sleep 0.05; done
+kill -TERM $ppid; wait $ppid
+# A test whose result was lost, as the journal of a kiln stopped mid-test
+# records it.
+grep -m1 '^run .*outcome=pass' "$P/shards/1-1/journal" | sed 's/outcome=pass/outcome=lost/' \
+  >>"$P/shards/1-1/journal"
+rm -f "$FAKE/scontrol.txt"
+"$KILN" slurm --follow "$P" --poll 0.1 >"$T/follow.out" 2>&1 &
+fpid=$!
+for i in $(seq 100); do grep -q 'pending (ReqNodeNotAvail' "$T/follow.out" && break; sleep 0.1; done
+# The pending task is cancelled; a cluster without accounting forgets it.
+rm "$FAKE/squeue-$pjob.txt" "$FAKE/squeue-$((pjob + 1)).txt"
+wait $fpid
+expect_eq "$?" 1 "following a run with lost tests exits 1"
+cat "$T/follow.out"
+grep -qE "job $pjob: 1 pending \(ReqNodeNotAvail, UnavailableNodes:node1\), 1 running" "$T/follow.out" &&
+  ok "the follow line says why Slurm holds the pending task" || fail "no pending reason on the follow line"
+nl0=$(grep -c 'outcome=lost' "$P/shards/1-1/journal")
+expect_match "$nl0" '^[1-9]' "task 0's journal has lost tests ($nl0)"
+grep -qE "tests [0-9]+/[0-9]+ done, 0 failed, $nl0 lost;" "$T/follow.out" &&
+  ok "while following, lost tests are counted as lost, not failed" || fail "lost tests counted as failed"
+flat "$P/report.yaml"
+i=$(grep -E "^tests\.[0-9]+\.lost\.job=${pjob}_1\$" "$T/flat.txt" | head -1 | sed -E 's/^tests\.([0-9]+)\..*/\1/')
+expect_eq "$(field tests.$i.lost.state)/$(field tests.$i.lost.reason)" \
+  "PENDING/ReqNodeNotAvail, UnavailableNodes:node1" "the never-started task's lost tests keep its last state and reason"
+expect_match "$(field tests.$i.message)" "last saw it PENDING \(ReqNodeNotAvail" "and their message says so"
+grep -q "lost with Slurm task ${pjob}_1 (PENDING on no node; held for ReqNodeNotAvail" "$T/follow.out" &&
+  ok "the summary names the reason" || fail "the summary does not name the reason"
+bash "$P/slurm/merge-1.sh" >"$T/merge.out" 2>&1
+expect_eq "$?" 0 "a merge job whose run lost tests ends COMPLETED (exit 0): the verdict is the run's status"
+expect_eq "$(head -1 "$P/status")" lost "status"
 finish

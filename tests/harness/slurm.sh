@@ -8,11 +8,17 @@
 #     test's device, and the GPU the task's own environment named);
 #   - a second run is balanced by the first one's times;
 #   - a task killed with scancel leaves its tests lost, with its Slurm state,
-#     job and node, and `kiln slurm --resume` completes the run;
+#     job and node, and `kiln slurm --resume` completes the run, its reruns
+#     with the run's seed (status good, no false "error growth");
+#   - a GoogleTest binary and a manifest are spread over the tasks like
+#     kiln's own tests, with no KILN_EMU_DEVICES set anywhere;
+#   - on a drained node the follow line says why the tasks pend, and the
+#     lost tests keep the state and reason; the merge is not "FAILED";
 #   - no process of the cluster is left, however the test ends.
 # Skips (77) without root or Slurm's packages, unless KILN_REQUIRE_SLURM=1.
 # lib.sh changes into its temporary folder: the cluster script first.
 . "$(dirname "$0")/slurm-cluster.sh"
+. "$(dirname "$0")/slurm-lib.sh"
 . "$(dirname "$0")/lib.sh"
 
 skip() {
@@ -31,20 +37,12 @@ trap 'exit 143' TERM INT
 start_cluster || { fail "start a Slurm cluster"; finish; }
 ok "a one-node Slurm cluster is up ($(sinfo -h -o '%P %D %G %T'))"
 
-export KILN_EMU_DEVICES=4
-SEL=(engine rope)
-ids() {  # ids REPORT: the final test runs as sorted "id repeat" lines
-  flat "$1"
-  grep -E '^tests\.[0-9]+\.(id|repeat|final)=' "$T/flat.txt" | awk -F'[.=]' '
-    {n=$2; v[n, $3]=$0; sub(/^[^=]*=/, "", v[n, $3])}
-    END {for (k in v) {split(k, a, SUBSEP); seen[a[1]]=1}
-         for (n in seen) if (v[n, "final"] == "true") print v[n, "id"], v[n, "repeat"]}' |
-    sort
-}
+# No KILN_EMU_DEVICES: the task script emulates the GPUs Slurm gives.
+unset KILN_EMU_DEVICES
 count() { grep -cE "$1" "$T/flat.txt"; }
 
 # ---- The reference: the same selection, unsharded ----
-k run --backend host -j 1 -o "$T/ref" "${SEL[@]}"; expect_rc 0 "unsharded reference run"
+KILN_EMU_DEVICES=4 k run --backend host -j 1 -o "$T/ref" "${SEL[@]}"; expect_rc 0 "unsharded reference run"
 ids "$T/ref/report.yaml" >"$T/ref.ids"
 nref=$(wc -l <"$T/ref.ids")
 
@@ -53,9 +51,7 @@ A=$T/root/a
 k slurm --backend host -j 1 --tasks 4 --poll 0.3 -o "$A" "${SEL[@]}"
 expect_rc 0 "kiln slurm runs the selection and exits with the merged run's status"
 expect_out "kiln slurm: job [0-9]+: .* done; tests $nref/$nref done, 0 failed" "the progress line counts tasks and tests"
-ids "$A/report.yaml" >"$T/a.ids"
-if cmp -s "$T/ref.ids" "$T/a.ids"; then ok "the merged report holds exactly the unsharded run's $nref test runs"
-else fail "merged and unsharded test runs differ"; diff "$T/ref.ids" "$T/a.ids" | head; fi
+same_tests "$A/report.yaml" "the merged report holds exactly the unsharded run's $nref test runs"
 expect_eq "$(head -1 "$A/status")" good "status"
 expect_eq "$(field summary.total)" "$nref" "merged summary total"
 expect_eq "$(count '^run\.merged_from\.[0-9]+\.report=')" 4 "four shards merged"
@@ -97,9 +93,7 @@ k slurm --follow "$B" --poll 0.3
 expect_rc 1 "a run with a cancelled task exits 1"
 expect_out "lost with Slurm task ${array}_1 \(CANCELLED on $SLURM_HOST\)" "the summary names the task, its state and node"
 expect_eq "$(head -1 "$B/status")" lost "status"
-ids "$B/report.yaml" >"$T/b.ids"
-cmp -s "$T/ref.ids" "$T/b.ids" && ok "no test run is missing: the cancelled task's are there as lost" ||
-  fail "test runs missing or extra after the cancel"
+same_tests "$B/report.yaml" "no test run is missing: the cancelled task's are there as lost"
 nlost=$(field summary.lost)
 expect_match "$nlost" '^[1-9]' "the cancelled task's tests are lost"
 bad=0
@@ -113,17 +107,52 @@ expect_out 'type="lost"' "JUnit reports lost tests as errors of type lost"
 
 k slurm --resume "$B" --poll 0.3
 status=$(head -1 "$B/status")
-expect_match "$status" '^(good|regressed)$' "after --resume every test has a result (status $status)"
-want=1
-[ "$status" = good ] && want=0
-expect_rc "$want" "kiln slurm --resume exits with the run's status"
-ids "$B/report.yaml" >"$T/b.ids"
-cmp -s "$T/ref.ids" "$T/b.ids" && ok "the resumed run holds exactly the unsharded run's test runs" ||
-  { fail "resumed and unsharded test runs differ"; diff "$T/ref.ids" "$T/b.ids" | head; }
+expect_eq "$status" good "after --resume every test has a result, and the rerun tests are no regression"
+expect_rc 0 "kiln slurm --resume exits with the run's status"
+expect_match "$(grep -c 'error growth' "$B/diff.txt")" '^0$' "no error growth against run a"
+expect_eq "$(grep -E '^tests\.[0-9]+\.seed=' "$T/flat.txt" | cut -d= -f2 | sort -u | wc -l)" 1 \
+  "every test of both rounds ran with one seed"
+same_tests "$B/report.yaml" "the resumed run holds exactly the unsharded run's test runs"
 expect_eq "$(field summary.lost)/$(field summary.fail)" 0/0 "nothing lost or failed after --resume"
 expect_match "$(grep -E '^run\.merged_from\.[0-9]+\.round=2$' "$T/flat.txt" | wc -l)" '^[1-9]' \
   "the resumed round's shards are among the merged reports"
 expect_eq "$(grep -c '^round ' "$B/slurm/state")" 2 "two rounds in the run's state"
+
+# ---- A GoogleTest binary and a manifest, spread over the cluster ----
+if [ -n "${KILN_GTEST:-}" ]; then
+  SEL3=('Zeros/*' 'Pow2/Sizes.PowerOfTwo/0' 'Environment.UnderKiln' pysuite/passes pysuite/cpu_only)
+  KILN_EMU_DEVICES=4 k run --backend host -j 1 -o "$T/ref3" --gtest "$KILN_GTEST" --manifest "$KILN_MANIFEST" -- "${SEL3[@]}"
+  ids "$T/ref3/report.yaml" >"$T/ref3.ids"
+  G=$T/root/g
+  k slurm --backend host -j 1 --tasks 3 --poll 0.3 -o "$G" --gtest "$KILN_GTEST" \
+    --manifest "$KILN_MANIFEST" -- "${SEL3[@]}"
+  expect_rc 0 "kiln slurm --gtest --manifest on the cluster"
+  expect_eq "$(head -1 "$G/status")" good "status"
+  ids "$G/report.yaml" >"$T/g.ids"
+  cmp -s "$T/ref3.ids" "$T/g.ids" && ok "the merged report holds the GoogleTest and manifest tests of kiln run" ||
+    { fail "merged third-party tests differ"; diff "$T/ref3.ids" "$T/g.ids" | head; }
+else
+  fail "no GoogleTest sample (KILN_GTEST)"
+fi
+
+# ---- A drained node: why the tasks pend, and what the lost tests keep ----
+scontrol update nodename="$SLURM_HOST" state=drain reason=kiln-test
+D=$T/root/d
+k slurm --backend host -j 1 --tasks 2 --no-wait -o "$D" "${SEL[@]}"
+"$KILN" slurm --follow "$D" --poll 0.3 >"$T/follow.out" 2>&1 &
+fpid=$!
+for i in $(seq 100); do grep -q 'pending (' "$T/follow.out" && break; sleep 0.2; done
+scancel $(sed -nE 's/^round n=1 .*array=([0-9]+) merge=([0-9]+).*/\1 \2/p' "$D/slurm/state")
+wait $fpid
+expect_eq "$?" 1 "a run whose tasks never started exits 1 (lost)"
+cat "$T/follow.out"
+grep -qE '2 pending \((ReqNodeNotAvail|Nodes_required|Resources)' "$T/follow.out" &&
+  ok "the follow line gives squeue's reason for the pending tasks" || fail "no reason on the follow line"
+grep -q 'merge FAILED' "$T/follow.out" && fail "the follow line says merge FAILED" || ok "no merge FAILED"
+flat "$D/report.yaml"
+expect_match "$(field tests.0.lost.state)/$(field tests.0.lost.reason)" '^(PENDING|CANCELLED)/[A-Za-z]' \
+  "a lost test keeps its task's state and squeue's reason"
+scontrol update nodename="$SLURM_HOST" state=resume
 
 # ---- Nothing of the cluster is left ----
 pids="$CLUSTER_NS $CLUSTER_INIT $CLUSTER_PIDS"

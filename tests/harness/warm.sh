@@ -140,7 +140,7 @@ expect_eq "$(cut -d' ' -f1,2 "$T/r.txt")" "ready status=ok" "it said ready, and 
 mkdir -p "$T/rt"
 echo "assign id=faults/pass tmpdir=$T/rt" | "$RUNNER" --warm --result-fd 1 >"$T/r.txt" 2>&1; rc=$?
 expect_rc 0 "runner --warm: an assigned test that passes"
-expect_eq "$(cut -d' ' -f1 "$T/r.txt" | tr '\n' ' ')" "ready test phase device clocks memory phase memory memory phase result end " "records: ready, then the test's as in a cold child"
+expect_eq "$(cut -d' ' -f1 "$T/r.txt" | tr '\n' ' ')" "ready test phase device clocks memory phase phase memory memory phase result end " "records: ready, then the test's as in a cold child"
 echo "assign id=faults/nope" | "$RUNNER" --warm --result-fd 1 >"$T/r.txt" 2>&1; rc=$?
 expect_rc 2 "runner --warm: an unknown test"
 grep -q "no test 'faults/nope'" "$T/r.txt" && ok "the unknown id is named" || fail "unknown id not named: $(cat "$T/r.txt")"

@@ -231,6 +231,27 @@ int ke_timing_collect(ke_context *ctx, ke_kernel_stats *out, size_t max,
                       size_t *count);
 void ke_timing_reset(ke_context *ctx);
 
+/* ---- References: host threads and their time ---------------------------- */
+
+/* The double-precision references (ke_*_ref) run on the host. Large ones
+ * split their work over the host's cores: ke_ref_parallel calls fn(arg, i)
+ * for every i in [0, n), handing items out to threads as they finish (so
+ * rows of unequal cost balance). `work` estimates the scalar operations in
+ * all; below about a million it runs on the calling thread alone. Threads:
+ * the CPUs this process may run on, or KILN_REF_THREADS when set (>= 1).
+ * fn must only write what item i owns. */
+void ke_ref_parallel(int64_t n, double work, void (*fn)(void *arg, int64_t i),
+                     void *arg);
+int ke_ref_threads(void);
+
+/* Wall milliseconds this process spent in references: each ke_*_ref and
+ * each ke_ref_parallel counts, nested calls once. A test's own reference
+ * work (a tolerance derived from the inputs, say) brackets itself with
+ * ke_ref_begin and ke_ref_end to count too. */
+double ke_ref_ms(void);
+void ke_ref_begin(void);
+void ke_ref_end(void);
+
 /* ---- Random inputs ------------------------------------------------------ */
 
 /* Philox4x32-10 through hiprand (cuRAND on CUDA, kiln's own on host). The

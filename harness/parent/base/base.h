@@ -75,8 +75,9 @@ void kh_json_str(kh_buf *b, const char *s);
 /* ---- Files -------------------------------------------------------------- */
 
 int kh_mkdir_p(const char *path, mode_t mode);
-/* Removes a directory tree; errors are ignored (best effort). */
-void kh_rm_rf(const char *path);
+/* Removes a directory tree of any depth (by descriptors, never a path
+ * longer than the one given). */
+int kh_rm_rf(const char *path);   /* 0, or -1 when something is left */
 /* Reads a whole file (at most max bytes) into a NUL-terminated buffer. */
 int kh_read_file(const char *path, size_t max, char **out, size_t *len);
 /* Writes data to path atomically: a temporary file beside it, fsync,

@@ -3,7 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
+#include <dirent.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,17 +34,77 @@ int kh_mkdir_p(const char *path, mode_t mode) {
   return 0;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag,
-                      struct FTW *ftw) {
-  (void)st, (void)flag, (void)ftw;
-  (void)remove(path);
-  return 0;
+/* Empties the folder open at fd of everything but folders; the name of
+ * its first subfolder into sub (""; none). */
+static void rm_files(int fd, char *sub, size_t n) {
+  sub[0] = '\0';
+  int dup_fd = dup(fd);
+  DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+  if (!d) {
+    if (dup_fd >= 0) close(dup_fd);
+    return;
+  }
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    if (unlinkat(fd, e->d_name, 0) == 0) continue;
+    if ((errno == EISDIR || errno == EPERM) && !sub[0]) snprintf(sub, n, "%s", e->d_name);
+  }
+  closedir(d);
 }
 
-void kh_rm_rf(const char *path) {
+/* The name under which the folder open at child sits in the one open at
+ * parent; 0, or -1. */
+static int name_in(int parent, int child, char *name, size_t n) {
+  struct stat c;
+  if (fstat(child, &c) != 0) return -1;
+  int dup_fd = dup(parent);
+  DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+  if (!d) {
+    if (dup_fd >= 0) close(dup_fd);
+    return -1;
+  }
+  struct dirent *e;
+  int rc = -1;
+  while (rc && (e = readdir(d)) != NULL)
+    if (e->d_ino == c.st_ino && strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+      rc = snprintf(name, n, "%s", e->d_name) < (int)n ? 0 : -1;
+  closedir(d);
+  return rc;
+}
+
+/* By descriptors, one folder open at a time, so that no path grows with
+ * the depth: a test may leave a tree deeper than PATH_MAX, which nftw and
+ * any path-based walk cannot remove. */
+int kh_rm_rf(const char *path) {
   /* Mostly an empty folder: one rmdir, the walk only when that fails. */
-  if (rmdir(path) == 0 || errno == ENOENT) return;
-  (void)nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  if (rmdir(path) == 0 || errno == ENOENT) return 0;
+  if (unlink(path) == 0) return 0;
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  long depth = 0;
+  char sub[NAME_MAX + 1];
+  for (long steps = 0; fd >= 0 && steps < 100000000; steps++) {
+    rm_files(fd, sub, sizeof sub);
+    if (sub[0]) {
+      int in = openat(fd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (in < 0) break;      /* a folder it cannot enter: give up */
+      close(fd);
+      fd = in;
+      depth++;
+      continue;
+    }
+    if (depth == 0) break;
+    int up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char name[NAME_MAX + 1];
+    int ok = up >= 0 && name_in(up, fd, name, sizeof name) == 0 &&
+             unlinkat(up, name, AT_REMOVEDIR) == 0;
+    close(fd);
+    fd = up;
+    depth--;
+    if (!ok) break;
+  }
+  if (fd >= 0) close(fd);
+  return rmdir(path) == 0 || errno == ENOENT ? 0 : -1;
 }
 
 int kh_read_file(const char *path, size_t max, char **out, size_t *len) {

@@ -14,7 +14,7 @@
  * jobs, kiln's CPU per no-op test at most 1.3 times the runner's own for
  * the same test, kiln's tests/s at least twice what this harness did before
  * it was rebuilt (KCLI__BENCH_BEFORE_TESTS_S: 110-118 tests/s on the 2-core
- * CI machine, the figure issue 12 set the target by; wall-clock figures
+ * CI machine, the old harness measured before the rebuild; wall-clock figures
  * move with the machine's load, docs/performance.md), and kiln's peak RSS
  * flat (within 2 MiB) from the first RSS run to the second. */
 #define KCLI__BENCH_RATIO 0.9

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "slurm.h"
@@ -21,10 +22,16 @@
 #define POLL_S 10.0
 
 /* The `kiln run` options each task is given as they were given here;
- * --out, --shard-plan and --runner-dir kiln slurm sets itself. */
+ * --out, --shard-plan, --runner-dir and --seed kiln slurm sets itself.
+ * The tests' sources (--runner, --gtest, --manifest, --pytest) go to every
+ * task, so the tasks list the same tests the plan was made from. */
 static const char task_opts[] = "jobs backend config timeout grace retries repeat "
-                                "isolation wrap warm poison seed cap slots token-key "
-                                "leaks tolerance pytest zygote verbose";
+                                "isolation wrap warm allow-empty contain poison sanitize "
+                                "cap slots slots-from token-key leaks tolerance verbose "
+                                "runner gtest manifest pytest zygote";
+/* Options whose value is a path: absolute for the tasks, which start in
+ * the same folder but may see a relative path through another link. */
+static const char path_opts[] = "runner gtest manifest pytest slots-from";
 
 static char *absolute(const char *p) {
   char cwd[PATH_MAX];
@@ -44,12 +51,30 @@ static void task_args(const kcli__args *a, const char *config_path, char ***v, i
     if (!kcli__takes(&opts, g->o->id)) continue;
     push(v, n, kh_asprintf("--%s", g->o->name));
     if (!g->o->arg) continue;
-    /* The config as this kiln found it (a profile name, a relative path);
-     * a pytest suite wherever the task starts. */
-    push(v, n, strcmp(g->o->id, "config") == 0 && config_path ? absolute(config_path)
-               : strcmp(g->o->id, "pytest") == 0 ? absolute(g->val)
-                                                 : kh_strdup(g->val));
+    kcli__cmd paths = {.opts = path_opts};
+    /* The config as this kiln found it (a profile name, a relative path). */
+    if (strcmp(g->o->id, "config") == 0 && config_path) push(v, n, absolute(config_path));
+    else push(v, n, kcli__takes(&paths, g->o->id) ? absolute(g->val) : kh_strdup(g->val));
   }
+}
+
+/* The run seed of every task of every round: --seed, else the one the
+ * diff's base ran with (so that an unchanged revision draws the same
+ * inputs as its base and its error figures compare), else a new one. A
+ * resume reruns its tests with the seed of their first round. */
+static unsigned long long run_seed(const krun_settings *s, const char *base, const char *root,
+                                   const char *run) {
+  if (krun_setting_is_set(s, "seed")) return s->seed;
+  char *found = base ? kh_strdup(base) : ksl_run_newest(root, run, 1);
+  unsigned long long seed;
+  int have = found && ksl_run_seed(found, &seed) == 0;
+  free(found);
+  if (have) return seed;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  seed = ((unsigned long long)ts.tv_sec * 1000000007ull) ^ (unsigned long long)ts.tv_nsec ^
+         ((unsigned long long)getpid() << 32);
+  return seed;
 }
 
 /* The earlier report the plan is balanced by: --shard-durations, else the
@@ -107,6 +132,8 @@ static int submit(kcli__args *a, const ksl_sbatch *sb, const ksl_wait *w) {
   task_args(a, config_path, &args, &nargs);
   char *runner_dir = a->runner_dir ? absolute(a->runner_dir) : kh_strdup(dirname(runner));
   char *base = absolute(a->base), *report = absolute(a->report), *junit = absolute(a->junit);
+  push(&args, &nargs, kh_strdup("--seed"));
+  push(&args, &nargs, kh_asprintf("%llu", run_seed(&s, base, root, run)));
   if (rc == 0) {
     ksl_job job = {run, &plan, args, nargs, sel, nsel, runner_dir, base, report, junit, *sb};
     rc = ksl_submit(&job, w);

@@ -102,7 +102,8 @@ const kcli__opt kcli__opts[] = {
 #define SLURM_OPTS "slurm-out partition account time merge-time gpus-per-task tasks " \
   "sbatch dry-run no-wait resume follow merge poll base report junit shard-durations " \
   "jobs backend config timeout grace retries repeat isolation wrap warm allow-empty "   \
-  "contain poison seed cap slots token-key leaks tolerance runner-dir pytest zygote verbose"
+  "contain poison sanitize seed cap slots slots-from token-key leaks tolerance runner-dir " \
+  "runner gtest manifest pytest zygote verbose"
 
 static const char exit_run[] =
   "Exit status: 0 all passed (skips and flaky allowed), 1 a test did not\n"

@@ -355,7 +355,7 @@ static krep_test *read_run(krep_report *rep, const kp_record *rec) {
   t->records_dropped = r.lines_dropped;
   t->protocol_error = nonempty(rep, r.proto_error);
   t->lost = (krep_loss){nonempty(rep, r.lost_by), nonempty(rep, r.lost_state),
-                        nonempty(rep, r.lost_job), nonempty(rep, r.lost_node)};
+                        nonempty(rep, r.lost_job), nonempty(rep, r.lost_node), NULL};
   return t;
 }
 
@@ -543,7 +543,8 @@ static int read_first(krep_report *rep, jstate *js, char *line, const char *path
   return read_line(rep, js, line);
 }
 
-int krep_journal_count(const char *path, long long *offset, int *done, int *failed) {
+int krep_journal_count(const char *path, long long *offset, int *done, int *failed,
+                       int *lost) {
   FILE *f = fopen(path, "re");
   if (!f) return -1;
   if (fseeko(f, (off_t)*offset, SEEK_SET) != 0) {
@@ -563,7 +564,8 @@ int krep_journal_count(const char *path, long long *offset, int *done, int *fail
       continue;
     (*done)++;
     int o = krep_outcome_parse(x.outcome);
-    *failed += o < 0 || krep_outcome_failed(o);
+    if (o == KREP_LOST && lost) (*lost)++;
+    else *failed += o < 0 || krep_outcome_failed(o);
   }
   free(line);
   fclose(f);

@@ -177,7 +177,8 @@ static void copy_test(krep_report *out, const krep_test *s, int from) {
   t->protocol_error = krep_str(out, s->protocol_error);
   t->log_path = krep_str(out, s->log_path), t->log_tail = krep_str(out, s->log_tail);
   t->lost = (krep_loss){krep_str(out, s->lost.by), krep_str(out, s->lost.state),
-                        krep_str(out, s->lost.job), krep_str(out, s->lost.node)};
+                        krep_str(out, s->lost.job), krep_str(out, s->lost.node),
+                        krep_str(out, s->lost.reason)};
   t->merged_from = from;
   t->recs = recs, t->nrecs = t->recs_cap = 0, t->recs_bytes = 0;
   for (int i = 0; i < s->nrecs; i++)

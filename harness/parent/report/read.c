@@ -226,7 +226,7 @@ static void read_log(reader *r, krep_test *t, yaml_node_t *log) {
 
 static void read_loss(reader *r, krep_test *t, yaml_node_t *m) {
   t->lost = (krep_loss){str(r, m, "by"), str(r, m, "state"), str(r, m, "job"),
-                        str(r, m, "node")};
+                        str(r, m, "node"), str(r, m, "reason")};
 }
 
 /* One key of a test record; 0 when this kiln does not know it. */

@@ -105,9 +105,11 @@ typedef struct krep_proc {
  * "slurm" (the Slurm task that ran its shard ended first); state: the
  * signal that stopped kiln, or the task's Slurm state (CANCELLED, TIMEOUT,
  * NODE_FAIL, OUT_OF_MEMORY, ...); job: the Slurm job and array task
- * ("1234_5"); node: the host it ran on. */
+ * ("1234_5"); node: the host it ran on; reason: why Slurm held the task
+ * when it was last seen pending (squeue's reason, e.g. "ReqNodeNotAvail"),
+ * NULL when it was never seen pending or had no reason. */
 typedef struct krep_loss {
-  const char *by, *state, *job, *node;
+  const char *by, *state, *job, *node, *reason;
 } krep_loss;
 
 /* One test run. Doubles are NAN and pid KP_NONE when unknown. */
@@ -267,6 +269,11 @@ int krep_count(const krep_report *rep, int *counts);
 double krep_round_ms(double ms);
 /* The run's duration in seconds (duration_s, else end - start). */
 double krep_duration(const krep_report *rep);
+/* The n slowest final runs by wall time, slowest first, each with what
+ * its time went to: the body's reference share (times.reference_ms), its
+ * kernels' event time, the rest of the body, and the time outside the
+ * body (process start, context, waits). Like pytest --durations. */
+void krep_durations(const krep_report *rep, int n, FILE *out);
 
 /* ---- report.yaml ----------------------------------------------------------- */
 
@@ -305,9 +312,12 @@ void krep_journal_append_left(const char *path, const krep_proc *p, int n);
 int krep_journal_read(const char *path, krep_report *rep, kh_err *err);
 /* Counts the test runs a journal finished from *offset on, as another kiln
  * appends them (kiln slurm's progress): final runs into *done, those that
- * failed also into *failed. *offset moves past the last whole line. -1
- * when the file cannot be opened (not there yet). */
-int krep_journal_count(const char *path, long long *offset, int *done, int *failed);
+ * failed also into *failed, except lost ones (a test whose result is
+ * unknown has not failed), which go into *lost when it is not NULL.
+ * *offset moves past the last whole line. -1 when the file cannot be
+ * opened (not there yet). */
+int krep_journal_count(const char *path, long long *offset, int *done, int *failed,
+                       int *lost);
 
 /* ---- The YAML writer ------------------------------------------------------------ */
 

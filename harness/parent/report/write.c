@@ -205,6 +205,7 @@ static void outcome(krep_yaml *y, const krep_test *t) {
     kstr_or_null(y, "state", t->lost.state);
     kstr_or_null(y, "job", t->lost.job);
     kstr_or_null(y, "node", t->lost.node);
+    if (t->lost.reason) kstr(y, "reason", t->lost.reason);
     krep_yaml_end(y);
   }
 }

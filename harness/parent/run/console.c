@@ -5,6 +5,7 @@
  */
 #include "run-impl.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,8 @@
 /* Lines of a failing test's log shown on the console (the report has
  * more, the log file everything that was kept). */
 #define TAIL_LINES 12
+/* The slowest tests listed at the end, with where their time went. */
+#define KRUN__DURATIONS 10
 
 void krun__console_init(krun__console *c, int verbose, int quiet, int total) {
   memset(c, 0, sizeof *c);
@@ -92,7 +95,10 @@ void krun__console_result(krun__console *c, const krep_test *t) {
   fprintf(c->out, " %s", t->id);
   if (t->repeat > 1) fprintf(c->out, " #%d", t->repeat);
   if (t->attempt > 1) fprintf(c->out, " (attempt %d)", t->attempt);
-  fprintf(c->out, "  %.0f ms", t->wall_ms);
+  /* A test of a shared process that crashed, or one never run after it,
+   * has no time of its own. */
+  if (isnan(t->wall_ms)) fprintf(c->out, "  no time");
+  else fprintf(c->out, "  %.0f ms", t->wall_ms);
   if (t->device >= 0) fprintf(c->out, ", device %d", t->device);
   fputc('\n', c->out);
   if (t->outcome != KREP_PASS || c->verbose) details(c, t);
@@ -133,6 +139,7 @@ void krun__console_summary(krun__console *c, const krep_report *rep,
                         const char *report_path) {
   if (!c->out) return;
   clear(c);
+  krep_durations(rep, KRUN__DURATIONS, c->out);
   int counts[KREP_NOUTCOMES];
   int total = krep_count(rep, counts);
   fprintf(c->out, "%s%d test run%s in %.1f s:", rep->interrupted ? "INTERRUPTED: " : "",

@@ -87,7 +87,8 @@ static void lost_by_kiln(krep_report *rep, krep_test *t, int stop_sig) {
   if (stop_sig) krun__signal_name(stop_sig, sig, sizeof sig);
   say(rep, t, KREP_LOST, "interrupted: kiln was stopped%s%s during the test; its result "
       "is lost", *sig ? " by " : "", sig);
-  t->lost = (krep_loss){krep_str(rep, "kiln"), *sig ? krep_str(rep, sig) : NULL, NULL, NULL};
+  t->lost = (krep_loss){krep_str(rep, "kiln"), *sig ? krep_str(rep, sig) : NULL, NULL, NULL,
+                        NULL};
 }
 
 static void decide_unended(krep_report *rep, krep_test *t, const krun__stream *st,

@@ -94,9 +94,13 @@ int krun__runner_records(const char *runner, const char *flag,
   if (st != 0) {
     char said[300] = "";
     if (errs) last_line(errs, said, sizeof said);
-    if (st < 0)
-      kh_errf(err, "%s %s %s", runner, flag,
-              errno == ETIMEDOUT ? "timed out after 120 s" : "could not be started");
+    int e = errno;
+    if (st < 0 && e == ETIMEDOUT)
+      kh_errf(err, "%s %s timed out after 120 s", runner, flag);
+    else if (st < 0)
+      kh_errf(err, "%s %s could not be started: %s%s", runner, flag, strerror(e),
+              access(runner, F_OK) == 0 && access(runner, X_OK) != 0
+                  ? " (the file is not executable: chmod +x it)" : "");
     else
       kh_errf(err, "%s %s failed (status %d)%s%s", runner, flag, st, *said ? ": " : "",
               said);
@@ -226,13 +230,45 @@ static int cpus(void) {
 
 int krun__jobs(const krun_settings *s) { return s->jobs > 0 ? s->jobs : cpus(); }
 
+/* Device memory a context takes besides what the test allocates: the
+ * runtime's own (CUDA and ROCm reserve a few hundred MiB per process; the
+ * host emulation nothing). */
+long long krun__context_bytes(int backend) {
+  return backend == KRUN_BACKEND_HOST ? 0 : 512ll << 20;
+}
+
+/* The default slots of a GPU (docs/harness.md, "Slots"): as many tests as
+ * the host has cores for (each test's references, conversions and
+ * checks run on the host: its cores shared by the devices), as many as
+ * fit its memory (--slots auto's budget over a context plus
+ * KRUN_DEFAULT_TEST_BYTES each, the most a default-suite test was measured
+ * to hold), and at most KRUN_DEFAULT_GPU_SLOTS, the most measured to
+ * help. The host backend's default is --jobs. */
+#define KRUN_DEFAULT_TEST_BYTES (4ll << 30)
+#define KRUN_DEFAULT_GPU_SLOTS 8
+
+int krun__default_slots(const krun_settings *s, const krun_backend_info *bi, int d) {
+  if (bi->backend == KRUN_BACKEND_HOST) return krun__jobs(s);
+  int n = bi->ndevices > 0 ? bi->ndevices : 1;
+  int by_cores = krun__jobs(s) / n;
+  long long mem = bi->dev[d].free_bytes > 0 ? bi->dev[d].free_bytes : bi->dev[d].total_bytes;
+  long long budget = (long long)(KRUN_AUTO_BUDGET * (double)mem);
+  /* A device that says nothing of its memory is bounded by cores alone. */
+  long long by_memory = mem > 0 ? budget / (krun__context_bytes(bi->backend) +
+                                            KRUN_DEFAULT_TEST_BYTES)
+                                : by_cores;
+  long long slots = by_cores < by_memory ? by_cores : by_memory;
+  if (slots > KRUN_DEFAULT_GPU_SLOTS) slots = KRUN_DEFAULT_GPU_SLOTS;
+  return slots < 1 ? 1 : (int)slots;
+}
+
 void krun_device_caps(const krun_settings *s, const krun_backend_info *bi,
                       int caps[KRUN_MAX_DEVICES]) {
-  int dflt = s->slots > 0 ? s->slots : bi->backend == KRUN_BACKEND_HOST ? krun__jobs(s) : 2;
   /* --slots auto: every device counts in hundredths (memslots.c). */
   int automatic = s->slots == KRUN_SLOTS_AUTO;
-  if (automatic) dflt = KRUN_AUTO_UNITS;
   for (int d = 0; d < bi->ndevices; d++) {
+    int dflt = automatic ? KRUN_AUTO_UNITS
+               : s->slots > 0 ? s->slots : krun__default_slots(s, bi, d);
     caps[d] = s->devices_given ? 0 : dflt;  /* a device list leaves others out */
     for (int i = 0; i < s->ndevices; i++)
       if (s->devices[i].id >= 0 && s->devices[i].id == bi->dev[d].physical)

@@ -10,6 +10,7 @@
 #include "run-impl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sem.h>
@@ -37,10 +38,15 @@ int krun_exec_main(int argc, char **argv) {
   kp_encode(&rec, &kp_rec_phase, &(kp_phase){"token_wait", kh_now_ms() - t0});
   (void)kp_send(&rec, 3);
   /* The program gets neither the record pipe (unless it writes records
-   * itself) nor the request. */
-  if (!keep) close(3);
+   * itself; else the exec closes it) nor the request. A failed exec (the
+   * file lost its mode or went away since the run began) is kiln's error,
+   * not the test's: the parent reads it from the pipe, so it is no exit
+   * status 127 the program might give. */
+  if (!keep) (void)fcntl(3, F_SETFD, FD_CLOEXEC);
   unsetenv("KILN_TAKE_SLOTS");
   execvp(argv[0], argv);
-  fprintf(stderr, "kiln: cannot run %s: %s\n", argv[0], strerror(errno));
+  int e = errno;
+  fprintf(stderr, "kiln: cannot run %s: %s\n", argv[0], strerror(e));
+  dprintf(3, "exec_error errno=%d\n", e);
   return 127;
 }

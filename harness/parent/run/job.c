@@ -189,6 +189,9 @@ static void environment(krun__run *R, const krun__job *j, const char **set,
   } else {
     set[n++] = kh_asprintf("KILN_TEST=%s", j->tests[0]->id);
     set[n++] = kh_asprintf("TEST_TMPDIR=%s", j->tmpdir);
+    /* What the test's tools write to $TMPDIR lands there too: kept with it
+     * when the test fails, removed with it when it passes. */
+    set[n++] = kh_asprintf("TMPDIR=%s", j->tmpdir);
     unset[u++] = "KILN_WARM";
   }
   set[n++] = kh_asprintf("KILN_RUN_DIR=%s", R->o->out_dir);
@@ -253,7 +256,7 @@ int krun__spawn(krun__run *R, krun__job *j) {
     semnum[i] = krun_tokens_semnum(phys[i]);
     kh_buf_addf(&devs, "%s%d", i ? "," : "", phys[i]);
   }
-  const char *set[8], *unset[16];
+  const char *set[12], *unset[16];
   krun__contain_job(R, j);
   environment(R, j, set, unset, devs.data);
   /* A warm child takes its slot from its assignment. */
@@ -448,7 +451,7 @@ void krun__job_finish(krun__run *R, krun__job *j, krun__emit *emit) {
                  R->s->leaks == KRUN_LEAKS_FAIL);
     /* Where the test is, when its runner said nothing of where it failed
      * (a crash, a timeout): its definition, from the registry. */
-    if (!t->file && j->defs[i]->file && *j->defs[i]->file) {
+    if ((!t->file || !*t->file) && j->defs[i]->file && *j->defs[i]->file) {
       t->file = krep_str(&R->rep, j->defs[i]->file);
       t->line = j->defs[i]->line;
     }
@@ -483,11 +486,25 @@ void krun__job_finish(krun__run *R, krun__job *j, krun__emit *emit) {
     t->log_bytes = j->log.total;
     t->log_dropped = krun__log_dropped(&j->log);
     j->keep_tmp |= krep_outcome_failed(t->outcome);
+    /* The kept folder, named on the test: it may be large, and it is the
+     * evidence. */
+    if (krep_outcome_failed(t->outcome) && j->tmpdir) {
+      kp_field f[] = {{"key", "kept_test_tmpdir"}, {"value", j->tmpdir}};
+      krep_test_keep(&R->rep, t, "note", f, 2);
+    }
   }
   free(tail), free(name);
 }
 
-void krun__job_end(krun__job *j) {
-  if (!j->keep_tmp && j->tmpdir) kh_rm_rf(j->tmpdir);
+void krun__job_end(krun__run *R, krun__job *j) {
+  if (!j->keep_tmp && j->tmpdir && kh_rm_rf(j->tmpdir) != 0) {
+    krun__console_note(&R->con, "kiln: warning: %s (TEST_TMPDIR of %s) could not be "
+                       "removed: %s; it is left in the run folder", j->tmpdir,
+                       j->ntests ? j->tests[0]->id : "a test", strerror(errno));
+    if (j->ntests == 1) {
+      kp_field f[] = {{"key", "test_tmpdir_left"}, {"value", j->tmpdir}};
+      krep_test_keep(&R->rep, j->tests[0], "note", f, 2);
+    }
+  }
   krun__job_clear(j);
 }

@@ -207,6 +207,11 @@ static void job_line(krun__run *R, krun__job *j, const char *line) {
   int shared = j->ntests > 1;
   if (j->probe && krun__health_line(R, j, line)) return;
   if (j->warm && krun__warm_line(R, j, line)) return;
+  /* `kiln __exec` could not exec the program (exec.c). */
+  if (j->kind != KRUN_KIND_RUNNER && strncmp(line, "exec_error errno=", 17) == 0) {
+    j->exec_errno = atoi(line + 17) > 0 ? atoi(line + 17) : EIO;
+    return;
+  }
   if (shared && strncmp(line, "test ", 5) == 0) route_test(R, j, line);
   krep_test *t = krun__job_test(j);
   if (!t) return;
@@ -357,7 +362,7 @@ static void finish(krun__run *R, krun__job *j) {
   krun__health_after(R, j);
   for (int i = 0; i < j->ntests; i++)
     if (!krun__health_settle(R, j, i)) krun__test_done(R, j->tests[i], j->defs[i]);
-  krun__job_end(j);
+  krun__job_end(R, j);
 }
 
 static void finish_ready(krun__run *R, double now) {

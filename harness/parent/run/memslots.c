@@ -5,8 +5,8 @@
  * together. A device then has KRUN_AUTO_UNITS slots, each a hundredth of
  * its budget (KRUN_AUTO_BUDGET of its free memory when the run starts); a
  * test takes the slots its peak plus a context's own memory needs, and a
- * test with no history takes the device's default share (1 of the 2 slots
- * of a GPU, 1 of --jobs on the host backend). The device tokens work as
+ * test with no history takes the device's default share (1 of its default
+ * slots, devices.c: 1 of --jobs on the host backend). The device tokens work as
  * always: only the count per device changed.
  */
 #include "run-impl.h"
@@ -16,15 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-/* The share of a device's free memory that tests may fill. */
-#define KRUN_AUTO_BUDGET 0.9
-/* Device memory a context takes besides what the test allocates: the
- * runtime's own (CUDA and ROCm reserve a few hundred MiB per process; the
- * host emulation nothing). */
-static long long context_bytes(int backend) {
-  return backend == KRUN_BACKEND_HOST ? 0 : 512ll << 20;
-}
 
 char *krun_peaks_latest(int backend, const char *exclude) {
   DIR *d = opendir("reports/runs");
@@ -86,7 +77,7 @@ long long krun__budget(const krun__run *R, int d) {
 /* A test's slots on device d under --slots auto. */
 static int auto_units(const krun__run *R, const krun_test *t, int d) {
   const krun_backend_info *bi = R->o->bi;
-  int dflt = bi->backend == KRUN_BACKEND_HOST ? krun__jobs(R->s) : 2;
+  int dflt = krun__default_slots(R->s, bi, d);
   int share = KRUN_AUTO_UNITS / dflt > 0 ? KRUN_AUTO_UNITS / dflt : 1;
   if (t->slots < 0) return KRUN_AUTO_UNITS;
   /* A test that declares k slots keeps at least k default shares. */
@@ -95,7 +86,7 @@ static int auto_units(const krun__run *R, const krun_test *t, int d) {
   long long budget = krun__budget(R, d);
   int units = share;
   if (peak >= 0 && budget > 0) {
-    double need = (double)(peak + context_bytes(bi->backend));
+    double need = (double)(peak + krun__context_bytes(bi->backend));
     units = (int)ceil(KRUN_AUTO_UNITS * need / (double)budget);
   }
   if (units < declared) units = declared;

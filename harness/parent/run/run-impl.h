@@ -15,6 +15,14 @@
 #include "source-impl.h"
 
 int krun__jobs(const krun_settings *s);               /* --jobs, or CPUs */
+/* A device's slots when --slots is not given (devices.c). */
+int krun__default_slots(const krun_settings *s, const krun_backend_info *bi, int d);
+/* The share of a device's free memory that tests may fill (--slots auto,
+ * and the default slots' memory bound). */
+#define KRUN_AUTO_BUDGET 0.9
+/* Device memory a context takes besides what its test allocates
+ * (devices.c). */
+long long krun__context_bytes(int backend);
 const char *krun__visible_var(int backend, int which);
 
 /* ---- A child's output (log.c): its first 256 KiB and its last 64 KiB ---- */
@@ -250,7 +258,7 @@ void krun__spawn_failed(krun__run *R, krun__job *j);
 void krun__job_finish(krun__run *R, krun__job *j, krun__emit *emit);
 /* Removes the child's private TEST_TMPDIR unless a test failed, and
  * clears the job. */
-void krun__job_end(krun__job *j);
+void krun__job_end(krun__run *R, krun__job *j);
 /* A decided test run: its retry or flakiness, then the journal and the
  * console. */
 void krun__test_done(krun__run *R, krep_test *t, const krun_test *def);

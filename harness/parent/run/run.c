@@ -271,8 +271,37 @@ static int exit_status(krun__run *R) {
   return errors ? KH_EXIT_FAIL : KH_EXIT_OK;
 }
 
+/* A test may delete the run folder (KILN_RUN_DIR) or part of it: the
+ * report must not point at logs that are gone, and the run is not clean.
+ * Returns how many logs (and the journal) are missing. */
+static int run_dir_damage(krun__run *R) {
+  krep_report *rep = &R->rep;
+  int missing = 0;
+  for (int i = 0; i < rep->ntests; i++) {
+    krep_test *t = rep->tests[i];
+    if (!t->log_path) continue;
+    char *p = kh_asprintf("%s/%s", R->o->out_dir, t->log_path);
+    if (access(p, F_OK) != 0) {
+      t->log_path = NULL;
+      missing++;
+    }
+    free(p);
+  }
+  char *j = kh_asprintf("%s/journal", R->o->out_dir);
+  int journal = access(j, F_OK) == 0;
+  free(j);
+  if (missing || !journal)
+    krun__console_note(&R->con, "kiln: warning: the run folder %s lost %d test log%s%s "
+                       "during the run (did a test delete KILN_RUN_DIR?); the report names "
+                       "no log that is gone, and the run fails", R->o->out_dir, missing,
+                       missing == 1 ? "" : "s", journal ? "" : " and its journal");
+  return missing + !journal;
+}
+
 static int finish(krun__run *R) {
   krep_report *rep = &R->rep;
+  int damaged = run_dir_damage(R);
+  if (damaged) kh_mkdir_p(R->o->out_dir, 0755);
   rep->end_s = kh_wall_s();
   rep->not_run = R->qlen - R->qhead;
   char why[512];
@@ -287,6 +316,7 @@ static int finish(krun__run *R) {
   rep->path = krep_str(rep, path);
   kh_err err;
   int status = exit_status(R);
+  if (damaged && status == KH_EXIT_OK) status = KH_EXIT_INFRA;
   int wrote = krep_write(rep, path, &err) == 0 &&
               (!R->o->report_copy || krep_write(rep, R->o->report_copy, &err) == 0);
   if (wrote && R->o->junit && krep_junit_write(rep, R->o->junit, &err) != 0) wrote = 0;

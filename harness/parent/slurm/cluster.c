@@ -61,7 +61,8 @@ static void set(ksl__task *t, const char *state, const char *node, const char *r
   snprintf(t->state, sizeof t->state, "%.*s", (int)strcspn(state, " "), state);
   if (node && *node && strcmp(node, "(null)") != 0 && strcmp(node, "None assigned") != 0)
     snprintf(t->node, sizeof t->node, "%s", node);
-  if (reason) snprintf(t->reason, sizeof t->reason, "%s", reason);
+  /* squeue says "None" for a task nothing holds back. */
+  if (reason && strcmp(reason, "None") != 0) snprintf(t->reason, sizeof t->reason, "%s", reason);
 }
 
 /* Splits a line at '|' into at most max fields. */
@@ -177,4 +178,42 @@ void ksl__cancel(long long job) {
   char *argv[] = {"scancel", id, NULL};
   (void)krun_capture(argv, 4096, QUERY_S, &out, NULL, NULL);
   free(out);
+}
+
+void ksl__seen_write(const char *run, int round, const ksl__task *t, int n) {
+  kh_buf b = {0};
+  kp_record_out *out = kh_xmalloc(sizeof *out);
+  for (int k = 0; k < n; k++) {
+    if (!t[k].state[0]) continue;
+    kp_begin(out, "seen");
+    kp_add_int(out, "task", k);
+    kp_add_str(out, "state", t[k].state);
+    if (t[k].node[0]) kp_add_str(out, "node", t[k].node);
+    if (t[k].reason[0]) kp_add_str(out, "reason", t[k].reason);
+    kh_buf_addf(&b, "%.*s\n", (int)out->len, out->buf);
+  }
+  free(out);
+  char *path = ksl__path(run, "slurm/seen-%d", round);
+  if (b.len) (void)kh_write_atomic(path, b.data, b.len);
+  free(path);
+  kh_buf_free(&b);
+}
+
+void ksl__seen_read(const char *run, int round, ksl__task *t, int n) {
+  char *path = ksl__path(run, "slurm/seen-%d", round), *text = NULL;
+  if (kh_read_file(path, 16u << 20, &text, NULL) == 0) {
+    char *save = NULL;
+    for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+      kp_record r;
+      long long k;
+      const char *task;
+      if (kp_parse(l, &r, NULL) != 0 || strcmp(r.tag, "seen") != 0 ||
+          !(task = kp_get(&r, "task")) || kh_parse_ll(task, 0, n - 1, &k) != 0 ||
+          t[k].state[0] || !kp_get(&r, "state"))
+        continue;
+      set(&t[k], kp_get(&r, "state"), kp_get(&r, "node"), kp_get(&r, "reason"));
+      t[k].seen = 1;
+    }
+  }
+  free(text), free(path);
 }

@@ -25,7 +25,8 @@ static const struct {
   const char *name;
   int exit;
 } statuses[] = {{"good", KH_EXIT_OK},   {"failed", KH_EXIT_FAIL}, {"lost", KH_EXIT_FAIL},
-                {"regressed", KH_EXIT_FAIL}, {"infra", KH_EXIT_INFRA}};
+                {"regressed", KH_EXIT_FAIL}, {"infra", KH_EXIT_INFRA},
+                {"nothing-tested", KH_EXIT_INFRA}};
 
 void ksl__status(const char *run, char *out, size_t n) {
   char *path = ksl__path(run, "status"), *text = NULL;
@@ -121,11 +122,17 @@ static void owe(const char *run, shard *s, const krun_plan *plan, long long arra
   snprintf(node, sizeof node, "%s", task->node);
   marker(run, s, job, node, sizeof job);
   const char *state = task->state[0] ? task->state : NULL;
+  const char *reason = task->reason[0] ? task->reason : NULL;
   char why[768];
   int w = snprintf(why, sizeof why, "lost: Slurm task %s ", job);
-  if (s->empty && !*node)
-    w += snprintf(why + w, sizeof why - (size_t)w, "never started (Slurm state %s)",
-                  state ? state : "unknown: no record kept, e.g. cancelled while pending");
+  if (s->empty && !*node && task->seen)
+    w += snprintf(why + w, sizeof why - (size_t)w,
+                  "never started: Slurm kept no record; kiln slurm last saw it %s%s%s%s",
+                  state, reason ? " (" : "", reason ? reason : "", reason ? ")" : "");
+  else if (s->empty && !*node)
+    w += snprintf(why + w, sizeof why - (size_t)w, "never started (Slurm state %s%s%s)",
+                  state ? state : "unknown: no record kept, e.g. cancelled while pending",
+                  reason ? ", held for " : "", reason ? reason : "");
   else
     w += snprintf(why + w, sizeof why - (size_t)w, "on %s ended %s before this test finished",
                   *node ? node : "an unknown node",
@@ -134,7 +141,7 @@ static void owe(const char *run, shard *s, const krun_plan *plan, long long arra
   snprintf(why + w, sizeof why - (size_t)w, "; its output: %s/slurm/array-%d-%d.out", run,
            s->round, s->index - 1);
   krep_loss loss = {krep_str(rep, "slurm"), krep_str(rep, state), krep_str(rep, job),
-                    *node ? krep_str(rep, node) : NULL};
+                    *node ? krep_str(rep, node) : NULL, krep_str(rep, reason)};
   run_key *have = kh_xcalloc((size_t)rep->ntests + 1, sizeof *have);
   int nhave = 0;
   for (int i = 0; i < rep->ntests; i++) {
@@ -201,6 +208,7 @@ static int round_shards(const ksl__state *st, const ksl__round *r, shard **all, 
   ksl__task *tasks = kh_xcalloc((size_t)plan.count, sizeof *tasks);
   kh_err ignored;
   if (r->array > 0) (void)ksl__tasks(r->array, plan.count, tasks, 1, &ignored);
+  ksl__seen_read(st->run, r->n, tasks, plan.count);
   *all = kh_xrealloc(*all, (size_t)(*n + plan.count) * sizeof **all);
   shard *s = *all + *n;
   for (int k = 0; k < plan.count; k++) {
@@ -297,8 +305,29 @@ static int html_and_diff(const ksl__state *st, const krep_report *rep) {
   return rc ? -1 : regressions;
 }
 
+/* Shards whose kiln tested nothing (no device, every test skipped) and was
+ * not told that may be (--allow-empty): such a task exits 3, and the run
+ * is not green however its other shards did. Said in the merged report's
+ * run.nothing_tested when it is not already; returns how many. */
+static int nothing_tested(const shard *s, int n, krep_report *out) {
+  kh_buf b = {0};
+  int empty = 0;
+  for (int i = 0; i < n; i++) {
+    if (!s[i].rep.nothing_tested) continue;
+    kh_buf_addf(&b, "%sshard %d-%d: %s", empty++ ? "; " : "", s[i].round, s[i].index,
+                s[i].rep.nothing_tested);
+  }
+  if (empty && !out->nothing_tested) {
+    char *msg = kh_asprintf("%d of %d shards tested nothing: %s", empty, n, b.data);
+    out->nothing_tested = krep_str(out, msg);
+    free(msg);
+  }
+  kh_buf_free(&b);
+  return empty;
+}
+
 /* Writes everything; returns the run's status. */
-static const char *publish(const ksl__state *st, krep_report *rep) {
+static const char *publish(const ksl__state *st, krep_report *rep, int empty) {
   kh_err err;
   char *yaml = ksl__path(st->run, "report.yaml"), *junit = ksl__path(st->run, "junit.xml");
   rep->path = krep_str(rep, yaml);
@@ -314,6 +343,7 @@ static const char *publish(const ksl__state *st, krep_report *rep) {
   if (bad || regressions < 0) return "infra";
   if (counts[KREP_LOST]) return "lost";
   if (failed) return "failed";
+  if (empty) return "nothing-tested";
   return regressions ? "regressed" : "good";
 }
 
@@ -345,7 +375,8 @@ int ksl_merge(const char *run_arg) {
   if (rc != 0) {
     fprintf(stderr, "kiln: slurm --merge %s: %s\n", run, err.msg);
   } else {
-    status = publish(&st, &out);
+    int empty = nothing_tested(s, n, &out);
+    status = publish(&st, &out, empty);
     int counts[KREP_NOUTCOMES];
     int total = krep_count(&out, counts);
     printf("kiln: merged %d shard%s of %d round%s into %s/report.yaml: %d test runs,", n,

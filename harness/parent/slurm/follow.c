@@ -30,25 +30,33 @@ static void nap(double s) {
 
 typedef struct progress {
   int pending, running, done;
-  int tests, failed, total;
-  char merge[32];
+  int tests, failed, lost, total;
+  char merge[64];
+  char reason[128];         /* why Slurm holds the first pending task, or "" */
 } progress;
 
 static void count_tasks(const ksl__task *t, int n, progress *p) {
   for (int i = 0; i < n; i++) {
     const char *s = t[i].state;
-    if (!*s || ksl__ended(s)) p->done++;
-    else if (strcmp(s, "PENDING") == 0 || strcmp(s, "REQUEUED") == 0) p->pending++;
-    else p->running++;
+    if (!*s || ksl__ended(s)) {
+      p->done++;
+    } else if (strcmp(s, "PENDING") == 0 || strcmp(s, "REQUEUED") == 0) {
+      if (!p->pending++ || !p->reason[0]) snprintf(p->reason, sizeof p->reason, "%s", t[i].reason);
+    } else {
+      p->running++;
+    }
   }
 }
 
 static void show(const progress *p, long long array, int tty, double t0, char *last, size_t n) {
-  char line[256];
+  char line[512], pending[160], lost[32] = "";
+  snprintf(pending, sizeof pending, p->reason[0] ? "%d pending (%s)" : "%d pending", p->pending,
+           p->reason);
+  if (p->lost) snprintf(lost, sizeof lost, ", %d lost", p->lost);
   snprintf(line, sizeof line,
-           "kiln slurm: job %lld: %d pending, %d running, %d done; tests %d/%d done, %d "
-           "failed; merge %s",
-           array, p->pending, p->running, p->done, p->tests, p->total, p->failed,
+           "kiln slurm: job %lld: %s, %d running, %d done; tests %d/%d done, %d failed%s; "
+           "merge %s",
+           array, pending, p->running, p->done, p->tests, p->total, p->failed, lost,
            p->merge[0] ? p->merge : "ended");
   if (tty) {
     printf("\r\033[K%s (%.0f s)", line, (kh_now_ms() - t0) / 1e3);
@@ -77,14 +85,17 @@ static void summary(const char *run, const char *status) {
       const krep_test *t = i < rep.ntests ? rep.tests[i] : NULL;
       int lost = t && t->final && t->outcome == KREP_LOST && t->lost.job;
       if (first && (!lost || strcmp(t->lost.job, first->lost.job) != 0)) {
-        printf("  %d lost with Slurm task %s (%s on %s)\n", n, first->lost.job,
+        printf("  %d lost with Slurm task %s (%s on %s%s%s)\n", n, first->lost.job,
                first->lost.state ? first->lost.state : "state unknown",
-               first->lost.node ? first->lost.node : "no node");
+               first->lost.node ? first->lost.node : "no node",
+               first->lost.reason ? "; held for " : "",
+               first->lost.reason ? first->lost.reason : "");
         first = NULL, n = 0;
       }
       if (lost && !first) first = t;
       n += lost;
     }
+    if (rep.nothing_tested) printf("kiln slurm: nothing tested: %s\n", rep.nothing_tested);
   } else {
     printf("kiln slurm: %s\n", err.msg);
   }
@@ -122,7 +133,8 @@ int ksl_follow(const char *run, double poll_s) {
   int *done = kh_xcalloc((size_t)r->tasks, sizeof *done);
   int *failed = kh_xcalloc((size_t)r->tasks, sizeof *failed);
   int tty = isatty(STDOUT_FILENO), gone = 0, warned = 0;
-  char last[256] = "", status[32] = "";
+  char last[512] = "", status[32] = "";
+  int *lost = kh_xcalloc((size_t)r->tasks, sizeof *lost);
   double t0 = kh_now_ms();
   while (!stop_sig) {
     progress p = {.total = plan.ntests * plan.repeat};
@@ -132,15 +144,19 @@ int ksl_follow(const char *run, double poll_s) {
     if (!ok && !warned++) fprintf(stderr, "\nkiln slurm: %s (asking again)\n", err.msg);
     for (int k = 0; k < r->tasks; k++) {
       char *j = ksl__path(run, "shards/%d-%d/journal", r->n, k + 1);
-      (void)krep_journal_count(j, &off[k], &done[k], &failed[k]);
+      (void)krep_journal_count(j, &off[k], &done[k], &failed[k], &lost[k]);
       free(j);
-      p.tests += done[k], p.failed += failed[k];
+      p.tests += done[k], p.failed += failed[k], p.lost += lost[k];
     }
     if (ok) {
       count_tasks(tasks, r->tasks, &p);
-      snprintf(p.merge, sizeof p.merge, "%s", merge.state);
-      show(&p, r->array, tty, t0, last, sizeof last);
+      ksl__seen_write(run, r->n, tasks, r->tasks);
       ksl__status(run, status, sizeof status);
+      /* Once the merge wrote the run's status, that is what the merge job
+       * did (its Slurm state only says whether it ran). */
+      if (*status) snprintf(p.merge, sizeof p.merge, "done (status %s)", status);
+      else snprintf(p.merge, sizeof p.merge, "%s", merge.state);
+      show(&p, r->array, tty, t0, last, sizeof last);
       if (strcmp(merge.reason, "DependencyNeverSatisfied") == 0) {
         ksl__cancel(r->merge);
         break;
@@ -168,7 +184,7 @@ int ksl_follow(const char *run, double poll_s) {
   }
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
-  free(tasks), free(off), free(done), free(failed);
+  free(tasks), free(off), free(done), free(failed), free(lost);
   krun_plan_free(&plan);
   ksl__state_free(&st);
   return rc;

@@ -7,6 +7,8 @@
 #include "slurm-impl.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -90,4 +92,25 @@ char **ksl__history(const char *root, const char *except, int max, int *n) {
   if (drop) memmove(r, r + drop, (size_t)(all - drop) * sizeof *r);
   *n = all - drop;
   return r;
+}
+
+int ksl_run_seed(const char *report, unsigned long long *seed) {
+  char *copy = kh_strdup(report), *dir = dirname(copy);
+  ksl__state st;
+  kh_err err;
+  int rc = -1;
+  if (ksl__state_read(dir, &st, &err) == 0)
+    for (int i = 0; i < st.nargs && rc != 0; i++) {
+      const char *v = strncmp(st.args[i], "--seed=", 7) == 0 ? st.args[i] + 7
+                      : strcmp(st.args[i], "--seed") == 0 && i + 1 < st.nargs ? st.args[i + 1]
+                                                                              : NULL;
+      char *end;
+      if (!v || !*v || *v == '-') continue;
+      errno = 0;
+      *seed = strtoull(v, &end, 0);
+      if (errno == 0 && !*end) rc = 0;
+    }
+  ksl__state_free(&st);
+  free(copy);
+  return rc;
 }

@@ -64,6 +64,14 @@ void ksl__array_script(const ksl__state *st, const ksl__round *r, kh_buf *b) {
                  "echo \"task job=${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID} "
                  "node=${SLURMD_NODENAME:-$(hostname -s)} gpus=${SLURM_JOB_GPUS:-}\" "
                  ">\"$dir/task\"\n"
+                 "# kiln's host backend emulates GPUs (KILN_EMU_DEVICES, default 1): as\n"
+                 "# many as the highest GPU number Slurm gave, so that the number names\n"
+                 "# an emulated device. Ignored by the GPU backends.\n"
+                 "if [ -z \"${KILN_EMU_DEVICES:-}\" ] && [ -n \"${SLURM_JOB_GPUS:-}\" ]; then\n"
+                 "  n=0\n"
+                 "  for g in ${SLURM_JOB_GPUS//,/ }; do [ \"$g\" -ge \"$n\" ] 2>/dev/null && n=$((g + 1)); done\n"
+                 "  export KILN_EMU_DEVICES=$n\n"
+                 "fi\n"
                  "exec ", r->n);
   ksl__quote(b, st->kiln);
   kh_buf_addf(b, " run --out \"$dir\" --shard-plan ");
@@ -91,11 +99,15 @@ void ksl__merge_script(const ksl__state *st, const ksl__round *r, kh_buf *b) {
   common(b, st, st->sb.merge_time);
   kh_buf_addf(b, "cd ");
   ksl__quote(b, st->cwd);
-  kh_buf_addf(b, " || exit 3\nexec ");
+  kh_buf_addf(b, " || exit 3\n");
   ksl__quote(b, st->kiln);
   kh_buf_addf(b, " slurm --merge ");
   ksl__quote(b, st->run);
-  kh_buf_addf(b, "\n");
+  kh_buf_addf(b, "\nrc=$?\n"
+                 "# 1 is the run's verdict (a test failed or was lost, or a regression),\n"
+                 "# written to RUN/status: the merge job itself did its work.\n"
+                 "[ $rc -eq 1 ] && exit 0\n"
+                 "exit $rc\n");
 }
 
 char **ksl__sbatch_argv(const ksl__state *st, const char *script, long long dependency) {

@@ -68,7 +68,8 @@ void ksl__quote(kh_buf *b, const char *s);
 typedef struct ksl__task {
   char state[32];           /* PENDING, RUNNING, COMPLETED, CANCELLED, ...; "" unknown */
   char node[128];           /* "" unknown */
-  char reason[64];
+  char reason[128];         /* squeue's reason ("Resources", "ReqNodeNotAvail, ...") */
+  int seen;                 /* from the follower's record, not from Slurm */
 } ksl__task;
 
 /* Submits a script; *job gets its id. Errors carry sbatch's own words. */
@@ -84,6 +85,13 @@ int ksl__job(long long job, ksl__task *out, kh_err *err);
 int ksl__ended(const char *state);
 /* scancel; best effort. */
 void ksl__cancel(long long job);
+/* The follower's record of round r's tasks as it last saw them,
+ * RUN/slurm/seen-R: kept because a cluster without accounting forgets a
+ * pending task that is cancelled (a drained node's, say), and the merge
+ * then still knows its state and squeue's reason. ksl__seen_read fills
+ * only the tasks Slurm no longer knows (marking them seen). */
+void ksl__seen_write(const char *run, int round, const ksl__task *t, int n);
+void ksl__seen_read(const char *run, int round, ksl__task *t, int n);
 
 /* ---- Runs under a root (runs.c) -------------------------------------------------------- */
 

@@ -66,4 +66,8 @@ char *ksl_run_dir_new(const char *root);
  * NULL when there is none. Names are times, so the newest sorts last. */
 char *ksl_run_newest(const char *root, const char *except, int good);
 
+/* The run seed the Slurm run whose report.yaml this is gave its tasks;
+ * -1 when it is no such run or gave none. */
+int ksl_run_seed(const char *report, unsigned long long *seed);
+
 #endif

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Smaller promises: `--runner` on a file that is not executable says why
+# (exit 3); a test program that loses its exec bit mid-run is an error
+# naming it, exit 3 (not a fail with status 127); a test that deletes KILN_RUN_DIR gives a warning and a
+# non-zero status, and the report names no log that is gone.
+. "$(dirname "$0")/lib.sh"
+
+printf 'not a program\n' >"$T/notexec"
+k run --runner "$T/notexec" faults/pass
+expect_rc 3 "--runner on a file that is not executable"
+expect_out 'Permission denied \(the file is not executable' "...says why"
+
+cat >"$T/m.yaml" <<'EOF2'
+suite: d
+tests:
+  - {name: a_first, command: [true], needs_gpu: false}
+  - {name: b_wipes, command: [bash, -c, 'rm -rf "$KILN_RUN_DIR"'], needs_gpu: false}
+  - {name: c_after, command: [true], needs_gpu: false}
+EOF2
+k run -j 1 --manifest "$T/m.yaml" -o "$T/run"
+expect_rc 3 "a test deleted the run folder: not a clean run"
+expect_out 'warning: the run folder .* lost [0-9]+ test logs? and its journal' "the console warns"
+flat "$T/run/report.yaml"
+for t in a_first b_wipes c_after; do
+  log=$(tfield d/$t log.path)
+  if [ -n "$log" ] && [ "$log" != null ] && [ ! -e "$T/run/$log" ]; then fail "d/$t: the report names $log, which is gone"
+  else ok "d/$t: no log named that is gone (${log:-none})"; fi
+done
+
+# The exec bit lost mid-run: the program is fine when the run starts.
+printf '#!/bin/sh\nexit 0\n' >"$T/prog.sh"
+chmod +x "$T/prog.sh"
+cat >"$T/x.yaml" <<EOF2
+suite: x
+tests:
+  - {name: a, command: [sleep, "1"], needs_gpu: false}
+  - {name: b, command: ["$T/prog.sh"], needs_gpu: false}
+EOF2
+(sleep 0.4; chmod -x "$T/prog.sh") &
+k run -j 1 --manifest "$T/x.yaml" -o "$T/x" x/a x/b
+wait
+expect_rc 3 "a program that lost its exec bit mid-run"
+flat "$T/x/report.yaml"
+expect_eq "$(tfield x/b outcome)" error "...is an error"
+expect_match "$(tfield x/b message)" 'not executable: .*prog.sh: Permission denied' "...that names it"
+finish
