@@ -18,7 +18,7 @@ expect_rc 0 "kiln report merge of two shards"
 reports=()
 for r in "$T"/*/report.yaml "$T/merged.yaml"; do [ -f "$r" ] && reports+=("$r"); done
 expect_match "${#reports[@]}" '^[56]$' "the reports to compare were written"
-python3 "$(dirname "$0")/report-keys.py" "$KILN_SOURCE" \
+python3 "$KILN_SOURCE/tests/harness/report-keys.py" "$KILN_SOURCE" \
   "${KILN_README:-$KILN_SOURCE/reports/README.md}" "${reports[@]}" >"$T/keys.txt" 2>&1
 rc=$?
 cat "$T/keys.txt"
