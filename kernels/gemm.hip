@@ -1,7 +1,9 @@
 /* Batched GEMM: C = alpha * op(A) * op(B) + beta * C over a batch of
  * matrices, A, B and C each f32, f16 or bf16, f32 accumulation.
  *
- * Two kernels. A and B both f16 or both bf16, on a device with matrix
+ * Three kernels. A and B both f16 or both bf16 on a compute capability 9.0
+ * GPU (kiln built for sm_90a) with operands TMA can read: the Hopper kernel
+ * of kd-gemm-wgmma.h (kernels/gemm_sm90.hip). Else, on a device with matrix
  * units: the matrix-core kernel of kd-gemm-mma.h, in one of a few tile
  * configurations chosen by the size of the grid, with the layouts of A and
  * B (which of their indices is contiguous) as template arguments and C's
@@ -101,6 +103,11 @@ static int ke_gemm_try_mm(hipStream_t s, const ke__gemm_operand *a,
   return -1;
 }
 
+/* kernels/gemm_sm90.hip: the Hopper kernel, -1 where it does not apply. */
+extern "C" int ke__gemm_sm90_launch(void *stream, const ke__gemm_operand *a,
+                                    const ke__gemm_operand *b,
+                                    const kd_mm_out *c, const kd_mm_dims *d);
+
 /* ---- Entry ---------------------------------------------------------------- */
 
 extern "C" int ke__gemm_launch(void *stream, const ke__gemm_operand *a,
@@ -111,7 +118,9 @@ extern "C" int ke__gemm_launch(void *stream, const ke__gemm_operand *a,
   hipStream_t s = (hipStream_t)stream;
   const kd_mm_out co = {c, (int)c_dtype, ldc, c_batch_stride};
   const kd_mm_dims d = {m, n, k, batch, alpha, beta};
-  const int rc = ke_gemm_try_mm(s, a, b, co, d);
+  int rc = ke__gemm_sm90_launch(stream, a, b, &co, &d);
+  if (rc >= 0) return rc;
+  rc = ke_gemm_try_mm(s, a, b, co, d);
   if (rc >= 0) return rc;
   KD_DISPATCH_IN(a->dtype, Ta,
     KD_DISPATCH_IN(b->dtype, Tb,

@@ -29,16 +29,8 @@
 
 #include "kd-gemm-mma.h"
 #include "kd-mx.h"
+#include "tune.h"
 
-#define CHECK(x)                                                          \
-  do {                                                                    \
-    cudaError_t e_ = (x);                                                 \
-    if (e_ != cudaSuccess) {                                              \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,          \
-              cudaGetErrorString(e_));                                    \
-      exit(1);                                                            \
-    }                                                                     \
-  } while (0)
 
 static int g_iters = 30;
 static size_t g_l2;
@@ -121,23 +113,8 @@ template <typename T> static void free_problem(problem<T> &p) {
 
 // Median ms of launch(set) over g_iters launches after 5 warm-ups.
 template <class F> static float time_ms(int sets, F launch) {
-  for (int i = 0; i < 5; i++) CHECK((cudaError_t)launch(i % sets));
-  std::vector<float> t;
-  cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
-  for (int i = 0; i < g_iters; i++) {
-    CHECK(cudaEventRecord(e0));
-    CHECK((cudaError_t)launch((5 + i) % sets));
-    CHECK(cudaEventRecord(e1));
-    CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    t.push_back(ms);
-  }
-  CHECK(cudaEventDestroy(e0));
-  CHECK(cudaEventDestroy(e1));
-  std::sort(t.begin(), t.end());
+  std::vector<float> t =
+      tune_times(sets, 5, g_iters, [&](int set) { CHECK(launch(set)); });
   return t[t.size() / 2];
 }
 
@@ -428,6 +405,7 @@ static void numerics(int64_t k) {
   free_problem(p);
 }
 
+#ifndef GEMM_TUNE_LIBRARY /* scripts/gemm-hopper.cu includes the helpers */
 int main(int argc, char **argv) {
   const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
   cudaDeviceProp prop;
@@ -452,3 +430,4 @@ int main(int argc, char **argv) {
   for (int64_t k : {1024, 4096, 16384, 65536}) numerics(k);
   return 0;
 }
+#endif

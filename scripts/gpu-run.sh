@@ -18,7 +18,7 @@ case "${1:-}" in
 stage)
   rm -rf build-gpu "$stage"
   meson setup build-gpu -Dhost=disabled -Dhip=disabled -Dcuda=enabled \
-    -Dstatic_deps=true -Dbuildtype=release "${@:2}"
+    -Dstatic_deps=true -Dbuildtype=release -Dnvidia_archs=sm_90,sm_90a "${@:2}"
   ninja -C build-gpu
   mkdir -p "$stage"
   cp build-gpu/suites/kiln-runner-cuda "$stage/"
@@ -30,6 +30,10 @@ stage)
   # The GEMM tile sweep (docs/performance.md, GEMM notes), run by hand.
   "$nvcc_bin" -O3 -std=c++17 -arch=sm_90 -DKILN_BACKEND_CUDA -Ikernels \
     -Iengine/include -Iengine/src scripts/gemm-tune.cu -o "$stage/gemm-tune"
+  # The Hopper GEMM's sweep and accuracy dump (docs/performance.md), by hand.
+  "$nvcc_bin" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
+    -DKILN_BACKEND_CUDA -DKD_SM90A -Ikernels -Iengine/include -Iengine/src \
+    scripts/gemm-hopper.cu -o "$stage/gemm-hopper"
   # The fused-attention tuning sweep (docs/performance.md), run by gpu-perf.sh.
   "$nvcc_bin" -O3 -std=c++17 -arch=sm_90 -DKILN_BACKEND_CUDA -Ikernels \
     -Iengine/include -Iengine/src scripts/attn-tune.cu -o "$stage/attn-tune"

@@ -23,15 +23,7 @@
 #include <algorithm>
 #include <vector>
 
-#define CHECK(x)                                                          \
-  do {                                                                    \
-    cudaError_t e_ = (x);                                                 \
-    if (e_ != cudaSuccess) {                                              \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,          \
-              cudaGetErrorString(e_));                                    \
-      exit(1);                                                            \
-    }                                                                     \
-  } while (0)
+#include "tune.h"
 
 static const size_t kTarget = (size_t)256 << 20; // bytes moved per launch
 
@@ -181,24 +173,7 @@ static void *alloc_random(size_t bytes) {
 }
 
 template <typename F> static double median_ms(int nsets, F launch) {
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 5; i++) launch(i % nsets);
-  std::vector<float> t;
-  for (int i = 0; i < 50; i++) {
-    CHECK(cudaEventRecord(a));
-    launch((i + 5) % nsets);
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    float ms;
-    CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  CHECK(cudaGetLastError());
-  std::sort(t.begin(), t.end());
-  CHECK(cudaEventDestroy(a));
-  CHECK(cudaEventDestroy(b));
+  std::vector<float> t = tune_times(nsets, 5, 50, launch);
   return (t[24] + t[25]) / 2;
 }
 

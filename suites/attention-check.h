@@ -30,6 +30,12 @@ void attn_case_name(const attn_case *c, char *buf, size_t n);
  * the reference output (caller frees) when want_ref is set. */
 double *attn_run(const attn_case *c, int want_ref);
 
+/* Q and O of shape qs, K and V of shape ks, all of dtype dt (kt_alloc:
+ * guard bytes, poison); freed together. */
+void attn_alloc_qkvo(ke_tensor *q, ke_tensor *k, ke_tensor *v, ke_tensor *o,
+                     ke_dtype dt, const int64_t qs[4], const int64_t ks[4]);
+void attn_free_qkvo(ke_tensor *q, ke_tensor *k, ke_tensor *v, ke_tensor *o);
+
 /* The packed [b, h, s, d] copy of a view into a buffer read back whole. */
 double *attn_gather(const double *buf, const ke_tensor *base,
                     const ke_tensor *view);

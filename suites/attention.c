@@ -117,16 +117,28 @@ void attn_case_name(const attn_case *c, char *buf, size_t n) {
              c->kernel == KE_ATTN_KERNEL_TILED ? "_tiled" : "_rows");
 }
 
+void attn_alloc_qkvo(ke_tensor *q, ke_tensor *k, ke_tensor *v, ke_tensor *o,
+                     ke_dtype dt, const int64_t qs[4], const int64_t ks[4]) {
+  kt_alloc(q, dt, 4, qs);
+  kt_alloc(k, dt, 4, ks);
+  kt_alloc(v, dt, 4, ks);
+  kt_alloc(o, dt, 4, qs);
+}
+
+void attn_free_qkvo(ke_tensor *q, ke_tensor *k, ke_tensor *v, ke_tensor *o) {
+  kt_free(o);
+  kt_free(v);
+  kt_free(k);
+  kt_free(q);
+}
+
 /* Fresh inputs, the kernel, the reference on the inputs read back; returns
  * the reference output (caller frees) when want_ref is set. */
 double *attn_run(const attn_case *c, int want_ref) {
   int64_t qs[4] = {c->b, c->hq, c->sq, c->d};
   int64_t ks[4] = {c->b, c->hkv, c->sk, c->d};
   ke_tensor q, k, v, o;
-  kt_alloc(&q, c->dtype, 4, qs);
-  kt_alloc(&k, c->dtype, 4, ks);
-  kt_alloc(&v, c->dtype, 4, ks);
-  kt_alloc(&o, c->dtype, 4, qs);
+  attn_alloc_qkvo(&q, &k, &v, &o, c->dtype, qs, ks);
   kt_fill_normal(&q, 0.0f, c->q_std > 0.0f ? c->q_std : 1.0f);
   kt_fill_normal(&k, 0.0f, 1.0f);
   kt_fill_normal(&v, 0.0f, 1.0f);
@@ -146,10 +158,7 @@ double *attn_run(const attn_case *c, int want_ref) {
   free(vd);
   free(kd);
   free(qd);
-  kt_free(&o);
-  kt_free(&v);
-  kt_free(&k);
-  kt_free(&q);
+  attn_free_qkvo(&q, &k, &v, &o);
   if (want_ref) return ref;
   free(ref);
   return NULL;
@@ -347,10 +356,7 @@ START_TEST(nan_propagation) {
   const int64_t nb = 2, sq = 40, sk = 100, d = 64;
   int64_t qs[4] = {nb, 1, sq, d}, ks[4] = {nb, 1, sk, d};
   ke_tensor q, k, v, o;
-  kt_alloc(&q, KE_F32, 4, qs);
-  kt_alloc(&k, KE_F32, 4, ks);
-  kt_alloc(&v, KE_F32, 4, ks);
-  kt_alloc(&o, KE_F32, 4, qs);
+  attn_alloc_qkvo(&q, &k, &v, &o, KE_F32, qs, ks);
   kt_fill_normal(&q, 0.0f, 1.0f);
   kt_fill_normal(&k, 0.0f, 1.0f);
   kt_fill_normal(&v, 0.0f, 1.0f);
@@ -397,10 +403,7 @@ START_TEST(nan_propagation) {
   free(vd);
   free(kd);
   free(qd);
-  kt_free(&o);
-  kt_free(&v);
-  kt_free(&k);
-  kt_free(&q);
+  attn_free_qkvo(&q, &k, &v, &o);
 }
 END_TEST
 
@@ -409,10 +412,7 @@ START_TEST(fully_masked_rows) {
   const int64_t sq = 113, sk = 33, d = 128;
   int64_t qs[4] = {1, 2, sq, d}, ks[4] = {1, 1, sk, d};
   ke_tensor q, k, v, o;
-  kt_alloc(&q, KE_BF16, 4, qs);
-  kt_alloc(&k, KE_BF16, 4, ks);
-  kt_alloc(&v, KE_BF16, 4, ks);
-  kt_alloc(&o, KE_BF16, 4, qs);
+  attn_alloc_qkvo(&q, &k, &v, &o, KE_BF16, qs, ks);
   kt_fill_normal(&q, 0.0f, 1.0f);
   kt_fill_normal(&k, 0.0f, 1.0f);
   kt_fill_uniform(&o, 1.0f, 2.0f);
@@ -436,10 +436,7 @@ START_TEST(fully_masked_rows) {
       }
   free(got);
   free(vd);
-  kt_free(&o);
-  kt_free(&v);
-  kt_free(&k);
-  kt_free(&q);
+  attn_free_qkvo(&q, &k, &v, &o);
 }
 END_TEST
 
@@ -629,10 +626,7 @@ START_TEST(throughput) {
     int64_t qs[4] = {c->b, c->hq, c->sq, c->d};
     int64_t ks[4] = {c->b, c->hkv, c->sk, c->d};
     ke_tensor q, k, v, o;
-    kt_alloc(&q, c->dtype, 4, qs);
-    kt_alloc(&k, c->dtype, 4, ks);
-    kt_alloc(&v, c->dtype, 4, ks);
-    kt_alloc(&o, c->dtype, 4, qs);
+    attn_alloc_qkvo(&q, &k, &v, &o, c->dtype, qs, ks);
     kt_fill_normal(&q, 0.0f, 1.0f);
     kt_fill_normal(&k, 0.0f, 1.0f);
     kt_fill_normal(&v, 0.0f, 1.0f);
@@ -667,10 +661,7 @@ START_TEST(throughput) {
     ck_assert_msg(bad < 0, "%s: output %lld is %g", key, (long long)bad,
                   bad < 0 ? 0.0 : out[bad]);
     free(out);
-    kt_free(&o);
-    kt_free(&v);
-    kt_free(&k);
-    kt_free(&q);
+    attn_free_qkvo(&q, &k, &v, &o);
   }
 }
 END_TEST

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention-check.h"
 #include "kiln/kernels.h"
 #include "kiln/test-tuning.h"
 #include "kiln/test.h"
@@ -136,10 +137,7 @@ static void dec_check_views(const dec_case *c, const char *what,
 static void dec_check(dec_case c) {
   int64_t qs[4] = {c.b, c.hq, c.sq, c.d}, ks[4] = {c.b, c.hkv, c.sk, c.d};
   ke_tensor q, k, v, o;
-  kt_alloc(&q, c.dtype, 4, qs);
-  kt_alloc(&k, c.dtype, 4, ks);
-  kt_alloc(&v, c.dtype, 4, ks);
-  kt_alloc(&o, c.dtype, 4, qs);
+  attn_alloc_qkvo(&q, &k, &v, &o, c.dtype, qs, ks);
   kt_fill_normal(&q, 0.0f, c.q_std > 0.0f ? c.q_std : 1.0f);
   kt_fill_normal(&k, 0.0f, 1.0f);
   kt_fill_normal(&v, 0.0f, 1.0f);
@@ -150,10 +148,7 @@ static void dec_check(dec_case c) {
   free(vd);
   free(kd);
   free(qd);
-  kt_free(&o);
-  kt_free(&v);
-  kt_free(&k);
-  kt_free(&q);
+  attn_free_qkvo(&q, &k, &v, &o);
 }
 
 static dec_case mk(ke_dtype dt, int64_t b, int64_t hq, int64_t hkv,
@@ -346,10 +341,7 @@ START_TEST(nan_inf) {
   const int64_t nb = 3, hq = 2, hkv = 1, sq = 4, sk = 400, d = 64;
   int64_t qs[4] = {nb, hq, sq, d}, ks[4] = {nb, hkv, sk, d};
   ke_tensor q, k, v, o;
-  kt_alloc(&q, KE_F32, 4, qs);
-  kt_alloc(&k, KE_F32, 4, ks);
-  kt_alloc(&v, KE_F32, 4, ks);
-  kt_alloc(&o, KE_F32, 4, qs);
+  attn_alloc_qkvo(&q, &k, &v, &o, KE_F32, qs, ks);
   kt_fill_normal(&q, 0.0f, 1.0f);
   kt_fill_normal(&k, 0.0f, 1.0f);
   kt_fill_normal(&v, 0.0f, 1.0f);
@@ -383,10 +375,7 @@ START_TEST(nan_inf) {
   free(vd);
   free(kd);
   free(qd);
-  kt_free(&o);
-  kt_free(&v);
-  kt_free(&k);
-  kt_free(&q);
+  attn_free_qkvo(&q, &k, &v, &o);
 }
 END_TEST
 
@@ -397,10 +386,7 @@ START_TEST(empty_rows) {
   const int64_t sq = 3, sk = 600, d = 32;
   int64_t qs[4] = {1, 2, sq, d}, ks[4] = {1, 1, sk, d};
   ke_tensor q, k, v, o;
-  kt_alloc(&q, KE_BF16, 4, qs);
-  kt_alloc(&k, KE_BF16, 4, ks);
-  kt_alloc(&v, KE_BF16, 4, ks);
-  kt_alloc(&o, KE_BF16, 4, qs);
+  attn_alloc_qkvo(&q, &k, &v, &o, KE_BF16, qs, ks);
   kt_fill_uniform(&q, 0.5f, 1.0f);
   double *kd = malloc((size_t)(sk * d) * sizeof *kd);
   double *vd = malloc((size_t)(sk * d) * sizeof *vd);
@@ -435,10 +421,7 @@ START_TEST(empty_rows) {
     }
   free(vd);
   free(kd);
-  kt_free(&o);
-  kt_free(&v);
-  kt_free(&k);
-  kt_free(&q);
+  attn_free_qkvo(&q, &k, &v, &o);
 }
 END_TEST
 

@@ -252,10 +252,7 @@ static void plant(double *x, int64_t rows, const special *s, int tensor) {
 static void check_specials(ke_dtype dt, int causal) {
   int64_t qs[4] = {SV_B, 1, SV_SQ, SV_D}, ks[4] = {SV_B, 1, SV_SK, SV_D};
   ke_tensor q, k, v, o;
-  kt_alloc(&q, dt, 4, qs);
-  kt_alloc(&k, dt, 4, ks);
-  kt_alloc(&v, dt, 4, ks);
-  kt_alloc(&o, dt, 4, qs);
+  attn_alloc_qkvo(&q, &k, &v, &o, dt, qs, ks);
   kt_fill_normal(&q, 0.0f, 1.0f);
   kt_fill_normal(&k, 0.0f, 1.0f);
   kt_fill_normal(&v, 0.0f, 1.0f);
@@ -297,10 +294,7 @@ static void check_specials(ke_dtype dt, int causal) {
   free(vd);
   free(kd);
   free(qd);
-  kt_free(&o);
-  kt_free(&v);
-  kt_free(&k);
-  kt_free(&q);
+  attn_free_qkvo(&q, &k, &v, &o);
 }
 
 START_TEST(special_values) {

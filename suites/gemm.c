@@ -361,6 +361,66 @@ START_TEST(matrix_cores_large) {
 }
 END_TEST
 
+/* Operands TMA can read (16-byte bases, row and batch strides; sizes equal
+ * mod 8 and padded to a multiple of 8 in every transpose): on a compute
+ * capability 9.0 GPU, and in emulation with KILN_EMU_SM=90 at warp 32,
+ * the Hopper kernel (kernels/kd-gemm-wgmma.h) runs every one: both tile
+ * widths (128 x 256 where four tiles fill the emulation's four
+ * multiprocessors, else 128 x 128), edges in M, N and K, k shorter than a
+ * slab and over several, batches with own and shared operands, alpha,
+ * beta and every C dtype. Elsewhere they are ordinary matrix-core cases. */
+static const mm_row kWgRows[] = {
+    {"wg 130x290x66, 128x256 tiles", 1, 130, 290, 66, KE_BF16, KE_F32, 1, 0,
+     .pad_a = 6, .pad_b = 6},
+    {"wg whole tiles", 1, 256, 512, 128, KE_F16, KE_BF16, 1, 0, .pad_a = 0},
+    {"wg 42x130x202, 128x128 tiles", 1, 42, 130, 202, KE_F16, KE_F32, 1, 0,
+     .pad_a = 6, .pad_b = 6},
+    {"wg k 8", 1, 16, 24, 8, KE_BF16, KE_F32, 1, 0, .pad_a = 0},
+    {"wg long k", 1, 16, 16, 1000, KE_BF16, KE_F32, 1, 0, .pad_a = 0},
+    {"wg alpha, beta, f16 C", 2, 66, 130, 98, KE_F16, KE_F16, -1.25f, 0.5f,
+     .pad_a = 6, .pad_b = 6, .pad_c = 3},
+    {"wg beta 0, NaN in C", 1, 64, 64, 64, KE_BF16, KE_F32, 1, 0,
+     .pad_c = 3, .nan_c = 1},
+    {"wg batch, B shared", 4, 24, 32, 72, KE_BF16, KE_F32, 1, 0,
+     .share_b = 1},
+    {"wg batch, A rank 2", 3, 40, 136, 16, KE_F16, KE_BF16, 1, 0,
+     .share_a = 2},
+    {"wg batch, strided", 2, 32, 24, 48, KE_F16, KE_F32, 1, 0, .pad_a = 8,
+     .pad_b = 16, .pad_c = 5},
+};
+
+START_TEST(hopper_layouts) {
+  for (size_t i = 0; i < sizeof kWgRows / sizeof kWgRows[0]; i++)
+    mm_row_run(&kWgRows[i]);
+}
+END_TEST
+
+/* The same rows with A stored [M, K] and B [K, N] only (K-major A and
+ * MN-major B on the Hopper path, kd_mma_nv's load_a and load_b_t on the
+ * mma.sync one): the layout the planted wgmma descriptor bug must fail
+ * while the mma.sync kernel's planted bug (in load_b) leaves it right
+ * (tests/meson.build). */
+START_TEST(hopper_nn) {
+  for (size_t i = 0; i < sizeof kWgRows / sizeof kWgRows[0]; i++) {
+    const mm_row *r = &kWgRows[i];
+    gemm_case g = base_case(r->m, r->n, r->k);
+    g.batch = r->batch;
+    g.ta = g.tb = r->t;
+    g.tc = r->tc;
+    g.alpha = r->alpha;
+    g.beta = r->beta;
+    g.pad_a = r->pad_a;
+    g.pad_b = r->pad_b;
+    g.pad_c = r->pad_c;
+    g.share_a = r->share_a;
+    g.share_b = r->share_b;
+    g.nan_c = r->nan_c;
+    g.label = r->what;
+    check_gemm(&g);
+  }
+}
+END_TEST
+
 /* Operands whose memory ends at their last element: a [rows, cols] view
  * with row stride ld over exactly (rows - 1) * ld + cols elements (the
  * host emulation allocates to the byte), so that a kernel reading past a
@@ -786,6 +846,8 @@ static const kt_test gemm_tests[] = {
     KT_TEST(mixed_dtypes),
     KT_TEST(matrix_cores),
     KT_TEST(matrix_cores_large, .tags = "slow", .timeout_s = 600),
+    KT_TEST(hopper_layouts),
+    KT_TEST(hopper_nn),
     KT_TEST(exact_extents),
     KT_TEST(batched),
     KT_TEST(batch_shared_operands),

@@ -26,6 +26,18 @@ def _round_robin():
 _round_robin()
 
 
+@pytest.fixture(autouse=True)
+def _placement(request):
+    """With $SAMPLE_PLACEMENT: each test's visible devices and process,
+    appended there (how scripts/pytest-side-by-side.sh sees placement)."""
+    path = os.environ.get("SAMPLE_PLACEMENT")
+    if path:
+        mask = os.environ.get("KILN_EMU_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES", "all"))
+        with open(path, "a") as f:
+            f.write("%s devices=%s pid=%d\n" % (request.node.nodeid, mask, os.getpid()))
+    yield
+
+
 @pytest.fixture
 def ctx():
     import kilnpy

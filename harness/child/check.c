@@ -6,6 +6,7 @@
  * that a failure (or a drift) reads as a shape rather than one number.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,11 +120,21 @@ static void keep_worst(dist *d, double ratio, int64_t i, double a, double e) {
   d->top[at] = (worst){ratio, i, a, e};
 }
 
-static void compare(const double *a, const double *e, int64_t n, kt_check_result *r,
-                    dist *d) {
-  double err2 = 0.0, ref2 = 0.0;
-  for (int64_t i = 0; i < n; i++) {
-    double ai = a[i], ei = e[i];
+/* One contiguous range [lo, hi) of the elements into r and d (d->rel
+ * starts at the range's own place in the shared buffer). */
+typedef struct part {
+  const double *a, *e;
+  int64_t lo, hi;
+  kt_check_result r;
+  dist d;
+  double err2, ref2;
+} part;
+
+static void compare_range(part *p) {
+  kt_check_result *r = &p->r;
+  dist *d = &p->d;
+  for (int64_t i = p->lo; i < p->hi; i++) {
+    double ai = p->a[i], ei = p->e[i];
     if (isnan(ai)) r->nan_count++;
     else if (isinf(ai)) r->inf_count++;
     double ratio;
@@ -137,8 +148,8 @@ static void compare(const double *a, const double *e, int64_t n, kt_check_result
     } else {
       double err = fabs(ai - ei);
       double allowed = r->tol.atol + r->tol.rtol * fabs(ei);
-      err2 += err * err;
-      ref2 += ei * ei;
+      p->err2 += err * err;
+      p->ref2 += ei * ei;
       if (err > r->max_abs) r->max_abs = err;
       if (ei != 0.0) {
         double rel = err / fabs(ei);
@@ -150,6 +161,55 @@ static void compare(const double *a, const double *e, int64_t n, kt_check_result
       ratio = allowed > 0.0 ? err / allowed : (err > 0.0 ? INFINITY : 0.0);
     }
     keep_worst(d, ratio, i, ai, ei);
+  }
+}
+
+static void *compare_thread(void *p) {
+  compare_range(p);
+  return NULL;
+}
+
+/* Large outputs are compared in ranges on the host's cores (as the
+ * references run, ke_ref_threads); the ranges merge in index order, so
+ * the worst list, the counts and the quantiles are those of one pass. */
+#define KT__CHECK_PARALLEL_MIN (1 << 20)
+#define KT__CHECK_MAX_PARTS 64
+
+static void compare(const double *a, const double *e, int64_t n, kt_check_result *r,
+                    dist *d) {
+  int np = n >= KT__CHECK_PARALLEL_MIN ? ke_ref_threads() : 1;
+  if (np > KT__CHECK_MAX_PARTS) np = KT__CHECK_MAX_PARTS;
+  part parts[KT__CHECK_MAX_PARTS];
+  pthread_t tid[KT__CHECK_MAX_PARTS];
+  int started[KT__CHECK_MAX_PARTS] = {0};
+  for (int k = 0; k < np; k++) {
+    part *p = &parts[k];
+    memset(p, 0, sizeof *p);
+    p->a = a, p->e = e;
+    p->lo = n * k / np, p->hi = n * (k + 1) / np;
+    p->r.tol = r->tol;
+    p->d.rel = d->rel + p->lo;
+    if (k > 0) started[k] = pthread_create(&tid[k], NULL, compare_thread, p) == 0;
+  }
+  compare_range(&parts[0]);
+  for (int k = 1; k < np; k++) {
+    if (started[k]) pthread_join(tid[k], NULL);
+    else compare_range(&parts[k]);   /* no thread: do it here */
+  }
+  double err2 = 0.0, ref2 = 0.0;
+  for (int k = 0; k < np; k++) {
+    const part *p = &parts[k];
+    r->nan_count += p->r.nan_count, r->inf_count += p->r.inf_count;
+    r->special_mismatch += p->r.special_mismatch, r->over += p->r.over;
+    if (p->r.max_abs > r->max_abs) r->max_abs = p->r.max_abs;
+    if (p->r.max_rel > r->max_rel) r->max_rel = p->r.max_rel;
+    err2 += p->err2, ref2 += p->ref2;
+    memmove(d->rel + d->nrel, p->d.rel, p->d.nrel * sizeof *d->rel);
+    d->nrel += p->d.nrel;
+    for (int b = 0; b < KP_HIST_BINS; b++) d->hist[b] += p->d.hist[b];
+    for (int t = 0; t < p->d.ntop; t++)
+      keep_worst(d, p->d.top[t].ratio, p->d.top[t].index, p->d.top[t].actual,
+                 p->d.top[t].expected);
   }
   r->nmse = ref2 > 0.0 ? err2 / ref2 : (err2 > 0.0 ? INFINITY : 0.0);
   if (d->ntop) {   /* else every element is exact: worst_index stays 0 */

@@ -38,10 +38,19 @@ for f in "$specs"/accept/*.json "$specs"/refuse/*.json; do
 done
 expect_eq "$agree" "$n" "kiln agrees with CTest on every spec file"
 
-# The ids kiln takes from an accepted spec: device indices; others are named
-# and left out.
-k run --backend host --resource-spec "$specs/accept/named-id.json" -o "$T/named" faults/pass
-expect_out "gpu 'gpu_a' .* not a device" "a named id is accepted and said to match no device"
+# The ids kiln takes from an accepted spec: device indexes name their
+# device; other ids ("gpu_a", "32"), as CTest hands them to a test, name the
+# lowest devices no index takes, in the spec's order: the tests run there.
+for spec in named-id id-32; do
+  KILN_EMU_DEVICES=2 k run --backend host --resource-spec "$specs/accept/$spec.json" -o "$T/$spec" faults/pass
+  expect_rc 0 "$spec.json: the test runs, as under CTest"
+  flat "$T/$spec/report.yaml"
+  expect_eq "$(field tests.0.outcome)/$(field tests.0.device)" pass/0 "$spec.json: on device 0"
+done
+printf '{"version":{"major":1,"minor":0},"local":[{"gpus":[{"id":"gpu_a","slots":2},{"id":"1"},{"id":"gpu_b"}]}]}' >"$T/mixed.json"
+KILN_EMU_DEVICES=3 k devices --backend host --resource-spec "$T/mixed.json"
+expect_out "^resource spec .*mixed.json gives 3 gpus: 'gpu_a' -> device 0 \(2 slots\), '1' -> device 1 \(1 slot\), 'gpu_b' -> device 2 \(1 slot\)$" \
+  "kiln devices says which device each id of the spec names"
 
 [ $have_ctest = 1 ] || finish
 

@@ -22,6 +22,13 @@ k run --backend host -o "$T/two" engine/multi_device faults/two_devices
 expect_rc 0 "two devices: both tests pass"
 flat "$T/two/report.yaml"
 expect_eq "$(tfield engine/multi_device outcome)" pass "engine/multi_device: a context per device"
+# The run ends with its slowest tests and where their time went, and each
+# test that opened a context reports its references' share of the body.
+expect_out '^slowest 2 tests \(wall: reference \+ kernels' "kiln run lists the slowest tests"
+expect_out '^ +[0-9.]+ s  engine/multi_device: reference [0-9.]+ s, kernels [0-9.]+ s \(3 launches\)' \
+  "...with a test's reference, kernel and other time"
+expect_match "$(tfield engine/multi_device times.reference_ms)" '^[0-9.e+-]+$' \
+  "times.reference_ms in the report"
 expect_match "$(tfield faults/two_devices devices.0),$(tfield faults/two_devices devices.1)" '^(0,1|1,0)$' \
   "the report lists both devices"
 expect_match "$(tfield faults/two_devices notes.1.key)=$(tfield faults/two_devices notes.1.value)" \

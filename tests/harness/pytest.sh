@@ -60,7 +60,7 @@ expect_out "^$X::test_matches_reference\[8-1000\] +\[\] slots=1\$" "a parametris
 expect_out "^$X::TestRows::test_sums_to_one " "a class's test"
 expect_out "^$X::test_reference_alone .* host-only" "gpu=False: host-only"
 expect_out "^$X::test_two_devices .*devices=2" "gpus=2"
-expect_out "^$X::test_big_buffer .*slots=-1" "slots='all': the whole device"
+expect_out "^$X::test_big_buffer\[1\] .*slots=-1" "slots='all': the whole device"
 k list -v --pytest "$S"
 expect_out "^$X::test_reference_alone .* $X:49\$" "a test's file and line from collection"
 if grep -q "$F" "$T/out.txt"; then fail "tests marked fault are held back"; else ok "fault tests held back"; fi
@@ -70,7 +70,7 @@ k run --pytest "$S" -o "$T/run"
 expect_rc 0 "kiln run --pytest"
 flat "$T/run/report.yaml"
 for id in "$X::test_matches_reference[3-4097]" "$X::test_scale[2.0]" "$X::TestRows::test_uniform_row" \
-          "$X::test_reference_alone" "$X::test_big_buffer"; do
+          "$X::test_reference_alone" "$X::test_big_buffer[1]" "$X::test_big_buffer[2]"; do
   expect_eq "$(pfield "$id" outcome)" pass "$id"
 done
 expect_eq "$(pfield "$X::test_needs_bf16" outcome)" skip "pytest.skip: skip"
@@ -116,11 +116,13 @@ expect_eq "$(pfield "$F::test_wrong_expectation" attempt 1)" 2 "--retries 1: a s
 k run --pytest "$S" "$X::test_scale[0.5]" --repeat 3 -o "$T/repeat"
 expect_rc 0 "--repeat 3"
 expect_out '3 test runs .* 3 pass' "three runs of one node id"
+k list --pytest "$S"
+total=$(grep -c '^tests/' "$T/out.txt")   # 14, 16 where torch imports (test_torch.py)
 k list --pytest "$S" --shard 1/2
 n1=$(grep -c '^tests/' "$T/out.txt")
 k list --pytest "$S" --shard 2/2
 n2=$(grep -c '^tests/' "$T/out.txt")
-expect_eq "$((n1 + n2))" 13 "two shards hold every test once ($n1 + $n2)"
+expect_eq "$((n1 + n2))" "$total" "two shards hold every test once ($n1 + $n2)"
 
 # ---- Devices: two emulated, narrowed inside an outer mask ---------------------------
 KILN_EMU_DEVICES=2 k run --pytest "$S" "$X::test_two_devices" "$X::test_scale[0.5]" -o "$T/two"
@@ -173,6 +175,29 @@ k run --pytest "$S" tests/test_pct.py -o "$T/pct"
 expect_rc 0 "a node id with a '%'"
 expect_out 'PASS +tests/test_pct.py::test_pct\[50%25\]' "kiln's id escapes it, the test ran"
 rm "$S/tests/test_pct.py"
+
+# ---- kiln slurm spreads the suite: two array tasks (the job scripts run by hand,
+# sbatch a stand-in), then the merge holds every test once -------------------------
+mkdir -p "$T/fake"
+printf '#!/bin/bash\nn=$(cat %s/next 2>/dev/null || echo 100); echo $((n + 1)) >%s/next; echo $n\n' \
+  "$T/fake" "$T/fake" >"$T/fake/sbatch"
+chmod +x "$T/fake/sbatch"
+R=$T/slurm-run
+PATH=$T/fake:$PATH k slurm --pytest "$S" --tasks 2 --no-wait -o "$R"
+expect_rc 0 "kiln slurm --pytest (a stand-in sbatch)"
+grep -q -- "--pytest $S" "$R/slurm/array-1.sh" && ok "each task lists the suite (--pytest, absolute)" \
+  || fail "the task script lacks --pytest $S"
+for t in 0 1; do
+  env SLURM_ARRAY_JOB_ID=100 SLURM_ARRAY_TASK_ID=$t SLURM_ARRAY_TASK_COUNT=2 SLURM_ARRAY_TASK_MIN=0 \
+    SLURM_ARRAY_TASK_MAX=1 SLURM_ARRAY_TASK_STEP=1 SLURMD_NODENAME=node$t \
+    bash "$R/slurm/array-1.sh" >"$T/task$t.out" 2>&1
+  grep -q "test runs" "$T/task$t.out" && ok "task $t ran its shard" || fail "task $t: $(tail -3 "$T/task$t.out")"
+done
+k slurm --merge "$R"
+expect_rc 0 "the merge of the two shards"
+flat "$R/report.yaml"
+expect_eq "$(grep -cE '^tests\.[0-9]+\.id=tests/' "$T/flat.txt")" "$total" "the merged report holds every test"
+expect_eq "$(grep -E '^tests\.[0-9]+\.id=' "$T/flat.txt" | sort | uniq -d | wc -l)" 0 "each once"
 
 k run --pytest "$S" "$X::test_scale[0.5]" --isolation none
 expect_rc 2 "--isolation none refused for pytest tests"

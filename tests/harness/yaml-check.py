@@ -53,7 +53,7 @@ NULLABLE = {"git", "config", "out", "token_key", "device", "parent_gpu_clean", "
 # Report settings by name: the rest are strings.
 SETTINGS = {"jobs": "int", "slots": "auto", "retries": "int", "repeat": "int", "seed": "int",
             "timeout": "float", "grace": "float", "cap": "float", "poison": "bool",
-            "warm": "auto", "allow_empty": "bool"}
+            "warm": "auto", "allow_empty": "bool", "zygote": "bool"}
 
 
 def expected(kind, path):

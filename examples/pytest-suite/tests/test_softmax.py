@@ -69,7 +69,8 @@ def test_two_devices(contexts):
 
 
 @pytest.mark.kiln(slots="all")
-def test_big_buffer(ctx):
+@pytest.mark.parametrize("copy", [1, 2])
+def test_big_buffer(ctx, copy):
     """Holds 60% of its device for a moment: two at once on one device run
     it out of memory, which is why it asks for the whole device."""
     import time

@@ -310,6 +310,15 @@ int kcli__devices(kcli__args *a) {
   }
   printf("backend %s (runner %s)\n", krun_backend_names[bi.backend], bi.runner);
   printf("devices from %s\n", bi.devices_from);
+  /* The devices a resource spec gives, and the device each id names. */
+  if (a->spec) {
+    printf("resource spec %s gives %d gpu%s:", a->spec, s.ndevices, s.ndevices == 1 ? "" : "s");
+    for (int i = 0; i < s.ndevices; i++)
+      printf(" '%s' -> device %d (%d slot%s)%s", s.devices[i].name, s.devices[i].id,
+             s.devices[i].slots, s.devices[i].slots == 1 ? "" : "s",
+             i + 1 < s.ndevices ? "," : "");
+    printf("%s\n", s.ndevices ? "" : " none: no test runs");
+  }
   if (bi.ndevices == 0) {
     printf("no devices: %s\n", *bi.error ? bi.error : "none found");
     krun_settings_free(&s);

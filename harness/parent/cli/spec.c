@@ -17,8 +17,11 @@
  * YAML, so it cannot be the reader here.
  *
  * Of the resources kiln uses type "gpus": an id that is a device index
- * (0..31) gives that device its slots; any other id is kept by name, warned
- * about, and gets no tests.
+ * (0..31) gives that device its slots. CTest gives a test whatever ids the
+ * spec names and lets the test make sense of them; kiln has to run the
+ * test on a device, so any other id ("gpu_a", "32") names the lowest
+ * device index no other id of the spec takes, in the spec's order, and
+ * keeps its name in what kiln prints (docs/harness.md).
  */
 #include "cli-impl.h"
 
@@ -490,6 +493,9 @@ static int gpu(reader *r, const jval *g, krun_settings *s) {
   return 0;
 }
 
+static void name_devices(krun_settings *s);
+static int gpus(reader *r, const jval *local, krun_settings *s);
+
 static int spec(reader *r, const jval *root, krun_settings *s) {
   if (root->type != J_OBJ) return at(r, root, "a resource spec must be an object");
   const jval *version = member(root, "version"), *local = member(root, "local");
@@ -503,6 +509,28 @@ static int spec(reader *r, const jval *root, krun_settings *s) {
     return at(r, local ? local : root, "\"local\" must be an array of at most one object");
   krun_setting_clear_devices(s);
   if (local->n == 0) return 0;
+  int rc = gpus(r, local, s);
+  if (rc == 0) name_devices(s);
+  return rc;
+}
+
+/* Ids that are not device indexes take, in the spec's order, the lowest
+ * device indexes no id of the spec names. */
+static void name_devices(krun_settings *s) {
+  unsigned long long taken = 0;
+  for (int i = 0; i < s->ndevices; i++)
+    if (s->devices[i].id >= 0) taken |= 1ull << s->devices[i].id;
+  for (int i = 0; i < s->ndevices; i++) {
+    if (s->devices[i].id >= 0) continue;
+    int d = 0;
+    while (d < KRUN_MAX_DEVICES && (taken >> d & 1)) d++;
+    if (d == KRUN_MAX_DEVICES) break;
+    s->devices[i].id = d;
+    taken |= 1ull << d;
+  }
+}
+
+static int gpus(reader *r, const jval *local, krun_settings *s) {
   const jval *sock = local->items[0];
   if (sock->type != J_OBJ) return at(r, sock, "an entry of \"local\" must be an object");
   for (int i = 0; i < sock->n; i++) {

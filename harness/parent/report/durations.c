@@ -62,7 +62,7 @@ void krep_durations(const krep_report *rep, int n, FILE *out) {
       const double r = isfinite(ref) ? ref : 0.0;
       double rest = body - r - kern;
       if (rest < 0) rest = 0; /* kernels overlap the body's host work */
-      fprintf(out, ": reference %s%.2f s, kernels %.2f s (%lld launch%s), "
+      fprintf(out, ": reference %s%.2f s, kernels %.3f s (%lld launch%s), "
                    "rest %.2f s, outside %.2f s",
               isfinite(ref) ? "" : "? ", r / 1e3, kern / 1e3, launches,
               launches == 1 ? "" : "es", rest / 1e3,

@@ -230,6 +230,13 @@ static int cpus(void) {
 
 int krun__jobs(const krun_settings *s) { return s->jobs > 0 ? s->jobs : cpus(); }
 
+/* Device memory a context takes besides what the test allocates: the
+ * runtime's own (CUDA and ROCm reserve a few hundred MiB per process; the
+ * host emulation nothing). */
+long long krun__context_bytes(int backend) {
+  return backend == KRUN_BACKEND_HOST ? 0 : 512ll << 20;
+}
+
 /* The default slots of a GPU (docs/harness.md, "Slots"): as many tests as
  * the host has cores for (each test's references, conversions and
  * checks run on the host: its cores shared by the devices), as many as

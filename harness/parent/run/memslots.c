@@ -17,14 +17,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* The share of a device's free memory that tests may fill. */
-/* Device memory a context takes besides what the test allocates: the
- * runtime's own (CUDA and ROCm reserve a few hundred MiB per process; the
- * host emulation nothing). */
-long long krun__context_bytes(int backend) {
-  return backend == KRUN_BACKEND_HOST ? 0 : 512ll << 20;
-}
-
 char *krun_peaks_latest(int backend, const char *exclude) {
   DIR *d = opendir("reports/runs");
   if (!d) return NULL;

@@ -20,7 +20,8 @@ int krun__default_slots(const krun_settings *s, const krun_backend_info *bi, int
 /* The share of a device's free memory that tests may fill (--slots auto,
  * and the default slots' memory bound). */
 #define KRUN_AUTO_BUDGET 0.9
-/* Device memory a context takes besides what its test allocates. */
+/* Device memory a context takes besides what its test allocates
+ * (devices.c). */
 long long krun__context_bytes(int backend);
 const char *krun__visible_var(int backend, int which);
 

@@ -435,5 +435,6 @@ void kemu__launch_kernel(const char *name, void (*kernel)(P...), dim3 grid,
 /* ==== Matrix instructions (NVIDIA mma/ldmatrix, AMD MFMA) ================ */
 
 #include "matrix-on-host.h"
+#include "hopper-on-host.h"
 
 #endif

@@ -434,7 +434,7 @@ void kemu__launch(const kemu__launch_desc *d) {
   sched *s = get_sched();
   void *dyn = nullptr;
   if (!s || !kemu__stack_pool_reserve(&s->stacks, n) ||
-      posix_memalign(&dyn, 16, d->shared_bytes) != 0) {
+      posix_memalign(&dyn, 1024, d->shared_bytes) != 0) {
     kemu__record_error(hipErrorOutOfMemory);
     return;
   }
@@ -463,6 +463,28 @@ void kemu__syncthreads() {
     release_block(s);
   else
     park(s, s->cur, AT_BLOCK);
+}
+
+/* A thread spinning on a condition that other threads must make true (an
+ * mbarrier phase): the others run first. */
+void kemu__yield() {
+  sched *s = running("an mbarrier wait");
+  fiber *me = s->cur;
+  rq_push(s, me);
+  fiber *next = rq_pop(s);
+  if (next == me) {
+    me->state = RUNNING;
+    return;
+  }
+  me->state = READY;
+  enter(s, next);
+  kemu__ctx_switch(&me->ctx, &next->ctx);
+}
+
+void kemu__die_op(const char *what) {
+  sched *s = t_sched;
+  die("%s (kernel %s, thread %u)", what,
+      s && s->desc ? s->desc->kernel : "?", threadIdx.x);
 }
 
 void kemu__syncwarp() {

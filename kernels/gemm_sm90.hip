@@ -1,0 +1,46 @@
+/* The Hopper GEMM (kernels/kd-gemm-wgmma.h) behind ke__gemm_launch
+ * (kernels/gemm.hip): f16 x f16 or bf16 x bf16 on a compute capability 9.0
+ * device. Its own translation unit so that the cuda build compiles it for
+ * sm_90a only (meson's nvidia_archs), the rest of the kernels for the
+ * plain targets. Returns -1 where it does not apply (another dtype or
+ * device, or operands TMA cannot read), and the caller goes on to the
+ * mma.sync kernel.
+ */
+#include "kd-gemm-wgmma.h"
+
+/* 128 x 256 tiles in 4 slots where they fill every multiprocessor, else
+ * 128 x 128 in 6 (docs/performance.md, GEMM notes). */
+struct kd_wg_large : kd_wg_cfg<256, 4> {};
+struct kd_wg_small : kd_wg_cfg<128, 6> {};
+
+template <typename T>
+static int ke_gemm_sm90(hipStream_t s, const kd_mm_dense &a, bool akc,
+                        const kd_mm_dense &b, bool bkc, const kd_mm_out &c,
+                        const kd_mm_dims &d) {
+  const int64_t tiles_large = ((d.m + 127) / 128) * ((d.n + 255) / 256) *
+                              d.batch;
+  if (tiles_large >= kd_mm_multiprocessors())
+    return kd_wg_gemm_run<T, kd_wg_large>(s, a, akc, b, bkc, c, d);
+  return kd_wg_gemm_run<T, kd_wg_small>(s, a, akc, b, bkc, c, d);
+}
+
+extern "C" int ke__gemm_sm90_launch(void *stream, const ke__gemm_operand *a,
+                                    const ke__gemm_operand *b,
+                                    const kd_mm_out *c, const kd_mm_dims *d) {
+#if defined(KILN_BACKEND_HIP)
+  (void)stream, (void)a, (void)b, (void)c, (void)d;
+  return -1;
+#else
+  if (a->dtype != b->dtype || (a->dtype != KE_F16 && a->dtype != KE_BF16) ||
+      !kd_wg_available())
+    return -1;
+  const kd_mm_dense da = {(const uint16_t *)a->data, a->ld, a->batch_stride};
+  const kd_mm_dense db = {(const uint16_t *)b->data, b->ld, b->batch_stride};
+  hipStream_t s = (hipStream_t)stream;
+  if (a->dtype == KE_F16)
+    return ke_gemm_sm90<kd_half>(s, da, a->k_contiguous != 0, db,
+                                 b->k_contiguous != 0, *c, *d);
+  return ke_gemm_sm90<kd_bf16>(s, da, a->k_contiguous != 0, db,
+                               b->k_contiguous != 0, *c, *d);
+#endif
+}

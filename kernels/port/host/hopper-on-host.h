@@ -1,0 +1,224 @@
+/* NVIDIA Hopper's asynchronous operations, executed lane by lane on the host.
+ *
+ * kernels/kd-wgmma.h (the Hopper half of the matrix-core layer) calls the
+ * real instructions on an sm_90a GPU and these functions on the host:
+ *
+ *   mbarrier    an 8-byte object in shared memory with the hardware's
+ *               contract: an expected arrival count, pending arrivals, a
+ *               pending transaction byte count and a phase bit. A phase
+ *               completes when its arrivals are all in and its byte count
+ *               is back to zero; try_wait.parity(p) is true once the phase
+ *               of parity p has completed. A waiting thread yields its
+ *               fiber to the others (launch.cc) until then.
+ *   TMA         cp.async.bulk.tensor of a box of a 1- to 3-dimensional
+ *               tensor of 16-bit elements: out-of-range elements are zero,
+ *               the box is written to shared memory with the tensor map's
+ *               swizzle (128-byte only), and the copy completes its full
+ *               box size of bytes on the mbarrier. On the host it is done
+ *               at issue.
+ *   wgmma       wgmma.mma_async m64nNk16 f32 += f16/bf16 x f16/bf16, both
+ *               operands read from shared memory through 64-bit matrix
+ *               descriptors (start address, leading and stride byte
+ *               offsets, swizzle mode), K-major or MN-major (transposed) as
+ *               the instruction's imm-trans says. Each of a warpgroup's 128
+ *               threads computes exactly the accumulator elements the
+ *               hardware's fragment table gives it, from the element
+ *               addresses its descriptors decode to, so wrong descriptor
+ *               strides or a wrong swizzle give wrong sums here as on the
+ *               GPU. Done at issue; fences and commit/wait only order.
+ *
+ * Shared-memory addresses are offsets in the block's dynamic shared memory
+ * (kemu__dynamic_shared, 1024-byte aligned), as the GPU's shared window.
+ */
+#ifndef KILN_HOPPER_ON_HOST_H
+#define KILN_HOPPER_ON_HOST_H
+
+#include <stdint.h>
+#include <string.h>
+
+void kemu__yield();
+[[noreturn]] void kemu__die_op(const char *what);
+
+inline unsigned char *kemu__smem_at(uint32_t addr) {
+  return (unsigned char *)kemu__dynamic_shared() + addr;
+}
+inline uint32_t kemu_smem_addr(const void *p) {
+  return (uint32_t)((const unsigned char *)p -
+                    (const unsigned char *)kemu__dynamic_shared());
+}
+
+/* ---- mbarrier ------------------------------------------------------------ */
+
+struct kemu_mbar {
+  uint16_t expected, pending;
+  int32_t tx : 31;
+  uint32_t phase : 1;
+};
+static_assert(sizeof(kemu_mbar) == 8, "an mbarrier is 8 bytes");
+
+inline kemu_mbar kemu__mbar_get(uint32_t addr) {
+  kemu_mbar b;
+  memcpy(&b, kemu__smem_at(addr), 8);
+  return b;
+}
+inline void kemu__mbar_put(uint32_t addr, kemu_mbar b) {
+  if (b.pending == 0 && b.tx == 0) { /* the phase completes */
+    b.phase ^= 1u;
+    b.pending = b.expected;
+  }
+  memcpy(kemu__smem_at(addr), &b, 8);
+}
+inline void kemu_mbar_init(uint32_t addr, int count) {
+  if (count < 1 || count > 0xffff) kemu__die_op("mbarrier.init: bad count");
+  kemu_mbar b;
+  b.expected = b.pending = (uint16_t)count;
+  b.tx = 0;
+  b.phase = 0;
+  memcpy(kemu__smem_at(addr), &b, 8);
+}
+inline void kemu_mbar_arrive(uint32_t addr, int expect_tx) {
+  kemu_mbar b = kemu__mbar_get(addr);
+  if (b.pending == 0) kemu__die_op("mbarrier.arrive: more arrivals than its count");
+  b.tx += expect_tx;
+  b.pending--;
+  kemu__mbar_put(addr, b);
+}
+inline void kemu_mbar_complete_tx(uint32_t addr, int bytes) {
+  kemu_mbar b = kemu__mbar_get(addr);
+  b.tx -= bytes;
+  kemu__mbar_put(addr, b);
+}
+inline bool kemu_mbar_test(uint32_t addr, int parity) {
+  return (int)kemu__mbar_get(addr).phase != (parity & 1);
+}
+/* A phase that never completes is a hang on the GPU; here it is an abort
+ * after every other thread had a few million chances to complete it. */
+inline void kemu_mbar_wait(uint32_t addr, int parity) {
+  for (long spins = 0; !kemu_mbar_test(addr, parity); spins++) {
+    if (spins > (1L << 22))
+      kemu__die_op("mbarrier wait: the phase never completes (deadlock)");
+    kemu__yield();
+  }
+}
+
+/* ---- Tensor maps and TMA ---------------------------------------------------- */
+
+/* What the host's tensor-map encoder stores in the 128-byte map. */
+struct kemu_tmap {
+  const void *base;
+  uint64_t dims[3];    /* elements, innermost first */
+  uint64_t strides[3]; /* bytes; strides[0] is the element size */
+  uint32_t box[3];
+  uint32_t rank, elem_bytes, swizzle; /* swizzle: bytes of its span, 0 none */
+};
+
+/* Swizzle of a shared-memory byte address by the 128-byte pattern: its
+ * 16-byte chunk (bits 4-6) XOR its 128-byte row mod 8 (bits 7-9). */
+inline uint32_t kemu_swizzle128(uint32_t addr) {
+  return addr ^ (((addr >> 7) & 7u) << 4);
+}
+
+inline void kemu_tma_load(uint32_t dst, const void *map, const int32_t *coord,
+                          uint32_t mbar) {
+  kemu_tmap m;
+  memcpy(&m, map, sizeof m);
+  if (m.elem_bytes != 2 || m.rank < 1 || m.rank > 3)
+    kemu__die_op("cp.async.bulk.tensor: the emulation has 16-bit maps of rank 1-3");
+  if (m.swizzle != 128 && m.swizzle != 0)
+    kemu__die_op("cp.async.bulk.tensor: the emulation has the 128-byte swizzle only");
+  if (m.swizzle && (dst % 1024 != 0 || m.box[0] * m.elem_bytes != 128))
+    kemu__die_op("cp.async.bulk.tensor: 128-byte swizzle needs 128-byte box "
+                 "rows at a 1024-byte aligned address");
+  uint32_t box[3] = {1, 1, 1};
+  for (uint32_t i = 0; i < m.rank; i++) box[i] = m.box[i];
+  const uint32_t bytes = box[0] * box[1] * box[2] * m.elem_bytes;
+  uint32_t off = 0;
+  for (uint32_t z = 0; z < box[2]; z++)
+    for (uint32_t y = 0; y < box[1]; y++)
+      for (uint32_t x = 0; x < box[0]; x++, off += 2) {
+        const int64_t g[3] = {(int64_t)coord[0] + x,
+                              m.rank > 1 ? (int64_t)coord[1] + y : 0,
+                              m.rank > 2 ? (int64_t)coord[2] + z : 0};
+        uint16_t v = 0;
+        bool in = true;
+        for (uint32_t i = 0; i < m.rank; i++)
+          in = in && g[i] >= 0 && (uint64_t)g[i] < m.dims[i];
+        if (in) {
+          const unsigned char *src = (const unsigned char *)m.base;
+          for (uint32_t i = 0; i < m.rank; i++)
+            src += (uint64_t)g[i] * (i ? m.strides[i] : m.elem_bytes);
+          memcpy(&v, src, 2);
+        }
+        const uint32_t a = dst + off;
+        memcpy(kemu__smem_at(m.swizzle ? kemu_swizzle128(a) : a), &v, 2);
+      }
+  kemu_mbar_complete_tx(mbar, (int)bytes);
+}
+
+/* ---- wgmma ------------------------------------------------------------------- */
+
+/* Fields of a matrix descriptor: byte addresses and offsets (the hardware
+ * keeps them divided by 16), swizzle mode 1 = 128 bytes. */
+struct kemu_gmma_desc {
+  uint32_t start, lbo, sbo, mode;
+};
+inline kemu_gmma_desc kemu__desc(uint64_t d) {
+  return {(uint32_t)(d & 0x3fff) << 4, (uint32_t)(d >> 16 & 0x3fff) << 4,
+          (uint32_t)(d >> 32 & 0x3fff) << 4, (uint32_t)(d >> 62)};
+}
+
+/* Byte address of element (i, k) of an operand, i along M (A) or N (B),
+ * k < 16. K-major with the 128-byte swizzle: rows of 128 bytes, eight
+ * rows a core group at SBO. MN-major: 64 elements of i contiguous, blocks
+ * of 64 at LBO; k rows 128 bytes apart, groups of eight k at SBO. */
+inline uint32_t kemu__operand_addr(const kemu_gmma_desc &d, bool mn_major,
+                                   int i, int k) {
+  if (d.mode != 1)
+    kemu__die_op("wgmma: the emulation has the 128-byte swizzle only");
+  uint32_t a;
+  if (!mn_major)
+    a = d.start + (uint32_t)(i / 8) * d.sbo + (uint32_t)(i % 8) * 128 +
+        (uint32_t)k * 2;
+  else
+    a = d.start + (uint32_t)(i / 64) * d.lbo + (uint32_t)(i % 64) * 2 +
+        (uint32_t)(k / 8) * d.sbo + (uint32_t)(k % 8) * 128;
+  return kemu_swizzle128(a);
+}
+
+/* wgmma.mma_async.sync.aligned.m64nNk16.f32: thread t of the warpgroup
+ * (warp w = t / 32, lane l) holds in d[i], i < N / 2, the element at row
+ * 16 w + l / 4 + 8 ((i / 2) % 2), column 8 (i / 4) + 2 (l % 4) + i % 2.
+ * scale_d 0 starts from zero. Sums in k order, one rounding per term. */
+template <class Cvt, int N>
+inline void kemu_wgmma(float *d, uint64_t da, uint64_t db, bool trans_a,
+                       bool trans_b, int scale_d) {
+  kemu__require_warp("wgmma", 32);
+  const kemu_gmma_desc a = kemu__desc(da), b = kemu__desc(db);
+  const int t = (int)(threadIdx.x % 128), w = t / 32, l = t % 32;
+  float ar[2][16], bc[N / 8][2][16];
+  for (int h = 0; h < 2; h++)
+    for (int k = 0; k < 16; k++) {
+      uint16_t v;
+      memcpy(&v, kemu__smem_at(kemu__operand_addr(a, trans_a,
+                                                  16 * w + l / 4 + 8 * h, k)),
+             2);
+      ar[h][k] = Cvt::f32(v);
+    }
+  for (int j = 0; j < N / 8; j++)
+    for (int h = 0; h < 2; h++)
+      for (int k = 0; k < 16; k++) {
+        uint16_t v;
+        memcpy(&v, kemu__smem_at(kemu__operand_addr(b, trans_b,
+                                                    8 * j + 2 * (l % 4) + h, k)),
+               2);
+        bc[j][h][k] = Cvt::f32(v);
+      }
+  const bool plain = kemu__plain_products(&ar[0][0], 32) &&
+                     kemu__plain_products(&bc[0][0][0], N * 4);
+  for (int i = 0; i < N / 2; i++) {
+    const float start = scale_d ? d[i] : 0.0f;
+    d[i] = kemu__dot16(start, ar[(i / 2) % 2], bc[i / 4][i % 2], plain);
+  }
+}
+
+#endif

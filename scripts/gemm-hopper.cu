@@ -1,0 +1,159 @@
+// The Hopper GEMM (kernels/kd-gemm-wgmma.h) measured on an H100 beside the
+// mma.sync kernel: a tile sweep with sampled checks against double, and
+// the inputs and outputs of the long-K accuracy table, written for
+// scripts/gemm-hopper.py (which adds float64 and torch on the same inputs).
+// A measuring tool for docs/performance.md, not part of the engine.
+//
+//   built by `scripts/gpu-run.sh stage` into .device/gemm-hopper:
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
+//        -DKILN_BACKEND_CUDA -DKD_SM90A -Ikernels -Iengine/include \
+//        -Iengine/src scripts/gemm-hopper.cu -o gemm-hopper
+//   ./gemm-hopper [--quick] [--dump DIR]
+// Built with -DKD_WG_EXPERIMENT_NO_PROMOTE it times a variant without the
+// f32 promotion (the promotion's cost; never an engine kernel).
+//
+// Timing as scripts/gemm-tune.cu's (whose helpers it includes): operand
+// sets over 2x L2, 5 warm-ups, the median of 30 event-timed launches.
+#define GEMM_TUNE_LIBRARY
+#include "gemm-tune.cu"
+
+#include "kd-gemm-wgmma.h"
+
+typedef kd_wg_cfg<256, 4> wg_256_s4; // the engine's large
+typedef kd_wg_cfg<256, 3> wg_256_s3;
+typedef kd_wg_cfg<128, 6> wg_128_s6; // the engine's small
+typedef kd_wg_cfg<128, 4> wg_128_s4;
+
+template <typename T> static int dt_of() {
+  return std::is_same<T, kd_half>::value ? KE_F16 : KE_BF16;
+}
+
+// C (of Tc) = A B with the Hopper kernel: A [M, K] row-major, B [K, N]
+// (NN) or [N, K] (NT).
+template <class Cfg, typename T, bool BKC>
+static int wg_launch(const void *a, const void *b, void *c, int cdt,
+                     int64_t m, int64_t n, int64_t k) {
+  const kd_mm_dense da = {(const uint16_t *)a, k, 0};
+  const kd_mm_dense db = {(const uint16_t *)b, BKC ? k : n, 0};
+  const kd_mm_out co = {c, cdt, n, 0};
+  const kd_mm_dims d = {m, n, k, 1, 1.0f, 0.0f};
+  kd_tmap ta, tb;
+  int ab, bb;
+  if (kd_wg_gemm_maps<Cfg>(da, true, db, BKC, d, &ta, &tb, &ab, &bb) != 0) {
+    fprintf(stderr, "tensor maps refused\n");
+    exit(1);
+  }
+  return kd_wg_gemm_launch<T, Cfg, true, BKC>(0, ta, tb, co, d, ab, bb);
+}
+
+template <class Cfg, typename T, bool BKC>
+static void run_wg(const char *name, problem<T> &p,
+                   const std::vector<float> &bh) {
+  auto launch = [&](int s) {
+    return wg_launch<Cfg, T, BKC>(p.a[s], p.b[s], p.c[s], dt_of<T>(), p.m,
+                                  p.n, p.k);
+  };
+  const float ms = time_ms(p.sets, launch);
+  CHECK((cudaError_t)launch(0));
+  CHECK(cudaDeviceSynchronize());
+  const double err = check_rows(p, p.c[0], dt_of<T>() == KE_F16 ? 1e-3 : 1.6e-2, bh);
+  report("wgmma", name, dtype_name<T>(), BKC ? "NT" : "NN", p.m, p.n, p.k,
+         ms, err);
+}
+
+template <typename T, bool BKC>
+static void sweep(int64_t m, int64_t n, int64_t k, bool all) {
+  problem<T> p = make_problem<T>(m, n, k, false, BKC);
+  const std::vector<float> bh = host_b(p);
+  run_wg<wg_256_s4, T, BKC>("128x256x64 s4 (large)", p, bh);
+  run_wg<wg_128_s6, T, BKC>("128x128x64 s6 (small)", p, bh);
+  if (all) {
+    run_wg<wg_256_s3, T, BKC>("128x256x64 s3", p, bh);
+    run_wg<wg_128_s4, T, BKC>("128x128x64 s4", p, bh);
+    run_mm<kd_mm_nv_large, T, true, BKC>("mma.sync 128x128x64 s3", p, bh);
+  }
+  free_problem(p);
+}
+
+// Accuracy inputs: A [256, K], B [K, 256] of T from the tool's generator;
+// C in f32 from the Hopper kernel (the configuration the engine picks at
+// this size, small) and from the mma.sync kernel. Written raw to
+// DIR/acc-<dtype>-<K>.{a,b,wg,mma}.
+template <typename T> static void dump(const char *dir, int64_t k) {
+  const int64_t m = 256, n = 256;
+  problem<T> p = make_problem<T>(m, n, k, false, false, false);
+  float *c;
+  CHECK(cudaMalloc(&c, (size_t)(m * n) * 4));
+  std::vector<uint16_t> ha((size_t)(m * k)), hb((size_t)(k * n));
+  std::vector<float> hc((size_t)(m * n));
+  char path[512];
+  auto put = [&](const char *ext, const void *data, size_t bytes) {
+    snprintf(path, sizeof path, "%s/acc-%s-%lld.%s", dir, dtype_name<T>(),
+             (long long)k, ext);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(data, 1, bytes, f) != bytes || fclose(f) != 0) {
+      fprintf(stderr, "cannot write %s\n", path);
+      exit(1);
+    }
+  };
+  CHECK(cudaMemcpy(ha.data(), p.a[0], ha.size() * 2, cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(hb.data(), p.b[0], hb.size() * 2, cudaMemcpyDeviceToHost));
+  put("a", ha.data(), ha.size() * 2);
+  put("b", hb.data(), hb.size() * 2);
+  const int rw = wg_launch<wg_128_s6, T, false>(p.a[0], p.b[0], c, KE_F32,
+                                                 m, n, k);
+  CHECK((cudaError_t)rw);
+  CHECK(cudaMemcpy(hc.data(), c, hc.size() * 4, cudaMemcpyDeviceToHost));
+  put("wg", hc.data(), hc.size() * 4);
+  {
+    typedef kd_mm_nv_small Cfg;
+    typedef kd_mm_dense_stager<Cfg::WARPS * 32, Cfg::BM, Cfg::BK, true, true> SA;
+    typedef kd_mm_dense_stager<Cfg::WARPS * 32, Cfg::BN, Cfg::BK, false, true> SB;
+    const kd_mm_dense a = {(const uint16_t *)p.a[0], k, 0};
+    const kd_mm_dense b = {(const uint16_t *)p.b[0], n, 0};
+    const kd_mm_out co = {c, KE_F32, n, 0};
+    const kd_mm_dims d = {m, n, k, 1, 1.0f, 0.0f};
+    const int rm =
+        kd_mm_launch<kd_mma_nv, T, Cfg, true, false, SA, SB>(0, a, b, co, d);
+    CHECK((cudaError_t)rm);
+  }
+  CHECK(cudaMemcpy(hc.data(), c, hc.size() * 4, cudaMemcpyDeviceToHost));
+  put("mma", hc.data(), hc.size() * 4);
+  printf("dumped %s K %lld\n", dtype_name<T>(), (long long)k);
+  CHECK(cudaFree(c));
+  free_problem(p);
+}
+
+int main(int argc, char **argv) {
+  bool quick = false;
+  const char *dir = nullptr;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--quick")) quick = true;
+    else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dir = argv[++i];
+    else {
+      fprintf(stderr, "usage: %s [--quick] [--dump DIR]\n", argv[0]);
+      return 2;
+    }
+  }
+  int l2 = 0;
+  CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  g_l2 = (size_t)l2;
+  if (dir) {
+    for (int64_t k : {1024, 4096, 16384, 65536}) {
+      dump<kd_bf16>(dir, k);
+      dump<kd_half>(dir, k);
+    }
+  }
+#if defined(KD_WG_EXPERIMENT_NO_PROMOTE)
+  sweep<kd_bf16, false>(4096, 4096, 4096, false);
+  sweep<kd_bf16, false>(8192, 8192, 8192, false);
+  return 0;
+#endif
+  sweep<kd_bf16, false>(4096, 4096, 4096, true);
+  sweep<kd_half, false>(4096, 4096, 4096, !quick);
+  sweep<kd_bf16, true>(4096, 4096, 4096, !quick);
+  sweep<kd_bf16, false>(8192, 8192, 8192, !quick);
+  sweep<kd_half, false>(8192, 8192, 8192, false);
+  sweep<kd_bf16, false>(3001, 3000, 3000, false);
+  return 0;
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Tests per second of a no-op pytest test whose module imports something
+# heavy (torch where it imports, else a stand-in that costs about as much
+# to import: say which), under kiln: a fresh interpreter per test
+# (--zygote false) against the zygote (--zygote true), beside kiln's own
+# no-op test (bench/noop, the host runner) and `kiln bench`'s ceiling.
+#   scripts/pytest-speed.sh KILN OUT [N] [JOBS] [BACKEND]
+# Writes OUT/speed.txt (and each run's folder under OUT).
+set -u
+KILN=$1 OUT=$2 N=${3:-24} J=${4:-2} B=${5:-host}
+PY=${KILN_PYTHON:-python3}
+mkdir -p "$OUT"
+P=$OUT/project
+rm -rf "$P" && mkdir -p "$P/tests"
+if "$PY" -c 'import torch' 2>/dev/null; then
+  heavy=torch
+  what="torch $("$PY" -c 'import torch; print(torch.__version__)')"
+else
+  # A stand-in outside the project: compiles and runs ~1.5 s of Python
+  # at import, as a big package does.
+  mkdir -p "$OUT/site/heavydep"
+  cat >"$OUT/site/heavydep/__init__.py" <<'PY'
+import time
+_t = time.process_time()
+while time.process_time() - _t < 1.5:
+    compile("x = [i * i for i in range(100)]\n" * 50, "<heavy>", "exec")
+PY
+  export PYTHONPATH=$OUT/site${PYTHONPATH:+:$PYTHONPATH}
+  heavy=heavydep
+  what="a stand-in module that spends 1.5 s of CPU at import (torch does not import here)"
+fi
+printf '[pytest]\ntestpaths = tests\n' >"$P/pytest.ini"
+for i in $(seq 1 "$N"); do
+  printf 'import %s\n\n\ndef test_noop_%d():\n    pass\n' "$heavy" "$i" >"$P/tests/test_$i.py"
+done
+t0=$(date +%s.%N)
+"$PY" -c "import $heavy" 2>/dev/null
+t1=$(date +%s.%N)
+imp=$(echo "$t1 - $t0" | bc)
+{
+  echo "host: $(nproc) CPUs, $(uptime | sed 's/.*load/load/')"
+  echo "heavy import: $what; one interpreter importing it: ${imp} s"
+  echo "tests: $N no-op pytest tests, one module each, --jobs $J, backend $B"
+} | tee "$OUT/speed.txt"
+run() {  # run NAME ARGS...: tests/s over kiln's whole wall time (listing included)
+  local name=$1 s e
+  shift
+  s=$(date +%s.%N)
+  "$KILN" run "$@" -o "$OUT/$name-run" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  e=$(date +%s.%N)
+  local n
+  n=$(grep -oE '^[0-9]+ test runs' "$OUT/$name.log" | cut -d' ' -f1)
+  printf '%-28s exit %d, %s tests in %.2f s: %.2f tests/s\n' "$name" "$rc" "${n:-?}" \
+    "$(echo "$e - $s" | bc)" "$(echo "${n:-0} / ($e - $s)" | bc -l)" | tee -a "$OUT/speed.txt"
+}
+run pytest-fresh --backend "$B" --pytest "$P" --zygote false -j "$J"
+run pytest-zygote --backend "$B" --pytest "$P" --zygote true -j "$J"
+run kiln-noop --backend "$B" -j "$J" --repeat "$N" bench/noop
+grep -c 'value: zygote' "$OUT/pytest-zygote-run/report.yaml" | sed 's/^/tests forked from the zygote: /' | tee -a "$OUT/speed.txt"
+"$KILN" bench --backend "$B" --tests "$N" --concurrency 1,"$J" --skip none,host \
+  --out "$OUT/bench" >"$OUT/bench.log" 2>&1
+echo "kiln bench (backend $B; ceiling = context open+close processes):" | tee -a "$OUT/speed.txt"
+grep -iE 'ceiling|kiln|tests/s' "$OUT/bench.log" | head -12 | tee -a "$OUT/speed.txt"

@@ -1,0 +1,115 @@
+/* The Hopper GEMM (kernels/kd-gemm-wgmma.h) on the host emulation at warp
+ * 32, called directly (no engine): both tile configurations, every layout
+ * of A and B, edges in M, N and K, a batch with one operand shared, alpha
+ * and beta, against a double reference with the GEMM suite's f32-sum
+ * bound. It runs wgmma through its descriptors and swizzle, TMA and the
+ * mbarriers as port/host/hopper-on-host.h executes them. Built a second
+ * time with KE_PLANTED_BUG (a wrong descriptor stride in kd-wgmma.h),
+ * where it must fail (meson: should_fail).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <vector>
+
+#include "kd-gemm-wgmma.h"
+
+static int g_failures;
+
+static float rnd(uint64_t &s) {
+  s = s * 6364136223846793005ull + 1442695040888963407ull;
+  return (float)((s >> 40) & 0xffff) / 32768.0f - 1.0f;
+}
+
+/* C[b] (f32, ldc n + 3) = alpha A[b] B[b] + beta C[b]; A stored [M][K]
+ * (akc) or [K][M], B [N][K] (bkc) or [K][N], rows padded to a multiple of
+ * 8 elements. */
+template <typename T, class Cfg>
+static void one(int64_t batch, int64_t m, int64_t n, int64_t k, bool akc,
+                bool bkc, bool share_b, float alpha, float beta) {
+  const int64_t lda = ((akc ? k : m) + 7) / 8 * 8;
+  const int64_t ldb = ((bkc ? k : n) + 7) / 8 * 8, ldc = n + 3;
+  const int64_t sa = lda * (akc ? m : k), sb = share_b ? 0 : ldb * (bkc ? n : k);
+  const int64_t sc = ldc * m;
+  uint16_t *a, *b;
+  float *c;
+  hipMalloc((void **)&a, (size_t)(sa * batch) * 2);
+  hipMalloc((void **)&b, (size_t)((share_b ? ldb * (bkc ? n : k) : sb * batch)) * 2);
+  hipMalloc((void **)&c, (size_t)(sc * batch) * 4);
+  uint64_t seed = (uint64_t)(m * 131 + n * 17 + k);
+  const int64_t na = sa * batch, nb = share_b ? ldb * (bkc ? n : k) : sb * batch;
+  for (int64_t i = 0; i < na; i++) a[i] = kd_from_float<T>(rnd(seed)).bits;
+  for (int64_t i = 0; i < nb; i++) b[i] = kd_from_float<T>(rnd(seed)).bits;
+  for (int64_t i = 0; i < sc * batch; i++) c[i] = rnd(seed);
+  std::vector<float> c0(c, c + sc * batch);
+  auto val = [](uint16_t x) {
+    T t;
+    t.bits = x;
+    return (double)kd_to_float(t);
+  };
+  const kd_mm_dense da = {a, lda, sa}, db = {b, ldb, sb};
+  const kd_mm_out co = {c, KE_F32, ldc, sc};
+  const kd_mm_dims d = {m, n, k, batch, alpha, beta};
+  const int rc = kd_wg_gemm_run<T, Cfg>(0, da, akc, db, bkc, co, d);
+  if (rc != 0 || hipStreamSynchronize(0) != hipSuccess) {
+    fprintf(stderr, "wgmma-gemm: launch failed (%d)\n", rc);
+    g_failures++;
+    return;
+  }
+  const double u = ldexp(1.0, -24);
+  double worst = 0;
+  for (int64_t bi = 0; bi < batch; bi++)
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) {
+        double s = 0, sq = 0;
+        for (int64_t q = 0; q < k; q++) {
+          const double x = val(a[bi * sa + (akc ? i * lda + q : q * lda + i)]);
+          const double y = val(b[bi * sb + (bkc ? j * ldb + q : q * ldb + j)]);
+          s += x * y;
+          sq += s * s;
+        }
+        const double e = alpha * s + beta * c0[bi * sc + i * ldc + j];
+        const double tol = fabs(alpha) * 8 * u * sqrt(sq) +
+                           2 * u * (fabs(alpha * s) + fabs(beta) * 1.0) + 1e-30;
+        const double err = fabs(c[bi * sc + i * ldc + j] - e) / tol;
+        if (!(err <= worst)) worst = err;
+      }
+  if (!(worst <= 1.0)) {
+    if (g_failures < 20)
+      fprintf(stderr,
+              "wgmma-gemm: BN %d, batch %lld, %lldx%lldx%lld, A %s, B %s: "
+              "worst error %.3g of the tolerance\n",
+              Cfg::BN, (long long)batch, (long long)m, (long long)n,
+              (long long)k, akc ? "[M][K]" : "[K][M]", bkc ? "[N][K]" : "[K][N]",
+              worst);
+    g_failures++;
+  }
+  hipFree(a);
+  hipFree(b);
+  hipFree(c);
+}
+
+template <typename T, class Cfg> static void layouts(int64_t batch, int64_t m,
+                                                     int64_t n, int64_t k,
+                                                     bool share_b) {
+  for (int l = 0; l < 4; l++)
+    one<T, Cfg>(batch, m, n, k, l & 1, l >> 1, share_b, l == 3 ? -0.5f : 1.0f,
+                l == 3 ? 0.25f : 0.0f);
+}
+
+int main() {
+  if (kemu_set_warp_size(32) != hipSuccess) return 2;
+  typedef kd_wg_cfg<256, 3> big;
+  typedef kd_wg_cfg<128, 2> small;
+  layouts<kd_bf16, big>(1, 130, 300, 70, false);
+  layouts<kd_half, small>(1, 64, 128, 64, false);
+  layouts<kd_half, small>(2, 70, 20, 136, true);
+  layouts<kd_bf16, small>(1, 5, 9, 3, false);
+  if (g_failures) {
+    fprintf(stderr, "wgmma-gemm: %d cases failed\n", g_failures);
+    return 1;
+  }
+  printf("wgmma-gemm: all cases within the f32-sum bound\n");
+  return 0;
+}
