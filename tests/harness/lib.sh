@@ -102,3 +102,20 @@ need_pyyaml() {
   [ "${KILN_REQUIRE_PYYAML:-0}" = 1 ] && exit 1
   exit 77
 }
+
+# kh_python_for_engine: under AddressSanitizer the engine's shared library
+# needs the sanitizer runtimes loaded first in the interpreter too (Python
+# is not instrumented), and the interpreter's own allocations are no leaks
+# of kiln's: point KILN_PYTHON at a wrapper that preloads them. Sets
+# KH_ENGINE_SANITIZED=1 when it did.
+kh_python_for_engine() {
+  local san
+  san=$(ldd "${KILN_ENGINE_LIB:-/nonexistent}" 2>/dev/null | awk '/libasan|libubsan/ {print $3}' | tr '\n' ' ')
+  KH_ENGINE_SANITIZED=0
+  [ -n "$san" ] || return 0
+  printf '#!/bin/sh\nLD_PRELOAD="%s" ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" exec %s "$@"\n' \
+    "$san" "${KILN_PYTHON:-python3}" >"$T/python"
+  chmod +x "$T/python"
+  export KILN_PYTHON=$T/python
+  KH_ENGINE_SANITIZED=1
+}
