@@ -19,6 +19,8 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "run.h" /* krun_tokens_ipc_key: kiln's own key of a key path */
+
 /* Must match KRUN_MAX_DEVICES (harness/parent/run/run.h). */
 #define KH_MAX_DEVICES 32
 
@@ -77,22 +79,9 @@ static int cmd_flat(const char *file) {
   return 0;
 }
 
-/* kiln's key of a key path (harness/parent/run/tokens.c, which this must
- * match: every harness test's expect_tokens_full reads through it). */
-static key_t ipc_key(const char *path) {
-  char cwd[PATH_MAX] = "";
-  if (path[0] != '/' && !getcwd(cwd, sizeof cwd)) cwd[0] = '\0';
-  unsigned h = 2166136261u;
-  const char *parts[] = {"kiln-tokens:", cwd, *cwd ? "/" : "", path};
-  for (int i = 0; i < 4; i++)
-    for (const unsigned char *p = (const unsigned char *)parts[i]; *p; p++)
-      h = (h ^ *p) * 16777619u;
-  h &= 0x7fffffffu;
-  return (key_t)(h ? h : 1);
-}
 
 static int cmd_semval(const char *keypath, int dev) {
-  key_t key = ipc_key(keypath);
+  key_t key = krun_tokens_ipc_key(keypath);
   int id = key == -1 ? -1 : semget(key, 0, 0);
   if (id < 0) return perror(keypath), 2;
   printf("%d %d\n", semctl(id, 1 + dev, GETVAL),
@@ -101,7 +90,7 @@ static int cmd_semval(const char *keypath, int dev) {
 }
 
 static int cmd_semrm(const char *keypath) {
-  key_t key = ipc_key(keypath);
+  key_t key = krun_tokens_ipc_key(keypath);
   int id = key == -1 ? -1 : semget(key, 0, 0);
   return id >= 0 && semctl(id, 0, IPC_RMID) == 0 ? 0 : 1;
 }
