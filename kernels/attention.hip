@@ -490,6 +490,13 @@ static int ke_attn_simt(hipStream_t s, const void *q, const void *k,
 #endif
 }
 
+/* kernels/attention_sm90.hip: the Hopper kernel, opt-in
+ * (KILN_HOPPER_ATTN=1); -1 where it does not apply. */
+extern "C" int ke__attention_sm90_launch(void *stream, ke_dtype dtype,
+                                         const void *q, const void *k,
+                                         const void *v, void *o,
+                                         const ke__attention_desc *a);
+
 template <typename T>
 static int ke_attention_tiled(hipStream_t s, const void *q, const void *k,
                               const void *v, void *o,
@@ -498,8 +505,13 @@ static int ke_attention_tiled(hipStream_t s, const void *q, const void *k,
     if (ke_attn_rows16(q, k, v, o, a)) {
       const kd_mma_kind kind = kd_mma_device_kind();
 #if KD_MMA_HAS_NV
-      if (kind == KD_MMA_NV)
+      if (kind == KD_MMA_NV) {
+        const int rc = ke__attention_sm90_launch(
+            s, std::is_same<T, kd_half>::value ? KE_F16 : KE_BF16, q, k, v,
+            o, a);
+        if (rc >= 0) return rc;
         return ke_attn_mma_by_d<kd_mma_nv, T>(s, q, k, v, o, a);
+      }
 #endif
 #if KD_MMA_HAS_CDNA
       if (kind == KD_MMA_CDNA)

@@ -138,29 +138,30 @@ struct alignas(64) kd_tmap {
   uint64_t w[16];
 };
 
-/* Encodes a map of a rank-3 tensor of 16-bit elements (dims innermost
- * first, strides of dims 1 and 2 in bytes) read in boxes of box[0] x
- * box[1] x 1 elements with the 128-byte swizzle (box[0] = 64). 0, or an
- * error when the layout cannot be expressed (the caller falls back). */
-static inline int kd_tmap_encode(kd_tmap *m, const void *base,
-                                 const uint64_t dims[3],
-                                 const uint64_t strides[2],
-                                 const uint32_t box[2]) {
+/* Encodes a map of a rank-2 to rank-5 tensor of 16-bit elements (dims
+ * innermost first, strides of dims 1.. in bytes) read in boxes of box[0] x
+ * box[1] x 1 ... elements with the 128-byte swizzle (box[0] = 64). 0, or
+ * an error when the layout cannot be expressed (the caller falls back). */
+static inline int kd_tmap_encode_rank(kd_tmap *m, const void *base, int rank,
+                                      const uint64_t *dims,
+                                      const uint64_t *strides,
+                                      const uint32_t box[2]) {
   memset(m, 0, sizeof *m);
-  if ((uintptr_t)base % 16 || strides[0] % 16 || strides[1] % 16 ||
-      box[0] * 2 != 128 || box[1] < 1 || box[1] > 256)
+  if ((uintptr_t)base % 16 || rank < 2 || rank > 5 || box[0] * 2 != 128 ||
+      box[1] < 1 || box[1] > 256)
     return -1;
+  for (int i = 0; i < rank; i++)
+    if (dims[i] < 1 || dims[i] > ((uint64_t)1 << 32)) return -1;
+  for (int i = 0; i + 1 < rank; i++)
+    if (strides[i] % 16 || strides[i] >= ((uint64_t)1 << 40)) return -1;
 #if defined(KILN_BACKEND_HOST)
   kemu_tmap t = {};
   t.base = base;
-  for (int i = 0; i < 3; i++) t.dims[i] = dims[i];
+  for (int i = 0; i < rank; i++) t.dims[i] = dims[i];
   t.strides[0] = 2;
-  t.strides[1] = strides[0];
-  t.strides[2] = strides[1];
-  t.box[0] = box[0];
-  t.box[1] = box[1];
-  t.box[2] = 1;
-  t.rank = 3;
+  for (int i = 1; i < rank; i++) t.strides[i] = strides[i - 1];
+  for (int i = 0; i < rank; i++) t.box[i] = i < 2 ? box[i] : 1;
+  t.rank = (uint32_t)rank;
   t.elem_bytes = 2;
   t.swizzle = 128;
   static_assert(sizeof t <= sizeof *m, "the host map fits a tensor map");
@@ -182,19 +183,31 @@ static inline int kd_tmap_encode(kd_tmap *m, const void *base,
                      __ATOMIC_RELEASE);
   }
   static_assert(sizeof(CUtensorMap) == sizeof(kd_tmap), "map size");
-  const cuuint64_t gd[3] = {dims[0], dims[1], dims[2]};
-  const cuuint64_t gs[2] = {strides[0], strides[1]};
-  const cuuint32_t bx[3] = {box[0], box[1], 1}, es[3] = {1, 1, 1};
-  const CUresult r =
-      encode((CUtensorMap *)m, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3,
-             (void *)base, gd, gs, bx, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
-             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  cuuint64_t gd[5], gs[4];
+  cuuint32_t bx[5], es[5];
+  for (int i = 0; i < rank; i++) {
+    gd[i] = dims[i];
+    bx[i] = i < 2 ? box[i] : 1;
+    es[i] = 1;
+    if (i + 1 < rank) gs[i] = strides[i];
+  }
+  const CUresult r = encode(
+      (CUtensorMap *)m, CU_TENSOR_MAP_DATA_TYPE_UINT16, (cuuint32_t)rank,
+      (void *)base, gd, gs, bx, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return r == CUDA_SUCCESS ? 0 : -1;
 #else
   (void)dims;
+  (void)strides;
   return -1;
 #endif
+}
+static inline int kd_tmap_encode(kd_tmap *m, const void *base,
+                                 const uint64_t dims[3],
+                                 const uint64_t strides[2],
+                                 const uint32_t box[2]) {
+  return kd_tmap_encode_rank(m, base, 3, dims, strides, box);
 }
 
 /* Copies the box at element coordinates (x, y, z) into shared memory at
@@ -220,6 +233,46 @@ __device__ __forceinline__ void kd_tma_load(void *dst, const kd_tmap *map,
   (void)bar;
   KD_MMA__UNAVAILABLE();
 #endif
+}
+
+/* The same for a rank-4 map, at (x, y, z, w). */
+__device__ __forceinline__ void kd_tma_load4(void *dst, const kd_tmap *map,
+                                             int x, int y, int z, int w,
+                                             uint64_t *bar) {
+#if KD_WG__OK
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx"
+      "::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(
+          kd_smem_addr(dst)),
+      "l"(map), "r"(x), "r"(y), "r"(z), "r"(w), "r"(kd_smem_addr(bar))
+      : "memory");
+#elif KD_WG__EMU
+  const int32_t c[4] = {x, y, z, w};
+  kemu_tma_load(kd_smem_addr(dst), map, c, kd_smem_addr(bar));
+#else
+  (void)dst;
+  (void)map;
+  (void)x;
+  (void)y;
+  (void)z;
+  (void)w;
+  (void)bar;
+  KD_MMA__UNAVAILABLE();
+#endif
+}
+
+/* Makes this thread's ordinary shared-memory stores visible to the async
+ * proxy (wgmma, TMA); a barrier among the writers and readers follows. */
+__device__ __forceinline__ void kd_fence_proxy_async() {
+#if KD_WG__OK
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+/* Byte offset of 16-bit element (r, c) of a [rows][64] tile written with
+ * the 128-byte swizzle (TMA's layout; the tile 1024-byte aligned). */
+__device__ __forceinline__ uint32_t kd_sw128(int r, int c) {
+  return (uint32_t)(128 * r + 16 * ((c / 8) ^ (r % 8)) + 2 * (c % 8));
 }
 
 /* ---- Register budgets of warp-specialised warpgroups --------------------- */
@@ -357,6 +410,133 @@ __device__ __forceinline__ void kd_wg_m64n128k16(float (&d)[64], uint64_t da,
   (void)db;
   (void)scale_d;
   KD_MMA__UNAVAILABLE();
+#endif
+}
+
+/* Operand lists of the wgmma forms below (f32 accumulators of N / 2
+ * registers a thread). */
+#define KD_WG__D8(d, i)                                                   \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]),             \
+      "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define KD_WG__D32(d)                                                     \
+  KD_WG__D8(d, 0), KD_WG__D8(d, 8), KD_WG__D8(d, 16), KD_WG__D8(d, 24)
+#define KD_WG__D64(d)                                                     \
+  KD_WG__D8(d, 0), KD_WG__D8(d, 8), KD_WG__D8(d, 16), KD_WG__D8(d, 24),   \
+      KD_WG__D8(d, 32), KD_WG__D8(d, 40), KD_WG__D8(d, 48), KD_WG__D8(d, 56)
+#define KD_WG__R32 \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, " \
+  "%30, %31"
+#define KD_WG__R64 \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, " \
+  "%30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, " \
+  "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, " \
+  "%58, %59, %60, %61, %62, %63"
+
+
+/* The SS form for N = 64 or 128: d (+)= A[64 x 16] B[16 x N], both
+ * operands through descriptors (kd_wg_m64n128k16 above). */
+#define KD_WG__SS64(TY)                                                     \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                 \
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY      \
+               " {" KD_WG__R32 "}, %32, %33, p, 1, 1, %35, %36;\n}\n"        \
+               : KD_WG__D32(d)                                              \
+               : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB)           \
+               : "memory")
+template <typename T, int N, int TA, int TB>
+__device__ __forceinline__ void kd_wg_ss(float (&d)[N / 2], uint64_t da,
+                                         uint64_t db, int scale_d) {
+  static_assert(N == 64 || N == 128, "wgmma N of 64 or 128");
+  if constexpr (N == 128) {
+    kd_wg_m64n128k16<T, TA, TB>(d, da, db, scale_d);
+  } else {
+#if KD_WG__OK
+    if constexpr (std::is_same<T, kd_bf16>::value) KD_WG__SS64("bf16");
+    else KD_WG__SS64("f16");
+#elif KD_WG__EMU
+    kemu_wgmma<kd_mma__cvt<T>, 64>(d, da, db, TA != 0, TB != 0, scale_d);
+#else
+    (void)d, (void)da, (void)db, (void)scale_d;
+    KD_MMA__UNAVAILABLE();
+#endif
+  }
+}
+#undef KD_WG__SS64
+
+/* The RS form: d[N / 2] (+)= A[64 x 16] B[16 x N] with A in registers, four
+ * per thread, each two 16-bit elements: warp w of the warpgroup holds rows
+ * 16 w .. 16 w + 15, lane l in a[r] the elements (row l / 4 + 8 (r % 2),
+ * columns 2 (l % 4) + 8 (r / 2) + {0, 1}) of them (kd_wg_acc_to_a builds
+ * them from an accumulator). B through its descriptor, TB: MN-major. */
+#define KD_WG__RS(TY, NN, REGS, DL, A0, A1, A2, A3, DB, SC, TBN)           \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " SC ", 0;\n"             \
+               "wgmma.mma_async.sync.aligned.m64n" NN "k16.f32." TY "." TY \
+               " {" REGS "}, {" A0 ", " A1 ", " A2 ", " A3 "}, " DB        \
+               ", p, 1, 1, " TBN ";\n}\n"                                   \
+               : DL(d)                                                      \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db),       \
+                 "r"(scale_d), "n"(TB)                                      \
+               : "memory")
+template <typename T, int N, int TB>
+__device__ __forceinline__ void kd_wg_rs(float (&d)[N / 2],
+                                         const uint32_t (&a)[4], uint64_t db,
+                                         int scale_d) {
+  static_assert(N == 64 || N == 128, "wgmma N of 64 or 128");
+#if KD_WG__OK
+  constexpr bool BF = std::is_same<T, kd_bf16>::value;
+  if constexpr (N == 64 && BF)
+    KD_WG__RS("bf16", "64", KD_WG__R32, KD_WG__D32, "%32", "%33", "%34",
+              "%35", "%36", "%37", "%38");
+  else if constexpr (N == 64)
+    KD_WG__RS("f16", "64", KD_WG__R32, KD_WG__D32, "%32", "%33", "%34",
+              "%35", "%36", "%37", "%38");
+  else if constexpr (BF)
+    KD_WG__RS("bf16", "128", KD_WG__R64, KD_WG__D64, "%64", "%65", "%66",
+              "%67", "%68", "%69", "%70");
+  else
+    KD_WG__RS("f16", "128", KD_WG__R64, KD_WG__D64, "%64", "%65", "%66",
+              "%67", "%68", "%69", "%70");
+#elif KD_WG__EMU
+  kemu_wgmma_rs<kd_mma__cvt<T>, N>(d, a, db, TB != 0, scale_d);
+#else
+  (void)d, (void)a, (void)db, (void)scale_d;
+  KD_MMA__UNAVAILABLE();
+#endif
+}
+#undef KD_WG__RS
+
+/* The A registers of the RS form for k columns 16 kk .. 16 kk + 15 of a
+ * 64 x N accumulator (kd_wg_ss's d), each element rounded to T: the
+ * accumulator's element i sits at row 16 w + l / 4 + 8 ((i / 2) % 2),
+ * column 8 (i / 4) + 2 (l % 4) + i % 2, so register r is the pair
+ * acc[8 kk + 2 r], acc[8 kk + 2 r + 1], no lane exchange needed. */
+template <typename T>
+__device__ __forceinline__ void kd_wg_acc_to_a(uint32_t (&a)[4],
+                                               const float *acc8) {
+  KD_UNROLL
+  for (int r = 0; r < 4; r++) {
+#if defined(KE_PLANTED_BUG) || defined(KE_PLANTED_BUG_RS)
+    /* Planted bug (mutant builds only, tests must catch it): registers 1
+     * and 2 swapped, the second row of eight taken for the second eight
+     * columns. */
+    const int q = r == 1 ? 2 : (r == 2 ? 1 : r);
+#else
+    const int q = r;
+#endif
+    a[r] = (uint32_t)kd_from_float<T>(acc8[2 * q]).bits |
+           (uint32_t)kd_from_float<T>(acc8[2 * q + 1]).bits << 16;
+  }
+}
+
+/* Like kd_wg_fence_regs, for the A registers of the RS form. */
+template <int N>
+__device__ __forceinline__ void kd_wg_fence_a(uint32_t (&a)[N]) {
+#if KD_WG__OK
+  KD_UNROLL
+  for (int i = 0; i < N; i++) asm volatile("" : "+r"(a[i])::"memory");
+#else
+  (void)a;
 #endif
 }
 

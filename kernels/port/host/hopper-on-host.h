@@ -10,7 +10,7 @@
  *               is back to zero; try_wait.parity(p) is true once the phase
  *               of parity p has completed. A waiting thread yields its
  *               fiber to the others (launch.cc) until then.
- *   TMA         cp.async.bulk.tensor of a box of a 1- to 3-dimensional
+ *   TMA         cp.async.bulk.tensor of a box of a 1- to 5-dimensional
  *               tensor of 16-bit elements: out-of-range elements are zero,
  *               the box is written to shared memory with the tensor map's
  *               swizzle (128-byte only), and the copy completes its full
@@ -25,7 +25,11 @@
  *               hardware's fragment table gives it, from the element
  *               addresses its descriptors decode to, so wrong descriptor
  *               strides or a wrong swizzle give wrong sums here as on the
- *               GPU. Done at issue; fences and commit/wait only order.
+ *               GPU. The RS form (kemu_wgmma_rs) takes A from registers:
+ *               each thread gathers its rows' elements from the four lanes
+ *               of its quad that hold them, so a wrong register layout
+ *               gives wrong sums too. Done at issue; fences and
+ *               commit/wait only order.
  *
  * Shared-memory addresses are offsets in the block's dynamic shared memory
  * (kemu__dynamic_shared, 1024-byte aligned), as the GPU's shared window.
@@ -106,9 +110,9 @@ inline void kemu_mbar_wait(uint32_t addr, int parity) {
 /* What the host's tensor-map encoder stores in the 128-byte map. */
 struct kemu_tmap {
   const void *base;
-  uint64_t dims[3];    /* elements, innermost first */
-  uint64_t strides[3]; /* bytes; strides[0] is the element size */
-  uint32_t box[3];
+  uint64_t dims[5];    /* elements, innermost first */
+  uint64_t strides[5]; /* bytes; strides[0] is the element size */
+  uint32_t box[5];
   uint32_t rank, elem_bytes, swizzle; /* swizzle: bytes of its span, 0 none */
 };
 
@@ -122,36 +126,35 @@ inline void kemu_tma_load(uint32_t dst, const void *map, const int32_t *coord,
                           uint32_t mbar) {
   kemu_tmap m;
   memcpy(&m, map, sizeof m);
-  if (m.elem_bytes != 2 || m.rank < 1 || m.rank > 3)
-    kemu__die_op("cp.async.bulk.tensor: the emulation has 16-bit maps of rank 1-3");
+  if (m.elem_bytes != 2 || m.rank < 1 || m.rank > 5)
+    kemu__die_op("cp.async.bulk.tensor: the emulation has 16-bit maps of rank 1-5");
   if (m.swizzle != 128 && m.swizzle != 0)
     kemu__die_op("cp.async.bulk.tensor: the emulation has the 128-byte swizzle only");
   if (m.swizzle && (dst % 1024 != 0 || m.box[0] * m.elem_bytes != 128))
     kemu__die_op("cp.async.bulk.tensor: 128-byte swizzle needs 128-byte box "
                  "rows at a 1024-byte aligned address");
-  uint32_t box[3] = {1, 1, 1};
-  for (uint32_t i = 0; i < m.rank; i++) box[i] = m.box[i];
-  const uint32_t bytes = box[0] * box[1] * box[2] * m.elem_bytes;
-  uint32_t off = 0;
-  for (uint32_t z = 0; z < box[2]; z++)
-    for (uint32_t y = 0; y < box[1]; y++)
-      for (uint32_t x = 0; x < box[0]; x++, off += 2) {
-        const int64_t g[3] = {(int64_t)coord[0] + x,
-                              m.rank > 1 ? (int64_t)coord[1] + y : 0,
-                              m.rank > 2 ? (int64_t)coord[2] + z : 0};
-        uint16_t v = 0;
-        bool in = true;
-        for (uint32_t i = 0; i < m.rank; i++)
-          in = in && g[i] >= 0 && (uint64_t)g[i] < m.dims[i];
-        if (in) {
-          const unsigned char *src = (const unsigned char *)m.base;
-          for (uint32_t i = 0; i < m.rank; i++)
-            src += (uint64_t)g[i] * (i ? m.strides[i] : m.elem_bytes);
-          memcpy(&v, src, 2);
-        }
-        const uint32_t a = dst + off;
-        memcpy(kemu__smem_at(m.swizzle ? kemu_swizzle128(a) : a), &v, 2);
-      }
+  uint32_t box[5] = {1, 1, 1, 1, 1};
+  uint32_t bytes = m.elem_bytes;
+  for (uint32_t i = 0; i < m.rank; i++) {
+    box[i] = m.box[i];
+    bytes *= box[i];
+  }
+  /* The box in order, innermost first; ix counts it as an odometer. */
+  uint32_t ix[5] = {0, 0, 0, 0, 0};
+  for (uint32_t off = 0; off < bytes; off += 2) {
+    bool in = true;
+    const unsigned char *src = (const unsigned char *)m.base;
+    for (uint32_t i = 0; i < m.rank; i++) {
+      const int64_t g = (int64_t)coord[i] + ix[i];
+      in = in && g >= 0 && (uint64_t)g < m.dims[i];
+      src += (uint64_t)(in ? g : 0) * (i ? m.strides[i] : m.elem_bytes);
+    }
+    uint16_t v = 0;
+    if (in) memcpy(&v, src, 2);
+    const uint32_t a = dst + off;
+    memcpy(kemu__smem_at(m.swizzle ? kemu_swizzle128(a) : a), &v, 2);
+    for (uint32_t i = 0; i < 5 && ++ix[i] == box[i]; i++) ix[i] = 0;
+  }
   kemu_mbar_complete_tx(mbar, (int)bytes);
 }
 
@@ -218,6 +221,43 @@ inline void kemu_wgmma(float *d, uint64_t da, uint64_t db, bool trans_a,
   for (int i = 0; i < N / 2; i++) {
     const float start = scale_d ? d[i] : 0.0f;
     d[i] = kemu__dot16(start, ar[(i / 2) % 2], bc[i / 4][i % 2], plain);
+  }
+}
+
+/* wgmma.mma_async.sync.aligned.m64nNk16.f32 with A from registers: a[r]
+ * of lane l of warp w holds the two 16-bit elements (row 16 w + l / 4 +
+ * 8 (r % 2), columns 2 (l % 4) + 8 (r / 2) + {0, 1}); a thread's rows are
+ * gathered from the four lanes of its quad, as the hardware reads them. B
+ * through its descriptor; d as kemu_wgmma. The sum of each 16 products
+ * is added to d truncated toward zero, as mma.sync's (kemu__nv_step): the
+ * matrix unit's f32 accumulation does not round to nearest. */
+template <class Cvt, int N>
+inline void kemu_wgmma_rs(float *d, const uint32_t a[4], uint64_t db,
+                          bool trans_b, int scale_d) {
+  kemu__require_warp("wgmma", 32);
+  const unsigned char *g = kemu__warp_gather("wgmma", a, 16);
+  const kemu_gmma_desc b = kemu__desc(db);
+  const int l = (int)(threadIdx.x % 32);
+  float ar[2][16], bc[N / 8][2][16];
+  for (int h = 0; h < 2; h++)
+    for (int k = 0; k < 16; k++) {
+      const int lane = 4 * (l / 4) + (k % 8) / 2, r = h + 2 * (k / 8);
+      uint32_t v;
+      memcpy(&v, g + lane * KEMU__GATHER_BYTES + 4 * r, 4);
+      ar[h][k] = Cvt::f32(kemu__half_of(v, k % 2));
+    }
+  for (int j = 0; j < N / 8; j++)
+    for (int h = 0; h < 2; h++)
+      for (int k = 0; k < 16; k++) {
+        uint16_t v;
+        memcpy(&v, kemu__smem_at(kemu__operand_addr(b, trans_b,
+                                                    8 * j + 2 * (l % 4) + h, k)),
+               2);
+        bc[j][h][k] = Cvt::f32(v);
+      }
+  for (int i = 0; i < N / 2; i++) {
+    const float start = scale_d ? d[i] : 0.0f;
+    d[i] = kemu__nv_step(start, ar[(i / 2) % 2], bc[i / 4][i % 2]);
   }
 }
 

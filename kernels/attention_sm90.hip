@@ -1,0 +1,57 @@
+/* The Hopper attention kernel (kernels/kd-attn-wgmma.h) behind the TILED
+ * family of ke__attention_launch (kernels/attention.hip): f16 or bf16 on a
+ * compute capability 9.0 device (host emulation: KILN_EMU_SM=90 at warp
+ * 32), only while KILN_HOPPER_ATTN=1 asks for it: until its speed is
+ * measured on an H100 the default stays the mma.sync kernel
+ * (docs/kernels.md). Its own translation unit so that the cuda build
+ * compiles it for sm_90a only (meson's sm90a_kernel_names). Returns -1
+ * where it does not apply, and the caller goes on to the mma.sync kernel.
+ */
+#include "kd-attn-wgmma.h"
+
+/* D up to 64 and 128: 128-key tiles (three and two slots); above, 64-key
+ * tiles in two slots (the O accumulators take 96-128 registers). */
+struct kd_fa3_d64 : kd_fa3_cfg<64, 128, 3> {};
+struct kd_fa3_d128 : kd_fa3_cfg<128, 128, 2> {};
+struct kd_fa3_d192 : kd_fa3_cfg<192, 64, 2> {};
+struct kd_fa3_d256 : kd_fa3_cfg<256, 64, 2> {};
+
+/* Whether the opt-in is set (read once per process). */
+static bool ke_attn_sm90_wanted() {
+  static int known; /* 1 + answer */
+  int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+  if (k == 0) {
+    const char *e = getenv("KILN_HOPPER_ATTN");
+    k = 1 + (e && strcmp(e, "1") == 0);
+    __atomic_store_n(&known, k, __ATOMIC_RELAXED);
+  }
+  return k == 2;
+}
+
+template <typename T>
+static int ke_attn_sm90(hipStream_t s, const void *q, const void *k,
+                        const void *v, void *o, const ke__attention_desc *a) {
+  if (a->d <= 64) return kd_fa3_run<T, kd_fa3_d64>(s, q, k, v, o, a);
+  if (a->d <= 128) return kd_fa3_run<T, kd_fa3_d128>(s, q, k, v, o, a);
+  if (a->d <= 192) return kd_fa3_run<T, kd_fa3_d192>(s, q, k, v, o, a);
+  return kd_fa3_run<T, kd_fa3_d256>(s, q, k, v, o, a);
+}
+
+/* The caller has checked that every row of Q, K, V and O is 16-byte
+ * aligned and D a multiple of 8 (ke_attn_rows16). */
+extern "C" int ke__attention_sm90_launch(void *stream, ke_dtype dtype,
+                                         const void *q, const void *k,
+                                         const void *v, void *o,
+                                         const ke__attention_desc *a) {
+#if defined(KILN_BACKEND_HIP)
+  (void)stream, (void)dtype, (void)q, (void)k, (void)v, (void)o, (void)a;
+  return -1;
+#else
+  if ((dtype != KE_F16 && dtype != KE_BF16) || a->d > 256 || a->d % 8 != 0 ||
+      !ke_attn_sm90_wanted() || !kd_wg_available())
+    return -1;
+  hipStream_t s = (hipStream_t)stream;
+  if (dtype == KE_F16) return ke_attn_sm90<kd_half>(s, q, k, v, o, a);
+  return ke_attn_sm90<kd_bf16>(s, q, k, v, o, a);
+#endif
+}

@@ -1,0 +1,448 @@
+/* Fused attention (prefill) on the Hopper path (kd-wgmma.h),
+ * FlashAttention-3's structure, for f16 and bf16: the TILED kernel of
+ * kernels/attention.hip on a compute capability 9.0 device when
+ * KILN_HOPPER_ATTN=1 asks for it (kernels/attention_sm90.hip).
+ *
+ * A block is three warpgroups and owns BM = 128 rows of one (batch, kv
+ * head), as kd-attn.h defines rows (query major: a GQA group's heads share
+ * every K/V tile):
+ *   warpgroup 0, the producer: one thread brings each BN-key tile of K and
+ *     of V into a ring of STAGES shared-memory slots with TMA (rank-4 maps
+ *     over [B][Hkv][Sk][D], boxes of [BN keys][64 d], 128-byte swizzle),
+ *     after waiting on the slot's "empty" mbarrier; the copies complete
+ *     its "full" mbarrier. It gives its registers away (setmaxnreg).
+ *   warpgroups 1 and 2, the consumers: rows 0-63 and 64-127. Per tile:
+ *     S = Q K^T by wgmma from shared memory (SS; Q staged once, swizzled
+ *     like TMA's tiles), the online softmax on S's accumulator registers
+ *     (a row's four lanes reduce with two shuffles), then O += P V by
+ *     wgmma with P straight from registers (the RS form: the accumulator
+ *     layout is the A fragment's, kd_wg_acc_to_a) and V read MN-major from
+ *     its tile; then each warp arrives on the slot's "empty" barrier.
+ * P is two T terms, hi + lo (PSPLIT, as kd-attn-mma.h and docs/kernels.md
+ * explain): two RS multiplies per 16 keys. O accumulates in the wgmma's f32
+ * registers; the epilogue divides by l and writes T pairs from registers.
+ *
+ * Masks, special values and edges are kd-attn-mma.h's: keys at or past Sk
+ * come in as zeros (TMA's fill); keys a row must not see are masked to
+ * -inf in tiles that cross a limit; a warpgroup skips the products of
+ * tiles none of its rows sees (but still frees the slot); a NaN or Inf in
+ * V at a key hidden from some of its rows sends that tile's P V lane by
+ * lane over each row's visible keys (pv_exact), decided by every warp of
+ * the warpgroup alike (a wgmma must be issued by all four or none).
+ *
+ * Requirements (attention_sm90.hip checks them): f16 or bf16, D a multiple
+ * of 8 and at most DP, rows of Q and O 16-byte aligned, K and V bases and
+ * strides multiples of 16 bytes that a tensor map holds.
+ */
+#ifndef KILN_KD_ATTN_WGMMA_H
+#define KILN_KD_ATTN_WGMMA_H
+
+#include "kd-attn.h"
+#include "kd-wgmma.h"
+
+/* DP padded head dimension (64, 128, 192, 256), BN keys per tile (64 or
+ * 128), STAGES K/V slots. */
+template <int DP_, int BN_, int STAGES_, bool PSPLIT_ = true>
+struct kd_fa3_cfg {
+  static constexpr int DP = DP_, BN = BN_, STAGES = STAGES_;
+  static constexpr bool PSPLIT = PSPLIT_;
+  static constexpr int BM = 128, THREADS = 384, DCH = DP / 64;
+  /* O's wgmma width: whole 128 columns where D allows. */
+  static constexpr int OW = DP % 128 == 0 ? 128 : 64, ON = DP / OW;
+  static constexpr int Q_BYTES = BM * DP * 2, KV_BYTES = BN * DP * 2;
+  static constexpr int STAGE_BYTES = 2 * KV_BYTES;
+  static constexpr int SMEM = 1024 + Q_BYTES + STAGES * STAGE_BYTES +
+                              2 * STAGES * 8;
+  static_assert(DP % 64 == 0 && DP <= 256, "whole 64-column chunks");
+  static_assert(BN == 64 || BN == 128, "wgmma N of 64 or 128");
+  static_assert(SMEM <= 227 * 1024, "shared memory of one block");
+};
+
+/* Stores of 16 and 4 bytes, loads of 2, at aligned addresses (memcpy on
+ * the host keeps its compiler's aliasing rules; one access on the GPU). */
+template <typename U>
+__device__ __forceinline__ void kd_fa3_put(void *p, const U &v) {
+#if defined(KILN_BACKEND_HOST)
+  memcpy(p, &v, sizeof v);
+#else
+  *(U *)p = v;
+#endif
+}
+template <typename U> __device__ __forceinline__ U kd_fa3_get(const void *p) {
+#if defined(KILN_BACKEND_HOST)
+  U v;
+  memcpy(&v, p, sizeof v);
+  return v;
+#else
+  return *(const U *)p;
+#endif
+}
+
+template <typename T, class C> struct kd_fa3 {
+  static constexpr int BN = C::BN, DP = C::DP, OW = C::OW, ON = C::ON;
+  typedef kd_attn_block<T> geom;
+
+  /* Q rows [0, 128) into [128][64] tiles, one per 64 columns, at the
+   * swizzled addresses TMA would use; zeros past the rows and past D. */
+  static __device__ __forceinline__ void load_q(const ke__attention_desc &a,
+                                                const geom &g,
+                                                unsigned char *qs) {
+    constexpr int CH = DP / 8;
+    for (int idx = threadIdx.x; idx < C::BM * CH; idx += C::THREADS) {
+      const int r = idx / CH, c = idx % CH;
+      const int64_t rr = g.row0 + r;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (rr < g.rows_total && 8 * c < a.d)
+        v = kd_ld16(g.row(g.q, a.q_stride, rr) + 8 * c);
+      kd_fa3_put(qs + (c / 8) * (C::BM * 128) + kd_sw128(r, 8 * (c % 8)), v);
+    }
+  }
+
+  /* V element (key j, column d) of a slot's V tiles. */
+  static __device__ __forceinline__ float v_at(const unsigned char *vs, int j,
+                                               int d) {
+    T x;
+    x.bits = kd_fa3_get<uint16_t>(vs + (d / 64) * (BN * 128) +
+                                  kd_sw128(j, d % 64));
+    return kd_to_float(x);
+  }
+
+  /* Whether any V element of keys [r0, r1) of the slot is NaN or Inf; every
+   * warp scans them all, so the answer is the warpgroup's. */
+  static __device__ __forceinline__ bool v_nonfinite(const unsigned char *vs,
+                                                     int r0, int r1) {
+    const unsigned expo =
+        std::is_same<T, kd_bf16>::value ? 0x7f80u : 0x7c00u;
+    bool bad = false;
+    const int per_row = C::DCH * 8; /* 16-byte chunks a key row holds */
+    for (int idx = (int)threadIdx.x % 32 + r0 * per_row; idx < r1 * per_row;
+         idx += 32) {
+      const int j = idx / per_row, q = idx % per_row;
+      const uint4 u =
+          kd_fa3_get<uint4>(vs + (q / 8) * (BN * 128) + 128 * j + 16 * (q % 8));
+      const uint32_t e[4] = {u.x, u.y, u.z, u.w};
+      KD_UNROLL
+      for (int i = 0; i < 8; i++)
+        bad |= ((e[i / 2] >> (16 * (i % 2))) & expo) == expo;
+    }
+    return __any(bad) != 0;
+  }
+};
+
+/* O += P V over each row's visible keys only, f32 weights, lane by lane,
+ * for tiles whose hidden keys hold a NaN or Inf in V (rare): key j's
+ * weight of row half h sits in lane 4 (l / 4) + (j % 8) / 2 at
+ * s[4 (j / 8) + 2 h + j % 2]. Out of line on copies of s and O, indexed at
+ * run time, so that the main loop keeps its arrays in registers. */
+#if defined(KILN_BACKEND_HOST)
+#define KD_FA3_NOINLINE __attribute__((noinline))
+#else
+#define KD_FA3_NOINLINE __noinline__
+#endif
+template <typename T, class C>
+__device__ KD_FA3_NOINLINE void kd_fa3_pv_exact(const unsigned char *vs,
+                                                int k0, const float *s,
+                                                float *o, int lim0,
+                                                int lim1) {
+  constexpr int BN = C::BN, OW = C::OW;
+  const int l = (int)threadIdx.x % 32;
+  for (int j = 0; j < BN; j++) {
+    const int src = 4 * (l / 4) + (j % 8) / 2;
+    const float p0 = __shfl(s[4 * (j / 8) + j % 2], src);
+    const float p1 = __shfl(s[4 * (j / 8) + 2 + j % 2], src);
+    for (int e = 0; e < C::ON * OW / 2; e++) {
+      const int n = e / (OW / 2), i = e % (OW / 2), h = (i / 2) % 2;
+      if (j >= (h ? lim1 : lim0) - k0) continue;
+      const int d = OW * n + 8 * (i / 4) + 2 * (l % 4) + i % 2;
+      o[e] = fmaf(h ? p1 : p0, kd_fa3<T, C>::v_at(vs, j, d), o[e]);
+    }
+  }
+}
+
+/* The producer thread: each K/V tile into the next slot, after the
+ * consumers freed it. */
+template <typename T, class C>
+__device__ __forceinline__ void
+kd_fa3_produce(const kd_tmap *tk, const kd_tmap *tv, unsigned char *slots,
+               uint64_t *full, uint64_t *empty, int ntiles) {
+  constexpr int BN = C::BN, S = C::STAGES;
+  const int hk = (int)blockIdx.y, b = (int)blockIdx.z;
+  int s = 0, ph = 0;
+  for (int t = 0; t < ntiles; t++) {
+    kd_mbar_wait(&empty[s], ph ^ 1);
+    kd_mbar_arrive_tx(&full[s], C::STAGE_BYTES);
+    unsigned char *ks = slots + s * C::STAGE_BYTES, *vs = ks + C::KV_BYTES;
+    KD_UNROLL
+    for (int c = 0; c < C::DCH; c++) {
+      kd_tma_load4(ks + c * BN * 128, tk, 64 * c, t * BN, hk, b, &full[s]);
+      kd_tma_load4(vs + c * BN * 128, tv, 64 * c, t * BN, hk, b, &full[s]);
+    }
+    if (++s == S) s = 0, ph ^= 1;
+  }
+}
+
+/* A consumer warpgroup (cw 0 or 1): rows 64 cw .. 64 cw + 63 of the
+ * block, from S = Q K^T to the written O. */
+template <typename T, class C>
+__device__ __forceinline__ void
+kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
+               const unsigned char *qs, const unsigned char *slots,
+               uint64_t *full, uint64_t *empty, int ntiles, int cw,
+               float scale_log2) {
+  typedef kd_fa3<T, C> K;
+  constexpr int BN = C::BN, DP = C::DP, S = C::STAGES, OW = C::OW,
+                ON = C::ON;
+  const int t128 = (int)threadIdx.x % 128;
+  const int w = t128 / 32, l = t128 % 32;
+  /* This warpgroup's rows, and this thread's two (row halves h). */
+  const int64_t wg_row0 = g.row0 + 64 * cw;
+  const bool wg_rows = wg_row0 < g.rows_total;
+  const int64_t wg_last =
+      (wg_row0 + 64 < g.rows_total ? wg_row0 + 64 : g.rows_total) - 1;
+  const int wg_min_lim = wg_rows ? g.lim(a, wg_row0) : 0;
+  const int wg_max_lim = wg_rows ? g.lim(a, wg_last) : 0;
+  int lim[2];
+  KD_UNROLL
+  for (int h = 0; h < 2; h++) {
+    const int64_t rr = wg_row0 + 16 * w + l / 4 + 8 * h;
+    lim[h] = rr < g.rows_total ? g.lim(a, rr) : wg_max_lim;
+  }
+
+  float oacc[ON][OW / 2], m[2] = {-INFINITY, -INFINITY}, lsum[2] = {0, 0};
+  KD_UNROLL
+  for (int n = 0; n < ON; n++)
+    KD_UNROLL
+    for (int i = 0; i < OW / 2; i++) oacc[n][i] = 0.0f;
+
+  int s = 0, ph = 0;
+  for (int t = 0; t < ntiles; t++) {
+    const int k0 = t * BN;
+    kd_mbar_wait(&full[s], ph);
+    const unsigned char *ks = slots + s * C::STAGE_BYTES;
+    const unsigned char *vs = ks + C::KV_BYTES;
+    if (k0 < wg_max_lim) {
+      /* S = Q K^T: Q K-major [64 rows][64 d] slices, K K-major [BN][64]. */
+      float sacc[BN / 2];
+#if KD_WG__EMU
+      memset(sacc, 0, sizeof sacc); /* scale_d 0 below: never read */
+#endif
+      kd_wg_fence_regs(sacc);
+      kd_wg_fence();
+      KD_UNROLL
+      for (int kd = 0; kd < DP / 16; kd++) {
+        const uint64_t da =
+            kd_wg_desc_k(qs + (kd / 4) * (C::BM * 128), 64 * cw, kd % 4);
+        const uint64_t db = kd_wg_desc_k(ks + (kd / 4) * (BN * 128), 0, kd % 4);
+        kd_wg_ss<T, BN, 0, 0>(sacc, da, db, kd);
+      }
+      kd_wg_commit();
+      kd_wg_wait<0>();
+      kd_wg_fence_regs(sacc);
+
+      /* Scores in the log2 domain, masked where the tile crosses a limit
+       * (key positions relative to k0: no int overflow near 2^31). */
+      KD_UNROLL
+      for (int i = 0; i < BN / 2; i++) sacc[i] *= scale_log2;
+      if (BN > wg_min_lim - k0) {
+        KD_UNROLL
+        for (int i = 0; i < BN / 2; i++)
+          if (8 * (i / 4) + 2 * (l % 4) + i % 2 >= lim[(i / 2) % 2] - k0)
+            sacc[i] = -INFINITY;
+      }
+      /* Running max; a row with nothing visible yet subtracts 0. */
+      float sub[2];
+      KD_UNROLL
+      for (int h = 0; h < 2; h++) {
+        float mx = -INFINITY;
+        KD_UNROLL
+        for (int i = 0; i < BN / 2; i++)
+          if ((i / 2) % 2 == h) mx = fmaxf(mx, sacc[i]);
+        mx = fmaxf(mx, __shfl_xor(mx, 1));
+        mx = fmaxf(mx, __shfl_xor(mx, 2));
+        const float mn = fmaxf(m[h], mx);
+        sub[h] = mn == -INFINITY ? 0.0f : mn;
+        const float alpha = exp2f(m[h] - sub[h]);
+        m[h] = mn;
+        lsum[h] *= alpha;
+        KD_UNROLL
+        for (int n = 0; n < ON; n++)
+          KD_UNROLL
+          for (int i = 0; i < OW / 2; i++)
+            if ((i / 2) % 2 == h) oacc[n][i] *= alpha;
+      }
+      KD_UNROLL
+      for (int i = 0; i < BN / 2; i++) {
+        const int h = (i / 2) % 2;
+        sacc[i] = exp2f(sacc[i] - sub[h]);
+        lsum[h] += sacc[i];
+      }
+
+      /* Causal tiles: keys in [wg_min_lim, min(Sk, k0 + BN)) are loaded
+       * but hidden from some rows of the warpgroup. */
+      const int hid0 = wg_min_lim - k0 > 0 ? wg_min_lim - k0 : 0;
+      const int hid1 = a.sk - k0 < BN ? (int)(a.sk - k0) : BN;
+      if (a.causal && hid0 < hid1 && K::v_nonfinite(vs, hid0, hid1)) {
+        float st[BN / 2], ot[ON * OW / 2];
+        KD_UNROLL
+        for (int i = 0; i < BN / 2; i++) st[i] = sacc[i];
+        KD_UNROLL
+        for (int e = 0; e < ON * OW / 2; e++) ot[e] = oacc[e / (OW / 2)][e % (OW / 2)];
+        kd_fa3_pv_exact<T, C>(vs, k0, st, ot, lim[0], lim[1]);
+        KD_UNROLL
+        for (int e = 0; e < ON * OW / 2; e++) oacc[e / (OW / 2)][e % (OW / 2)] = ot[e];
+      } else {
+        /* O += P V, P from registers: hi (and lo) per 16 keys. */
+        uint32_t phi[BN / 16][4], plo[BN / 16][4];
+        KD_UNROLL
+        for (int kk = 0; kk < BN / 16; kk++) {
+          kd_wg_acc_to_a<T>(phi[kk], sacc + 8 * kk);
+          if constexpr (C::PSPLIT) {
+            float lo[8];
+            KD_UNROLL
+            for (int e = 0; e < 8; e++) {
+              const float x = sacc[8 * kk + e];
+              lo[e] = x - kd_to_float(kd_from_float<T>(x));
+            }
+            kd_wg_acc_to_a<T>(plo[kk], lo);
+          }
+          kd_wg_fence_a(phi[kk]);
+          kd_wg_fence_a(plo[kk]);
+        }
+        KD_UNROLL
+        for (int n = 0; n < ON; n++) kd_wg_fence_regs(oacc[n]);
+        kd_wg_fence();
+        KD_UNROLL
+        for (int kk = 0; kk < BN / 16; kk++)
+          KD_UNROLL
+          for (int n = 0; n < ON; n++) {
+            const uint64_t db = kd_wg_desc_mn<BN>(vs, OW * n, kk);
+            kd_wg_rs<T, OW, 1>(oacc[n], phi[kk], db, 1);
+            if constexpr (C::PSPLIT) kd_wg_rs<T, OW, 1>(oacc[n], plo[kk], db, 1);
+          }
+        kd_wg_commit();
+        kd_wg_wait<0>();
+        KD_UNROLL
+        for (int n = 0; n < ON; n++) kd_wg_fence_regs(oacc[n]);
+      }
+    }
+    if (l == 0) kd_mbar_arrive(&empty[s]);
+    if (++s == S) s = 0, ph ^= 1;
+  }
+
+  /* O / l, rounded to T, written in element pairs from registers. */
+  KD_UNROLL
+  for (int h = 0; h < 2; h++) {
+    lsum[h] += __shfl_xor(lsum[h], 1);
+    lsum[h] += __shfl_xor(lsum[h], 2);
+  }
+  KD_UNROLL
+  for (int h = 0; h < 2; h++) {
+    const int64_t rr = wg_row0 + 16 * w + l / 4 + 8 * h;
+    if (rr >= g.rows_total) continue;
+    /* l == 0: no visible key (or only -inf scores): zeros. */
+    const float inv = lsum[h] == 0.0f ? 0.0f : 1.0f / lsum[h];
+    T *orow = g.row(g.o, a.o_stride, rr);
+    KD_UNROLL
+    for (int n = 0; n < ON; n++)
+      KD_UNROLL
+      for (int i = 2 * h; i < OW / 2; i += 4) {
+        const int d = OW * n + 8 * (i / 4) + 2 * (l % 4);
+        if (d >= a.d) continue;
+        const T v0 = kd_from_float<T>(inv == 0.0f ? 0.0f : oacc[n][i] * inv);
+        const T v1 =
+            kd_from_float<T>(inv == 0.0f ? 0.0f : oacc[n][i + 1] * inv);
+        const uint32_t pair = (uint32_t)v0.bits | (uint32_t)v1.bits << 16;
+        kd_fa3_put(orow + d, pair);
+      }
+  }
+}
+
+template <typename T, class C>
+__global__ void __launch_bounds__(384, 1)
+kd_fa3_fwd(const __grid_constant__ kd_tmap tk,
+           const __grid_constant__ kd_tmap tv, const T *__restrict__ q,
+           const T *__restrict__ k, const T *__restrict__ v,
+           T *__restrict__ o, ke__attention_desc a, float scale_log2) {
+  typedef kd_fa3<T, C> K;
+  constexpr int BN = C::BN, S = C::STAGES;
+  HIP_DYNAMIC_SHARED(uint4, kd_fa3_smem);
+  unsigned char *const raw = (unsigned char *)kd_fa3_smem;
+  unsigned char *const qs = raw + ((1024 - kd_smem_addr(raw) % 1024) % 1024);
+  unsigned char *const slots = qs + C::Q_BYTES;
+  uint64_t *const full = (uint64_t *)(slots + S * C::STAGE_BYTES);
+  uint64_t *const empty = full + S;
+
+  typename K::geom g;
+  g.init(a, q, k, v, o, C::BM); /* k, v: only the rows' geometry */
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S; s++) {
+      kd_mbar_init(&full[s], 1);
+      kd_mbar_init(&empty[s], 8); /* each consumer warp */
+    }
+    kd_mbar_init_fence();
+  }
+  K::load_q(a, g, qs);
+  kd_fence_proxy_async(); /* Q's stores are read by wgmma */
+  __syncthreads();
+
+  const int ntiles = (int)(((int64_t)g.kv_end + BN - 1) / BN);
+  const int wg = (int)threadIdx.x / 128;
+  /* One if/else, a role per branch: what setmaxnreg needs to take. */
+  if (wg == 0) {
+    kd_wg_regs_dec<24>();
+    if (threadIdx.x == 0)
+      kd_fa3_produce<T, C>(&tk, &tv, slots, full, empty, ntiles);
+  } else {
+    kd_wg_regs_inc<240>();
+    kd_fa3_consume<T, C>(a, g, qs, slots, full, empty, ntiles, wg - 1,
+                         scale_log2);
+  }
+}
+
+/* The rank-4 map of K or V ([B][Hkv][Sk][D], strides in elements) in boxes
+ * of [BN keys][64 d]; -1 when TMA cannot read it. */
+static inline int kd_fa3_map(kd_tmap *m, const void *base,
+                             const ke__attention_desc &a,
+                             const int64_t *stride, int bn) {
+  const uint64_t dims[4] = {(uint64_t)a.d, (uint64_t)a.sk, (uint64_t)a.hkv,
+                            (uint64_t)a.b};
+  /* A dimension of extent 1 takes any valid stride. */
+  const int64_t s2 = stride[2] > 0 ? stride[2] : 8;
+  const int64_t s1 = a.hkv > 1 ? stride[1] : s2;
+  const int64_t s0 = a.b > 1 ? stride[0] : s1;
+  if (stride[2] <= 0 && a.sk > 1) return -1;
+  if (s1 <= 0 || s0 <= 0) return -1;
+  const uint64_t strides[3] = {(uint64_t)s2 * 2, (uint64_t)s1 * 2,
+                               (uint64_t)s0 * 2};
+  const uint32_t box[2] = {64, (uint32_t)bn};
+  return kd_tmap_encode_rank(m, base, 4, dims, strides, box);
+}
+
+/* Runs the kernel with configuration C: -1 when TMA cannot read K or V
+ * (the caller goes on to the mma.sync kernel), else a hipError_t. The
+ * caller has checked T, D <= C::DP, Q's and O's rows. */
+template <typename T, class C>
+static int kd_fa3_run(hipStream_t stream, const void *q, const void *k,
+                      const void *v, void *o, const ke__attention_desc *a) {
+  kd_tmap tk, tv;
+  if (kd_fa3_map(&tk, k, *a, a->k_stride, C::BN) != 0 ||
+      kd_fa3_map(&tv, v, *a, a->v_stride, C::BN) != 0)
+    return -1;
+  auto kernel = kd_fa3_fwd<T, C>;
+  static int raised; /* per kernel and process; racing callers agree */
+  if (!__atomic_load_n(&raised, __ATOMIC_RELAXED)) {
+    const hipError_t e = hipFuncSetAttribute(
+        (const void *)kernel, hipFuncAttributeMaxDynamicSharedMemorySize,
+        C::SMEM);
+    if (e != hipSuccess) return (int)e;
+    __atomic_store_n(&raised, 1, __ATOMIC_RELAXED);
+  }
+  /* exp2 of log2(e) * scale * s is exp(scale * s). */
+  const float scale_log2 = a->scale * 1.4426950408889634f;
+  hipLaunchKernelGGL((kd_fa3_fwd<T, C>), kd_attn_grid(a, C::BM),
+                     dim3(C::THREADS), C::SMEM, stream, tk, tv, (const T *)q,
+                     (const T *)k, (const T *)v, (T *)o, *a, scale_log2);
+  return (int)hipGetLastError();
+}
+
+#endif

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The Hopper attention kernel (kernels/kd-attn-wgmma.h, opt-in with
+# KILN_HOPPER_ATTN=1) on an H100, in one device call, from the staged build
+# in .device/ (`scripts/gpu-run.sh stage` here first):
+#   1. its SASS: HGMMA, UTMALDG and SYNCS in kd_fa3_fwd, no local memory
+#      outside the lane-by-lane path;
+#   2. correctness on the GPU: the attention suites, tag slow included,
+#      through the new kernel (KILN_HOPPER_ATTN=1);
+#   3. speed: the perf suite's attention cases (B 1, H 16, S 4096: D 128
+#      f16/bf16 causal and not, D 64 and D 256 bf16) with the default
+#      mma.sync kernel and then with the opt-in, in the same call, beside
+#      torch's F.scaled_dot_product_attention on the same inputs;
+#   4. the two tables (scripts/perf-table.py) and a summary.
+# Everything lands flat under $OUT.
+#
+#   bash scripts/gpu-hopper-attn.sh
+set -u
+. "$(dirname "$0")/gpu-env.sh"
+summary="$out/summary.txt"
+{ nvidia-smi -L; "$stage/kiln-runner-cuda" --devices; } > "$summary" 2>&1
+
+# 1. The instructions the kernel compiled to.
+if command -v cuobjdump >/dev/null || [ -x /usr/local/cuda/bin/cuobjdump ]; then
+  objdump_bin=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
+  "$objdump_bin" -sass "$stage/kiln-runner-cuda" 2>&1 |
+    awk '/Function : /{f = /kd_fa3_fwd/} f' > "$out/fa3-sass.txt"
+  echo "sass functions kd_fa3_fwd: $(grep -c 'Function : ' "$out/fa3-sass.txt")" >> "$summary"
+  for op in HGMMA UTMALDG SYNCS USETMAXREG LDL STL; do
+    echo "sass $op: $(grep -c "$op" "$out/fa3-sass.txt")" >> "$summary"
+  done
+fi
+
+# 2. The attention suites through the new kernel.
+rm -rf /tmp/kiln-fa3-check
+t0=$(date +%s)
+KILN_HOPPER_ATTN=1 "$stage/kiln" run --backend cuda --runner-dir "$stage" \
+  --out /tmp/kiln-fa3-check -- attention attention_tiled \
+  > "$out/check.log" 2>&1
+check_rc=$?
+cp /tmp/kiln-fa3-check/report.yaml "$out/check-report.yaml" 2>/dev/null
+echo "suites attention, attention_tiled with KILN_HOPPER_ATTN=1: exit $check_rc in $(( $(date +%s) - t0 )) s" >> "$summary"
+grep -E '^[0-9]+ test runs' "$out/check.log" >> "$summary"
+
+# 3. Speed: the default kernel, then the opt-in, then torch.
+perf_rc=0
+for mode in mma wgmma; do
+  rm -rf /tmp/kiln-fa3-perf
+  env $([ $mode = wgmma ] && echo KILN_HOPPER_ATTN=1) \
+    "$stage/kiln" run --backend cuda --runner-dir "$stage" \
+    --out /tmp/kiln-fa3-perf -- perf/attention > "$out/perf-$mode.log" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] || perf_rc=$rc
+  cp /tmp/kiln-fa3-perf/report.yaml "$out/perf-$mode.yaml" 2>/dev/null
+  echo "perf/attention ($mode): exit $rc" >> "$summary"
+done
+python3 scripts/torch-compare.py --out "$out/torch.json" \
+  --only attention_s4096,attention_causal_s4096,attention_d64_s4096,attention_d256_s4096 \
+  > "$out/torch.log" 2>&1
+torch_rc=$?
+echo "torch-compare.py (attention): exit $torch_rc" >> "$summary"
+
+# 4. Tables.
+for mode in mma wgmma; do
+  args=("$out/perf-$mode.yaml")
+  [ "$torch_rc" -eq 0 ] && args+=("$out/torch.json")
+  python3 scripts/perf-table.py "${args[@]}" -o "$out/perf-table-$mode.md" \
+    >> "$summary" 2>&1
+  echo "perf-table.py ($mode): exit $?" >> "$summary"
+done
+cat "$summary" "$out"/perf-table-*.md 2>/dev/null
+[ "$check_rc" -eq 0 ] && [ "$perf_rc" -eq 0 ] && [ "$torch_rc" -eq 0 ]

@@ -1,0 +1,203 @@
+/* The Hopper attention kernel (kernels/kd-attn-wgmma.h) on the host
+ * emulation at warp 32, called directly (no engine, no opt-in): every
+ * configuration (D padded to 64, 128, 192, 256), f16 and bf16, causal
+ * with negative, zero and positive offsets and not, GQA and MQA, a
+ * [B, S, H, D] layout, row and key counts off the tiles, and a NaN in V at
+ * a key hidden from some rows of a warpgroup (the lane-by-lane P V),
+ * against a double reference with the attention suite's bound. It runs
+ * wgmma (SS for Q K^T, RS for P V with P in registers), TMA of rank-4 maps
+ * and the mbarriers as port/host/hopper-on-host.h executes them. Built a
+ * second time with KE_PLANTED_BUG_RS (P's A registers 1 and 2 swapped in
+ * kd_wg_acc_to_a), where it must fail (meson: should_fail).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <vector>
+
+#include "kd-attn-wgmma.h"
+
+static int g_failures, g_cases;
+
+static float rnd(uint64_t &s) {
+  s = s * 6364136223846793005ull + 1442695040888963407ull;
+  return (float)((s >> 40) & 0xffff) / 32768.0f - 1.0f;
+}
+
+struct shape {
+  int64_t b, hq, hkv, sq, sk, d;
+  int causal;
+  int64_t offset;
+  bool bshd;   /* [B, S, H, D] storage instead of [B, H, S, D] */
+  int nan_key; /* >= 0: V[0, 0, key, 3] is NaN */
+};
+
+/* Strides {B, H, S} of a [B, H, S, D] view over either storage, rows
+ * padded to a multiple of 8 elements. */
+static void strides(const shape &p, int64_t h, int64_t s, int64_t out[3],
+                    int64_t *total) {
+  const int64_t dd = (p.d + 7) / 8 * 8;
+  if (p.bshd) {
+    out[0] = s * h * dd, out[1] = dd, out[2] = h * dd;
+  } else {
+    out[0] = h * s * dd, out[1] = s * dd, out[2] = dd;
+  }
+  *total = p.b * h * s * dd;
+}
+
+template <typename T, class C> static void one(const shape &p, float scale) {
+  ke__attention_desc a = {};
+  a.b = p.b, a.hq = p.hq, a.hkv = p.hkv, a.sq = p.sq, a.sk = p.sk, a.d = p.d;
+  a.scale = scale, a.causal = p.causal, a.offset = p.offset;
+  int64_t nq, nk;
+  strides(p, p.hq, p.sq, a.q_stride, &nq);
+  strides(p, p.hkv, p.sk, a.k_stride, &nk);
+  for (int i = 0; i < 3; i++) {
+    a.v_stride[i] = a.k_stride[i];
+    a.o_stride[i] = a.q_stride[i];
+  }
+  uint16_t *q, *k, *v, *o;
+  hipMalloc((void **)&q, (size_t)nq * 2);
+  hipMalloc((void **)&k, (size_t)nk * 2);
+  hipMalloc((void **)&v, (size_t)nk * 2);
+  hipMalloc((void **)&o, (size_t)nq * 2);
+  uint64_t seed = (uint64_t)(p.sq * 131 + p.sk * 17 + p.d);
+  for (int64_t i = 0; i < nq; i++) q[i] = kd_from_float<T>(rnd(seed)).bits;
+  for (int64_t i = 0; i < nk; i++) k[i] = kd_from_float<T>(rnd(seed)).bits;
+  for (int64_t i = 0; i < nk; i++) v[i] = kd_from_float<T>(rnd(seed)).bits;
+  for (int64_t i = 0; i < nq; i++) o[i] = 0x7fff; /* NaN: every row written */
+  if (p.nan_key >= 0) v[p.nan_key * a.k_stride[2] + 3] = 0x7fff;
+  auto val = [](uint16_t x) {
+    T t;
+    t.bits = x;
+    return (double)kd_to_float(t);
+  };
+  const int rc = kd_fa3_run<T, C>(0, q, k, v, o, &a);
+  if (rc != 0 || hipStreamSynchronize(0) != hipSuccess) {
+    fprintf(stderr, "wgmma-attn: launch failed (%d)\n", rc);
+    g_failures++;
+    return;
+  }
+  /* The suite's bound (suites/attention.c, attn_tol). */
+  const double u = ldexp(1.0, -24), lam = 6;
+  double qmax = 0, kmax = 0, vmax = 0;
+  for (int64_t i = 0; i < nq; i += (p.d + 7) / 8 * 8) {
+    double s2 = 0;
+    for (int64_t e = 0; e < p.d; e++) s2 += val(q[i + e]) * val(q[i + e]);
+    qmax = fmax(qmax, sqrt(s2));
+  }
+  for (int64_t i = 0; i < nk; i += (p.d + 7) / 8 * 8) {
+    double s2 = 0;
+    for (int64_t e = 0; e < p.d; e++) {
+      s2 += val(k[i + e]) * val(k[i + e]);
+      if (isfinite(val(v[i + e]))) vmax = fmax(vmax, fabs(val(v[i + e])));
+    }
+    kmax = fmax(kmax, sqrt(s2));
+  }
+  const double es = lam * sqrt((double)p.d) * u * fabs(scale) * qmax * kmax;
+  const double atol = fmax(1e-5, (2 * (es + 2 * u) + lam * sqrt((double)p.sk) * u +
+                                  4 * u) * vmax);
+  const double rtol = std::is_same<T, kd_bf16>::value ? 1.6e-2 : 1e-3;
+  double worst = 0;
+  bool nan_bad = false;
+  const int64_t ratio = p.hq / p.hkv;
+  std::vector<double> w((size_t)p.sk);
+  for (int64_t bi = 0; bi < p.b; bi++)
+    for (int64_t h = 0; h < p.hq; h++)
+      for (int64_t i = 0; i < p.sq; i++) {
+        const uint16_t *qr = q + bi * a.q_stride[0] + h * a.q_stride[1] +
+                             i * a.q_stride[2];
+        const int64_t hk = h / ratio;
+        int64_t lim = p.sk;
+        if (p.causal) {
+          lim = i + p.offset + 1;
+          lim = lim < 0 ? 0 : (lim > p.sk ? p.sk : lim);
+        }
+        double mx = -INFINITY, l = 0;
+        for (int64_t j = 0; j < lim; j++) {
+          const uint16_t *kr = k + bi * a.k_stride[0] + hk * a.k_stride[1] +
+                               j * a.k_stride[2];
+          double s = 0;
+          for (int64_t e = 0; e < p.d; e++) s += val(qr[e]) * val(kr[e]);
+          w[j] = s * scale;
+          mx = fmax(mx, w[j]);
+        }
+        for (int64_t j = 0; j < lim; j++) l += (w[j] = exp(w[j] - mx));
+        const uint16_t *orow = o + bi * a.o_stride[0] + h * a.o_stride[1] +
+                               i * a.o_stride[2];
+        for (int64_t e = 0; e < p.d; e++) {
+          double ref = 0;
+          for (int64_t j = 0; j < lim; j++)
+            ref += w[j] * val(v[bi * a.k_stride[0] + hk * a.k_stride[1] +
+                                j * a.k_stride[2] + e]);
+          ref = lim > 0 ? ref / l : 0.0;
+          const double got = val(orow[e]);
+          if (isnan(ref) || isnan(got)) {
+            nan_bad = nan_bad || isnan(ref) != isnan(got);
+            continue;
+          }
+          const double err = fabs(got - ref) / (atol + rtol * fabs(ref));
+          if (!(err <= worst)) worst = err;
+        }
+      }
+  g_cases++;
+  if (!(worst <= 1.0) || nan_bad) {
+    if (g_failures < 20)
+      fprintf(stderr,
+              "wgmma-attn: %s DP %d BN %d, B %lld Hq %lld Hkv %lld Sq %lld "
+              "Sk %lld D %lld causal %d offset %lld%s%s: worst error %.3g of "
+              "the tolerance%s\n",
+              std::is_same<T, kd_bf16>::value ? "bf16" : "f16", C::DP, C::BN,
+              (long long)p.b, (long long)p.hq, (long long)p.hkv,
+              (long long)p.sq, (long long)p.sk, (long long)p.d, p.causal,
+              (long long)p.offset, p.bshd ? " BSHD" : "",
+              p.nan_key >= 0 ? " NaN in V" : "", worst,
+              nan_bad ? ", NaN where the reference has none or the reverse"
+                      : "");
+    g_failures++;
+  } else {
+    printf("ok  %s DP %d D %lld Sq %lld Sk %lld causal %d: worst %.3f of "
+           "the tolerance\n",
+           std::is_same<T, kd_bf16>::value ? "bf16" : "f16", C::DP,
+           (long long)p.d, (long long)p.sq, (long long)p.sk, p.causal, worst);
+  }
+  hipFree(q);
+  hipFree(k);
+  hipFree(v);
+  hipFree(o);
+}
+
+template <typename T> static void all() {
+  typedef kd_fa3_cfg<64, 128, 3> c64;
+  typedef kd_fa3_cfg<128, 128, 2> c128;
+  typedef kd_fa3_cfg<192, 64, 2> c192;
+  typedef kd_fa3_cfg<256, 64, 2> c256;
+  /* b hq hkv sq sk d causal offset bshd nan */
+  one<T, c64>({1, 2, 2, 130, 300, 64, 0, 0, false, -1}, 0.125f);
+  one<T, c64>({2, 4, 1, 37, 37, 40, 1, 0, true, -1}, 0.2f);
+  one<T, c128>({1, 4, 2, 200, 200, 128, 1, 0, false, -1}, 0.0884f);
+  one<T, c128>({1, 1, 1, 70, 17, 80, 0, 0, false, -1}, 0.11f);
+  one<T, c128>({1, 8, 2, 33, 150, 128, 1, 100, true, -1}, 0.5f);
+  one<T, c128>({1, 2, 2, 40, 30, 128, 1, -12, false, -1}, 0.0884f);
+  one<T, c192>({1, 3, 1, 45, 129, 192, 1, 0, false, -1}, 0.07f);
+  one<T, c256>({1, 2, 1, 66, 1, 256, 0, 0, false, -1}, 0.0625f);
+  one<T, c256>({1, 2, 2, 130, 130, 200, 1, 5, true, -1}, 0.0625f);
+  /* Key 20 is hidden from rows 0-19 of the first warpgroup and seen by
+   * its others: the lane-by-lane P V. */
+  one<T, c128>({1, 1, 1, 64, 64, 128, 1, 0, false, 20}, 0.0884f);
+  one<T, c64>({1, 2, 1, 96, 96, 64, 1, 0, false, 50}, 0.125f);
+}
+
+int main() {
+  if (kemu_set_warp_size(32) != hipSuccess) return 2;
+  all<kd_bf16>();
+  all<kd_half>();
+  if (g_failures) {
+    fprintf(stderr, "wgmma-attn: %d of %d cases failed\n", g_failures,
+            g_cases);
+    return 1;
+  }
+  printf("wgmma-attn: %d cases within the attention bound\n", g_cases);
+  return 0;
+}
