@@ -119,7 +119,7 @@ template <class F> static float time_ms(int sets, F launch) {
 }
 
 // Worst |C - ref| / (atol + rtol |ref|) over 8 sampled rows of set 0, the
-// reference in double; atol as suites/gemm.c's gemm_tol (8 u sqrt(sum of
+// reference in double; atol as suites/gemm/gemm.c's gemm_tol (8 u sqrt(sum of
 // squared partial sums) + 2 u |sum|) per element.
 template <typename T>
 static double check_rows(const problem<T> &p, const void *c, double rtol,
