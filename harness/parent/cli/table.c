@@ -52,7 +52,7 @@ const kcli__opt kcli__opts[] = {
   STR("runner", "runner", 0, "PATH", runner, "a kiln runner a project built against the installed kiln: its tests, its backend"),
   LIST("gtest", "PATH", gtest, "a GoogleTest binary: each of its tests in its own process (repeatable)"),
   LIST("manifest", "FILE", manifest, "a YAML manifest of tests that are commands (repeatable)"),
-  LIST("pytest", "PATH", pytest, "a pytest suite (a folder or file): each node id in its own process (repeatable; python: $KILN_PYTHON, else python3)"),
+  LIST("pytest", "PATH", pytest, "a pytest suite (a folder or file): each node id in its own process (repeatable; replaces a config's pytest:; python: $KILN_PYTHON, else python3)"),
   SET("zygote", 0, "B", "pytest: fork each test from a process that imported the suite's dependencies once (default true; false: a fresh interpreter each)"),
   FLAG("verbose", 'v', verbose, "more detail: child command lines, every test's message"),
   STR("format", "format", 0, "F", format, "text (default) or json: the plan as JSON for tools (docs/harness.md)"),
@@ -129,11 +129,12 @@ const kcli__cmd kcli__cmds[] = {
    "or every selected test was skipped) exits 3 unless --allow-empty. What a\n"
    "test leaves running is found, killed and reported (--contain).\n"
    "The tests are kiln's own suites, unless --runner, --gtest, --manifest or\n"
-   "--pytest name others (docs/third-party.md): a runner built against the\n"
-   "installed kiln, GoogleTest binaries (test ids as GoogleTest spells them,\n"
-   "Suite.Name), commands (pass: exit 0, skip: exit 77), pytest suites (ids\n"
-   "the node ids, path/test_x.py::test_y[param]; a test's needs from its\n"
-   "mark @pytest.mark.kiln(slots=N|'all', gpus=N, gpu=False, timeout=S)).",
+   "--pytest (or a config's or manifest's pytest:) name others\n"
+   "(docs/third-party.md): a runner built against the installed kiln,\n"
+   "GoogleTest binaries (test ids as GoogleTest spells them, Suite.Name),\n"
+   "commands (pass: exit 0, skip: exit 77), pytest suites (ids the node ids,\n"
+   "path/test_x.py::test_y[param]; a test's needs from its mark\n"
+   "@pytest.mark.kiln(slots=N|'all', gpus=N, gpu=False, timeout=S)).",
    RUN_OPTS, 0, -1, 1, kcli__run, exit_run},
   {"list", "[SELECTOR...]", "what `kiln run` would run",
    "Lists exactly the tests `kiln run` with the same options and selectors\n"
