@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch side of kiln's perf suite: the same kernels, shapes, dtypes and
-method as suites/perf.c (docs/performance.md), timed with torch.cuda.Event.
+method as suites/perf/perf.c (docs/performance.md), timed with torch.cuda.Event.
 
     scripts/torch-compare.py --out torch.json            (on a CUDA machine)
     scripts/torch-compare.py --plan [--host-sizes]       (no torch needed)
@@ -37,7 +37,7 @@ def ceil_div(a, b):
 # ---- The plan: every case with its shape and the bytes / FLOP that count -----
 
 def plan(target, lengths, attn_heads, decode_lengths=(4096, 32768)):
-    """Cases as suites/perf.c sizes them: rows so that the bytes that must
+    """Cases as suites/perf/perf.c sizes them: rows so that the bytes that must
     move reach `target`; GEMM and attention at the given lengths."""
     cases = []
 
@@ -48,7 +48,7 @@ def plan(target, lengths, attn_heads, decode_lengths=(4096, 32768)):
     rows = ceil_div(target, 2 * COLS * 4)
     mem("copy", "f32", f"{rows}x{COLS}", 2 * rows * COLS * 4,
         2 * rows * COLS * 4, rows=rows)
-    # Write-only roof: a fill of the copy's destinations (suites/perf.c).
+    # Write-only roof: a fill of the copy's destinations (suites/perf/perf.c).
     mem("fill", "f32", f"{rows}x{COLS}", rows * COLS * 4,
         2 * rows * COLS * 4, rows=rows)
     for dt in MEM_DTYPES:
@@ -82,7 +82,7 @@ def plan(target, lengths, attn_heads, decode_lengths=(4096, 32768)):
                               flop=2 * s ** 3, set_bytes=3 * s * s * ES[dt],
                               kind="flop", seq=s))
     # The MX linear layer at the longer length: bf16 X [S, S] times MXFP4
-    # W [S, S] transposed (suites/perf.c, mxfp_gemm).
+    # W [S, S] transposed (suites/perf/perf.c, mxfp_gemm).
     s = lengths[-1]
     cases.append(dict(bench=f"mxfp4_gemm_s{s}", dtype="bf16",
                       shape=f"{s}x{s}x{s}", flop=2 * s ** 3,
@@ -93,7 +93,7 @@ def plan(target, lengths, attn_heads, decode_lengths=(4096, 32768)):
     return cases
 
 
-# ---- Fused attention: suites/perf.c's kAttnPerf ---------------------------------
+# ---- Fused attention: suites/perf/perf.c's kAttnPerf ---------------------------------
 
 ATTN_DTYPES = ("f32", "f16", "bf16")
 # (bench, which of the lengths, D, causal, dtypes)
@@ -125,7 +125,7 @@ def attention_cases(lengths, heads):
     return out
 
 
-# ---- Decode (suites/perf.c "Decode"): K/V bandwidth ---------------------------
+# ---- Decode (suites/perf/perf.c "Decode"): K/V bandwidth ---------------------------
 
 DEC_DTYPES = ("f16", "bf16")
 DEC_BATCHES = (1, 8)

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gemm-check.h"
+#include "gemm/gemm-check.h"
 #include "kiln/kernels.h"
 #include "kiln/test.h"
 
