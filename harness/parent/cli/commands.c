@@ -48,11 +48,12 @@ static const kcli__cmd kcli__cmds[] = {
    "or every selected test was skipped) exits 3 unless --allow-empty. What a\n"
    "test leaves running is found, killed and reported (--contain).\n"
    "The tests are kiln's own suites, unless --runner, --gtest, --manifest or\n"
-   "--pytest name others (docs/third-party.md): a runner built against the\n"
-   "installed kiln, GoogleTest binaries (test ids as GoogleTest spells them,\n"
-   "Suite.Name), commands (pass: exit 0, skip: exit 77), pytest suites (ids\n"
-   "the node ids, path/test_x.py::test_y[param]; a test's needs from its\n"
-   "mark @pytest.mark.kiln(slots=N|'all', gpus=N, gpu=False, timeout=S)).",
+   "--pytest (or a config's or manifest's pytest:) name others\n"
+   "(docs/third-party.md): a runner built against the installed kiln,\n"
+   "GoogleTest binaries (test ids as GoogleTest spells them, Suite.Name),\n"
+   "commands (pass: exit 0, skip: exit 77), pytest suites (ids the node ids,\n"
+   "path/test_x.py::test_y[param]; a test's needs from its mark\n"
+   "@pytest.mark.kiln(slots=N|'all', gpus=N, gpu=False, timeout=S)).",
    RUN_OPTS, 0, -1, 1, kcli__run, exit_run},
   {"list", "[SELECTOR...]", "what `kiln run` would run",
    "Lists exactly the tests `kiln run` with the same options and selectors\n"
