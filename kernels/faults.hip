@@ -1,5 +1,5 @@
 /* Fault kernels: device code that goes wrong on purpose, for kiln's fault
- * suite (suites/faults.c) only. No engine user calls these; they exist so
+ * suite (suites/harness/faults.c) only. No engine user calls these; they exist so
  * that kiln's own tests can show how a real device fault is classified.
  *
  *   ke_fault_store: one thread stores 1.0f at p[offset]. With an offset far

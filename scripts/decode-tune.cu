@@ -29,15 +29,7 @@
 #include "attention_decode.hip"
 #include "paged_attention.hip"
 
-#define CHECK(x)                                                          \
-  do {                                                                    \
-    cudaError_t e_ = (cudaError_t)(x);                                    \
-    if (e_ != cudaSuccess) {                                              \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,          \
-              cudaGetErrorString(e_));                                    \
-      exit(1);                                                            \
-    }                                                                     \
-  } while (0)
+#include "tune.h"
 
 enum { HQ = 32, HKV = 8, D = 128, BS = 16 };
 
@@ -64,23 +56,9 @@ static int64_t splits_for(int64_t pairs, int64_t keys, int bpm) {
   return std::max<int64_t>(1, std::min(s, keys));
 }
 
+// The median of 30 event-timed launches after 5 warm-up ones.
 template <class F> static float median_ms(int sets, F &&launch) {
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 5; i++) CHECK(launch(i % sets));
-  std::vector<float> t;
-  for (int i = 0; i < 30; i++) {
-    CHECK(cudaEventRecord(a));
-    CHECK(launch(i % sets));
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    float ms;
-    CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return tune_times(sets, 5, 30, [&](int set) { CHECK(launch(set)); })[15];
 }
 
 static float bf(const kd_bf16 &x) { return kd_bf16_bits_to_f32(x.bits); }

@@ -118,9 +118,32 @@ template <class F> static float time_ms(int sets, F launch) {
   return t[t.size() / 2];
 }
 
-// Worst |C - ref| / (atol + rtol |ref|) over 8 sampled rows of set 0, the
-// reference in double; atol as suites/gemm.c's gemm_tol (8 u sqrt(sum of
-// squared partial sums) + 2 u |sum|) per element.
+// Worst |got - ref| / tol over 8 sampled rows of an m x n x k product,
+// the reference in double from a(i, q) b(j, q); tol as suites/gemm's
+// gemm_tol (8 u sqrt(sum of squared partial sums) + 2 u |sum|) plus
+// rtol |ref| per element. NaN propagates.
+template <class A, class B, class Got>
+static double worst_rows(int64_t m, int64_t n, int64_t k, double rtol, A &&a,
+                         B &&b, Got &&got) {
+  const double u = ldexp(1.0, -24);
+  double worst = 0;
+  for (int r = 0; r < 8; r++) {
+    const int64_t i = r == 0 ? 0 : (r == 7 ? m - 1 : (m * r) / 7 + 3);
+    for (int64_t j = 0; j < n; j++) {
+      double s = 0, sq = 0;
+      for (int64_t q = 0; q < k; q++) {
+        s += a(i, q) * b(j, q);
+        sq += s * s;
+      }
+      const double e = fabs(got(i, j) - s) /
+                       (8 * u * sqrt(sq) + 2 * u * fabs(s) + rtol * fabs(s));
+      if (!(e <= worst)) worst = e;
+    }
+  }
+  return worst;
+}
+
+// worst_rows of set 0's C.
 template <typename T>
 static double check_rows(const problem<T> &p, const void *c, double rtol,
                          const std::vector<float> &bh) {
@@ -133,25 +156,11 @@ static double check_rows(const problem<T> &p, const void *c, double rtol,
   std::vector<T> craw((size_t)(m * n));
   CHECK(cudaMemcpy(craw.data(), c, craw.size() * sizeof(T),
                    cudaMemcpyDeviceToHost));
-  const double u = ldexp(1.0, -24);
-  double worst = 0;
-  for (int r = 0; r < 8; r++) {
-    const int64_t i = r == 0 ? 0 : (r == 7 ? m - 1 : (m * r) / 7 + 3);
-    for (int64_t j = 0; j < n; j++) {
-      double s = 0, sq = 0;
-      for (int64_t q = 0; q < k; q++) {
-        const double av = p.a_t ? ah[q * m + i] : ah[i * k + q];
-        const double bv = p.b_t ? bh[j * k + q] : bh[q * n + j];
-        s += av * bv;
-        sq += s * s;
-      }
-      const double got = host_value<T>(craw.data(), i * n + j);
-      const double tol = 8 * u * sqrt(sq) + 2 * u * fabs(s) + rtol * fabs(s);
-      const double e = fabs(got - s) / tol;
-      if (!(e <= worst)) worst = e; // NaN propagates
-    }
-  }
-  return worst;
+  return worst_rows(
+      m, n, k, rtol,
+      [&](int64_t i, int64_t q) -> double { return p.a_t ? ah[q * m + i] : ah[i * k + q]; },
+      [&](int64_t j, int64_t q) -> double { return p.b_t ? bh[j * k + q] : bh[q * n + j]; },
+      [&](int64_t i, int64_t j) -> double { return host_value<T>(craw.data(), i * n + j); });
 }
 
 template <typename T> static std::vector<float> host_b(const problem<T> &p) {
@@ -280,23 +289,11 @@ static double check_mx(const void *x, const void *w, const void *sc,
       const double v = ldexp(kE2m1[code & 7u], (int)sh[j * (k / 32) + q / 32] - 127);
       wd[j * k + q] = code & 8u ? -v : v;
     }
-  const double u = ldexp(1.0, -24);
-  double worst = 0;
-  for (int r = 0; r < 8; r++) {
-    const int64_t i = r == 0 ? 0 : (r == 7 ? m - 1 : (m * r) / 7 + 3);
-    for (int64_t j = 0; j < n; j++) {
-      double s = 0, sq = 0;
-      for (int64_t q = 0; q < k; q++) {
-        s += (double)kd_bf16_bits_to_f32(xh[i * k + q]) * wd[j * k + q];
-        sq += s * s;
-      }
-      const double got = kd_bf16_bits_to_f32(yh[i * n + j]);
-      const double e = fabs(got - s) /
-                       (8 * u * sqrt(sq) + 2 * u * fabs(s) + 1.6e-2 * fabs(s));
-      if (!(e <= worst)) worst = e;
-    }
-  }
-  return worst;
+  return worst_rows(
+      m, n, k, 1.6e-2,
+      [&](int64_t i, int64_t q) -> double { return kd_bf16_bits_to_f32(xh[i * k + q]); },
+      [&](int64_t j, int64_t q) { return wd[j * k + q]; },
+      [&](int64_t i, int64_t j) -> double { return kd_bf16_bits_to_f32(yh[i * n + j]); });
 }
 
 template <class Cfg>

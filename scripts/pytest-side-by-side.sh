@@ -26,7 +26,8 @@ fi
 R=$OUT/side-by-side.txt
 : >"$R"
 say() { echo "$*" | tee -a "$R"; }
-secs() { echo "$2 - $1" | bc; }
+# (awk, not bc: the GPU machine's image has no bc)
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 # placement FILE: "devices=D" counts
 placement() { [ -f "$1" ] && sed -E 's/.* devices=([^ ]*) .*/\1/' "$1" | sort | uniq -c | tr '\n' ' '; }
 

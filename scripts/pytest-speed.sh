@@ -7,6 +7,10 @@
 #   scripts/pytest-speed.sh KILN OUT [N] [JOBS] [BACKEND]
 # Writes OUT/speed.txt (and each run's folder under OUT).
 set -u
+# Arithmetic in awk: the GPU machine's image has no bc (its missing figures
+# read as 0 tests/s there once).
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+rate() { awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%.2f", n / (b - a) }'; }
 KILN=$1 OUT=$2 N=${3:-24} J=${4:-2} B=${5:-host}
 PY=${KILN_PYTHON:-python3}
 mkdir -p "$OUT"
@@ -36,7 +40,7 @@ done
 t0=$(date +%s.%N)
 "$PY" -c "import $heavy" 2>/dev/null
 t1=$(date +%s.%N)
-imp=$(echo "$t1 - $t0" | bc)
+imp=$(secs "$t0" "$t1")
 {
   echo "host: $(nproc) CPUs, $(uptime | sed 's/.*load/load/')"
   echo "heavy import: $what; one interpreter importing it: ${imp} s"
@@ -51,13 +55,15 @@ run() {  # run NAME ARGS...: tests/s over kiln's whole wall time (listing includ
   e=$(date +%s.%N)
   local n
   n=$(grep -oE '^[0-9]+ test runs' "$OUT/$name.log" | cut -d' ' -f1)
-  printf '%-28s exit %d, %s tests in %.2f s: %.2f tests/s\n' "$name" "$rc" "${n:-?}" \
-    "$(echo "$e - $s" | bc)" "$(echo "${n:-0} / ($e - $s)" | bc -l)" | tee -a "$OUT/speed.txt"
+  printf '%-28s exit %d, %s tests in %s s: %s tests/s\n' "$name" "$rc" "${n:-?}" \
+    "$(secs "$s" "$e")" "$(rate "${n:-0}" "$s" "$e")" | tee -a "$OUT/speed.txt"
 }
 run pytest-fresh --backend "$B" --pytest "$P" --zygote false -j "$J"
 run pytest-zygote --backend "$B" --pytest "$P" --zygote true -j "$J"
 run kiln-noop --backend "$B" -j "$J" --repeat "$N" bench/noop
 grep -c 'value: zygote' "$OUT/pytest-zygote-run/report.yaml" | sed 's/^/tests forked from the zygote: /' | tee -a "$OUT/speed.txt"
+# What the zygote imported and whether it could fork (why not, if not).
+sed 's/^/zygote: /' "$OUT"/pytest-zygote-run/logs/pytest-zygote-*.log 2>/dev/null | head -3 | tee -a "$OUT/speed.txt"
 "$KILN" bench --backend "$B" --tests "$N" --concurrency 1,"$J" --skip none,host \
   --out "$OUT/bench" >"$OUT/bench.log" 2>&1
 echo "kiln bench (backend $B; ceiling = context open+close processes):" | tee -a "$OUT/speed.txt"

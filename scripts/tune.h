@@ -1,4 +1,5 @@
-// What the CUDA-only tuning tools share (gemm-tune.cu, kernel-limits.cu):
+// What the CUDA-only tuning tools share (gemm-tune.cu, kernel-limits.cu,
+// decode-tune.cu):
 // one check around every runtime call, and launches timed with events.
 // attn-tune.cu is built for the host backend too (tests/meson.build), so it
 // keeps its own check in HIP spelling. Each tool keeps its kernels and tables.

@@ -8,7 +8,8 @@
 # when that machine's Python has no pytest) to .device/. There it runs the
 # suite under kiln (its tests, then @fault), the speed of a no-op torch
 # test (fresh interpreter, zygote, kiln's no-op, kiln bench) and the
-# side-by-side with `pytest -n 4`; everything under $OUT, summary.txt first.
+# side-by-side with `pytest -n 4`; everything under $OUT, summary.txt first
+# (the scripts' own output, errors too, in speed.out and sbs.out).
 set -u
 cd "$(dirname "$0")/../.."
 stage=${KILN_STAGE:-.device}
@@ -55,9 +56,9 @@ fi
   echo "== zygote notes"; grep -h -A1 'key: pytest_start' "$out/run/report.yaml" | grep value | sort | uniq -c
 } 2>&1 | tee -a "$sum"
 echo "== speed" | tee -a "$sum"
-bash scripts/pytest-speed.sh "$k/bin/kiln" "$out/speed" 24 2 cuda >/dev/null 2>&1
+bash scripts/pytest-speed.sh "$k/bin/kiln" "$out/speed" 24 2 cuda >"$out/speed.out" 2>&1
 cat "$out/speed/speed.txt" >>"$sum"
 echo "== side by side" | tee -a "$sum"
-timeout 420 bash scripts/pytest-side-by-side.sh "$k/bin/kiln" "$out/sbs" cuda >/dev/null 2>&1
+timeout 420 bash scripts/pytest-side-by-side.sh "$k/bin/kiln" "$out/sbs" cuda >"$out/sbs.out" 2>&1
 cat "$out/sbs/side-by-side.txt" >>"$sum"
 cat "$sum"

@@ -15,7 +15,7 @@ want=$(python3 -c "print(sum(64 + i for i in range(300)))")
 expect_eq "$(tfield faults/many_leaks leaks_total.bytes)" "$want" "leaks_total.bytes"
 expect_eq "$(tfield faults/many_leaks leaks_total.listed)" 300 "leaks_total.listed"
 expect_match "$(tfield faults/many_leaks message)" "^$want bytes in 300 device allocations" "the message counts all of them"
-line=$(grep -n 'ke_malloc(kt_ctx(), &p, 64 + (size_t)i)' "$KILN_SOURCE/suites/faults.c" | cut -d: -f1)
+line=$(grep -n 'ke_malloc(kt_ctx(), &p, 64 + (size_t)i)' "$KILN_SOURCE/suites/harness/faults.c" | cut -d: -f1)
 expect_eq "$(tfield faults/many_leaks leaks.299.line)" "$line" "the last one has its call site"
 expect_eq "$(tfield faults/many_leaks leaks.299.bytes)" 363 "and its bytes"
 # The same through the journal.

@@ -27,7 +27,7 @@ expect_match "$(grep -E '^tests\.[0-9]+\.message=' "$T/flat.txt" | grep -m1 -E '
 
 # --slots auto with the baseline's peaks: 100 slots on the device, each
 # memory_hog takes 45 (40 MiB of the 90 MiB budget), two at a time.
-k run --backend host -j 4 --slots auto --slots-from "$T/base" --warm 0 --repeat 4 -o "$T/auto" \
+KILN_FAULT_SLEEP_LOG="$T/auto.sleeps" k run --backend host -j 4 --slots auto --slots-from "$T/base" --warm 0 --repeat 4 -o "$T/auto" \
   faults/memory_hog
 expect_rc 0 "--slots auto: all four pass"
 expect_out 'slots auto: 1 of 1 tests have a peak in .*base \(largest 40.0 MiB\)' "console: where the peaks came from"
@@ -37,14 +37,14 @@ expect_eq "$(field devices.0.slots)" 100 "the device has 100 slots"
 expect_eq "$(field devices.0.budget_bytes)" $(((100 << 20) * 9 / 10)) "its budget: 90% of its free memory"
 expect_match "$(field run.slots_from)" 'base$' "the report names the peaks' source"
 expect_eq "$(tfield faults/memory_hog slots)" 45 "each test takes 45 slots"
-n=$("$KH_PROBE" overlap 30 "$T/auto/report.yaml")
+n=$("$KH_PROBE" overlap "$T/auto.sleeps")
 expect_eq "$n" 2 "two tests at a time"
-k run --backend host -j 4 --slots auto --slots-from "$T/base" --repeat 4 -o "$T/warm" faults/memory_hog
+KILN_FAULT_SLEEP_LOG="$T/warm.sleeps" k run --backend host -j 4 --slots auto --slots-from "$T/base" --repeat 4 -o "$T/warm" faults/memory_hog
 expect_rc 0 "--slots auto with warm children: all four pass"
 flat "$T/warm/report.yaml"
 expect_eq "$(tfield faults/memory_hog warm)" true "...in warm children"
 expect_eq "$(tfield faults/memory_hog slots)" 45 "...which take the test's share"
-expect_eq "$("$KH_PROBE" overlap 30 "$T/warm/report.yaml")" 2 "...two at a time"
+expect_eq "$("$KH_PROBE" overlap "$T/warm.sleeps")" 2 "...two at a time"
 
 # A warm runner opens its context before it takes its slots, while other
 # tests may hold the device's memory; its cap must be sized when its test

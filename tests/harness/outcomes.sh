@@ -26,7 +26,7 @@ declare -A want=([pass]=pass [fail_assert]=fail [segfault]=crash [abort_call]=cr
 for t in "${!want[@]}"; do
   expect_eq "$(tfield "faults/$t" outcome)" "${want[$t]}" "faults/$t outcome"
 done
-src=$KILN_SOURCE/suites/faults.c
+src=$KILN_SOURCE/suites/harness/faults.c
 expect_eq "$(tfield faults/fail_assert line)" "$(grep -n 'ck_assert_int_eq(answer, 42)' "$src" | cut -d: -f1)" "fail: Check's line"
 expect_match "$(tfield faults/fail_assert file)" 'faults\.c$' "fail: Check's file"
 expect_match "$(tfield faults/fail_assert message)" "answer == 42" "fail: Check's message"

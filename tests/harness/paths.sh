@@ -5,7 +5,7 @@
 # crash, the test itself (its START_TEST line).
 . "$(dirname "$0")/lib.sh"
 
-src=$KILN_SOURCE/suites/faults.c
+src=$KILN_SOURCE/suites/harness/faults.c
 k run --backend host --poison -o "$T/run" --junit "$T/j.xml" \
   faults/pass faults/fail_assert faults/oob_write_near faults/unwritten_read faults/leak faults/segfault faults/skip
 expect_rc 1 "the run"
@@ -13,7 +13,7 @@ python3 - "$T/j.xml" "$T/run/report.yaml" "$KILN_SOURCE" <<'PY' && ok "JUnit and
 import os, re, sys, xml.etree.ElementTree as ET
 import yaml
 junit, report, root = sys.argv[1:]
-src = open(os.path.join(root, "suites/faults.c")).read().split("\n")
+src = open(os.path.join(root, "suites/harness/faults.c")).read().split("\n")
 def start_line(name):
     return next(i + 1 for i, l in enumerate(src) if l.startswith(f"START_TEST({name})"))
 def body(name):
@@ -35,8 +35,8 @@ tests = {t["id"].split("/")[1]: t for t in yaml.safe_load(open(report))["tests"]
 for name in ["pass", "fail_assert", "oob_write_near", "unwritten_read", "leak", "segfault", "skip"]:
     for where, f, l in (("junit", cases[name].get("file"), cases[name].get("line")),
                         ("yaml", tests[name].get("file"), tests[name].get("line"))):
-        if f != "suites/faults.c":
-            bad.append(f"{where} {name}: file {f!r}, want 'suites/faults.c'"); continue
+        if f != "suites/harness/faults.c":
+            bad.append(f"{where} {name}: file {f!r}, want 'suites/harness/faults.c'"); continue
         l = int(l)
         if name in want and l != want[name]:
             bad.append(f"{where} {name}: line {l}, want {want[name]}")
@@ -50,7 +50,7 @@ if "kt_check" not in src[fl("unwritten_read") - 1] and "ck_assert_msg(ok" not in
     bad.append(f"unwritten_read: line {fl('unwritten_read')}: {src[fl('unwritten_read') - 1].strip()}")
 for t in tests.values():
     for leak in t.get("leaks") or []:
-        if leak["file"] != "suites/faults.c": bad.append(f"leak file {leak['file']!r}")
+        if leak["file"] != "suites/harness/faults.c": bad.append(f"leak file {leak['file']!r}")
 print("\n".join(bad))
 sys.exit(1 if bad else 0)
 PY

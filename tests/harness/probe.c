@@ -3,10 +3,9 @@
  *   kh-probe flat FILE         YAML as path=value lines (tests.0.outcome=pass)
  *   kh-probe semval KEY DEV    "free capacity" of a device-token semaphore
  *   kh-probe semrm KEY         removes the token set of KEY
- *   kh-probe overlap MARGIN_MS REPORT...
- *                              most tests holding slots at once across the
- *                              reports (started..ended, each end trimmed by
- *                              MARGIN_MS for the parents' reaping latency)
+ *   kh-probe overlap SLEEP_LOG...
+ *                              most faults/sleeper sleeps at once across
+ *                              the logs (KILN_FAULT_SLEEP_LOG)
  */
 
 #include <limits.h>
@@ -15,7 +14,6 @@
 #include <string.h>
 #include <sys/ipc.h>
 #include <sys/sem.h>
-#include <time.h>
 #include <unistd.h>
 #include <yaml.h>
 
@@ -95,43 +93,25 @@ static int cmd_semrm(const char *keypath) {
   return id >= 0 && semctl(id, 0, IPC_RMID) == 0 ? 0 : 1;
 }
 
-static yaml_node_t *get(yaml_document_t *d, yaml_node_t *m, const char *key) {
-  if (!m || m->type != YAML_MAPPING_NODE) return NULL;
-  for (yaml_node_pair_t *p = m->data.mapping.pairs.start;
-       p < m->data.mapping.pairs.top; p++)
-    if (!strcmp((char *)yaml_document_get_node(d, p->key)->data.scalar.value, key))
-      return yaml_document_get_node(d, p->value);
-  return NULL;
-}
-
-/* "2026-11-22T06:21:15.394Z" in milliseconds since the epoch. */
-static double iso_ms(const char *s) {
-  struct tm tm = {0};
-  int ms = 0;
-  sscanf(s, "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-         &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms);
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  return (double)timegm(&tm) * 1e3 + ms;
-}
-
-static int cmd_overlap(double margin, int n, char **files) {
-  double ev[4096][2];
+/* Most sleeps at once in the sleep logs (faults/sleeper's
+ * KILN_FAULT_SLEEP_LOG: "START_MS END_MS" lines). A sleep lies inside its
+ * test's hold of the slots, so this never counts more than held them. */
+static int cmd_overlap(int n, char **files) {
+  static double ev[8192][2];
   int nev = 0;
   for (int f = 0; f < n; f++) {
-    yaml_document_t doc;
-    if (load(files[f], &doc) != 0) return 2;
-    yaml_node_t *tests = get(&doc, yaml_document_get_root_node(&doc), "tests");
-    for (yaml_node_item_t *it = tests ? tests->data.sequence.items.start : NULL;
-         tests && it < tests->data.sequence.items.top && nev < 4094; it++) {
-      yaml_node_t *t = yaml_document_get_node(&doc, *it);
-      double s = iso_ms((char *)get(&doc, t, "started")->data.scalar.value);
-      double e = iso_ms((char *)get(&doc, t, "ended")->data.scalar.value) - margin;
+    FILE *in = fopen(files[f], "r");
+    if (!in) {
+      fprintf(stderr, "kh-probe: cannot read %s\n", files[f]);
+      return 2;
+    }
+    double s, e;
+    while (nev < 8190 && fscanf(in, "%lf %lf", &s, &e) == 2) {
       if (e <= s) continue;
       ev[nev][0] = s, ev[nev++][1] = +1;
       ev[nev][0] = e, ev[nev++][1] = -1;
     }
-    yaml_document_delete(&doc);
+    fclose(in);
   }
   /* Sort events by time, ends before starts at the same instant. */
   for (int i = 1; i < nev; i++)
@@ -155,9 +135,8 @@ int main(int argc, char **argv) {
   if (argc == 4 && !strcmp(argv[1], "semval"))
     return cmd_semval(argv[2], atoi(argv[3]));
   if (argc == 3 && !strcmp(argv[1], "semrm")) return cmd_semrm(argv[2]);
-  if (argc >= 4 && !strcmp(argv[1], "overlap"))
-    return cmd_overlap(atof(argv[2]), argc - 3, argv + 3);
+  if (argc >= 3 && !strcmp(argv[1], "overlap")) return cmd_overlap(argc - 2, argv + 2);
   fprintf(stderr, "usage: kh-probe flat FILE | semval KEY DEV | "
-                  "overlap MARGIN_MS REPORT...\n");
+                  "overlap SLEEP_LOG...\n");
   return 2;
 }

@@ -5,7 +5,8 @@
 # file:line, setup error, skip with its reason and place, xfail, xpass, a
 # segfault as a crash, a hang as a timeout, a module that does not import),
 # through the zygote and through a fresh interpreter, the zygote's fallback
-# when its imports opened a device, narrowing inside an outer
+# when its imports opened a device or left a thread (not a pool that stops
+# before a fork), narrowing inside an outer
 # visible-devices mask, a test of two devices, retries, repeat, shards;
 # nothing left running and the slots back.
 . "$(dirname "$0")/lib.sh"
@@ -148,6 +149,42 @@ expect_eq "$(pfield tests/test_dep.py::test_uses_it outcome)" pass "its test pas
 grep -q 'value: "fresh: the zygote cannot fork: an engine context is open' "$T/unfit/report.yaml" \
   && ok "fresh interpreter, and why" || { fail "no fallback note"; grep -A1 pytest_start "$T/unfit/report.yaml"; }
 rm "$S/tests/test_dep.py"
+
+# ---- Threads at import: a pool that stops itself before a fork (OpenBLAS's,
+# which numpy starts at import, joins its workers in a pthread_atfork handler)
+# leaves the zygote fit; a thread that stays makes it unfit, named ----------------
+mkdir -p "$T/site/pool_at_import" "$T/site/thread_at_import"
+cat >"$T/site/pool_at_import/__init__.py" <<'PY'
+import os, threading
+_stop = threading.Event()
+_workers = [threading.Thread(target=_stop.wait, daemon=True) for _ in range(3)]
+for w in _workers:
+    w.start()
+
+def _shutdown():                   # restarted lazily on next use, as OpenBLAS's
+    _stop.set()
+    for w in _workers:
+        w.join()
+
+os.register_at_fork(before=_shutdown)
+PY
+cat >"$T/site/thread_at_import/__init__.py" <<'PY'
+import threading, time
+threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
+PY
+printf 'import pool_at_import\n\ndef test_pool():\n    pass\n' >"$S/tests/test_pool.py"
+PYTHONPATH=$T/site:$S k run --pytest "$S" tests/test_pool.py -o "$T/pool"
+expect_rc 0 "a dependency whose thread pool stops before a fork"
+grep -q 'value: zygote' "$T/pool/report.yaml" && ok "its test forked from the zygote" \
+  || { fail "a pool that stops at fork made the zygote unfit"; cat "$T/pool/logs/pytest-zygote-0.log"; }
+rm "$S/tests/test_pool.py"
+printf 'import thread_at_import\n\ndef test_thread():\n    pass\n' >"$S/tests/test_thread.py"
+PYTHONPATH=$T/site:$S k run --pytest "$S" tests/test_thread.py -o "$T/thread"
+expect_rc 0 "a dependency that leaves a thread running"
+grep -q 'value: "fresh: the zygote cannot fork: 2 threads after the imports, still there after a fork' \
+  "$T/thread/report.yaml" && ok "a thread that stays: fresh, and why" \
+  || { fail "no fallback for a thread that stays"; grep -A1 pytest_start "$T/thread/report.yaml"; }
+rm "$S/tests/test_thread.py"
 
 # ---- A module that does not import, a mark kiln refuses ------------------------------
 printf 'import no_such_module\n\ndef test_never():\n    pass\n' >"$S/tests/test_broken.py"

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 export KILN_FAULT_SLEEP_MS=1500
-run() { "$KILN" run --backend host --slots 2 -j 2 --repeat 2 -o "$T/$1" faults/sleeper \
+run() { KILN_FAULT_SLEEP_LOG="$T/$1.sleeps" "$KILN" run --backend host --slots 2 -j 2 --repeat 2 -o "$T/$1" faults/sleeper \
   >"$T/$1.txt" 2>&1; }
 # held: 1 when both slots of device 0 are taken.
 held() { [ "$("$KH_PROBE" semval "$KEY" 0 2>/dev/null)" = "0 2" ]; }
@@ -22,7 +22,7 @@ echo new >"$KEY.new" && mv -f "$KEY.new" "$KEY"
 run c & c=$!
 wait $a; ra=$?; wait $b; rb=$?; wait $c; rc3=$?
 expect_eq "$ra/$rb/$rc3" 0/0/0 "the three runs pass"
-n=$("$KH_PROBE" overlap 100 "$T/a/report.yaml" "$T/b/report.yaml" "$T/c/report.yaml")
+n=$("$KH_PROBE" overlap "$T"/{a,b,c}.sleeps)
 expect_eq "$n" 2 "key file deleted, then replaced: at most 2 tests held the 2 slots at once"
 waits=$(cat "$T"/{b,c}/report.yaml | grep -E '^ +token_wait_ms:' | awk '$2 > 300' | wc -l)
 [ "$waits" -ge 2 ] && ok "$waits tests of runs b and c waited for run a's slots" ||

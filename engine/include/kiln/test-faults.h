@@ -1,5 +1,5 @@
 /* TEST ONLY: engine entry points that fault on purpose, for kiln's fault
- * suite (suites/faults.c). Not part of the engine API (kiln/kernels.h does
+ * suite (suites/harness/faults.c). Not part of the engine API (kiln/kernels.h does
  * not include this): they write out of bounds, read what nobody wrote and
  * never end, so that kiln's own tests can show how a harness run classifies
  * a real device fault. Each returns after synchronising the context stream,

@@ -1,7 +1,7 @@
 /* Internals of the command-line room (prefix kcli__): the command table's
  * types, what a parsed command line holds, and the commands.
  *
- * A new subcommand is a row in the command table (table.c) naming its
+ * A new subcommand is a row in the command table (commands.c) naming its
  * options, and a function here; a new option is a row in the option table
  * and a member of kcli__args (or a run setting). --help, `kiln help` and
  * usage errors follow from the rows.
@@ -89,20 +89,27 @@ typedef struct kcli__args {
   int npos;
 } kcli__args;
 
-/* ---- The tables (table.c) and their use (parse.c) ------------------------ */
+/* ---- The option table (options.c) -------------------------------------------- */
 
 extern const kcli__opt kcli__opts[];
-extern const kcli__cmd kcli__cmds[];
 const kcli__opt *kcli__opt_by_id(const char *id);
-const kcli__cmd *kcli__cmd_find(const char *name);
 /* 1 when the command takes the option (by id). */
 int kcli__takes(const kcli__cmd *c, const char *id);
 
+/* ---- Parsing and help (parse.c); the command table is commands.c's ------------ */
+
+/* Reads argv[first..] into a (options, words, --help: *help = 1), zeroed
+ * first, and checks the command's word count; 0, or a usage error's exit
+ * status (printed). Free a with kcli__args_free either way. */
+int kcli__parse(kcli__args *a, const kcli__cmd *c, int argc, char **argv, int first,
+                int *help);
+void kcli__args_free(kcli__args *a);
+
 /* Prints the command's help (--help, `kiln help CMD`). */
 void kcli__help(const kcli__cmd *c, FILE *f);
-/* Prints every command (kiln --help, `kiln help`), or those of a group
- * ("report"). */
-void kcli__overview(const char *group, FILE *f);
+/* Prints every command of cmds (kiln --help, `kiln help`), or those of a
+ * group ("report"). */
+void kcli__overview(const kcli__cmd *cmds, const char *group, FILE *f);
 /* A usage error: "kiln CMD: what", the command's usage line, exit 2. */
 int kcli__usage_error(const kcli__cmd *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

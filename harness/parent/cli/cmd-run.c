@@ -65,24 +65,27 @@ void kcli__selectors(kcli__args *a, const krun_settings *s, char ***sel, int *ns
   else *sel = s->selection, *nsel = s->nselection;
 }
 
-/* The run's tests: from --runner, --gtest and --manifest when given, else
- * from kiln's own runner; then the config's test rules. A program that
- * cannot list its tests is an infrastructure error; a manifest that does
- * not read, or ids that clash, a usage error. */
+/* The run's tests: from --runner, --gtest, --manifest and --pytest (else
+ * the config's pytest suites) when given, else from kiln's own runner;
+ * then the config's test rules. A program that cannot list its tests is
+ * an infrastructure error; a manifest that does not read, a mark kiln
+ * refuses, or ids that clash, a usage error. */
 static int load_tests(const kcli__args *a, const krun_settings *s, const char *own_runner,
                       krun_registry *reg) {
   kh_err err;
   int rc = 0, status = KH_EXIT_INFRA;
+  char **pytest = a->pytest.n ? a->pytest.v : s->pytest;
+  int npytest = a->pytest.n ? a->pytest.n : s->npytest;
   memset(reg, 0, sizeof *reg);
-  if (a->runner || !(a->gtest.n || a->manifest.n || a->pytest.n))
+  if (a->runner || !(a->gtest.n || a->manifest.n || npytest))
     rc = krun_registry_add_runner(reg, a->runner ? a->runner : own_runner, &err);
   for (int i = 0; rc == 0 && i < a->gtest.n; i++)
     rc = krun_registry_add_gtest(reg, a->gtest.v[i], &err);
   for (int i = 0; rc == 0 && i < a->manifest.n; i++)
     if ((rc = krun_registry_add_manifest(reg, a->manifest.v[i], &err)) != 0)
-      status = KH_EXIT_USAGE;
-  for (int i = 0; rc == 0 && i < a->pytest.n; i++)
-    if ((rc = krun_registry_add_pytest(reg, a->pytest.v[i], &err)) == -2)
+      status = rc == -3 ? KH_EXIT_INFRA : KH_EXIT_USAGE;
+  for (int i = 0; rc == 0 && i < npytest; i++)
+    if ((rc = krun_registry_add_pytest(reg, pytest[i], &err)) == -2)
       status = KH_EXIT_USAGE;
   if (rc == 0 && (rc = krun_registry_finish(reg, s, &err)) != 0) status = KH_EXIT_USAGE;
   if (rc == 0) return 0;

@@ -2,7 +2,7 @@
  * bounded loader (base/input.c: no aliases, limited nesting) so that every
  * error names file:line:column. A config's scalar keys are the run
  * settings (run/settings.c checks them); its lists are selection,
- * tolerances and devices. The reader takes any bytes: it is a fuzz target
+ * tolerances, devices, test rules, resources and pytest suites. The reader takes any bytes: it is a fuzz target
  * (tests/fuzz/fuzz-config.c), as is the CTest resource-spec reader
  * (spec.c).
  */
@@ -75,6 +75,37 @@ static int cfg_selection(cfg *c, yaml_node_t *v) {
       return fail(c, n, "a selector must be a non-empty string");
     krun_setting_add_selector(c->s, scalar(n));
   }
+  return 0;
+}
+
+/* `pytest:`: a path or a sequence of paths (pytest suites: folders or
+ * files), each relative to the config's folder as a manifest's commands
+ * are to the manifest's; one that is not there is an error here, before
+ * any test runs. */
+static int cfg_pytest_path(cfg *c, yaml_node_t *n) {
+  if (n->type != YAML_SCALAR_NODE || !*scalar(n))
+    return fail(c, n, "'pytest' must be a path (a pytest folder or file) or a sequence of "
+                      "paths, not %s", n->type == YAML_SCALAR_NODE ? "an empty string"
+                                                               : node_kind[n->type]);
+  const char *p = scalar(n), *slash = strrchr(c->name, '/');
+  char *path = p[0] == '/' || !slash ? kh_strdup(p)
+               : kh_asprintf("%.*s/%s", (int)(slash - c->name), c->name, p);
+  int rc = 0;
+  if (access(path, F_OK) != 0)
+    rc = fail(c, n, "'pytest': '%s' (from the config's folder: %s): %s", p, path,
+              strerror(errno));
+  else
+    krun_setting_add_pytest(c->s, path);
+  free(path);
+  return rc;
+}
+
+static int cfg_pytest(cfg *c, yaml_node_t *v) {
+  if (v->type != YAML_SEQUENCE_NODE) return cfg_pytest_path(c, v);
+  if (v->data.sequence.items.top == v->data.sequence.items.start)
+    return fail(c, v, "'pytest' must name at least one path");
+  for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top; i++)
+    if (cfg_pytest_path(c, yaml_document_get_node(c->doc, *i)) != 0) return -1;
   return 0;
 }
 
@@ -283,7 +314,7 @@ static int res_done(cfg *c, yaml_node_t *m, void *p) {
 static const char known_keys[] =
     "jobs, backend, slots, devices, timeout, grace, retries, repeat, "
     "isolation, leaks, poison, seed, cap, wrap, warm, allow_empty, contain, "
-    "sanitize, selection, tolerances, tests, resources";
+    "sanitize, zygote, selection, tolerances, tests, resources, pytest";
 
 static int cfg_key(cfg *c, yaml_node_t *k, yaml_node_t *v) {
   const char *key = scalar(k);
@@ -292,6 +323,7 @@ static int cfg_key(cfg *c, yaml_node_t *k, yaml_node_t *v) {
   if (krun_setting_expect(key, expect, sizeof expect, &textual))
     return cfg_scalar(c, key, expect, textual, v);
   if (strcmp(key, "selection") == 0) return cfg_selection(c, v);
+  if (strcmp(key, "pytest") == 0) return cfg_pytest(c, v);
   tol_acc ta;
   dev_acc da;
   res_acc ra;

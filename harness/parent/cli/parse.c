@@ -1,4 +1,5 @@
-/* Parsing the command line through the command table (table.c): the
+/* Parsing a command's words through its row (commands.c) and the option
+ * table (options.c), and its help: the
  * command word(s), then options and words in any order until `--`. Each
  * option is looked up among the command's own, so `kiln list --wrap` is a
  * usage error and each --help shows only what its command takes. Usage
@@ -11,7 +12,6 @@
 #include <string.h>
 
 #include "kiln-config.h"
-#include "protocol.h"
 
 /* ---- Help -------------------------------------------------------------------- */
 
@@ -49,7 +49,7 @@ void kcli__help(const kcli__cmd *c, FILE *f) {
   if (c->footer) fprintf(f, "\n%s", c->footer);
 }
 
-void kcli__overview(const char *group, FILE *f) {
+void kcli__overview(const kcli__cmd *cmds, const char *group, FILE *f) {
   size_t glen = group ? strlen(group) : 0;
   if (group) fprintf(f, "usage: kiln %s COMMAND [OPTIONS] [ARGS]\n\nCommands:\n", group);
   else fprintf(f, "usage: kiln COMMAND [OPTIONS] [ARGS]\n"
@@ -58,7 +58,7 @@ void kcli__overview(const char *group, FILE *f) {
                   "Runs every selected GPU test in its own child process, scheduled onto\n"
                   "devices through host-wide device tokens, and writes YAML reports.\n"
                   "\nCommands:\n");
-  for (const kcli__cmd *c = kcli__cmds; c->name; c++) {
+  for (const kcli__cmd *c = cmds; c->name; c++) {
     if (!c->summary) continue;
     if (group && (strncmp(c->name, group, glen) != 0 || c->name[glen] != ' ')) continue;
     char left[64];
@@ -177,7 +177,7 @@ static int word(kcli__args *a, int argc, char **argv, int *i, int *help) {
 /* Frees what the options stored, driven by the option table (so a new
  * string option cannot be forgotten here); a member that two options share
  * is freed once. */
-static void args_free(kcli__args *a) {
+void kcli__args_free(kcli__args *a) {
   krun_settings_free(&a->flags);
   for (const kcli__opt *o = kcli__opts; o->id; o++) {
     char *member = (char *)a + o->off;
@@ -194,100 +194,25 @@ static void args_free(kcli__args *a) {
   free(a->given), free(a->pos);
 }
 
-/* ---- main ------------------------------------------------------------------------ */
+/* ---- A command's words --------------------------------------------------------- */
 
-static int is_group(const char *w) {
-  size_t n = strlen(w);
-  for (const kcli__cmd *c = kcli__cmds; c->name; c++)
-    if (strncmp(c->name, w, n) == 0 && c->name[n] == ' ') return 1;
-  return 0;
-}
-
-/* The command argv names, and where its words start. */
-static const kcli__cmd *command(int argc, char **argv, int *first) {
-  if (argc > 2) {
-    char two[128];
-    snprintf(two, sizeof two, "%s %s", argv[1], argv[2]);
-    const kcli__cmd *c = kcli__cmd_find(two);
-    if (c) return *first = 3, c;
-  }
-  *first = 2;
-  return is_group(argv[1]) ? NULL : kcli__cmd_find(argv[1]);
-}
-
-int kcli_main(int argc, char **argv) {
-  /* Every runner kiln starts checks that it speaks this protocol. */
-  char protocol[16];
-  snprintf(protocol, sizeof protocol, "%d", KP_VERSION);
-  setenv("KILN_PROTOCOL", protocol, 1);
-  if (argc < 2) {
-    kcli__overview(NULL, stderr);
-    return KH_EXIT_USAGE;
-  }
-  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-    kcli__overview(NULL, stdout);
-    return KH_EXIT_OK;
-  }
-  if (strcmp(argv[1], "--version") == 0) {
-    printf("kiln %s (report format %d, runner protocol %d)\n", KILN_VERSION, KREP_FORMAT,
-           KP_VERSION);
-    return KH_EXIT_OK;
-  }
-  int first;
-  const kcli__cmd *c = command(argc, argv, &first);
-  if (!c && is_group(argv[1])) {
-    int help = argc > 2 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0);
-    if (!help)
-      fprintf(stderr, "kiln %s: %s '%s'\n", argv[1], argc > 2 ? "unknown command" : "needs a command",
-              argc > 2 ? argv[2] : "");
-    kcli__overview(argv[1], help ? stdout : stderr);
-    return help ? KH_EXIT_OK : KH_EXIT_USAGE;
-  }
-  if (!c) {
-    fprintf(stderr, "kiln: unknown command '%s' (`kiln help` lists them)\n", argv[1]);
-    return KH_EXIT_USAGE;
-  }
-  kcli__args a;
-  memset(&a, 0, sizeof a);
-  a.cmd = c, a.argc = argc, a.argv = argv;
-  krun_settings_init(&a.flags);
-  krep_diff_defaults(&a.diff);
-  int rc = 0, help = 0;
+int kcli__parse(kcli__args *a, const kcli__cmd *c, int argc, char **argv, int first,
+                int *help) {
+  memset(a, 0, sizeof *a);
+  a->cmd = c, a->argc = argc, a->argv = argv;
+  krun_settings_init(&a->flags);
+  krep_diff_defaults(&a->diff);
+  int rc = 0;
+  *help = 0;
   for (int i = first; i < argc && rc == 0; i++) {
     if (strcmp(argv[i], "--") == 0) {
-      while (++i < argc) add_word(&a, argv[i]);
+      while (++i < argc) add_word(a, argv[i]);
       break;
     }
-    rc = word(&a, argc, argv, &i, &help);
+    rc = word(a, argc, argv, &i, help);
   }
-  if (rc == 0 && help) {
-    kcli__help(c, stdout);
-  } else if (rc == 0 && (a.npos < c->min_pos || (c->max_pos >= 0 && a.npos > c->max_pos))) {
-    rc = kcli__usage_error(c, a.npos < c->min_pos ? "needs %s" : "takes %s, not %d words",
-                           *c->args ? c->args : "no words", a.npos);
-  } else if (rc == 0) {
-    rc = c->fn(&a);
-  }
-  args_free(&a);
+  if (rc == 0 && !*help && (a->npos < c->min_pos || (c->max_pos >= 0 && a->npos > c->max_pos)))
+    rc = kcli__usage_error(c, a->npos < c->min_pos ? "needs %s" : "takes %s, not %d words",
+                           *c->args ? c->args : "no words", a->npos);
   return rc;
-}
-
-int kcli__help_cmd(kcli__args *a) {
-  if (a->npos == 0) {
-    kcli__overview(NULL, stdout);
-    return KH_EXIT_OK;
-  }
-  char name[128];
-  snprintf(name, sizeof name, "%s%s%s", a->pos[0], a->npos > 1 ? " " : "",
-           a->npos > 1 ? a->pos[1] : "");
-  const kcli__cmd *c = kcli__cmd_find(name);
-  if (c) {
-    kcli__help(c, stdout);
-    return KH_EXIT_OK;
-  }
-  if (a->npos == 1 && is_group(name)) {
-    kcli__overview(name, stdout);
-    return KH_EXIT_OK;
-  }
-  return kcli__usage_error(a->cmd, "no command '%s' (`kiln help` lists them)", name);
 }

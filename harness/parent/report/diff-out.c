@@ -8,6 +8,14 @@
 #include <math.h>
 #include <string.h>
 
+/* Each kind of finding: its YAML name, its heading in the summary, and
+ * whether it is a regression. */
+const krep__find_kind krep__find_kinds[KREP__NFIND] = {
+#define FT(e, n, r, h) {n, h, r},
+    KREP__FIND_MAP(FT)
+#undef FT
+};
+
 /* ---- The summary ----------------------------------------------------------------- */
 
 static const char *message(const krep__finding *f) {

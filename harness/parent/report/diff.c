@@ -146,12 +146,6 @@ static void fold_free(fold *f) {
 
 /* ---- Findings ----------------------------------------------------------------- */
 
-const krep__find_kind krep__find_kinds[KREP__NFIND] = {
-#define FT(e, n, r, h) {n, h, r},
-    KREP__FIND_MAP(FT)
-#undef FT
-};
-
 static void add(krep__findings *fs, krep__finding f) {
   fs->f = kh_xrealloc(fs->f, (size_t)(fs->n + 1) * sizeof *fs->f);
   fs->f[fs->n++] = f;

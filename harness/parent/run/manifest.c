@@ -17,10 +17,14 @@
  *       needs_gpu: true      optional: false runs it with no device too
  *       timeout: 30          optional, whole seconds
  *       tags: [TAG, ...]     optional (a comma-separated string too)
+ *   pytest: PATH | [PATH, ...]   optional: pytest suites, as --pytest
+ *   zygote: true             optional: false starts a fresh interpreter
+ *                            for each of those suites' tests
  *
  * Commands run in the manifest's folder; a program with a '/' in its name
- * is found from there, a bare name on the PATH. The source's table
- * (source-impl.h) is at the end.
+ * is found from there, a bare name on the PATH; pytest paths are relative
+ * to it too. A manifest names tests, pytest suites or both. The source's
+ * table (source-impl.h) is at the end.
  */
 #include "run-impl.h"
 
@@ -237,11 +241,49 @@ static int one_test(mf *m, yaml_node_t *e) {
   return rc;
 }
 
+/* The manifest's pytest suites, after its commands (a new source may
+ * move the registry's sources). -3: pytest could not list one (an
+ * infrastructure error, as for --pytest). */
+static int pytest_path(mf *m, yaml_node_t *n, int zygote) {
+  const char *p = scalar(n);
+  if (!p || !*p)
+    return fail(m, n, "'pytest' must be a path (a pytest folder or file) or a sequence of "
+                      "paths");
+  char *path = p[0] == '/' ? kh_strdup(p)
+                           : kh_asprintf("%s/%s", m->reg->sources[m->source].dir, p);
+  kh_err e;
+  int rc = 0;
+  if (access(path, F_OK) != 0) {
+    rc = fail(m, n, "'pytest': '%s' (from the manifest's folder: %s): %s", p, path,
+              strerror(errno));
+  } else if ((rc = krun_registry_add_pytest(m->reg, path, &e)) != 0) {
+    int usage = rc == -2;
+    fail(m, n, "%s", e.msg);
+    rc = usage ? -1 : -3;
+  } else {
+    m->reg->sources[m->reg->nsources - 1].no_zygote = !zygote;
+  }
+  free(path);
+  return rc;
+}
+
+static int pytest_paths(mf *m, yaml_node_t *v, int zygote) {
+  if (v->type != YAML_SEQUENCE_NODE) return pytest_path(m, v, zygote);
+  if (v->data.sequence.items.top == v->data.sequence.items.start)
+    return fail(m, v, "'pytest' must name at least one path");
+  for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top; i++) {
+    int rc = pytest_path(m, node(m, *i), zygote);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
 static int root(mf *m, yaml_node_t *r) {
   if (!r || r->type != YAML_MAPPING_NODE)
     return r ? fail(m, r, "a manifest must be a mapping with 'tests'")
              : kh_errf(m->err, "%s: the manifest is empty", m->path);
-  yaml_node_t *list = NULL;
+  yaml_node_t *list = NULL, *pytest = NULL;
+  int zygote = 1;
   krun_source *src = &m->reg->sources[m->source];
   for (yaml_node_pair_t *p = r->data.mapping.pairs.start; p < r->data.mapping.pairs.top; p++) {
     yaml_node_t *k = node(m, p->key), *v = node(m, p->value);
@@ -258,15 +300,26 @@ static int root(mf *m, yaml_node_t *r) {
       src->skip_code = (int)code;
     } else if (strcmp(key, "tags") == 0) {
       if (tags(m, v, &m->tags) != 0) return -1;
+    } else if (strcmp(key, "pytest") == 0) {
+      pytest = v;
+    } else if (strcmp(key, "zygote") == 0) {
+      const char *b = scalar(v) ? scalar(v) : "";
+      zygote = strcmp(b, "true") == 0 ? 1 : strcmp(b, "false") == 0 ? 0 : -1;
+      if (zygote < 0) return fail(m, v, "'zygote' must be true or false");
     } else {
-      return fail(m, k, "unknown key '%s' (known: suite, tags, skip_code, tests)", key);
+      return fail(m, k, "unknown key '%s' (known: suite, tags, skip_code, tests, pytest, "
+                  "zygote)", key);
     }
   }
-  if (!list || list->type != YAML_SEQUENCE_NODE || list->data.sequence.items.top == list->data.sequence.items.start)
-    return fail(m, r, "'tests' must be a non-empty sequence of tests");
-  for (yaml_node_item_t *i = list->data.sequence.items.start; i < list->data.sequence.items.top; i++)
+  if ((list || !pytest) &&
+      (!list || list->type != YAML_SEQUENCE_NODE ||
+       list->data.sequence.items.top == list->data.sequence.items.start))
+    return fail(m, list ? list : r, "'tests' must be a non-empty sequence of tests%s",
+                list ? "" : " (or 'pytest' name pytest suites)");
+  for (yaml_node_item_t *i = list ? list->data.sequence.items.start : NULL;
+       list && i < list->data.sequence.items.top; i++)
     if (one_test(m, node(m, *i)) != 0) return -1;
-  return 0;
+  return pytest ? pytest_paths(m, pytest, zygote) : 0;
 }
 
 int krun_registry_add_manifest(krun_registry *reg, const char *path, kh_err *err) {

@@ -248,7 +248,7 @@ static void zygotes_start(krun__run *R) {
   R->nzyg = reg->nsources;
   R->zyg = kh_xcalloc((size_t)reg->nsources + 1, sizeof *R->zyg);
   for (int s = 0; s < reg->nsources; s++) {
-    if (reg->sources[s].kind != KRUN_KIND_PYTEST) continue;
+    if (reg->sources[s].kind != KRUN_KIND_PYTEST || reg->sources[s].no_zygote) continue;
     int used = 0;
     for (int q = R->qhead; q < R->qlen && !used; q++)
       used = reg->tests[R->queue[q].test].source == s;

@@ -95,6 +95,9 @@ typedef struct krun_settings {
   int zygote;               /* pytest: fork tests from a pre-imported process */
   char **selection;         /* selectors, used when none are given */
   int nselection;
+  char **pytest;            /* a config's pytest suites, used when the command
+                               line names none (paths as the config resolved them) */
+  int npytest;
   ksel_tol *tol;
   int ntol;
   const char *allot_source; /* an outer scheduler gave the devices (allot.c):
@@ -124,6 +127,7 @@ int krun_setting_is_set(const krun_settings *s, const char *name);
 int krun_setting_add_tolerance(krun_settings *s, const char *spec, kh_err *err);
 void krun_setting_add_rule(krun_settings *s, const krun_rule *r);  /* copies */
 void krun_setting_add_selector(krun_settings *s, const char *sel);
+void krun_setting_add_pytest(krun_settings *s, const char *path);
 /* Adds a device's slots (config devices: or a resource spec): id -1 for
  * one that names no device (name says what it was), slots -1 for the
  * default; -1 when the list is full. */
@@ -178,6 +182,8 @@ typedef struct krun_source {
   char *dir;                /* commands run here (the manifest's folder),
                                pytest's tests too (its rootdir) */
   int skip_code;            /* commands: the exit status that means skip */
+  int no_zygote;            /* pytest: a fresh interpreter per test (a
+                               manifest's zygote: false) */
 } krun_source;
 
 typedef struct krun_test {
@@ -207,7 +213,9 @@ int krun_registry_add_runner(krun_registry *reg, const char *runner, kh_err *err
  * SUITE.NAME as GoogleTest spells it, suite the GoogleTest suite; tests
  * named DISABLED_ get the tag `disabled`. */
 int krun_registry_add_gtest(krun_registry *reg, const char *binary, kh_err *err);
-/* Adds the commands of a YAML manifest; errors name file:line:column. */
+/* Adds the commands of a YAML manifest, and the pytest suites it names;
+ * errors name file:line:column. -3 when pytest could not list a suite
+ * (an infrastructure error). */
 int krun_registry_add_manifest(krun_registry *reg, const char *path, kh_err *err);
 /* Adds the tests pytest collects from PATH (kiln_pytest collect): id the
  * node id, suite its file; slots, devices and needs_gpu from the tests'

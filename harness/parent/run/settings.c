@@ -175,6 +175,11 @@ void krun_setting_add_selector(krun_settings *s, const char *sel) {
   s->set |= 1ull << BIT_SELECTION;
 }
 
+void krun_setting_add_pytest(krun_settings *s, const char *path) {
+  s->pytest = kh_xrealloc(s->pytest, (size_t)(s->npytest + 1) * sizeof(char *));
+  s->pytest[s->npytest++] = kh_strdup(path);
+}
+
 int krun_setting_add_tolerance(krun_settings *s, const char *spec, kh_err *err) {
   ksel_tol t;
   if (ksel_tol_parse(spec, &t) != 0)
@@ -240,6 +245,8 @@ void krun_settings_free(krun_settings *s) {
   free(s->wrap);
   for (int i = 0; i < s->nselection; i++) free(s->selection[i]);
   free(s->selection);
+  for (int i = 0; i < s->npytest; i++) free(s->pytest[i]);
+  free(s->pytest);
   free(s->tol), free(s->res);
   for (int i = 0; i < s->nrules; i++) free(s->rules[i].match), free(s->rules[i].tags);
   free(s->rules);
@@ -267,6 +274,11 @@ void krun_settings_overlay(krun_settings *dst, const krun_settings *src) {
     for (int i = 0; i < dst->nselection; i++) free(dst->selection[i]);
     dst->nselection = 0;
     for (int i = 0; i < src->nselection; i++) krun_setting_add_selector(dst, src->selection[i]);
+  }
+  if (src->npytest) {
+    for (int i = 0; i < dst->npytest; i++) free(dst->pytest[i]);
+    dst->npytest = 0;
+    for (int i = 0; i < src->npytest; i++) krun_setting_add_pytest(dst, src->pytest[i]);
   }
   for (int i = 0; i < src->ntol; i++) {
     dst->tol = kh_xrealloc(dst->tol, (size_t)(dst->ntol + 1) * sizeof *dst->tol);

@@ -19,31 +19,6 @@
 
 #include "kiln-config.h"
 
-/* ---- Status ------------------------------------------------------------------------ */
-
-static const struct {
-  const char *name;
-  int exit;
-} statuses[] = {{"good", KH_EXIT_OK},   {"failed", KH_EXIT_FAIL}, {"lost", KH_EXIT_FAIL},
-                {"regressed", KH_EXIT_FAIL}, {"infra", KH_EXIT_INFRA},
-                {"nothing-tested", KH_EXIT_INFRA}};
-
-void ksl__status(const char *run, char *out, size_t n) {
-  char *path = ksl__path(run, "status"), *text = NULL;
-  out[0] = '\0';
-  if (kh_read_file(path, 256, &text, NULL) == 0) {
-    text[strcspn(text, "\n")] = '\0';
-    snprintf(out, n, "%s", text);
-  }
-  free(text), free(path);
-}
-
-int ksl__status_exit(const char *status) {
-  for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++)
-    if (strcmp(statuses[i].name, status) == 0) return statuses[i].exit;
-  return KH_EXIT_INFRA;
-}
-
 /* The status, then when the merge ran (scripts/slurm-timeline.py). */
 static void write_status(const char *run, const char *status, double t0) {
   char *path = ksl__path(run, "status");

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <libgen.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -113,4 +114,29 @@ int ksl_run_seed(const char *report, unsigned long long *seed) {
   ksl__state_free(&st);
   free(copy);
   return rc;
+}
+
+/* ---- A run's status: its file `status`, and the exit status it stands for -------- */
+
+static const struct {
+  const char *name;
+  int exit;
+} statuses[] = {{"good", KH_EXIT_OK},   {"failed", KH_EXIT_FAIL}, {"lost", KH_EXIT_FAIL},
+                {"regressed", KH_EXIT_FAIL}, {"infra", KH_EXIT_INFRA},
+                {"nothing-tested", KH_EXIT_INFRA}};
+
+void ksl__status(const char *run, char *out, size_t n) {
+  char *path = ksl__path(run, "status"), *text = NULL;
+  out[0] = '\0';
+  if (kh_read_file(path, 256, &text, NULL) == 0) {
+    text[strcspn(text, "\n")] = '\0';
+    snprintf(out, n, "%s", text);
+  }
+  free(text), free(path);
+}
+
+int ksl__status_exit(const char *status) {
+  for (size_t i = 0; i < sizeof statuses / sizeof statuses[0]; i++)
+    if (strcmp(statuses[i].name, status) == 0) return statuses[i].exit;
+  return KH_EXIT_INFRA;
 }

@@ -15,8 +15,9 @@ decides a crash, a timeout or a pass as for any process. A client that dies
 (SIGKILL after the grace) closes its socket: the zygote kills its child.
 
 Forking is unsafe when the imports left a device context, a device file
-open or threads: then every client is told why and runs its test in a
-fresh interpreter instead.
+open or threads still there after one probe fork (thread pools that stop
+themselves before a fork, OpenBLAS's under numpy, are fine): then every
+client is told why and runs its test in a fresh interpreter instead.
 """
 import ast
 import ctypes
@@ -27,6 +28,7 @@ import signal
 import socket
 import struct
 import sys
+import time
 
 _MAX_MSG = 1 << 22
 
@@ -193,10 +195,51 @@ def unfit():
             continue
         if target.startswith(("/dev/nvidia", "/dev/kfd", "/dev/dri/")):
             return "a device file is open after the imports (%s)" % target
-    threads = len(os.listdir("/proc/self/task"))
-    if threads > 1:
-        return "%d threads after the imports (a fork copies one)" % threads
+    if len(_threads()) > 1 and not _probe_fork():
+        return "the zygote's probe fork did not end within %d s" % _PROBE_S
+    threads = _threads()
+    if len(threads) > 1:
+        return ("%d threads after the imports, still there after a fork (a fork copies "
+                "one): %s" % (len(threads), _thread_names(threads)))
     return ""
+
+
+_PROBE_S = 5
+
+
+def _threads():
+    return os.listdir("/proc/self/task")
+
+
+def _thread_names(tids):
+    """'python3 x15, cuda-EvtHandlr' from the threads' comm."""
+    names = {}
+    for tid in tids:
+        try:
+            with open("/proc/self/task/%s/comm" % tid) as f:
+                name = f.read().strip()
+        except OSError:
+            name = "?"
+        names[name] = names.get(name, 0) + 1
+    return ", ".join(n + (" x%d" % c if c > 1 else "") for n, c in sorted(names.items()))
+
+
+def _probe_fork():
+    """Forks once, the child exiting at once, so that libraries that stop
+    their thread pools before a fork (OpenBLAS under numpy registers a
+    pthread_atfork handler that joins its workers; Python's
+    os.register_at_fork hooks) have done so: threads left after it are
+    ones a fork would copy. False when the child did not end in time."""
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    for _ in range(_PROBE_S * 100):
+        if os.waitpid(pid, os.WNOHANG)[0]:
+            return True
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return False
 
 
 # ---- The server -------------------------------------------------------------------

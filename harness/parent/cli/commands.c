@@ -1,98 +1,17 @@
-/* The command table: every subcommand of kiln and every option, each
- * described once. Parsing, --help, `kiln help` and usage errors all read
- * these rows (parse.c). A subcommand names its options by id; two rows may
- * share a --name when their meaning differs by command (--out is a run
- * folder for `kiln run`, a file for `kiln report junit`).
+/* The command table and the dispatch: every subcommand of kiln, each
+ * described once (its words, its summary and help, the options it takes by
+ * id from options.c, its function), and kcli_main, which finds the command
+ * in argv, has parse.c read its words and calls it. The top of the cli
+ * room: the commands and the parser never call back here.
  */
 #include "cli-impl.h"
 
-#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#define SET(id, sh, arg, help) {id, id, sh, arg, KCLI__SETTING, id, 0, 0, 0, help}
-#define STR(id, name, sh, arg, member, help) \
-  {id, name, sh, arg, KCLI__STR, NULL, offsetof(kcli__args, member), 0, 0, help}
-#define FLAG(id, sh, member, help) \
-  {id, id, sh, NULL, KCLI__FLAG, NULL, offsetof(kcli__args, member), 0, 0, help}
-#define LIST(id, arg, member, help) \
-  {id, id, 0, arg, KCLI__LIST, NULL, offsetof(kcli__args, member), 0, 0, help}
-#define NUM(id, kind, arg, member, lo, hi, help) \
-  {id, id, 0, arg, kind, NULL, offsetof(kcli__args, member), lo, hi, help}
-
-const kcli__opt kcli__opts[] = {
-  SET("jobs", 'j', "N", "children at once (default: number of CPUs)"),
-  SET("backend", 0, "B", "auto|host|hip|cuda (auto: a GPU backend whose runner finds a device, else host)"),
-  STR("config", "config", 'c', "FILE", config, "YAML run profile: a path or a name in configs/ (quick, nightly, ...)"),
-  STR("report", "report", 0, "FILE", report, "also write the YAML report to FILE"),
-  STR("out", "out", 'o', "DIR", out, "run folder (default reports/runs/<UTC time>-<backend>)"),
-  SET("timeout", 't', "S", "seconds per test unless the test sets its own (default 120)"),
-  SET("grace", 0, "S", "seconds between SIGTERM and SIGKILL on timeout (default 2)"),
-  SET("retries", 0, "N", "run a failed test up to N more times; a later pass is `flaky`"),
-  SET("repeat", 0, "N", "run every selected test N times"),
-  SET("isolation", 0, "M", "process (one child per test) or none (one shared process)"),
-  SET("wrap", 0, "CMD", "run each child under CMD (valgrind, compute-sanitizer, ...)"),
-  SET("warm", 0, "N", "warm children per device, started before their test (0: off; default auto: 1 per slot)"),
-  {"allow-empty", "allow-empty", 0, NULL, KCLI__SETTING, "allow_empty", 0, 0, 0, "exit 0 even when nothing was tested (no device, every test skipped)"},
-  SET("contain", 0, "M", "how processes a test leaves running are found: auto, cgroup, subreaper, none (auto: cgroup v2 where writable, else subreaper)"),
-  SET("poison", 0, NULL, "fill new device allocations with NaN bytes"),
-  SET("sanitize", 0, "TOOL", "memcheck|racecheck|initcheck|synccheck: each runner under compute-sanitizer (cuda), or memcheck through an AddressSanitizer runner (host, hip)"),
-  SET("seed", 0, "N", "run seed passed to every child (default: chosen per child)"),
-  SET("cap", 0, "F", "device allocation cap as a fraction of free memory"),
-  SET("slots", 0, "N", "slots per device (default 2 on a GPU, --jobs on host); auto: sized by each test's peak device memory in --slots-from"),
-  STR("slots-from", "slots-from", 0, "REPORT", slots_from, "--slots auto: the report whose peaks size the slots (default: the newest run of the backend under reports/runs)"),
-  STR("resource-spec", "resource-spec", 0, "FILE", spec, "CTest resource-spec JSON: the devices and their slots"),
-  STR("token-key", "token-key", 0, "PATH", token_key, "device-token key path (default /tmp/kiln-tokens-<backend>; env KILN_TOKEN_KEY)"),
-  SET("leaks", 0, "P", "fail (a leak fails the test) or warn"),
-  {"tolerance", "tolerance", 0, "G=A:R", KCLI__TOLERANCE, NULL, 0, 0, 0, "atol A, rtol R for checks matching glob G (repeatable)"},
-  STR("junit", "junit", 0, "FILE", junit, "also write JUnit XML to FILE (default $XML_OUTPUT_FILE when set)"),
-  STR("shard", "shard", 0, "K/N", shard, "run shard K of N (1-based; else Bazel/Slurm array env)"),
-  STR("shard-durations", "shard-durations", 0, "REPORT", shard_durations, "balance shards by this report's times"),
-  STR("shard-plan", "shard-plan", 0, "FILE", shard_plan, "run this shard's tests of a plan (kiln slurm writes them)"),
-  STR("runner-dir", "runner-dir", 0, "DIR", runner_dir, "where kiln-runner-<backend> lives (env KILN_RUNNER_DIR)"),
-  STR("runner", "runner", 0, "PATH", runner, "a kiln runner a project built against the installed kiln: its tests, its backend"),
-  LIST("gtest", "PATH", gtest, "a GoogleTest binary: each of its tests in its own process (repeatable)"),
-  LIST("manifest", "FILE", manifest, "a YAML manifest of tests that are commands (repeatable)"),
-  LIST("pytest", "PATH", pytest, "a pytest suite (a folder or file): each node id in its own process (repeatable; python: $KILN_PYTHON, else python3)"),
-  SET("zygote", 0, "B", "pytest: fork each test from a process that imported the suite's dependencies once (default true; false: a fresh interpreter each)"),
-  FLAG("verbose", 'v', verbose, "more detail: child command lines, every test's message"),
-  STR("format", "format", 0, "F", format, "text (default) or json: the plan as JSON for tools (docs/harness.md)"),
-  /* Report tools */
-  STR("out-file", "out", 'o', "FILE", out, "write to FILE (default: stdout)"),
-  STR("html-out", "out", 'o', "FILE", out, "write to FILE (default: report.html beside the report; -: stdout)"),
-  STR("yaml", "yaml", 0, "FILE", yaml, "also write the findings as YAML to FILE"),
-  NUM("time-rel", KCLI__DOUBLE, "F", diff.time_rel, 0, 1e6, "slower by more than this fraction counts (default 0.2)..."),
-  NUM("test-abs-ms", KCLI__DOUBLE, "MS", diff.test_abs_ms, 0, 1e12, "...and by more than MS for a test body (default 100)"),
-  NUM("kernel-abs-ms", KCLI__DOUBLE, "MS", diff.kernel_abs_ms, 0, 1e12, "...or by more than MS for a kernel's median (default 0.05)"),
-  NUM("drift", KCLI__DOUBLE, "F", diff.drift_factor, 1, 1e300, "a passing check's max abs error grown more than F times (default 4)"),
-  NUM("metric-rel", KCLI__DOUBLE, "F", diff.metric_rel, 0, 1, "a GB/s or TFLOP/s metric lower by more than this fraction (default 0.2)"),
-  NUM("confidence", KCLI__DOUBLE, "P", diff.confidence, 0.5, 0.999999, "a speed change counts only when outside the noise with this confidence (default 0.999)"),
-  FLAG("force", 0, force, "merge reports of different revisions"),
-  LIST("history", "REPORT", history, "an earlier report for the trend plots (repeatable)"),
-  /* kiln bench */
-  NUM("tests", KCLI__INT, "N", tests, 1, 100000, "tests (or probes) per point (default 48)"),
-  STR("concurrency", "concurrency", 0, "LIST", concurrency, "processes at once, comma-separated (default 1,2,3,4,6,8)"),
-  NUM("host-tests", KCLI__INT, "N", host_tests, 1, 1000000, "no-op tests of the host CPU points (default 300)"),
-  STR("rss-tests", "rss-tests", 0, "A,B", rss_tests, "no-op test counts of the two peak-RSS runs (default 100,1000)"),
-  STR("bench-out", "out", 0, "DIR", out, "bench folder (default reports/runs/<UTC time>-bench)"),
-  STR("skip", "skip", 0, "LIST", skip, "sections left out: ceiling,kiln,none,host"),
-  /* kiln slurm */
-  STR("slurm-out", "out", 'o', "DIR", out, "run folder (default reports/slurm/<UTC time>)"),
-  STR("partition", "partition", 0, "P", partition, "Slurm partition of every job"),
-  STR("account", "account", 0, "A", account, "Slurm account every job is charged to"),
-  STR("time", "time", 0, "T", time, "each task's time limit, as sbatch takes it (30, 2:00:00)"),
-  STR("merge-time", "merge-time", 0, "T", merge_time, "the merge job's time limit"),
-  NUM("gpus-per-task", KCLI__INT, "N", gpus, 0, 1024, "GPUs each task asks for, as GRES gpu:N (default 1; 0: none)"),
-  NUM("tasks", KCLI__INT, "N", tasks, 1, 100000, "array tasks, a shard each (default 4, at most one per test)"),
-  {"sbatch", "sbatch", 0, "ARG", KCLI__LIST, NULL, offsetof(kcli__args, sbatch), 0, 0, "one more sbatch argument for every job (repeatable: --sbatch=--qos=high)"},
-  FLAG("dry-run", 0, dry_run, "print the plan and the job scripts; submit nothing"),
-  FLAG("no-wait", 0, no_wait, "submit, then exit (--follow RUN follows it later)"),
-  STR("resume", "resume", 0, "RUN", resume, "submit RUN's lost tests again, then merge the run"),
-  STR("follow", "follow", 0, "RUN", follow, "follow a submitted run to its end"),
-  STR("merge", "merge", 0, "RUN", merge, "merge RUN's shards now (what its merge job runs)"),
-  NUM("poll", KCLI__DOUBLE, "S", poll_s, 0.1, 3600, "seconds between looks at the queue (default 10)"),
-  STR("base", "base", 0, "REPORT", base, "the diff's base (default: the newest good run beside this one)"),
-  {NULL, NULL, 0, NULL, 0, NULL, 0, 0, 0, NULL},
-};
+#include "kiln-config.h"
+#include "protocol.h"
 
 #define RUN_OPTS "jobs backend config report out timeout grace retries repeat " \
   "isolation wrap warm allow-empty contain poison sanitize seed cap slots slots-from "  \
@@ -113,7 +32,7 @@ static const char exit_tool[] =
   "Exit status: 0 done, 2 usage error or inputs that do not belong together,\n"
   "3 a file could not be written. See docs/reports.md.\n";
 
-const kcli__cmd kcli__cmds[] = {
+static const kcli__cmd kcli__cmds[] = {
   {"run", "[--] [SELECTOR...]", "run tests, each in its own child process",
    "Runs every selected GPU test in its own child process (a fresh engine\n"
    "context each), scheduled onto devices through host-wide device tokens,\n"
@@ -129,11 +48,12 @@ const kcli__cmd kcli__cmds[] = {
    "or every selected test was skipped) exits 3 unless --allow-empty. What a\n"
    "test leaves running is found, killed and reported (--contain).\n"
    "The tests are kiln's own suites, unless --runner, --gtest, --manifest or\n"
-   "--pytest name others (docs/third-party.md): a runner built against the\n"
-   "installed kiln, GoogleTest binaries (test ids as GoogleTest spells them,\n"
-   "Suite.Name), commands (pass: exit 0, skip: exit 77), pytest suites (ids\n"
-   "the node ids, path/test_x.py::test_y[param]; a test's needs from its\n"
-   "mark @pytest.mark.kiln(slots=N|'all', gpus=N, gpu=False, timeout=S)).",
+   "--pytest (or a config's or manifest's pytest:) name others\n"
+   "(docs/third-party.md): a runner built against the installed kiln,\n"
+   "GoogleTest binaries (test ids as GoogleTest spells them, Suite.Name),\n"
+   "commands (pass: exit 0, skip: exit 77), pytest suites (ids the node ids,\n"
+   "path/test_x.py::test_y[param]; a test's needs from its mark\n"
+   "@pytest.mark.kiln(slots=N|'all', gpus=N, gpu=False, timeout=S)).",
    RUN_OPTS, 0, -1, 1, kcli__run, exit_run},
   {"list", "[SELECTOR...]", "what `kiln run` would run",
    "Lists exactly the tests `kiln run` with the same options and selectors\n"
@@ -246,24 +166,90 @@ const kcli__cmd kcli__cmds[] = {
   {NULL, NULL, NULL, NULL, NULL, 0, 0, 0, NULL, NULL},
 };
 
-const kcli__opt *kcli__opt_by_id(const char *id) {
-  for (const kcli__opt *o = kcli__opts; o->id; o++)
-    if (strcmp(o->id, id) == 0) return o;
-  return NULL;
-}
-
-const kcli__cmd *kcli__cmd_find(const char *name) {
+static const kcli__cmd *cmd_find(const char *name) {
   for (const kcli__cmd *c = kcli__cmds; c->name; c++)
     if (strcmp(c->name, name) == 0) return c;
   return NULL;
 }
 
-int kcli__takes(const kcli__cmd *c, const char *id) {
-  size_t n = strlen(id);
-  for (const char *p = c->opts; *p;) {
-    size_t len = strcspn(p, " ");
-    if (len == n && strncmp(p, id, n) == 0) return 1;
-    p += len + (p[len] == ' ');
-  }
+/* ---- Dispatch ------------------------------------------------------------------------ */
+
+static int is_group(const char *w) {
+  size_t n = strlen(w);
+  for (const kcli__cmd *c = kcli__cmds; c->name; c++)
+    if (strncmp(c->name, w, n) == 0 && c->name[n] == ' ') return 1;
   return 0;
+}
+
+/* The command argv names, and where its words start. */
+static const kcli__cmd *command(int argc, char **argv, int *first) {
+  if (argc > 2) {
+    char two[128];
+    snprintf(two, sizeof two, "%s %s", argv[1], argv[2]);
+    const kcli__cmd *c = cmd_find(two);
+    if (c) return *first = 3, c;
+  }
+  *first = 2;
+  return is_group(argv[1]) ? NULL : cmd_find(argv[1]);
+}
+
+int kcli_main(int argc, char **argv) {
+  /* Every runner kiln starts checks that it speaks this protocol. */
+  char protocol[16];
+  snprintf(protocol, sizeof protocol, "%d", KP_VERSION);
+  setenv("KILN_PROTOCOL", protocol, 1);
+  if (argc < 2) {
+    kcli__overview(kcli__cmds, NULL, stderr);
+    return KH_EXIT_USAGE;
+  }
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+    kcli__overview(kcli__cmds, NULL, stdout);
+    return KH_EXIT_OK;
+  }
+  if (strcmp(argv[1], "--version") == 0) {
+    printf("kiln %s (report format %d, runner protocol %d)\n", KILN_VERSION, KREP_FORMAT,
+           KP_VERSION);
+    return KH_EXIT_OK;
+  }
+  int first;
+  const kcli__cmd *c = command(argc, argv, &first);
+  if (!c && is_group(argv[1])) {
+    int help = argc > 2 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0);
+    if (!help)
+      fprintf(stderr, "kiln %s: %s '%s'\n", argv[1], argc > 2 ? "unknown command" : "needs a command",
+              argc > 2 ? argv[2] : "");
+    kcli__overview(kcli__cmds, argv[1], help ? stdout : stderr);
+    return help ? KH_EXIT_OK : KH_EXIT_USAGE;
+  }
+  if (!c) {
+    fprintf(stderr, "kiln: unknown command '%s' (`kiln help` lists them)\n", argv[1]);
+    return KH_EXIT_USAGE;
+  }
+  kcli__args a;
+  int help = 0;
+  int rc = kcli__parse(&a, c, argc, argv, first, &help);
+  if (rc == 0 && help) kcli__help(c, stdout);
+  else if (rc == 0) rc = c->fn(&a);
+  kcli__args_free(&a);
+  return rc;
+}
+
+int kcli__help_cmd(kcli__args *a) {
+  if (a->npos == 0) {
+    kcli__overview(kcli__cmds, NULL, stdout);
+    return KH_EXIT_OK;
+  }
+  char name[128];
+  snprintf(name, sizeof name, "%s%s%s", a->pos[0], a->npos > 1 ? " " : "",
+           a->npos > 1 ? a->pos[1] : "");
+  const kcli__cmd *c = cmd_find(name);
+  if (c) {
+    kcli__help(c, stdout);
+    return KH_EXIT_OK;
+  }
+  if (a->npos == 1 && is_group(name)) {
+    kcli__overview(kcli__cmds, name, stdout);
+    return KH_EXIT_OK;
+  }
+  return kcli__usage_error(a->cmd, "no command '%s' (`kiln help` lists them)", name);
 }

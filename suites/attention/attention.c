@@ -18,158 +18,12 @@
 #include "kiln/kernels.h"
 #include "kiln/test.h"
 
-/* ---- Tolerances ----------------------------------------------------------
- *
- * Each output o = sum_j w_j v_j is a convex combination of visible V rows
- * (w_j = p_j / l, p_j = exp(s_j - m), l = sum p_j), computed with f32
- * accumulation in another order than the double reference. With
- * u = 2^-24 and the probabilistic bound for an n-term f32 sum, error about
- * lambda * sqrt(n) * u times the sum of the magnitudes (Higham and Mary,
- * 2019), lambda = 6:
- *
- *  - a score s = scale * q.k of D terms is off by at most
- *    e_s = lambda sqrt(D) u S, with S = |scale| max ||q|| max ||k|| bounding
- *    sum_d |scale q_d k_d| (Cauchy-Schwarz); exp turns it into a relative
- *    error e_s + 2u of p_j (expf is within 2 ulp). Relative errors of at
- *    most e in the weights move a convex combination by at most
- *    2 e max|v|;
- *  - the sums l and acc = sum p_j v_j over n visible keys carry about
- *    lambda sqrt(n) u relative to sum p_j |v_j| <= l max|v|, and the
- *    rescalings of the online softmax add a few u more.
- *
- * So f32 atol = (2 (e_s + 2u) + lambda sqrt(n) u + 4u) max|v| and rtol =
- * lambda sqrt(n) u (the error of l scales o itself). These are bounds: the
- * NMSE limit, 1e-10 (an rms error of 1e-5 of the output's rms), is the
- * tight check on the typical error. For f16 and bf16 outputs the rounding
- * of the result dominates: rtol stays the dtype default (1e-3 and 1.6e-2,
- * above the half-ulp 4.9e-4 and 3.9e-3), atol is the f32 one or 1e-5,
- * and max_nmse is about 10x the u^2 / 3 that uniform rounding gives
- * (1e-6 for f16, 5e-5 for bf16).
- */
-#define LAMBDA 6.0
-#define U32 5.9604644775390625e-08
-
-
-static double max_row_norm(const double *x, int64_t rows, int64_t d) {
-  double best = 0.0;
-  for (int64_t r = 0; r < rows; r++) {
-    double s = 0.0;
-    for (int64_t e = 0; e < d; e++) s += x[r * d + e] * x[r * d + e];
-    if (s > best) best = s;
-  }
-  return sqrt(best);
-}
-
-static double max_abs(const double *x, int64_t n) {
-  double best = 0.0;
-  for (int64_t i = 0; i < n; i++)
-    if (fabs(x[i]) > best) best = fabs(x[i]);
-  return best;
-}
-
-kt_tol attn_tol(const attn_case *c, const double *q, const double *k,
-                const double *v) {
-  const double scale =
-      c->scale != 0.0f ? fabs(c->scale) : 1.0 / sqrt((double)c->d);
-  const double s_max = scale * max_row_norm(q, c->b * c->hq * c->sq, c->d) *
-                       max_row_norm(k, c->b * c->hkv * c->sk, c->d);
-  const double v_max = max_abs(v, c->b * c->hkv * c->sk * c->d);
-  const double e_s = LAMBDA * sqrt((double)c->d) * U32 * s_max;
-  const double sums = LAMBDA * sqrt((double)c->sk) * U32;
-  kt_tol t;
-  t.atol = (2.0 * (e_s + 2.0 * U32) + sums + 4.0 * U32) * v_max;
-  t.rtol = sums;
-  t.max_nmse = 1e-10;
-  if (c->dtype == KE_F16) {
-    t.atol = t.atol > 1e-5 ? t.atol : 1e-5;
-    t.rtol = 1e-3;
-    t.max_nmse = 1e-6;
-  } else if (c->dtype == KE_BF16) {
-    t.atol = t.atol > 1e-5 ? t.atol : 1e-5;
-    t.rtol = 1.6e-2;
-    t.max_nmse = 5e-5;
-  }
-  return t;
-}
-
-ke_attention_params attn_params(const attn_case *c) {
-  ke_attention_params p;
-  ke_attention_params_init(&p);
-  p.scale = c->scale;
-  p.causal = c->causal;
-  p.causal_offset = c->offset;
-  p.kernel = c->kernel;
-  return p;
-}
-
-void attn_case_name(const attn_case *c, char *buf, size_t n) {
-  snprintf(buf, n, "attn_%s_b%lld_h%lld/%lld_sq%lld_sk%lld_d%lld%s",
-           ke_dtype_name(c->dtype), (long long)c->b, (long long)c->hq,
-           (long long)c->hkv, (long long)c->sq, (long long)c->sk,
-           (long long)c->d, c->causal ? "_causal" : "");
-  size_t len = strlen(buf);
-  if (c->causal && c->offset >= 0) {
-    snprintf(buf + len, n - len, "_off%lld", (long long)c->offset);
-    len = strlen(buf);
-  }
-  if (c->kernel != KE_ATTN_KERNEL_AUTO)
-    snprintf(buf + len, n - len, "%s",
-             c->kernel == KE_ATTN_KERNEL_TILED ? "_tiled" : "_rows");
-}
-
-void attn_alloc_qkvo(ke_tensor *q, ke_tensor *k, ke_tensor *v, ke_tensor *o,
-                     ke_dtype dt, const int64_t qs[4], const int64_t ks[4]) {
-  kt_alloc(q, dt, 4, qs);
-  kt_alloc(k, dt, 4, ks);
-  kt_alloc(v, dt, 4, ks);
-  kt_alloc(o, dt, 4, qs);
-}
-
-void attn_free_qkvo(ke_tensor *q, ke_tensor *k, ke_tensor *v, ke_tensor *o) {
-  kt_free(o);
-  kt_free(v);
-  kt_free(k);
-  kt_free(q);
-}
-
-/* Fresh inputs, the kernel, the reference on the inputs read back; returns
- * the reference output (caller frees) when want_ref is set. */
-double *attn_run(const attn_case *c, int want_ref) {
-  int64_t qs[4] = {c->b, c->hq, c->sq, c->d};
-  int64_t ks[4] = {c->b, c->hkv, c->sk, c->d};
-  ke_tensor q, k, v, o;
-  attn_alloc_qkvo(&q, &k, &v, &o, c->dtype, qs, ks);
-  kt_fill_normal(&q, 0.0f, c->q_std > 0.0f ? c->q_std : 1.0f);
-  kt_fill_normal(&k, 0.0f, 1.0f);
-  kt_fill_normal(&v, 0.0f, 1.0f);
-  kt_fill_uniform(&o, 100.0f, 200.0f);  /* every output must be written */
-  ke_attention_params p = attn_params(c);
-  kt_assert_ok(ke_attention(kt_ctx(), &q, &k, &v, &o, &p));
-
-  double *qd = kt_to_doubles(&q), *kd = kt_to_doubles(&k);
-  double *vd = kt_to_doubles(&v);
-  double *ref = malloc((size_t)ke_tensor_numel(&o) * sizeof *ref);
-  ck_assert_ptr_nonnull(ref);
-  ke_attention_ref(qd, kd, vd, ref, c->b, c->hq, c->hkv, c->sq, c->sk, c->d,
-                   &p);
-  char name[160];
-  attn_case_name(c, name, sizeof name);
-  kt_assert_close(name, &o, ref, attn_tol(c, qd, kd, vd));
-  free(vd);
-  free(kd);
-  free(qd);
-  attn_free_qkvo(&q, &k, &v, &o);
-  if (want_ref) return ref;
-  free(ref);
-  return NULL;
-}
-
 static void check(attn_case c) { (void)attn_run(&c, 0); }
 
 static attn_case mk(ke_dtype dt, int64_t b, int64_t hq, int64_t hkv,
                     int64_t sq, int64_t sk, int64_t d, int causal) {
   attn_case c = {dt, b, hq, hkv, sq, sk, d, causal, -1, 0.0f, 1.0f,
-                 KE_ATTN_KERNEL_AUTO};
+                 KE_ATTN_KERNEL_AUTO, 0};
   return c;
 }
 
@@ -357,11 +211,10 @@ START_TEST(nan_propagation) {
   int64_t qs[4] = {nb, 1, sq, d}, ks[4] = {nb, 1, sk, d};
   ke_tensor q, k, v, o;
   attn_alloc_qkvo(&q, &k, &v, &o, KE_F32, qs, ks);
-  kt_fill_normal(&q, 0.0f, 1.0f);
-  kt_fill_normal(&k, 0.0f, 1.0f);
-  kt_fill_normal(&v, 0.0f, 1.0f);
-  double *qd = kt_to_doubles(&q), *kd = kt_to_doubles(&k);
-  double *vd = kt_to_doubles(&v);
+  attn_fill_qkv(&q, &k, &v, 1.0f);
+  attn_host h;
+  attn_host_read(&h, &q, &k, &v);
+  double *qd = h.q, *kd = h.k, *vd = h.v;
   double *k1 = kd + sk * d, *v1 = vd + sk * d;  /* batch 1 */
   qd[5 * d + 0] = NAN;
   kd[20 * d + 3] = NAN;
@@ -371,9 +224,7 @@ START_TEST(nan_propagation) {
     vd[70 * d + e] = kd[71 * d + e] = NAN;
     v1[70 * d + e] = k1[71 * d + e] = NAN;
   }
-  kt_from_doubles(&q, qd);
-  kt_from_doubles(&k, kd);
-  kt_from_doubles(&v, vd);
+  attn_host_write(&h, &q, &k, &v);
   ke_attention_params p;
   ke_attention_params_init(&p);
   p.causal = 1;
@@ -400,9 +251,7 @@ START_TEST(nan_propagation) {
   for (int64_t i = 0; i < nb * sq * d; i++) ck_assert(isnan(ref[i]));
   kt_assert_close("nan_unmasked", &o, ref, nan_tol);
   free(ref);
-  free(vd);
-  free(kd);
-  free(qd);
+  attn_host_free(&h);
   attn_free_qkvo(&q, &k, &v, &o);
 }
 END_TEST
@@ -442,82 +291,27 @@ END_TEST
 
 /* ---- Layouts ---------------------------------------------------------------- */
 
-/* The packed [b, h, s, d] copy of a view into a buffer read back whole. */
-double *attn_gather(const double *buf, const ke_tensor *base,
-                      const ke_tensor *view) {
-  const int64_t n = ke_tensor_numel(view);
-  double *out = malloc((size_t)n * sizeof *out);
-  ck_assert_ptr_nonnull(out);
-  const int64_t start = ((const char *)view->data - (const char *)base->data) /
-                        (int64_t)ke_dtype_size(view->dtype);
-  int64_t x = 0;
-  for (int64_t a = 0; a < view->shape[0]; a++)
-    for (int64_t h = 0; h < view->shape[1]; h++)
-      for (int64_t s = 0; s < view->shape[2]; s++)
-        for (int64_t e = 0; e < view->shape[3]; e++)
-          out[x++] = buf[start + a * view->stride[0] + h * view->stride[1] +
-                         s * view->stride[2] + e];
-  return out;
-}
-
-/* A [B, H, S, D] view of a [B, S, H, D] region starting `first` elements
- * into buf, whose S step is `s_step` elements. */
-ke_tensor attn_bshd_view(const ke_tensor *buf, int64_t first, int64_t b,
-                           int64_t h, int64_t s, int64_t d, int64_t s_step,
-                           int64_t b_step) {
-  ke_tensor t = *buf;
-  t.rank = 4;
-  t.data = (char *)buf->data + first * (int64_t)ke_dtype_size(buf->dtype);
-  const int64_t shape[4] = {b, h, s, d};
-  const int64_t stride[4] = {b_step, d, s_step, 1};
-  memcpy(t.shape, shape, sizeof shape);
-  memcpy(t.stride, stride, sizeof stride);
-  return t;
-}
-
 /* Q, K, V and O as [B, S, H, D] buffers; then Q, K, V as interleaved views
  * of one packed QKV projection [B, S, Hq + 2 Hkv, D]. */
 START_TEST(strided_layouts) {
   const int64_t b = 2, hq = 8, hkv = 2, sq = 33, sk = 113, d = 80;
   attn_case c = mk(KE_F32, b, hq, hkv, sq, sk, d, 1);
-  ke_attention_params p = attn_params(&c);
   int64_t qb[4] = {b, sq, hq, d}, kb[4] = {b, sk, hkv, d};
   ke_tensor qbuf, kbuf, vbuf, obuf;
   kt_alloc(&qbuf, KE_F32, 4, qb);
   kt_alloc(&kbuf, KE_F32, 4, kb);
   kt_alloc(&vbuf, KE_F32, 4, kb);
   kt_alloc(&obuf, KE_F32, 4, qb);
-  kt_fill_normal(&qbuf, 0.0f, 1.0f);
-  kt_fill_normal(&kbuf, 0.0f, 1.0f);
-  kt_fill_normal(&vbuf, 0.0f, 1.0f);
+  attn_fill_qkv(&qbuf, &kbuf, &vbuf, 1.0f);
   kt_fill_uniform(&obuf, 100.0f, 200.0f);
   ke_tensor q = attn_bshd_view(&qbuf, 0, b, hq, sq, d, hq * d, sq * hq * d);
   ke_tensor k = attn_bshd_view(&kbuf, 0, b, hkv, sk, d, hkv * d, sk * hkv * d);
   ke_tensor v = attn_bshd_view(&vbuf, 0, b, hkv, sk, d, hkv * d, sk * hkv * d);
   ke_tensor o = attn_bshd_view(&obuf, 0, b, hq, sq, d, hq * d, sq * hq * d);
-  kt_assert_ok(ke_attention(kt_ctx(), &q, &k, &v, &o, &p));
-  double *qd = kt_to_doubles(&qbuf), *kd = kt_to_doubles(&kbuf);
-  double *vd = kt_to_doubles(&vbuf);
-  double *qp = attn_gather(qd, &qbuf, &q), *kp = attn_gather(kd, &kbuf, &k);
-  double *vp = attn_gather(vd, &vbuf, &v);
-  double *ref = malloc((size_t)(b * hq * sq * d) * sizeof *ref);
-  double *want = malloc((size_t)(b * hq * sq * d) * sizeof *want);
-  ck_assert_ptr_nonnull(ref);
-  ck_assert_ptr_nonnull(want);
-  ke_attention_ref(qp, kp, vp, ref, b, hq, hkv, sq, sk, d, &p);
-  /* Scatter the packed reference into the [B, S, H, D] buffer's order. */
-  for (int64_t a = 0; a < b; a++)
-    for (int64_t h = 0; h < hq; h++)
-      for (int64_t s = 0; s < sq; s++)
-        memcpy(want + a * o.stride[0] + h * o.stride[1] + s * o.stride[2],
-               ref + ((a * hq + h) * sq + s) * d, (size_t)d * sizeof *ref);
-  kt_assert_close("attn_bshd", &obuf, want, attn_tol(&c, qp, kp, vp));
-  free(vp);
-  free(kp);
-  free(qp);
-  free(vd);
-  free(kd);
-  free(qd);
+  attn_host h;
+  attn_host_gather(&h, &qbuf, &q, &kbuf, &k, &vbuf, &v);
+  free(attn_check_views(&c, "attn_bshd", &q, &k, &v, &o, &obuf, &h));
+  attn_host_free(&h);
 
   /* Packed QKV: one [B, Sq, Hq + 2 Hkv, D] buffer (self-attention, so
    * Sk = Sq here), Q/K/V views of its head ranges. */
@@ -533,23 +327,10 @@ START_TEST(strided_layouts) {
   ke_tensor k2 = attn_bshd_view(&qkv, hq * d, b, hkv, s2, d, step, bstep);
   ke_tensor v2 = attn_bshd_view(&qkv, (hq + hkv) * d, b, hkv, s2, d, step, bstep);
   attn_case c2 = mk(KE_BF16, b, hq, hkv, s2, s2, d, 1);
-  ke_attention_params p2 = attn_params(&c2);
-  kt_assert_ok(ke_attention(kt_ctx(), &q2, &k2, &v2, &obuf2, &p2));
-  double *all = kt_to_doubles(&qkv);
-  double *q2p = attn_gather(all, &qkv, &q2), *k2p = attn_gather(all, &qkv, &k2);
-  double *v2p = attn_gather(all, &qkv, &v2);
-  double *ref2 = malloc((size_t)(b * hq * s2 * d) * sizeof *ref2);
-  ck_assert_ptr_nonnull(ref2);
-  ke_attention_ref(q2p, k2p, v2p, ref2, b, hq, hkv, s2, s2, d, &p2);
-  kt_assert_close("attn_packed_qkv", &obuf2, ref2,
-                  attn_tol(&c2, q2p, k2p, v2p));
-  free(ref2);
-  free(v2p);
-  free(k2p);
-  free(q2p);
-  free(all);
-  free(want);
-  free(ref);
+  attn_host_gather(&h, &qkv, &q2, &qkv, &k2, &qkv, &v2);
+  free(attn_check_views(&c2, "attn_packed_qkv", &q2, &k2, &v2, &obuf2,
+                        &obuf2, &h));
+  attn_host_free(&h);
   kt_free(&obuf2);
   kt_free(&qkv);
   kt_free(&obuf);
@@ -572,9 +353,7 @@ START_TEST(matches_kv_repeat) {
   kt_alloc(&vr, KE_F32, 4, rs);
   kt_alloc(&o1, KE_F32, 4, qs);
   kt_alloc(&o2, KE_F32, 4, qs);
-  kt_fill_normal(&q, 0.0f, 1.0f);
-  kt_fill_normal(&k, 0.0f, 1.0f);
-  kt_fill_normal(&v, 0.0f, 1.0f);
+  attn_fill_qkv(&q, &k, &v, 1.0f);
   ke_attention_params p;
   ke_attention_params_init(&p);
   p.causal = 1;
@@ -586,12 +365,10 @@ START_TEST(matches_kv_repeat) {
   /* Same f32 arithmetic per row, possibly another tile shape: within the
    * f32 tolerance of the suite, not bit for bit. */
   attn_case c = mk(KE_F32, b, hq, hkv, sq, sk, d, 1);
-  double *qd = kt_to_doubles(&q), *kd = kt_to_doubles(&k);
-  double *vd = kt_to_doubles(&v);
-  kt_assert_close("gqa_vs_repeated_mha", &o2, a, attn_tol(&c, qd, kd, vd));
-  free(vd);
-  free(kd);
-  free(qd);
+  attn_host h;
+  attn_host_read(&h, &q, &k, &v);
+  kt_assert_close("gqa_vs_repeated_mha", &o2, a, attn_tol(&c, h.q, h.k, h.v));
+  attn_host_free(&h);
   free(a);
   kt_free(&o2);
   kt_free(&o1);
@@ -627,9 +404,7 @@ START_TEST(throughput) {
     int64_t ks[4] = {c->b, c->hkv, c->sk, c->d};
     ke_tensor q, k, v, o;
     attn_alloc_qkvo(&q, &k, &v, &o, c->dtype, qs, ks);
-    kt_fill_normal(&q, 0.0f, 1.0f);
-    kt_fill_normal(&k, 0.0f, 1.0f);
-    kt_fill_normal(&v, 0.0f, 1.0f);
+    attn_fill_qkv(&q, &k, &v, 1.0f);
     ke_attention_params p = attn_params(c);
     kt_assert_ok(ke_attention(ctx, &q, &k, &v, &o, &p));
     ke_kernel_stats st[8];

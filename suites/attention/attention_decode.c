@@ -17,67 +17,10 @@
 #include "kiln/test-tuning.h"
 #include "kiln/test.h"
 
-/* ---- Tolerances ----------------------------------------------------------
- *
- * The bound of suites/attention.c (docs/kernels.md, fused attention,
- * Tolerances), unchanged: with u = 2^-24 and lambda = 6, a score of D terms
- * is off by e_s = lambda sqrt(D) u |scale| max||q|| max||k||; the sums over
- * Sk keys carry lambda sqrt(Sk) u. f32: atol (2 (e_s + 2u) + lambda sqrt(Sk)
- * u + 4u) max|v|, rtol lambda sqrt(Sk) u, NMSE 1e-10; f16/bf16: atol at
- * least 1e-5, the dtype's rtol, NMSE 1e-6 / 5e-5. The split adds one more
- * rescaled sum per range, far inside the 4u the bound keeps for
- * rescalings.
- */
-#define LAMBDA 6.0
-#define U32 5.9604644775390625e-08
-
-typedef struct dec_case {
-  ke_dtype dtype;
-  int64_t b, hq, hkv, sq, sk, d;
-  int causal;
-  int64_t offset;          /* -1: default */
-  float q_std;             /* 0: 1 */
-  int64_t splits;          /* forced key ranges; 0: the engine's choice */
-} dec_case;
-
-static double max_row_norm(const double *x, int64_t rows, int64_t d) {
-  double best = 0.0;
-  for (int64_t r = 0; r < rows; r++) {
-    double s = 0.0;
-    for (int64_t e = 0; e < d; e++) s += x[r * d + e] * x[r * d + e];
-    if (s > best) best = s;
-  }
-  return sqrt(best);
-}
-
-static kt_tol dec_tol(const dec_case *c, const double *q, const double *k,
-                      const double *v) {
-  const double scale = 1.0 / sqrt((double)c->d);
-  const double s_max = scale * max_row_norm(q, c->b * c->hq * c->sq, c->d) *
-                       max_row_norm(k, c->b * c->hkv * c->sk, c->d);
-  double v_max = 0.0;
-  for (int64_t i = 0; i < c->b * c->hkv * c->sk * c->d; i++)
-    if (isfinite(v[i]) && fabs(v[i]) > v_max) v_max = fabs(v[i]);
-  const double e_s = LAMBDA * sqrt((double)c->d) * U32 * s_max;
-  const double sums = LAMBDA * sqrt((double)c->sk) * U32;
-  kt_tol t = {(2.0 * (e_s + 2.0 * U32) + sums + 4.0 * U32) * v_max, sums,
-              1e-10, 0};
-  if (c->dtype != KE_F32) {
-    t.atol = t.atol > 1e-5 ? t.atol : 1e-5;
-    t.rtol = c->dtype == KE_F16 ? 1e-3 : 1.6e-2;
-    t.max_nmse = c->dtype == KE_F16 ? 1e-6 : 5e-5;
-  }
-  return t;
-}
-
-/* Forces `splits` key ranges (0: the engine's own choice) for the calls
- * that follow. */
-static void dec_force_splits(int64_t splits) {
-  ke__decode_tuning t;
-  kt_assert_ok(ke__decode_tuning_get(kt_ctx(), &t));
-  t.force_splits = splits;
-  kt_assert_ok(ke__decode_tuning_set(kt_ctx(), &t));
-}
+/* The tolerance is attention's (attention-check.c, docs/kernels.md), whose
+ * bound covers the split's extra rescaled sum per key range. A case is an
+ * attn_case with its key ranges forced (splits; 0: the engine's choice). */
+typedef attn_case dec_case;
 
 static void dec_name(const dec_case *c, const char *what, char *buf,
                      size_t n) {
@@ -88,49 +31,15 @@ static void dec_name(const dec_case *c, const char *what, char *buf,
            (long long)c->splits);
 }
 
-/* Runs ke_attention on the given views and checks o against the reference
- * of the packed inputs (qd, kd, vd as [b, h, s, d]); want_o is o's
- * expected content in its buffer's order (NULL: o is packed). */
+/* Runs ke_attention on the given views and checks obuf (o inside it)
+ * against the reference of the packed inputs h. */
 static void dec_check_views(const dec_case *c, const char *what,
                             const ke_tensor *q, const ke_tensor *k,
                             const ke_tensor *v, ke_tensor *o,
-                            const ke_tensor *obuf, const double *qd,
-                            const double *kd, const double *vd) {
-  ke_attention_params p;
-  ke_attention_params_init(&p);
-  p.causal = c->causal;
-  p.causal_offset = c->offset;
-  dec_force_splits(c->splits);
-  kt_assert_ok(ke_attention(kt_ctx(), q, k, v, o, &p));
-  dec_force_splits(0);
-  const int64_t n = c->b * c->hq * c->sq * c->d;
-  double *ref = malloc((size_t)n * sizeof *ref);
-  double *want = malloc((size_t)ke_tensor_numel(obuf) * sizeof *want);
-  ck_assert(ref && want);
-  ke_attention_ref(qd, kd, vd, ref, c->b, c->hq, c->hkv, c->sq, c->sk, c->d,
-                   &p);
-  if (obuf == o) {
-    memcpy(want, ref, (size_t)n * sizeof *ref);
-  } else {
-    /* The buffer around a strided o keeps its fill; o's rows get ref. */
-    double *fill = kt_to_doubles(obuf);
-    memcpy(want, fill, (size_t)ke_tensor_numel(obuf) * sizeof *want);
-    free(fill);
-    const int64_t off = ((const char *)o->data - (const char *)obuf->data) /
-                        (int64_t)ke_dtype_size(o->dtype);
-    for (int64_t a = 0; a < c->b; a++)
-      for (int64_t h = 0; h < c->hq; h++)
-        for (int64_t i = 0; i < c->sq; i++)
-          memcpy(want + off + a * o->stride[0] + h * o->stride[1] +
-                     i * o->stride[2],
-                 ref + ((a * c->hq + h) * c->sq + i) * c->d,
-                 (size_t)c->d * sizeof *ref);
-  }
+                            const ke_tensor *obuf, const attn_host *h) {
   char name[192];
   dec_name(c, what, name, sizeof name);
-  kt_assert_close(name, obuf, want, dec_tol(c, qd, kd, vd));
-  free(want);
-  free(ref);
+  free(attn_check_views(c, name, q, k, v, o, obuf, h));
 }
 
 /* Fresh packed inputs; o starts as garbage that must all be overwritten. */
@@ -138,26 +47,22 @@ static void dec_check(dec_case c) {
   int64_t qs[4] = {c.b, c.hq, c.sq, c.d}, ks[4] = {c.b, c.hkv, c.sk, c.d};
   ke_tensor q, k, v, o;
   attn_alloc_qkvo(&q, &k, &v, &o, c.dtype, qs, ks);
-  kt_fill_normal(&q, 0.0f, c.q_std > 0.0f ? c.q_std : 1.0f);
-  kt_fill_normal(&k, 0.0f, 1.0f);
-  kt_fill_normal(&v, 0.0f, 1.0f);
+  attn_fill_qkv(&q, &k, &v, c.q_std);
   kt_fill_uniform(&o, 100.0f, 200.0f);
-  double *qd = kt_to_doubles(&q), *kd = kt_to_doubles(&k);
-  double *vd = kt_to_doubles(&v);
-  dec_check_views(&c, "dec", &q, &k, &v, &o, &o, qd, kd, vd);
-  free(vd);
-  free(kd);
-  free(qd);
+  attn_host h;
+  attn_host_read(&h, &q, &k, &v);
+  dec_check_views(&c, "dec", &q, &k, &v, &o, &o, &h);
+  attn_host_free(&h);
   attn_free_qkvo(&q, &k, &v, &o);
 }
 
 static dec_case mk(ke_dtype dt, int64_t b, int64_t hq, int64_t hkv,
                    int64_t sq, int64_t sk, int64_t d, int64_t splits) {
-  dec_case c = {dt, b, hq, hkv, sq, sk, d, 0, -1, 1.0f, splits};
+  dec_case c = {dt, b, hq, hkv, sq, sk, d, 0, -1, 0.0f, 1.0f,
+                KE_ATTN_KERNEL_AUTO, splits};
   return c;
 }
 
-#define NELEM(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* ---- Sizes ----------------------------------------------------------------- */
 
@@ -246,38 +151,6 @@ END_TEST
 
 /* ---- Layouts --------------------------------------------------------------- */
 
-/* A [B, H, S, D] view of a [B, S, H, D] region `first` elements into buf,
- * S step s_step, B step b_step. */
-static ke_tensor bshd_view(const ke_tensor *buf, int64_t first, int64_t b,
-                           int64_t h, int64_t s, int64_t d, int64_t s_step,
-                           int64_t b_step) {
-  ke_tensor t = *buf;
-  t.rank = 4;
-  t.data = (char *)buf->data + first * (int64_t)ke_dtype_size(buf->dtype);
-  const int64_t shape[4] = {b, h, s, d};
-  const int64_t stride[4] = {b_step, d, s_step, 1};
-  memcpy(t.shape, shape, sizeof shape);
-  memcpy(t.stride, stride, sizeof stride);
-  return t;
-}
-
-/* The packed [b, h, s, d] copy of a view of a buffer read back whole. */
-static double *gather(const double *all, const ke_tensor *base,
-                      const ke_tensor *view) {
-  double *out = malloc((size_t)ke_tensor_numel(view) * sizeof *out);
-  ck_assert_ptr_nonnull(out);
-  const int64_t start = ((const char *)view->data - (const char *)base->data) /
-                        (int64_t)ke_dtype_size(view->dtype);
-  int64_t x = 0;
-  for (int64_t a = 0; a < view->shape[0]; a++)
-    for (int64_t h = 0; h < view->shape[1]; h++)
-      for (int64_t s = 0; s < view->shape[2]; s++)
-        for (int64_t e = 0; e < view->shape[3]; e++)
-          out[x++] = all[start + a * view->stride[0] + h * view->stride[1] +
-                         s * view->stride[2] + e];
-  return out;
-}
-
 /* Q, K, V as views of one packed QKV projection [B, S, Hq + 2 Hkv, D]
  * (the queries are its last Sq positions), O a view of a wider [B, Sq,
  * Hq + 1, D] buffer whose other elements must keep their fill. With D = 128
@@ -299,27 +172,23 @@ START_TEST(strided_views) {
     kt_fill_normal(&qkv, 0.0f, 1.0f);
     kt_fill_uniform(&obuf, 100.0f, 200.0f);
     const int64_t sh = cfg[n].shift;
-    ke_tensor q = bshd_view(&qkv, (sk - sq) * step + sh, b, hq, sq, d, step,
+    ke_tensor q = attn_bshd_view(&qkv, (sk - sq) * step + sh, b, hq, sq, d, step,
                             sk * step);
-    ke_tensor k = bshd_view(&qkv, hq * d + sh, b, hkv, sk, d, step,
+    ke_tensor k = attn_bshd_view(&qkv, hq * d + sh, b, hkv, sk, d, step,
                             sk * step);
-    ke_tensor v = bshd_view(&qkv, (hq + hkv) * d + sh, b, hkv, sk, d, step,
+    ke_tensor v = attn_bshd_view(&qkv, (hq + hkv) * d + sh, b, hkv, sk, d, step,
                             sk * step);
     if (sh) {
       q.shape[2] = sq - 1;
       k.shape[2] = v.shape[2] = sk - 1;
     }
-    ke_tensor o = bshd_view(&obuf, d, b, hq, q.shape[2], d, (hq + 1) * d,
+    ke_tensor o = attn_bshd_view(&obuf, d, b, hq, q.shape[2], d, (hq + 1) * d,
                             sq * (hq + 1) * d);
     dec_case c = mk(cfg[n].dt, b, hq, hkv, q.shape[2], k.shape[2], d, 5);
-    double *all = kt_to_doubles(&qkv);
-    double *qd = gather(all, &qkv, &q), *kd = gather(all, &qkv, &k);
-    double *vd = gather(all, &qkv, &v);
-    dec_check_views(&c, "strided", &q, &k, &v, &o, &obuf, qd, kd, vd);
-    free(vd);
-    free(kd);
-    free(qd);
-    free(all);
+    attn_host h;
+    attn_host_gather(&h, &qkv, &q, &qkv, &k, &qkv, &v);
+    dec_check_views(&c, "strided", &q, &k, &v, &o, &obuf, &h);
+    attn_host_free(&h);
     kt_free(&obuf);
     kt_free(&qkv);
   }
@@ -342,11 +211,10 @@ START_TEST(nan_inf) {
   int64_t qs[4] = {nb, hq, sq, d}, ks[4] = {nb, hkv, sk, d};
   ke_tensor q, k, v, o;
   attn_alloc_qkvo(&q, &k, &v, &o, KE_F32, qs, ks);
-  kt_fill_normal(&q, 0.0f, 1.0f);
-  kt_fill_normal(&k, 0.0f, 1.0f);
-  kt_fill_normal(&v, 0.0f, 1.0f);
-  double *qd = kt_to_doubles(&q), *kd = kt_to_doubles(&k);
-  double *vd = kt_to_doubles(&v);
+  attn_fill_qkv(&q, &k, &v, 1.0f);
+  attn_host h;
+  attn_host_read(&h, &q, &k, &v);
+  double *kd = h.k, *vd = h.v;
   vd[(0 * sk + 200) * d + 5] = NAN;
   kd[(1 * sk + 150) * d + 0] = NAN;
   for (int64_t e = 0; e < d; e++) kd[(2 * sk + 100) * d + e] = INFINITY;
@@ -354,12 +222,11 @@ START_TEST(nan_inf) {
     for (int64_t j = 302; j < sk; j++)
       for (int64_t e = 0; e < d; e++)
         kd[(a * sk + j) * d + e] = vd[(a * sk + j) * d + e] = NAN;
-  kt_from_doubles(&k, kd);
-  kt_from_doubles(&v, vd);
+  attn_host_write(&h, &q, &k, &v);
   dec_case c = mk(KE_F32, nb, hq, hkv, sq, sk, d, 4);
   c.causal = 1;
   c.offset = 300;
-  dec_check_views(&c, "nan_inf", &q, &k, &v, &o, &o, qd, kd, vd);
+  dec_check_views(&c, "nan_inf", &q, &k, &v, &o, &o, &h);
   double *got = kt_to_doubles(&o);
   for (int64_t h = 0; h < hq; h++)
     for (int64_t i = 0; i < sq; i++) {
@@ -372,9 +239,7 @@ START_TEST(nan_inf) {
       ck_assert_msg(isnan(r1[0]) && isnan(r1[d - 1]), "K NaN lost");
     }
   free(got);
-  free(vd);
-  free(kd);
-  free(qd);
+  attn_host_free(&h);
   attn_free_qkvo(&q, &k, &v, &o);
 }
 END_TEST
@@ -408,10 +273,10 @@ START_TEST(empty_rows) {
       p.causal = 1;
       p.causal_offset = offsets[f];
       kt_fill_uniform(&o, 1.0f, 2.0f);
-      dec_force_splits(splits[s]);
+      attn_force_splits(splits[s]);
       kt_assert_ok(ke_attention(kt_ctx(), &q, f ? &k2 : &k, f ? &v2 : &v, &o,
                                 &p));
-      dec_force_splits(0);
+      attn_force_splits(0);
       double *got = kt_to_doubles(&o);
       for (int64_t i = 0; i < 2 * sq * d; i++)
         ck_assert_msg(got[i] == 0.0, "%s, %lld ranges: out[%lld] = %g",

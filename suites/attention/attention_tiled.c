@@ -9,7 +9,7 @@
  * causal offsets negative, zero, positive and past the keys; packed QKV;
  * NaN and Inf in Q, K and V where the special-value rules say what happens.
  * Every check is against the double reference with the tolerances of
- * suites/attention.c (docs/kernels.md).
+ * attention-check.c (docs/kernels.md).
  */
 #include <math.h>
 #include <stdio.h>
@@ -24,7 +24,7 @@
 static attn_case tiled(ke_dtype dt, int64_t b, int64_t hq, int64_t hkv,
                        int64_t sq, int64_t sk, int64_t d, int causal) {
   attn_case c = {dt, b, hq, hkv, sq, sk, d, causal, -1, 0.0f, 1.0f,
-                 KE_ATTN_KERNEL_TILED};
+                 KE_ATTN_KERNEL_TILED, 0};
   return c;
 }
 
@@ -157,37 +157,15 @@ static void packed_qkv(ke_dtype dt, int64_t first) {
       attn_bshd_view(&qkv, first + (hq + hkv) * d, b, hkv, s, d, step, bstep);
   ke_tensor o = attn_bshd_view(&obuf, first, b, hq, s, d, hq * d, s * hq * d);
   attn_case c = tiled(dt, b, hq, hkv, s, s, d, 1);
-  ke_attention_params p = attn_params(&c);
-  kt_assert_ok(ke_attention(kt_ctx(), &q, &k, &v, &o, &p));
-
-  double *all = kt_to_doubles(&qkv), *oall = kt_to_doubles(&obuf);
-  double *qp = attn_gather(all, &qkv, &q), *kp = attn_gather(all, &qkv, &k);
-  double *vp = attn_gather(all, &qkv, &v);
-  double *ref = malloc((size_t)(b * hq * s * d) * sizeof *ref);
-  ck_assert_ptr_nonnull(ref);
-  ke_attention_ref(qp, kp, vp, ref, b, hq, hkv, s, s, d, &p);
+  attn_host h;
+  attn_host_gather(&h, &qkv, &q, &qkv, &k, &qkv, &v);
   /* The whole O buffer: the view's elements against the reference, the
    * element before the view untouched. */
-  double *want = malloc((size_t)o_n * sizeof *want);
-  ck_assert_ptr_nonnull(want);
-  memcpy(want, oall, (size_t)o_n * sizeof *want);
-  for (int64_t a = 0; a < b; a++)
-    for (int64_t h = 0; h < hq; h++)
-      for (int64_t i = 0; i < s; i++)
-        memcpy(want + first + a * o.stride[0] + h * o.stride[1] +
-                   i * o.stride[2],
-               ref + ((a * hq + h) * s + i) * d, (size_t)d * sizeof *ref);
   char name[64];
   snprintf(name, sizeof name, "packed_qkv_%s_at%lld", ke_dtype_name(dt),
            (long long)first);
-  kt_assert_close(name, &obuf, want, attn_tol(&c, qp, kp, vp));
-  free(want);
-  free(ref);
-  free(vp);
-  free(kp);
-  free(qp);
-  free(oall);
-  free(all);
+  free(attn_check_views(&c, name, &q, &k, &v, &o, &obuf, &h));
+  attn_host_free(&h);
   kt_free(&obuf);
   kt_free(&qkv);
 }
@@ -253,30 +231,24 @@ static void check_specials(ke_dtype dt, int causal) {
   int64_t qs[4] = {SV_B, 1, SV_SQ, SV_D}, ks[4] = {SV_B, 1, SV_SK, SV_D};
   ke_tensor q, k, v, o;
   attn_alloc_qkvo(&q, &k, &v, &o, dt, qs, ks);
-  kt_fill_normal(&q, 0.0f, 1.0f);
-  kt_fill_normal(&k, 0.0f, 1.0f);
-  kt_fill_normal(&v, 0.0f, 1.0f);
-  double *qd = kt_to_doubles(&q), *kd = kt_to_doubles(&k);
-  double *vd = kt_to_doubles(&v);
+  attn_fill_qkv(&q, &k, &v, 1.0f);
+  attn_host h;
+  attn_host_read(&h, &q, &k, &v);
   attn_case c = tiled(dt, SV_B, 1, 1, SV_SQ, SV_SK, SV_D, causal);
   c.offset = causal ? 0 : -1;
   /* The tolerance of the finite data (with the planted values it would be
    * infinite, and no finite error could fail). */
-  const kt_tol tol = attn_tol(&c, qd, kd, vd);
+  const kt_tol tol = attn_tol(&c, h.q, h.k, h.v);
   for (size_t i = 0; i < sizeof kSpecials / sizeof kSpecials[0]; i++) {
-    plant(qd, SV_SQ, &kSpecials[i], 0);
-    plant(kd, SV_SK, &kSpecials[i], 1);
-    plant(vd, SV_SK, &kSpecials[i], 2);
+    plant(h.q, SV_SQ, &kSpecials[i], 0);
+    plant(h.k, SV_SK, &kSpecials[i], 1);
+    plant(h.v, SV_SK, &kSpecials[i], 2);
   }
-  kt_from_doubles(&q, qd);
-  kt_from_doubles(&k, kd);
-  kt_from_doubles(&v, vd);
+  attn_host_write(&h, &q, &k, &v);
   ke_attention_params p = attn_params(&c);
   kt_assert_ok(ke_attention(kt_ctx(), &q, &k, &v, &o, &p));
 
-  double *ref = malloc((size_t)(SV_B * SV_SQ * SV_D) * sizeof *ref);
-  ck_assert_ptr_nonnull(ref);
-  ke_attention_ref(qd, kd, vd, ref, SV_B, 1, 1, SV_SQ, SV_SK, SV_D, &p);
+  double *ref = attn_ref(&c, &h, &p);
   for (int64_t b = 0; b < SV_B; b++)
     for (int64_t i = 0; i < SV_SQ; i++)
       for (int64_t e = 0; e < SV_D; e++) {
@@ -291,9 +263,7 @@ static void check_specials(ke_dtype dt, int causal) {
            causal ? "_causal" : "");
   kt_assert_close(name, &o, ref, tol);
   free(ref);
-  free(vd);
-  free(kd);
-  free(qd);
+  attn_host_free(&h);
   attn_free_qkvo(&q, &k, &v, &o);
 }
 

@@ -9,6 +9,8 @@
  *   KILN_FAULT_SLEEP_MS   how long faults/sleeper, faults/gpu_sleeper,
  *                         faults/helper, faults/two_devices and
  *                         faults/memory_hog sleep (default 300)
+ *   KILN_FAULT_SLEEP_LOG  where those sleeps append their wall-clock start
+ *                         and end (one "START_MS END_MS" line each)
  *   KILN_FAULT_KILL_MS    how long faults/kill_kiln waits before it kills
  *                         kiln (default 300)
  *   KILN_FAULT_HOG_MB     device memory faults/memory_hog holds (default 40)
@@ -173,8 +175,30 @@ static void sleep_env(const char *name) {
   }
 }
 
-/* Sleeps KILN_FAULT_SLEEP_MS: for token-sharing tests. */
-static void faults_sleep(void) { sleep_env("KILN_FAULT_SLEEP_MS"); }
+static double wall_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Sleeps KILN_FAULT_SLEEP_MS: for token-sharing tests. With
+ * KILN_FAULT_SLEEP_LOG set, appends "START_MS END_MS" (wall clock) of the
+ * sleep to that file: the sleep lies inside the time the test holds its
+ * slots, so the tests can count sleeps at once exactly, where a report's
+ * started..ended also holds the parent's reaping latency. */
+static void faults_sleep(void) {
+  double t0 = wall_ms();
+  sleep_env("KILN_FAULT_SLEEP_MS");
+  const char *log = getenv("KILN_FAULT_SLEEP_LOG");
+  if (!log || !*log) return;
+  char line[64];
+  int n = snprintf(line, sizeof line, "%.3f %.3f\n", t0, wall_ms());
+  int fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  /* One short write with O_APPEND: lines of tests at once do not mix. */
+  if (fd >= 0 && write(fd, line, (size_t)n) != n) ck_abort_msg("cannot append to %s", log);
+  if (fd >= 0) close(fd);
+  else ck_abort_msg("cannot open %s", log);
+}
 
 START_TEST(sleeper) { faults_sleep(); }
 END_TEST
