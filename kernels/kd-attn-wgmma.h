@@ -325,6 +325,9 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
         for (int n = 0; n < ON; n++) kd_wg_fence_regs(oacc[n]);
       }
     }
+#if !defined(KILN_BACKEND_HIP) /* (never launched on AMD) */
+    __syncwarp(); /* every lane is done with the slot (pv_exact reads it) */
+#endif
     if (l == 0) kd_mbar_arrive(&empty[s]);
     if (++s == S) s = 0, ph ^= 1;
   }
