@@ -64,6 +64,11 @@ k list -c "$P/configs/gpu.yaml" --pytest "$T/other" tests/test_other.py::test_ot
 expect_rc 0 "--pytest over a config's pytest:"
 expect_eq "$(grep -c '^tests/' "$T/out.txt")" 1 "only the command line's suite listed"
 
+# kiln bisect runs tests in one shared process: a config's pytest suites are refused.
+k bisect -c "$P/configs/gpu.yaml" "$X::test_scale[0.5]" -o "$T/bisect"
+expect_rc 2 "kiln bisect with a config's pytest suites"
+expect_out "names pytest suites .* cannot share a process" "kiln bisect says why"
+
 # ---- Bad values: file:line:column, exit 2, no test run ------------------------------
 bad() {  # bad NAME YAML REGEX WHAT
   printf '%s\n' "$2" >"$P/configs/$1.yaml"
