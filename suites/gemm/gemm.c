@@ -16,197 +16,7 @@
 #include "kiln/kernels.h"
 #include "kiln/test.h"
 
-/* gemm_tol's pass over one row of C (item: batch * m + row): the partial
- * sums in the kernel's order, k ascending, a row of B at a time when B is
- * not transposed (the sums are the same, and B is read along its rows). */
-typedef struct tol_job {
-  const ke_gemm_params *p;
-  int64_t m, n, k, lda, stride_a, ldb, stride_b, ldc, stride_c;
-  const double *a, *b, *c;
-  double *walk, *sum, *cmax; /* per row: the maxima over its outputs */
-} tol_job;
-
-static void tol_row(void *arg, int64_t item) {
-  const tol_job *t = arg;
-  const ke_gemm_params *p = t->p;
-  const int64_t bi = item / t->m, i = item % t->m, n = t->n;
-  const double *ab = t->a + bi * t->stride_a, *bb = t->b + bi * t->stride_b;
-  double *partial = calloc((size_t)(2 * n), sizeof *partial);
-  if (!partial) abort(); /* a worker thread cannot fail a test */
-  double *squares = partial + n;
-  for (int64_t q = 0; q < t->k; q++) {
-    const double av = p->trans_a ? ab[q * t->lda + i] : ab[i * t->lda + q];
-    for (int64_t j = 0; j < n; j++) {
-      const double bv = p->trans_b ? bb[j * t->ldb + q] : bb[q * t->ldb + j];
-      const double prod = av * bv;
-      if (!isfinite(prod)) continue; /* specials propagate exactly */
-      partial[j] += prod;
-      squares[j] += partial[j] * partial[j];
-    }
-  }
-  double walk = 0.0, sum = 0.0, cm = 0.0;
-  for (int64_t j = 0; j < n; j++) {
-    if (squares[j] > walk) walk = squares[j];
-    if (fabs(partial[j]) > sum) sum = fabs(partial[j]);
-    if (p->beta != 0.0f) {
-      double cv = fabs(t->c[bi * t->stride_c + i * t->ldc + j]);
-      if (isfinite(cv) && cv > cm) cm = cv;
-    }
-  }
-  t->walk[item] = walk, t->sum[item] = sum, t->cmax[item] = cm;
-  free(partial);
-}
-
-kt_tol gemm_tol(ke_dtype out, const ke_gemm_params *p, int64_t batch,
-                int64_t m, int64_t n, int64_t k, const double *a,
-                int64_t lda, int64_t stride_a, const double *b, int64_t ldb,
-                int64_t stride_b, const double *c, int64_t ldc,
-                int64_t stride_c) {
-  const double u = ldexp(1.0, -24), lambda = 8.0;
-  const int64_t rows = batch * m;
-  double *per_row = malloc((size_t)(3 * rows) * sizeof *per_row);
-  ck_assert_ptr_nonnull(per_row);
-  tol_job job = {p, m, n, k, lda, stride_a, ldb, stride_b, ldc, stride_c,
-                 a, b, c, per_row, per_row + rows, per_row + 2 * rows};
-  ke_ref_parallel(rows, (double)rows * n * k, tol_row, &job);
-  double walk_max = 0.0, sum_max = 0.0, c_max = 0.0;
-  for (int64_t r = 0; r < rows; r++) {
-    if (job.walk[r] > walk_max) walk_max = job.walk[r];
-    if (job.sum[r] > sum_max) sum_max = job.sum[r];
-    if (job.cmax[r] > c_max) c_max = job.cmax[r];
-  }
-  free(per_row);
-  const double alpha = fabs((double)p->alpha), beta = fabs((double)p->beta);
-  kt_tol tol = kt_tol_default(out);
-  tol.atol = alpha * lambda * u * sqrt(walk_max) +
-             2.0 * u * (alpha * sum_max + beta * c_max);
-  if (out == KE_F16) tol.atol += ldexp(1.0, -25); /* subnormal half-ulp */
-  return tol;
-}
-
-/* ---- One GEMM against the reference -------------------------------------- */
-
-typedef struct gemm_case {
-  int64_t batch, m, n, k;
-  int trans_a, trans_b;
-  ke_dtype ta, tb, tc;
-  float alpha, beta;
-  int64_t pad_a, pad_b, pad_c; /* row stride minus row length */
-  int64_t off_a, off_b, off_c; /* view base, elements into the backing */
-  int share_a, share_b;        /* 1: batch stride 0; 2: rank-2 operand */
-  int nan_c;                   /* C holds NaN before the call */
-  float mean;                  /* of the operands' normal values (sd 1) */
-  const char *label;           /* prefix of the check's name, or NULL */
-} gemm_case;
-
-static gemm_case base_case(int64_t m, int64_t n, int64_t k) {
-  gemm_case g;
-  memset(&g, 0, sizeof g);
-  g.batch = 1;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.ta = g.tb = g.tc = KE_F32;
-  g.alpha = 1.0f;
-  return g;
-}
-
-/* A stored matrix in a packed backing tensor [nb, rows, cols + pad], the
- * view the kernel gets (starting `off` elements in, off <= pad), and the
- * backing contents as doubles; `at` is the view's first element there. */
-typedef struct operand {
-  ke_tensor full, view;
-  double *host, *at;
-  int64_t ld, stride; /* in the backing's elements; stride 0 = shared */
-} operand;
-
-static void operand_make(operand *o, ke_dtype dt, int64_t batch,
-                         int64_t rows, int64_t cols, int64_t pad, int64_t off,
-                         int share, float mean) {
-  ck_assert_msg(off <= pad, "a view offset (%lld) needs as much padding",
-                (long long)off);
-  const int64_t nb = share ? 1 : batch;
-  int64_t shape[3] = {nb, rows, cols + pad};
-  kt_alloc(&o->full, dt, 3, shape);
-  kt_fill_normal(&o->full, mean, 1.0f);
-  o->host = kt_to_doubles(&o->full);
-  o->at = o->host + off;
-  o->ld = cols + pad;
-  o->stride = share ? 0 : rows * o->ld;
-  o->view = o->full;
-  o->view.data = (char *)o->full.data + off * (int64_t)ke_dtype_size(dt);
-  if (share == 2 || (batch == 1 && share == 0)) { /* rank 2 */
-    o->view.rank = 2;
-    o->view.shape[0] = rows;
-    o->view.shape[1] = cols;
-    o->view.stride[0] = o->ld;
-    o->view.stride[1] = 1;
-  } else {
-    o->view.shape[0] = batch;
-    o->view.shape[2] = cols;
-    o->view.stride[0] = o->stride;
-  }
-}
-
-static void operand_free(operand *o) {
-  free(o->host);
-  kt_free(&o->full);
-}
-
-static void check_gemm(const gemm_case *g) {
-  ke_gemm_params p;
-  ke_gemm_params_init(&p);
-  p.trans_a = g->trans_a;
-  p.trans_b = g->trans_b;
-  p.alpha = g->alpha;
-  p.beta = g->beta;
-  operand a, b, c;
-  operand_make(&a, g->ta, g->batch, g->trans_a ? g->k : g->m,
-               g->trans_a ? g->m : g->k, g->pad_a, g->off_a, g->share_a,
-               g->mean);
-  operand_make(&b, g->tb, g->batch, g->trans_b ? g->n : g->k,
-               g->trans_b ? g->k : g->n, g->pad_b, g->off_b, g->share_b,
-               g->mean);
-  operand_make(&c, g->tc, g->batch, g->m, g->n, g->pad_c, g->off_c, 0, 0.0f);
-  const int64_t c_elems = ke_tensor_numel(&c.full);
-  if (g->nan_c) {
-    for (int64_t i = 0; i < c_elems; i++) c.host[i] = NAN;
-    kt_from_doubles(&c.full, c.host);
-  }
-  kt_assert_ok(ke_gemm(kt_ctx(), &a.view, &b.view, &c.view, &p));
-
-  /* Expected: the reference in the view, C's gap columns unchanged. */
-  kt_tol tol = gemm_tol(g->tc, &p, g->batch, g->m, g->n, g->k, a.at, a.ld,
-                        a.stride, b.at, b.ld, b.stride, c.at, c.ld,
-                        c.stride);
-  double *ref = malloc((size_t)c_elems * sizeof *ref);
-  ck_assert_ptr_nonnull(ref);
-  memcpy(ref, c.host, (size_t)c_elems * sizeof *ref);
-  ke_gemm_ref(&p, g->batch, g->m, g->n, g->k, a.at, a.ld, a.stride, b.at,
-              b.ld, b.stride, ref + g->off_c, c.ld, c.stride);
-  char name[224];
-  snprintf(name, sizeof name,
-           "%s%sgemm_b%lld_%lldx%lldx%lld_%s%s_%s_%s_%s%s",
-           g->label ? g->label : "", g->label ? ": " : "", (long long)g->batch,
-           (long long)g->m, (long long)g->n, (long long)g->k,
-           g->trans_a ? "T" : "N", g->trans_b ? "T" : "N",
-           ke_dtype_name(g->ta), ke_dtype_name(g->tb), ke_dtype_name(g->tc),
-           g->pad_a || g->pad_b || g->pad_c ? "_views" : "");
-  kt_assert_close(name, &c.full, ref, tol);
-  free(ref);
-  operand_free(&a);
-  operand_free(&b);
-  operand_free(&c);
-}
-
-/* Every transpose combination of one shape and dtype triple. */
-static void check_transposes(gemm_case g) {
-  for (int t = 0; t < 4; t++) {
-    g.trans_a = t & 1;
-    g.trans_b = t >> 1;
-    check_gemm(&g);
-  }
-}
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 /* ---- Shapes ---------------------------------------------------------------- */
 
@@ -221,7 +31,7 @@ static const int64_t kShapes[][3] = {
 
 static void sweep_shapes(ke_dtype ta, ke_dtype tb, ke_dtype tc) {
   for (size_t i = 0; i < sizeof kShapes / sizeof kShapes[0]; i++) {
-    gemm_case g = base_case(kShapes[i][0], kShapes[i][1], kShapes[i][2]);
+    gemm_case g = gemm_base(kShapes[i][0], kShapes[i][1], kShapes[i][2]);
     g.ta = ta;
     g.tb = tb;
     g.tc = tc;
@@ -245,7 +55,7 @@ START_TEST(mixed_dtypes) {
       {KE_BF16, KE_BF16, KE_F32}, {KE_F32, KE_F32, KE_F16},
   };
   for (size_t i = 0; i < sizeof mixes / sizeof mixes[0]; i++) {
-    gemm_case g = base_case(37, 45, 77);
+    gemm_case g = gemm_base(37, 45, 77);
     g.ta = mixes[i][0];
     g.tb = mixes[i][1];
     g.tc = mixes[i][2];
@@ -266,15 +76,6 @@ END_TEST
  * transpose, so their edge chunks are partial copies; packed odd sizes,
  * strides off by a few elements and bases off by one take the
  * element-load staging. */
-typedef struct mm_row {
-  const char *what;
-  int64_t batch, m, n, k;
-  ke_dtype t, tc;
-  float alpha, beta;
-  int64_t pad_a, pad_b, pad_c, off_a, off_b, off_c;
-  int share_a, share_b, nan_c;
-} mm_row;
-
 static const mm_row kMmRows[] = {
     {"vec 45x29x37", 1, 45, 29, 37, KE_F16, KE_F32, 1, 0, .pad_a = 3,
      .pad_b = 3},
@@ -316,30 +117,7 @@ static const mm_row kMmRows[] = {
      .pad_a = 6, .pad_b = 6, .off_a = 1},
 };
 
-static void mm_row_run(const mm_row *r) {
-  gemm_case g = base_case(r->m, r->n, r->k);
-  g.batch = r->batch;
-  g.ta = g.tb = r->t;
-  g.tc = r->tc;
-  g.alpha = r->alpha;
-  g.beta = r->beta;
-  g.pad_a = r->pad_a;
-  g.pad_b = r->pad_b;
-  g.pad_c = r->pad_c;
-  g.off_a = r->off_a;
-  g.off_b = r->off_b;
-  g.off_c = r->off_c;
-  g.share_a = r->share_a;
-  g.share_b = r->share_b;
-  g.nan_c = r->nan_c;
-  g.label = r->what;
-  check_transposes(g);
-}
-
-START_TEST(matrix_cores) {
-  for (size_t i = 0; i < sizeof kMmRows / sizeof kMmRows[0]; i++)
-    mm_row_run(&kMmRows[i]);
-}
+START_TEST(matrix_cores) { mm_rows_run(kMmRows, NELEM(kMmRows)); }
 END_TEST
 
 /* GPU-sized, awkward: 1000 and 3001 in every dimension. */
@@ -355,10 +133,7 @@ static const mm_row kMmLarge[] = {
      0, .pad_a = 1, .pad_b = 3, .off_a = 1},
 };
 
-START_TEST(matrix_cores_large) {
-  for (size_t i = 0; i < sizeof kMmLarge / sizeof kMmLarge[0]; i++)
-    mm_row_run(&kMmLarge[i]);
-}
+START_TEST(matrix_cores_large) { mm_rows_run(kMmLarge, NELEM(kMmLarge)); }
 END_TEST
 
 /* Operands TMA can read (16-byte bases, row and batch strides; sizes equal
@@ -389,10 +164,7 @@ static const mm_row kWgRows[] = {
      .pad_b = 16, .pad_c = 5},
 };
 
-START_TEST(hopper_layouts) {
-  for (size_t i = 0; i < sizeof kWgRows / sizeof kWgRows[0]; i++)
-    mm_row_run(&kWgRows[i]);
-}
+START_TEST(hopper_layouts) { mm_rows_run(kWgRows, NELEM(kWgRows)); }
 END_TEST
 
 /* The same rows with A stored [M, K] and B [K, N] only (K-major A and
@@ -401,21 +173,8 @@ END_TEST
  * while the mma.sync kernel's planted bug (in load_b) leaves it right
  * (tests/meson.build). */
 START_TEST(hopper_nn) {
-  for (size_t i = 0; i < sizeof kWgRows / sizeof kWgRows[0]; i++) {
-    const mm_row *r = &kWgRows[i];
-    gemm_case g = base_case(r->m, r->n, r->k);
-    g.batch = r->batch;
-    g.ta = g.tb = r->t;
-    g.tc = r->tc;
-    g.alpha = r->alpha;
-    g.beta = r->beta;
-    g.pad_a = r->pad_a;
-    g.pad_b = r->pad_b;
-    g.pad_c = r->pad_c;
-    g.share_a = r->share_a;
-    g.share_b = r->share_b;
-    g.nan_c = r->nan_c;
-    g.label = r->what;
+  for (size_t i = 0; i < NELEM(kWgRows); i++) {
+    const gemm_case g = mm_row_case(&kWgRows[i]);
     check_gemm(&g);
   }
 }
@@ -427,32 +186,9 @@ END_TEST
  * row's end reads past its allocation in the last row: an error under
  * ASan (CI's sanitizer pass runs this suite) and under compute-sanitizer,
  * even where the values read would only reach outputs that are never
- * written. */
-typedef struct exact_operand {
-  ke_tensor mem, view;
-  double *host;
-} exact_operand;
-
-static void exact_make(exact_operand *o, ke_dtype dt, int64_t rows,
-                       int64_t cols, int64_t ld) {
-  int64_t extent[1] = {(rows - 1) * ld + cols};
-  kt_assert_ok(ke_tensor_alloc(kt_ctx(), &o->mem, dt, 1, extent));
-  kt_fill_normal(&o->mem, 0.0f, 1.0f);
-  o->host = kt_to_doubles(&o->mem);
-  o->view = o->mem;
-  o->view.rank = 2;
-  o->view.shape[0] = rows;
-  o->view.shape[1] = cols;
-  o->view.stride[0] = ld;
-  o->view.stride[1] = 1;
-}
-
-static void exact_free(exact_operand *o) {
-  free(o->host);
-  kt_assert_ok(ke_tensor_free(kt_ctx(), &o->mem));
-}
-
-/* C = op(A) op(B) with A and B allocated to their last element; row
+ * written.
+ *
+ * C = op(A) op(B) with A and B allocated to their last element; row
  * strides padded to a multiple of 8 (pad8: the 16-byte copies) or packed
  * (the element loads), M, N, K = 45, 29, 37 so that every edge chunk is
  * partial. */
@@ -498,81 +234,68 @@ END_TEST
 
 /* ---- Batches and strides ------------------------------------------------------ */
 
-START_TEST(batched) {
-  gemm_case g = base_case(33, 17, 40);
-  g.batch = 5;
-  check_transposes(g);
-  g = base_case(65, 66, 19);
-  g.batch = 3;
-  g.ta = KE_BF16;
-  g.tc = KE_F16;
-  check_transposes(g);
-}
+static const gemm_case kBatched[] = {
+    {.batch = 5, .m = 33, .n = 17, .k = 40, .alpha = 1, .all_t = 1},
+    {.batch = 3, .m = 65, .n = 66, .k = 19, .ta = KE_BF16, .tc = KE_F16,
+     .alpha = 1, .all_t = 1},
+};
+
+START_TEST(batched) { gemm_cases_run(kBatched, NELEM(kBatched)); }
 END_TEST
 
 /* One weight matrix for every batch: batch stride 0, a rank-2 operand, and
  * both inputs shared (every batch computes the same product). */
-START_TEST(batch_shared_operands) {
-  gemm_case g = base_case(20, 24, 70);
-  g.batch = 4;
-  g.share_b = 1;
-  check_transposes(g);
-  g.share_b = 0;
-  g.share_a = 1;
-  check_transposes(g);
-  g.share_a = 2;
-  g.share_b = 0;
-  check_transposes(g);
-  g.share_a = 1;
-  g.share_b = 2;
-  check_gemm(&g);
-}
+static const gemm_case kShared[] = {
+    {.batch = 4, .m = 20, .n = 24, .k = 70, .alpha = 1, .share_b = 1,
+     .all_t = 1},
+    {.batch = 4, .m = 20, .n = 24, .k = 70, .alpha = 1, .share_a = 1,
+     .all_t = 1},
+    {.batch = 4, .m = 20, .n = 24, .k = 70, .alpha = 1, .share_a = 2,
+     .all_t = 1},
+    {.batch = 4, .m = 20, .n = 24, .k = 70, .alpha = 1, .share_a = 1,
+     .share_b = 2},
+};
+
+START_TEST(batch_shared_operands) { gemm_cases_run(kShared, NELEM(kShared)); }
 END_TEST
 
 /* Row strides wider than the rows: views of wider matrices; C's gap
  * columns must come back untouched. */
-START_TEST(leading_dims) {
-  gemm_case g = base_case(31, 29, 45);
-  g.pad_a = 3;
-  g.pad_b = 64;
-  g.pad_c = 5;
-  check_transposes(g);
-  g.batch = 3;
-  g.pad_a = 1;
-  g.pad_b = 0;
-  g.pad_c = 17;
-  check_transposes(g);
-}
+static const gemm_case kLeading[] = {
+    {.batch = 1, .m = 31, .n = 29, .k = 45, .alpha = 1, .pad_a = 3,
+     .pad_b = 64, .pad_c = 5, .all_t = 1},
+    {.batch = 3, .m = 31, .n = 29, .k = 45, .alpha = 1, .pad_a = 1,
+     .pad_c = 17, .all_t = 1},
+};
+
+START_TEST(leading_dims) { gemm_cases_run(kLeading, NELEM(kLeading)); }
 END_TEST
 
 /* ---- alpha and beta ---------------------------------------------------------- */
 
-START_TEST(alpha_beta) {
-  gemm_case g = base_case(45, 38, 50);
-  g.alpha = 0.5f;
-  g.beta = 2.0f;
-  check_transposes(g);
-  g.alpha = -1.25f;
-  g.beta = -0.5f;
-  g.tc = KE_BF16;
-  g.batch = 2;
-  check_gemm(&g);
-}
+static const gemm_case kAlphaBeta[] = {
+    {.batch = 1, .m = 45, .n = 38, .k = 50, .alpha = 0.5f, .beta = 2.0f,
+     .all_t = 1},
+    {.batch = 2, .m = 45, .n = 38, .k = 50, .tc = KE_BF16, .alpha = -1.25f,
+     .beta = -0.5f},
+};
+
+START_TEST(alpha_beta) { gemm_cases_run(kAlphaBeta, NELEM(kAlphaBeta)); }
 END_TEST
 
 /* beta = 0 must not read C: NaN there must not reach the result. */
-START_TEST(beta_zero_ignores_nan_c) {
-  gemm_case g = base_case(70, 65, 33);
-  g.nan_c = 1;
-  g.pad_c = 3; /* the gaps keep their NaN: the kernel must not touch them */
-  check_transposes(g);
-  g.alpha = 0.0f; /* C = 0 whatever it held */
-  check_gemm(&g);
-  g = base_case(7, 33, 113);
-  g.nan_c = 1;
-  g.tc = KE_F16;
-  check_gemm(&g);
-}
+static const gemm_case kNanC[] = {
+    /* the gaps keep their NaN: the kernel must not touch them */
+    {.batch = 1, .m = 70, .n = 65, .k = 33, .alpha = 1, .pad_c = 3,
+     .nan_c = 1, .all_t = 1},
+    /* alpha 0: C = 0 whatever it held */
+    {.batch = 1, .m = 70, .n = 65, .k = 33, .alpha = 0, .pad_c = 3,
+     .nan_c = 1},
+    {.batch = 1, .m = 7, .n = 33, .k = 113, .tc = KE_F16, .alpha = 1,
+     .nan_c = 1},
+};
+
+START_TEST(beta_zero_ignores_nan_c) { gemm_cases_run(kNanC, NELEM(kNanC)); }
 END_TEST
 
 /* alpha = 0: C = beta * C, A and B unread (as BLAS), so NaN in them does
@@ -619,33 +342,20 @@ END_TEST
 
 /* Scores = Q K^T / sqrt(d) over batch x heads, then weights V; prefill and
  * decode (one query against 1000 keys). */
+static const gemm_case kAttention[] = {
+    {.batch = 6, .m = 33, .n = 77, .k = 64, .trans_b = 1, .ta = KE_F16,
+     .tb = KE_F16, .alpha = 0.125f},
+    {.batch = 6, .m = 33, .n = 77, .k = 64, .trans_b = 1, .ta = KE_BF16,
+     .tb = KE_BF16, .tc = KE_BF16, .alpha = 0.125f},
+    {.batch = 6, .m = 33, .n = 64, .k = 77, .tb = KE_F16, .tc = KE_F16,
+     .alpha = 1},
+    {.batch = 8, .m = 1, .n = 1000, .k = 128, .trans_b = 1, .tb = KE_F16,
+     .alpha = 0.0883883476f}, /* 1/sqrt(128) */
+    {.batch = 8, .m = 1, .n = 128, .k = 1000, .tb = KE_F16, .alpha = 1},
+};
+
 START_TEST(attention_shapes) {
-  gemm_case qk = base_case(33, 77, 64);
-  qk.batch = 6;
-  qk.trans_b = 1;
-  qk.alpha = 0.125f;
-  qk.ta = qk.tb = KE_F16;
-  check_gemm(&qk);
-  qk.tc = KE_BF16;
-  qk.ta = qk.tb = KE_BF16;
-  check_gemm(&qk);
-
-  gemm_case pv = base_case(33, 64, 77);
-  pv.batch = 6;
-  pv.tb = KE_F16;
-  pv.tc = KE_F16;
-  check_gemm(&pv);
-
-  gemm_case dec = base_case(1, 1000, 128);
-  dec.batch = 8;
-  dec.trans_b = 1;
-  dec.alpha = 0.0883883476f; /* 1/sqrt(128) */
-  dec.tb = KE_F16;
-  check_gemm(&dec);
-  gemm_case dec_pv = base_case(1, 128, 1000);
-  dec_pv.batch = 8;
-  dec_pv.tb = KE_F16;
-  check_gemm(&dec_pv);
+  gemm_cases_run(kAttention, NELEM(kAttention));
 }
 END_TEST
 
@@ -706,31 +416,26 @@ END_TEST
 
 /* ---- GPU-sized ------------------------------------------------------------ */
 
-START_TEST(large_1000) {
-  gemm_case g = base_case(1000, 1000, 1000);
-  check_gemm(&g);
-  g = base_case(1023, 1025, 999);
-  g.trans_b = 1;
-  g.ta = g.tb = KE_F16;
-  check_gemm(&g);
-  g = base_case(1000, 1000, 1000);
-  g.trans_a = 1;
-  g.ta = g.tb = KE_BF16;
-  g.tc = KE_BF16;
-  g.beta = 1.0f;
-  check_gemm(&g);
-}
+static const gemm_case kLarge[] = {
+    {.batch = 1, .m = 1000, .n = 1000, .k = 1000, .alpha = 1},
+    {.batch = 1, .m = 1023, .n = 1025, .k = 999, .trans_b = 1, .ta = KE_F16,
+     .tb = KE_F16, .alpha = 1},
+    {.batch = 1, .m = 1000, .n = 1000, .k = 1000, .trans_a = 1,
+     .ta = KE_BF16, .tb = KE_BF16, .tc = KE_BF16, .alpha = 1, .beta = 1},
+};
+
+START_TEST(large_1000) { gemm_cases_run(kLarge, NELEM(kLarge)); }
 END_TEST
 
 /* A long K: the tolerance grows with K (gemm-check.h); here it must still
  * hold for 65536 terms. */
-START_TEST(long_k) {
-  gemm_case g = base_case(17, 33, 65536);
-  check_gemm(&g);
-  g.trans_a = 1;
-  g.ta = KE_BF16;
-  check_gemm(&g);
-}
+static const gemm_case kLongK[] = {
+    {.batch = 1, .m = 17, .n = 33, .k = 65536, .alpha = 1},
+    {.batch = 1, .m = 17, .n = 33, .k = 65536, .trans_a = 1, .ta = KE_BF16,
+     .alpha = 1},
+};
+
+START_TEST(long_k) { gemm_cases_run(kLongK, NELEM(kLongK)); }
 END_TEST
 
 /* A long K on the matrix units, against the plain f32-sum bound. The
@@ -740,26 +445,22 @@ END_TEST
  * one direction: 1.2x the bound at K = 65536 when one accumulator takes
  * the whole sum. The kernel's promotion of the unit's sums into a separate
  * f32 sum is what keeps it inside. */
-START_TEST(matrix_cores_long_k) {
-  gemm_case g = base_case(64, 64, 131072);
-  g.ta = g.tb = KE_BF16;
-  g.trans_b = 1;
-  g.mean = 1.0f;
-  check_gemm(&g);
-}
+static const gemm_case kMmLongK = {
+    .batch = 1, .m = 64, .n = 64, .k = 131072, .trans_b = 1, .ta = KE_BF16,
+    .tb = KE_BF16, .alpha = 1, .mean = 1.0f};
+
+START_TEST(matrix_cores_long_k) { check_gemm(&kMmLongK); }
 END_TEST
 
 /* More batches, and more 64-row tiles of M, than a grid dimension holds
  * (65535): the kernel walks both grid-stride. */
-START_TEST(grid_stride) {
-  gemm_case g = base_case(3, 5, 7);
-  g.batch = 70000;
-  g.share_b = 1;
-  check_gemm(&g);
-  g = base_case(65536 * 64 + 1, 2, 3);
-  g.trans_a = 1;
-  check_gemm(&g);
-}
+static const gemm_case kGridStride[] = {
+    {.batch = 70000, .m = 3, .n = 5, .k = 7, .alpha = 1, .share_b = 1},
+    {.batch = 1, .m = 65536 * 64 + 1, .n = 2, .k = 3, .trans_a = 1,
+     .alpha = 1},
+};
+
+START_TEST(grid_stride) { gemm_cases_run(kGridStride, NELEM(kGridStride)); }
 END_TEST
 
 /* ---- Refusals -------------------------------------------------------------- */
