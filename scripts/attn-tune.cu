@@ -208,7 +208,7 @@ static double value_of(ke_dtype t, const unsigned char *p) {
 }
 
 // One row of the reference (double) and its tolerance, the bound of
-// docs/kernels.md with lambda 6 (suites/perf/perf.c's perf_attn_tol).
+// docs/kernels.md with lambda 6 (suites/perf/flop.c's perf_attn_tol).
 static void reference_row(const problem &p, const std::vector<double> &q,
                           const std::vector<double> &k,
                           const std::vector<double> &v, int64_t b, int64_t h,

@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """PyTorch side of kiln's perf suite: the same kernels, shapes, dtypes and
-method as suites/perf/perf.c (docs/performance.md), timed with torch.cuda.Event.
+method as suites/perf (docs/performance.md), timed with torch.cuda.Event.
+The cases come from the suite's own table, suites/perf/cases.c, so a
+benchmark is added once; a new kind of benchmark also needs its sizing in
+size_case and its torch version in measure.
 
     scripts/torch-compare.py --out torch.json            (on a CUDA machine)
     scripts/torch-compare.py --plan [--host-sizes]       (no torch needed)
@@ -14,138 +17,178 @@ parsing and the writer run anywhere.
 """
 import argparse
 import json
+import os
+import re
 import statistics
 import sys
 
-COLS = 4096                 # row length of the row kernels
-HEAD_DIM = 128
-ROPE_HEADS = 32
-KV_HEADS, Q_HEADS = 8, 32
-MEM_DTYPES = ("f32", "f16", "bf16")
-GEMM_DTYPES = ("f32", "f16", "bf16")
+# The perf suite's table of cases (one row per case, read here and by the
+# suite itself) and the method's target, both in this C file.
+TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir,
+                     "suites", "perf", "cases.c")
 ES = {"f32": 4, "f16": 2, "bf16": 2}
+DTYPE_BITS = {"PERF_F32": ("f32",), "PERF_F16": ("f16",),
+              "PERF_BF16": ("bf16",), "PERF_ALL": ("f32", "f16", "bf16")}
 MX_FORMATS = {  # name: (bits, exponent bits, mantissa bits, bias)
     "mxfp4": (4, 2, 1, 1),
     "mxfp6_e2m3": (6, 2, 3, 1),
 }
+# [rows, cols] tensors a row kernel moves per launch, holds per rotation
+# set, and whether a [cols] weight is read once (as suites/perf/memory.c).
+ROW_KERNELS = {"softmax": (2, 2, 0), "rmsnorm": (2, 2, 1),
+               "rmsnorm_residual": (4, 3, 1), "swiglu": (3, 3, 0)}
 
 
 def ceil_div(a, b):
     return (a + b - 1) // b
 
 
+# ---- The table: suites/perf/cases.c ---------------------------------------------
+
+def _uncomment(text):
+    """C comments blanked out, newlines kept (so offsets keep their lines)."""
+    return re.sub(r"/\*.*?\*/|//[^\n]*",
+                  lambda m: re.sub(r"[^\n]", " ", m[0]), text, flags=re.S)
+
+
+def read_table(path=TABLE):
+    """The rows of perf_cases[] as dicts (fields left out are 0, as in C),
+    their dtypes as names, and the targets in bytes."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = _uncomment(f.read())
+    except OSError as e:
+        raise SystemExit(f"torch-compare: cannot read the perf table: {e}")
+
+    def where(pos):
+        return f"{path}:{text.count(chr(10), 0, pos) + 1}"
+
+    targets = {}
+    for name in ("perf_target_mib", "perf_target_mib_host"):
+        m = re.search(r"\b%s\s*=\s*(\d+)\s*;" % name, text)
+        if not m:
+            raise SystemExit(f"torch-compare: {path}: no `{name} = N;`")
+        targets[name] = int(m[1]) << 20
+    m = re.search(r"\bperf_cases\[\]\s*=\s*\{(.*?)\n\};", text, re.S)
+    if not m:
+        raise SystemExit(f"torch-compare: {path}: no `perf_cases[] = {{ ... }};`")
+    rows = []
+    for r in re.finditer(r"\{([^{}]*)\}", m[1]):
+        pos = m.start(1) + r.start()
+        row = {"seq": 0, "seq_host": 0, "batch": 0, "cols": 0, "heads": 0,
+               "heads_host": 0, "kv_heads": 0, "head_dim": 0, "causal": 0,
+               "fmt": None}
+        for field in filter(None, (x.strip() for x in r[1].split(","))):
+            f = re.fullmatch(r'\.(\w+)\s*=\s*("([^"]*)"|\d+|[A-Z0-9_|\s]+)', field)
+            if not f:
+                raise SystemExit(f"torch-compare: {where(pos)}: cannot read `{field}`")
+            key, value = f[1], f[2]
+            if key in ("test", "bench", "fmt") and f[3] is not None:
+                row[key] = f[3]
+            elif key == "dtypes":
+                names = [t.strip() for t in value.split("|")]
+                if any(t not in DTYPE_BITS for t in names):
+                    raise SystemExit(f"torch-compare: {where(pos)}: dtypes `{value}`")
+                row["dtypes"] = [d for d in ("f32", "f16", "bf16")
+                                 if any(d in DTYPE_BITS[t] for t in names)]
+            elif key in row and value.isdigit():
+                row[key] = int(value)
+            else:
+                raise SystemExit(f"torch-compare: {where(pos)}: unknown field `{field}`")
+        if "bench" not in row or "dtypes" not in row:
+            raise SystemExit(f"torch-compare: {where(pos)}: a row needs .bench and .dtypes")
+        row["where"] = where(pos)
+        rows.append(row)
+    if not rows:
+        raise SystemExit(f"torch-compare: {path}: perf_cases[] has no rows")
+    return rows, targets
+
+
 # ---- The plan: every case with its shape and the bytes / FLOP that count -----
 
-def plan(target, lengths, attn_heads, decode_lengths=(4096, 32768)):
-    """Cases as suites/perf/perf.c sizes them: rows so that the bytes that must
-    move reach `target`; GEMM and attention at the given lengths."""
+def plan(rows, target, host):
+    """One case per row and dtype, sized as the perf suite sizes it: rows
+    (or positions) so that the bytes that must move reach `target`; a row's
+    seq (seq_host, heads_host in host emulation) as given."""
     cases = []
-
-    def mem(bench, dt, shape, nbytes, set_bytes, **extra):
-        cases.append(dict(bench=bench, dtype=dt, shape=shape, bytes=nbytes,
-                          set_bytes=set_bytes, kind="mem", **extra))
-
-    rows = ceil_div(target, 2 * COLS * 4)
-    mem("copy", "f32", f"{rows}x{COLS}", 2 * rows * COLS * 4,
-        2 * rows * COLS * 4, rows=rows)
-    # Write-only roof: a fill of the copy's destinations (suites/perf/perf.c).
-    mem("fill", "f32", f"{rows}x{COLS}", rows * COLS * 4,
-        2 * rows * COLS * 4, rows=rows)
-    for dt in MEM_DTYPES:
-        es = ES[dt]
-        # tensors moved per row, tensors held per set (and the weight)
-        for bench, moved, held, weight in (("softmax", 2, 2, 0),
-                                           ("rmsnorm", 2, 2, 1),
-                                           ("rmsnorm_residual", 4, 3, 1),
-                                           ("swiglu", 3, 3, 0)):
-            r = ceil_div(target, moved * COLS * es)
-            mem(bench, dt, f"{r}x{COLS}", moved * r * COLS * es + weight * COLS * es,
-                held * r * COLS * es, rows=r)
-        s = ceil_div(target, 2 * ROPE_HEADS * HEAD_DIM * es)
-        mem("rope", dt, f"1x{ROPE_HEADS}x{s}x{HEAD_DIM}",
-            2 * ROPE_HEADS * s * HEAD_DIM * es + 4 * s,
-            ROPE_HEADS * s * HEAD_DIM * es, seq=s)
-        s = ceil_div(target, (KV_HEADS + Q_HEADS) * HEAD_DIM * es)
-        mem("kv_repeat", dt,
-            f"1x{KV_HEADS}x{s}x{HEAD_DIM}->1x{Q_HEADS}x{s}x{HEAD_DIM}",
-            (KV_HEADS + Q_HEADS) * s * HEAD_DIM * es,
-            (KV_HEADS + Q_HEADS) * s * HEAD_DIM * es, seq=s)
-    for fmt, (bits, _, _, _) in MX_FORMATS.items():
-        for dt in MEM_DTYPES:
-            row = COLS * bits // 8 + COLS // 32 + COLS * ES[dt]
-            r = ceil_div(target, row)
-            mem(f"{fmt}_dequant", dt, f"{r}x{COLS}", r * row, r * row, rows=r,
-                fmt=fmt)
-    for s in lengths:
-        for dt in GEMM_DTYPES:
-            cases.append(dict(bench=f"gemm_s{s}", dtype=dt, shape=f"{s}x{s}x{s}",
-                              flop=2 * s ** 3, set_bytes=3 * s * s * ES[dt],
-                              kind="flop", seq=s))
-    # The MX linear layer at the longer length: bf16 X [S, S] times MXFP4
-    # W [S, S] transposed (suites/perf/perf.c, mxfp_gemm).
-    s = lengths[-1]
-    cases.append(dict(bench=f"mxfp4_gemm_s{s}", dtype="bf16",
-                      shape=f"{s}x{s}x{s}", flop=2 * s ** 3,
-                      set_bytes=2 * s * s * 2 + s * s // 2 + s * s // 32,
-                      kind="flop", seq=s, fmt="mxfp4"))
-    cases += attention_cases(lengths, attn_heads)
-    plan_decode(cases, decode_lengths)
+    for row in rows:
+        for dt in row["dtypes"]:
+            case = size_case(row, dt, target, host)
+            if case is None:
+                raise SystemExit(f"torch-compare: {row['where']}: no torch plan "
+                                 f"for bench {row['bench']} (add it to size_case)")
+            cases.append(case)
     return cases
 
 
-# ---- Fused attention: suites/perf/perf.c's kAttnPerf ---------------------------------
-
-ATTN_DTYPES = ("f32", "f16", "bf16")
-# (bench, which of the lengths, D, causal, dtypes)
-ATTN_CASES = (
-    ("attention", 0, 128, False, ATTN_DTYPES),
-    ("attention", 1, 128, False, ATTN_DTYPES),
-    ("attention_causal", 0, 128, True, ATTN_DTYPES),
-    ("attention_causal", 1, 128, True, ATTN_DTYPES),
-    ("attention_d64", 1, 64, False, ("bf16",)),
-    ("attention_d256", 1, 256, False, ("bf16",)),
-)
+def bench_name(row, seq):
+    """BENCH[_b<batch>][_s<seq>], as the perf suite names its metrics."""
+    name = row["bench"]
+    if row["batch"]:
+        name += f"_b{row['batch']}"
+    if row["seq"]:
+        name += f"_s{seq}"
+    return name
 
 
-def attention_cases(lengths, heads):
-    """B 1, H heads, Sq = Sk = S; FLOP = 4 D per visible (query, key) pair
-    and head: S^2, or S (S + 1) / 2 when causal (only the pairs the mask
-    leaves are counted, as kiln counts them)."""
-    out = []
-    for bench, which, d, causal, dts in ATTN_CASES:
-        if which >= len(lengths):
-            continue
-        s = lengths[which]
-        pairs = s * (s + 1) // 2 if causal else s * s
-        for dt in dts:
-            out.append(dict(bench=f"{bench}_s{s}", dtype=dt,
-                            shape=f"1x{heads}x{s}x{d}", flop=4 * heads * pairs * d,
-                            set_bytes=4 * heads * s * d * ES[dt], kind="flop",
-                            seq=s, heads=heads, head_dim=d, causal=causal))
-    return out
+def size_case(row, dt, target, host):
+    b, es = row["bench"], ES[dt]
+    s = row["seq_host"] if host and row["seq_host"] else row["seq"]
+    heads = row["heads_host"] if host and row["heads_host"] else row["heads"]
+    cols, d, hkv = row["cols"], row["head_dim"], row["kv_heads"]
+    name = bench_name(row, s)
 
+    def mem(shape, nbytes, set_bytes, **extra):
+        return dict(bench=name, dtype=dt, shape=shape, bytes=nbytes,
+                    set_bytes=set_bytes, kind="mem", **extra)
 
-# ---- Decode (suites/perf/perf.c "Decode"): K/V bandwidth ---------------------------
+    def flop(shape, nflop, set_bytes, **extra):
+        return dict(bench=name, dtype=dt, shape=shape, flop=nflop,
+                    set_bytes=set_bytes, kind="flop", seq=s, **extra)
 
-DEC_DTYPES = ("f16", "bf16")
-DEC_BATCHES = (1, 8)
-
-
-def plan_decode(cases, lengths):
-    """One query token per sequence, Hq 32 over Hkv 8, D 128: dense and paged
-    cases share torch's measurement (SDPA on dense K/V, enable_gqa)."""
-    for s in lengths:
-        for b in DEC_BATCHES:
-            for dt in DEC_DTYPES:
-                kv = 2 * b * KV_HEADS * s * HEAD_DIM * ES[dt]
-                q = 2 * b * Q_HEADS * HEAD_DIM * ES[dt]
-                for prefix in ("", "paged_"):
-                    mem = dict(bench=f"{prefix}decode_b{b}_s{s}", dtype=dt,
-                               shape=f"q {b}x{Q_HEADS}x1x{HEAD_DIM}, kv "
-                                     f"{b}x{KV_HEADS}x{s}x{HEAD_DIM}",
-                               bytes=kv, set_bytes=kv + q, kind="mem",
-                               batch=b, seq=s)
-                    cases.append(mem)
+    if b in ("copy", "fill"):
+        # Rows as the copy's (read + written reach the target); a fill's
+        # set is its destination only.
+        r = ceil_div(target, 2 * cols * es)
+        moved = 2 if b == "copy" else 1
+        return mem(f"{r}x{cols}", moved * r * cols * es, moved * r * cols * es,
+                   rows=r, cols=cols)
+    if b in ROW_KERNELS:
+        moved, held, weight = ROW_KERNELS[b]
+        r = ceil_div(target, moved * cols * es)
+        return mem(f"{r}x{cols}", moved * r * cols * es + weight * cols * es,
+                   held * r * cols * es, rows=r, cols=cols)
+    if b == "rope":
+        s = ceil_div(target, 2 * heads * d * es)
+        return mem(f"1x{heads}x{s}x{d}", 2 * heads * s * d * es + 4 * s,
+                   heads * s * d * es, seq=s, heads=heads, head_dim=d)
+    if b == "kv_repeat":
+        s = ceil_div(target, (hkv + heads) * d * es)
+        return mem(f"1x{hkv}x{s}x{d}->1x{heads}x{s}x{d}",
+                   (hkv + heads) * s * d * es, (hkv + heads) * s * d * es,
+                   seq=s, heads=heads, kv_heads=hkv, head_dim=d)
+    if b.endswith("_dequant"):
+        per_row = cols * MX_FORMATS[row["fmt"]][0] // 8 + cols // 32 + cols * es
+        r = ceil_div(target, per_row)
+        return mem(f"{r}x{cols}", r * per_row, r * per_row, rows=r,
+                   fmt=row["fmt"], cols=cols)
+    if b == "gemm":
+        return flop(f"{s}x{s}x{s}", 2 * s ** 3, 3 * s * s * es)
+    if b == "mxfp4_gemm":
+        return flop(f"{s}x{s}x{s}", 2 * s ** 3,
+                    2 * s * s * es + s * s // 2 + s * s // 32, fmt=row["fmt"])
+    if b.startswith("attention"):
+        pairs = s * (s + 1) // 2 if row["causal"] else s * s
+        return flop(f"1x{heads}x{s}x{d}", 4 * heads * pairs * d,
+                    4 * heads * s * d * es, heads=heads, head_dim=d,
+                    causal=bool(row["causal"]))
+    if b in ("decode", "paged_decode"):
+        bb = row["batch"]
+        kv = 2 * bb * hkv * s * d * es
+        return mem(f"q {bb}x{heads}x1x{d}, kv {bb}x{hkv}x{s}x{d}", kv,
+                   kv + 2 * bb * heads * d * es, batch=bb, seq=s, heads=heads,
+                   kv_heads=hkv, head_dim=d)
+    return None
 
 
 def rotation_sets(l2_bytes, set_bytes):
@@ -246,43 +289,45 @@ def measure(args, cases, results):
         dt, nsets = case["dtype"], rotation_sets(l2, case["set_bytes"])
         note, fn = None, None
         b = case["bench"]
+        cols = case.get("cols")
+        hq, hkv, hd = case.get("heads"), case.get("kv_heads"), case.get("head_dim")
         if b == "copy":
-            src = [randn((case["rows"], COLS), dt) for _ in range(nsets)]
+            src = [randn((case["rows"], cols), dt) for _ in range(nsets)]
             dst = [torch.empty_like(s) for s in src]
             fn = lambda i: dst[i].copy_(src[i])
         elif b == "fill":
-            dst = [torch.empty((case["rows"], COLS), device=dev, dtype=dts[dt])
+            dst = [torch.empty((case["rows"], cols), device=dev, dtype=dts[dt])
                    for _ in range(nsets)]
             fn = lambda i: dst[i].fill_(0.747)
             note = "Tensor.fill_ (write only)"
         elif b == "softmax":
-            x = [randn((case["rows"], COLS), dt) for _ in range(nsets)]
+            x = [randn((case["rows"], cols), dt) for _ in range(nsets)]
             fn = lambda i: torch.softmax(x[i], dim=-1)
         elif b in ("rmsnorm", "rmsnorm_residual"):
             if not hasattr(F, "rms_norm"):
                 record_case(results, case, None, note="n/a: no F.rms_norm in this torch")
                 continue
-            x = [randn((case["rows"], COLS), dt) for _ in range(nsets)]
-            w = randn((COLS,), dt)
+            x = [randn((case["rows"], cols), dt) for _ in range(nsets)]
+            w = randn((cols,), dt)
             if b == "rmsnorm":
-                fn = lambda i: F.rms_norm(x[i], (COLS,), w, 1e-6)
+                fn = lambda i: F.rms_norm(x[i], (cols,), w, 1e-6)
             else:
-                r = [randn((case["rows"], COLS), dt) for _ in range(nsets)]
+                r = [randn((case["rows"], cols), dt) for _ in range(nsets)]
 
                 def fn(i):
                     x[i].add_(r[i])
-                    return F.rms_norm(x[i], (COLS,), w, 1e-6)
+                    return F.rms_norm(x[i], (cols,), w, 1e-6)
                 note = "two ops: x.add_(residual), then F.rms_norm"
         elif b == "swiglu":
-            g = [randn((case["rows"], COLS), dt) for _ in range(nsets)]
-            u = [randn((case["rows"], COLS), dt) for _ in range(nsets)]
+            g = [randn((case["rows"], cols), dt) for _ in range(nsets)]
+            u = [randn((case["rows"], cols), dt) for _ in range(nsets)]
             fn = lambda i: F.silu(g[i]) * u[i]
             note = "F.silu(gate) * up: two kernels"
         elif b == "rope":
-            s, h = case["seq"], HEAD_DIM // 2
-            x = [randn((1, ROPE_HEADS, s, HEAD_DIM), dt) for _ in range(nsets)]
+            s, h = case["seq"], hd // 2
+            x = [randn((1, hq, s, hd), dt) for _ in range(nsets)]
             pos = torch.arange(s, device=dev, dtype=torch.float64)
-            inv = 10000.0 ** (-torch.arange(h, device=dev, dtype=torch.float64) * 2 / HEAD_DIM)
+            inv = 10000.0 ** (-torch.arange(h, device=dev, dtype=torch.float64) * 2 / hd)
             ang = pos[:, None] * inv[None, :]
             cos, sin = ang.cos().to(dts[dt]), ang.sin().to(dts[dt])
 
@@ -295,10 +340,10 @@ def measure(args, cases, results):
             note = "unfused torch ops (NeoX pairing, in place via copy_), cos/sin tables precomputed"
         elif b == "kv_repeat":
             s = case["seq"]
-            kv = [randn((1, KV_HEADS, s, HEAD_DIM), dt) for _ in range(nsets)]
-            g = Q_HEADS // KV_HEADS
-            fn = lambda i: kv[i][:, :, None].expand(1, KV_HEADS, g, s, HEAD_DIM) \
-                .reshape(1, Q_HEADS, s, HEAD_DIM).contiguous()
+            kv = [randn((1, hkv, s, hd), dt) for _ in range(nsets)]
+            g = hq // hkv
+            fn = lambda i: kv[i][:, :, None].expand(1, hkv, g, s, hd) \
+                .reshape(1, hq, s, hd).contiguous()
             ms_ri = time_ms(lambda i: kv[i].repeat_interleave(g, dim=1), nsets)
             alt = dict(case, bench="kv_repeat_interleave")
             record_case(results, alt, ms_ri, copy_gbps,
@@ -327,24 +372,24 @@ def measure(args, cases, results):
             fmt = case["fmt"]
             bits = MX_FORMATS[fmt][0]
             rows = case["rows"]
-            data = [torch.randint(0, 256, (rows, COLS * bits // 8), device=dev,
+            data = [torch.randint(0, 256, (rows, cols * bits // 8), device=dev,
                                   dtype=torch.uint8) for _ in range(nsets)]
-            scales = [torch.randint(117, 138, (rows, COLS // 32), device=dev,
+            scales = [torch.randint(117, 138, (rows, cols // 32), device=dev,
                                     dtype=torch.uint8) for _ in range(nsets)]
             lut = torch.tensor(mx_value_table(fmt), device=dev, dtype=torch.float32)
 
             def codes_of(d):
                 if bits == 4:
-                    return torch.stack((d & 15, d >> 4), dim=-1).reshape(rows, COLS)
-                w = d.view(rows, COLS // 4, 3).to(torch.int32)
+                    return torch.stack((d & 15, d >> 4), dim=-1).reshape(rows, cols)
+                w = d.view(rows, cols // 4, 3).to(torch.int32)
                 w = w[..., 0] | (w[..., 1] << 8) | (w[..., 2] << 16)
                 return torch.stack([(w >> (6 * j)) & 63 for j in range(4)],
-                                   dim=-1).reshape(rows, COLS)
+                                   dim=-1).reshape(rows, cols)
 
             def fn(i):
-                v = lut[codes_of(data[i]).long()].view(rows, COLS // 32, 32)
+                v = lut[codes_of(data[i]).long()].view(rows, cols // 32, 32)
                 sc = torch.exp2(scales[i].float() - 127.0)[..., None]
-                return (v * sc).view(rows, COLS).to(dts[dt])
+                return (v * sc).view(rows, cols).to(dts[dt])
             note = "unfused torch ops: unpack, table lookup, scale (f32), convert"
         elif b.startswith("gemm_"):
             s = case["seq"]
@@ -363,9 +408,9 @@ def measure(args, cases, results):
                 record_case(results, case, decode_ms[key], copy_gbps,
                             note="same SDPA as the dense case (torch has no paged cache)")
                 continue
-            q = [randn((bb, Q_HEADS, 1, HEAD_DIM), dt) for _ in range(nsets)]
-            k = [randn((bb, KV_HEADS, s, HEAD_DIM), dt) for _ in range(nsets)]
-            v = [randn((bb, KV_HEADS, s, HEAD_DIM), dt) for _ in range(nsets)]
+            q = [randn((bb, hq, 1, hd), dt) for _ in range(nsets)]
+            k = [randn((bb, hkv, s, hd), dt) for _ in range(nsets)]
+            v = [randn((bb, hkv, s, hd), dt) for _ in range(nsets)]
             fn = lambda i: F.scaled_dot_product_attention(q[i], k[i], v[i],
                                                           enable_gqa=True)
             note = "F.scaled_dot_product_attention(enable_gqa=True), Sq 1"
@@ -405,13 +450,13 @@ def parse_args(argv):
     p.add_argument("--plan", action="store_true",
                    help="print the cases and shapes as JSON, measure nothing")
     p.add_argument("--host-sizes", action="store_true",
-                   help="kiln's host-emulation sizes (2 MiB, S 64/128, 2 heads, "
-                        "decode contexts 32/256)")
+                   help="kiln's host-emulation sizes (the table's seq_host, "
+                        "heads_host and perf_target_mib_host)")
+    p.add_argument("--table", default=TABLE,
+                   help="the perf suite's table of cases (default "
+                        "suites/perf/cases.c beside this script)")
     p.add_argument("--target-mb", type=float, default=None,
-                   help="MiB a memory-bound launch moves (default 256)")
-    p.add_argument("--lengths", default=None,
-                   help="GEMM/attention S values, comma-separated (default 1024,4096)")
-    p.add_argument("--heads", type=int, default=None, help="attention heads (16)")
+                   help="MiB a memory-bound launch moves (default: the table's)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--iters", type=int, default=50)
     p.add_argument("--l2-bytes", type=int, default=0,
@@ -422,27 +467,27 @@ def parse_args(argv):
     a = p.parse_args(argv)
     if a.warmup < 0 or a.iters < 1:
         p.error("--warmup must be >= 0 and --iters >= 1")
-    host = a.host_sizes
-    a.target = int((a.target_mb if a.target_mb else (2 if host else 256)) * (1 << 20))
-    try:
-        a.lengths = [int(x) for x in (a.lengths or ("64,128" if host else "1024,4096")).split(",")]
-    except ValueError:
-        p.error("--lengths takes integers, e.g. 1024,4096")
-    if a.target <= 0 or any(s < 1 for s in a.lengths):
-        p.error("sizes must be positive")
-    a.heads = a.heads or (2 if host else 16)
+    if a.target_mb is not None and a.target_mb <= 0:
+        p.error(f"--target-mb must be positive (got {a.target_mb:g})")
     a.only = [x for x in a.only.split(",") if x]
     return a
 
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    cases = plan(args.target, args.lengths, args.heads,
-                 (32, 256) if args.host_sizes else (4096, 32768))
+    rows, targets = read_table(args.table)
+    target = targets["perf_target_mib_host" if args.host_sizes else "perf_target_mib"]
+    if args.target_mb is not None:
+        target = int(args.target_mb * (1 << 20))
+    cases = plan(rows, target, args.host_sizes)
+    unknown = sorted(set(args.only) - {c["bench"] for c in cases})
+    if unknown:
+        raise SystemExit(f"torch-compare: --only names benches not in the plan: "
+                         f"{', '.join(unknown)} (see --plan)")
     if args.plan:
         write({"format": "kiln-torch-plan/1", "cases": cases}, args.out)
         return 0
-    results = new_results({"settings": {"target_bytes": args.target,
+    results = new_results({"settings": {"target_bytes": target,
                                         "warmup": args.warmup,
                                         "iters": args.iters}})
     measure(args, cases, results)

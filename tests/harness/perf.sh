@@ -2,7 +2,8 @@
 # The perf suite in host emulation (small sizes, same code): held back from
 # a plain selection, every benchmark passes its correctness check and leaves
 # finite metrics and a shape note in the report; the metrics survive report
-# rebuild and merge; scripts/torch-compare.py plans the same shapes; and
+# rebuild and merge; scripts/torch-compare.py plans the same cases from the
+# suite's table (suites/perf/cases.c); and
 # scripts/perf-table.py joins a report with a torch file (made here from the
 # plan, since no torch is installed) with both of its report readers.
 source "$(dirname "$0")/lib.sh"
@@ -153,25 +154,52 @@ python3 "$S/torch-compare.py" --plan --host-sizes --out "$T/plan.json"
 [ $? -eq 0 ] && ok "torch-compare.py --plan runs without torch" || fail "torch-compare.py --plan"
 python3 "$S/torch-compare.py" --iters 0 >/dev/null 2>&1
 expect_eq "$?" 2 "torch-compare.py refuses --iters 0"
-python3 "$S/torch-compare.py" --lengths 1k --plan >/dev/null 2>&1
-expect_eq "$?" 2 "torch-compare.py refuses --lengths 1k"
+python3 "$S/torch-compare.py" --target-mb -1 --plan >/dev/null 2>&1
+expect_eq "$?" 2 "torch-compare.py refuses --target-mb -1"
+python3 "$S/torch-compare.py" --only softmax,nosuch --plan >/dev/null 2>"$T/err.txt"
+expect_eq "$?" 1 "torch-compare.py refuses --only with a bench not in the plan"
+grep -q 'nosuch' "$T/err.txt" && ok "names it" || fail "no name in: $(cat "$T/err.txt")"
+# The plan comes from the suite's table: a row it cannot read stops it,
+# named by file and line, instead of planning fewer cases.
+tbl=$KILN_SOURCE/suites/perf/cases.c
+line=$(grep -n '\.bench = "rope"' "$tbl" | head -1 | cut -d: -f1)
+sed "${line}s/\.heads = 32/.hedas = 32/" "$tbl" > "$T/bad-field.c"
+python3 "$S/torch-compare.py" --plan --table "$T/bad-field.c" >/dev/null 2>"$T/err.txt"
+expect_eq "$?" 1 "torch-compare.py refuses a table row with an unknown field"
+grep -q "bad-field.c:$line: unknown field \`.hedas = 32\`" "$T/err.txt" && ok "names the file, line and field" \
+  || fail "bad table row not named: $(cat "$T/err.txt")"
+sed 's/\.bench = "swiglu"/.bench = "swiglu2"/' "$tbl" > "$T/bad-bench.c"
+python3 "$S/torch-compare.py" --plan --table "$T/bad-bench.c" >/dev/null 2>"$T/err.txt"
+expect_eq "$?" 1 "torch-compare.py refuses a bench it has no plan for"
+grep -q "no torch plan for bench swiglu2" "$T/err.txt" && ok "says which" \
+  || fail "unplanned bench not named: $(cat "$T/err.txt")"
 if python3 - "$S" "$T/flat.txt" "$T/plan.json" "$T/torch.json" <<'PY'
 import importlib.util, json, re, sys
 src, flat, plan_path, out = sys.argv[1:5]
 spec = importlib.util.spec_from_file_location("tc", src + "/torch-compare.py")
 tc = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(tc)            # importing needs no torch
-shapes = {}
+shapes, values = {}, {}
 for line in open(flat):
-    m = re.match(r"tests\.\d+\.notes\.\d+\.(key|value)=(.*)", line.rstrip("\n"))
-    if m and m[1] == "key":
-        key = m[2]
-    elif m:
-        shapes[key[:-len(".shape")]] = m[2]
+    m = re.match(r"tests\.\d+\.(notes|metrics)\.\d+\.(key|name|value)=(.*)", line.rstrip("\n"))
+    if m and m[2] in ("key", "name"):
+        key = m[3]
+    elif m and m[1] == "notes" and key.endswith(".shape"):
+        shapes[key[:-len(".shape")]] = m[3]
+    elif m and m[1] == "metrics":
+        values[key] = float(m[3])
 cases = json.load(open(plan_path))["cases"]
 planned = {f"{c['bench']}.{c['dtype']}": c["shape"] for c in cases}
 assert planned == shapes, {k: (planned.get(k), shapes.get(k))
                            for k in set(planned) | set(shapes) if planned.get(k) != shapes.get(k)}
+# The same bytes or FLOP, and the same rotation (sets of set_bytes over
+# twice the emulated 4 MiB L2, at most 64 in emulation), case for case.
+for c in cases:
+    k = f"{c['bench']}.{c['dtype']}"
+    q = "bytes" if c["kind"] == "mem" else "flop"
+    assert values[f"{k}.{q}"] == c[q], (k, q, values[f"{k}.{q}"], c[q])
+    rot = min(64, tc.rotation_sets(4 << 20, c["set_bytes"])) * c["set_bytes"]
+    assert values[f"{k}.rotation_bytes"] == rot, (k, values[f"{k}.rotation_bytes"], rot)
 # A torch file as measure() would write it: copy twice kiln's speed, the
 # rest at 1 ms, MXFP6 not measured.
 res = tc.new_results({"device": "fake", "torch": "0"})
@@ -191,7 +219,7 @@ names = {m["name"] for m in doc["metrics"]}
 assert "softmax.bf16.GBps" in names and "gemm_s128.f32.TFLOPs" in names
 assert "mxfp6_e2m3_dequant.f32.GBps" not in names
 PY
-then ok "torch-compare.py plans kiln's shapes; its writer makes a torch file"
+then ok "torch-compare.py plans kiln's shapes, bytes, FLOP and rotation; its writer makes a torch file"
 else fail "torch-compare.py plan/writer"; fi
 
 # ---- perf-table.py ---------------------------------------------------------------------------
