@@ -6,8 +6,8 @@
  * cores do it: g products (exact) are added to the f32 accumulator in one
  * step, and the step's result is rounded to f32 toward zero. Inputs are
  * bf16 values of a unit-variance, roughly normal distribution; M = N = 64.
- * It prints the worst error over all outputs as a fraction of suites/
- * gemm.c's gemm_tol for an f32 C (atol = 8 u sqrt(max sum of squared
+ * It prints the worst error over all outputs as a fraction of
+ * suites/gemm/gemm-check.c's gemm_tol for an f32 C (atol = 8 u sqrt(max sum of squared
  * partial sums) + 2 u max |sum|, rtol 1.3e-6), and the same for an
  * in-order f32 sum rounded to nearest (the bound's own model).
  *

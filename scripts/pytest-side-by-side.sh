@@ -10,7 +10,11 @@
 # Writes OUT/side-by-side.txt and every run's output under OUT.
 set -u
 KILN=$1 OUT=$2 BACKEND=${3:-host}
-PY=${KILN_PYTHON:-python3}
+# An interpreter with pytest: $KILN_PYTHON, else python3, else Debian's
+# (a pyenv python3 earlier on the PATH may lack it); kiln uses the same.
+for PY in ${KILN_PYTHON:-python3 /usr/bin/python3}; do "$PY" -c 'import pytest' 2>/dev/null && break; done
+"$PY" -c 'import pytest' 2>/dev/null || { echo "no python3 with pytest (KILN_PYTHON=${KILN_PYTHON:-})" >&2; exit 2; }
+export KILN_PYTHON=$PY
 mkdir -p "$OUT"
 S=$OUT/suite
 rm -rf "$S" && cp -r "$(dirname "$0")/../examples/pytest-suite" "$S"

@@ -12,7 +12,11 @@ set -u
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 rate() { awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%.2f", n / (b - a) }'; }
 KILN=$1 OUT=$2 N=${3:-24} J=${4:-2} B=${5:-host}
-PY=${KILN_PYTHON:-python3}
+# An interpreter with pytest: $KILN_PYTHON, else python3, else Debian's
+# (a pyenv python3 earlier on the PATH may lack it); kiln uses the same.
+for PY in ${KILN_PYTHON:-python3 /usr/bin/python3}; do "$PY" -c 'import pytest' 2>/dev/null && break; done
+"$PY" -c 'import pytest' 2>/dev/null || { echo "no python3 with pytest (KILN_PYTHON=${KILN_PYTHON:-})" >&2; exit 2; }
+export KILN_PYTHON=$PY
 mkdir -p "$OUT"
 P=$OUT/project
 rm -rf "$P" && mkdir -p "$P/tests"

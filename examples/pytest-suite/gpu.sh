@@ -2,7 +2,9 @@
 # The sample pytest suite on the lent NVIDIA GPU, in one call
 # (docs/gpu-runs.md):
 #   here:   scripts/gpu-run.sh stage && bash examples/pytest-suite/gpu.sh stage
-#   there:  bash examples/pytest-suite/gpu.sh        (carry: [".device"])
+#   there:  bash examples/pytest-suite/gpu.sh [suite|speed|sbs]...   (carry: [".device"])
+# (no part named: all three; the speed alone takes about three minutes
+# there, the side-by-side up to seven)
 # `stage` adds the cuda engine's shared library (for kilnpy) and Debian's
 # pure-Python pytest, pytest-xdist and their dependencies (used there only
 # when that machine's Python has no pytest) to .device/. There it runs the
@@ -43,22 +45,30 @@ if ! "$KILN_PYTHON" -c 'import pytest' 2>/dev/null; then
   export PYTHONPATH=$PWD/$stage/pylib${PYTHONPATH:+:$PYTHONPATH}
   echo "pytest from $stage/pylib (Debian's, staged)" >>"$sum"
 fi
+parts=" ${*:-suite speed sbs} "
+want() { case "$parts" in *" $1 "*) return 0 ;; esac; return 1; }
 {
   echo "== machine"; nvidia-smi -L; nproc
   "$KILN_PYTHON" -c 'import sys, pytest; print("python", sys.version.split()[0], "pytest", pytest.__version__)'
   "$KILN_PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available())' 2>&1 | tail -1
   "$KILN_PYTHON" -c 'import xdist; print("xdist", xdist.__version__)' 2>&1 | tail -1
+} 2>&1 | tee -a "$sum"
+if want suite; then {
   echo "== kiln run --pytest examples/pytest-suite"
   "$k/bin/kiln" run --backend cuda --pytest examples/pytest-suite -o "$out/run" 2>&1 | tail -25
   echo "== @fault"
   SAMPLE_HANG_S=600 "$k/bin/kiln" run --backend cuda --pytest examples/pytest-suite @fault \
     --grace 2 -o "$out/faults" 2>&1 | grep -E '^[A-Z]+ +tests|^ +tests/|test runs'
   echo "== zygote notes"; grep -h -A1 'key: pytest_start' "$out/run/report.yaml" | grep value | sort | uniq -c
-} 2>&1 | tee -a "$sum"
-echo "== speed" | tee -a "$sum"
-bash scripts/pytest-speed.sh "$k/bin/kiln" "$out/speed" 24 2 cuda >"$out/speed.out" 2>&1
-cat "$out/speed/speed.txt" >>"$sum"
-echo "== side by side" | tee -a "$sum"
-timeout 420 bash scripts/pytest-side-by-side.sh "$k/bin/kiln" "$out/sbs" cuda >"$out/sbs.out" 2>&1
-cat "$out/sbs/side-by-side.txt" >>"$sum"
+} 2>&1 | tee -a "$sum"; fi
+if want speed; then
+  echo "== speed" | tee -a "$sum"
+  bash scripts/pytest-speed.sh "$k/bin/kiln" "$out/speed" 24 2 cuda >"$out/speed.out" 2>&1
+  cat "$out/speed/speed.txt" >>"$sum"
+fi
+if want sbs; then
+  echo "== side by side" | tee -a "$sum"
+  timeout 420 bash scripts/pytest-side-by-side.sh "$k/bin/kiln" "$out/sbs" cuda >"$out/sbs.out" 2>&1
+  cat "$out/sbs/side-by-side.txt" >>"$sum"
+fi
 cat "$sum"

@@ -7,7 +7,7 @@
  * engine's attention was right only up to 32 keys: most checks here run far
  * beyond one key tile. The kernel is AUTO's choice (tiled for prefill,
  * ROWS for decode shapes) except in rows_kernel_prefill;
- * suites/attention_tiled.c pins the tiled kernels.
+ * attention_tiled.c pins the tiled kernels.
  */
 #include <math.h>
 #include <stdio.h>

@@ -146,6 +146,16 @@ void check_dequant(const char *what, const mx_device *d,
   kt_free(&out);
 }
 
+double *mx_normal_doubles(int64_t rows, int64_t cols) {
+  int64_t shape[2] = {rows, cols};
+  ke_tensor t;
+  kt_alloc(&t, KE_F32, 2, shape);
+  kt_fill_normal(&t, 0.0f, 1.0f);
+  double *x = kt_to_doubles(&t);
+  kt_free(&t);
+  return x;
+}
+
 void mx_random_fill(ke_mxfp_matrix *w, uint64_t *rng, unsigned scale_lo,
                     unsigned scale_span) {
   const size_t nd = ke_mxfp_data_bytes(w->format, w->rows, w->cols);
@@ -266,12 +276,7 @@ void check_mx_gemm(ke_mxfp_format f, const mx_gemm_case *c) {
   const int64_t x_off = c->x_off;
   const size_t w_off = c->w_off;
   const int rank = batch == 1 ? 2 : 3;
-  int64_t wshape[2] = {n, k};
-  ke_tensor wt;
-  kt_alloc(&wt, KE_F32, 2, wshape);
-  kt_fill_normal(&wt, 0.0f, 1.0f);
-  double *wx = kt_to_doubles(&wt);
-  kt_free(&wt);
+  double *wx = mx_normal_doubles(n, k);
   ke_mxfp_matrix w = mx_host(f, n, k);
   kt_assert_ok(ke_mxfp_quantize_ref(wx, &w));
   double *wd = malloc((size_t)(n * k) * sizeof *wd);

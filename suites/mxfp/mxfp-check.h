@@ -34,6 +34,8 @@ void mx_host_free(ke_mxfp_matrix *w);
 /* Packs code as element i of a zeroed row, bit by bit from the layout in
  * kiln/mxfp.h (a third implementation, beside the reference and kernel). */
 void pack_code(uint8_t *row, int bits, int64_t i, unsigned code);
+/* rows x cols fresh N(0, 1) values, drawn on the device as f32. */
+double *mx_normal_doubles(int64_t rows, int64_t cols);
 /* Random data bytes, and scale bytes scale_lo + (0 .. scale_span - 1). */
 void mx_random_fill(ke_mxfp_matrix *w, uint64_t *rng, unsigned scale_lo,
                     unsigned scale_span);

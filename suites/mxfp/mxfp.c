@@ -94,12 +94,7 @@ END_TEST
  * (exactly the reference decode), and each element the nearest value. */
 static void check_roundtrip(ke_mxfp_format f) {
   const int64_t rows = 7, cols = 160; /* 5 blocks per row */
-  int64_t shape[2] = {rows, cols};
-  ke_tensor xt;
-  kt_alloc(&xt, KE_F32, 2, shape);
-  kt_fill_normal(&xt, 0.0f, 1.0f);
-  double *x = kt_to_doubles(&xt);
-  kt_free(&xt);
+  double *x = mx_normal_doubles(rows, cols);
   uint64_t rng = kt_seed();
   for (int64_t b = 0; b < rows * cols / KE_MX_BLOCK; b++) {
     double *xb = x + b * KE_MX_BLOCK;

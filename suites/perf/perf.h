@@ -97,9 +97,6 @@ void perf_record(const perf_run *r, double ms);
 /* BENCH.DTYPE.what = value [unit] */
 void perf_metric(const perf_run *r, const char *what, double value,
                  const char *unit);
-/* The copy: GB/s of a device-to-device copy of target bytes (read +
- * written), not recorded (the base of ratio_to_copy). */
-double perf_copy_gbps(const perf_cfg *c);
 
 /* ---- Buffers and sampled checks --------------------------------------------- */
 
@@ -114,7 +111,7 @@ void perf_set_alloc(perf_set *s, int n, ke_dtype dt, int rank,
                     const int64_t *shape, int fill);
 void perf_set_free(perf_set *s);
 
-/* MX bytes as one set of a benchmark holds them. */
+/* One MX matrix (device bytes) per rotation set. */
 typedef struct perf_mx_sets {
   ke_mxfp_matrix w[PERF_MAX_SETS];
   int n;
@@ -146,7 +143,9 @@ void perf_check(const perf_run *r, const ke_tensor *out, int64_t cols,
 
 /* ---- Case functions --------------------------------------------------------- */
 
-/* memory.c */
+/* memory.c; perf_copy_gbps: GB/s of the table's copy row (read +
+ * written), measured and not recorded: the base of ratio_to_copy. */
+double perf_copy_gbps(const perf_cfg *c);
 void perf_copy_case(const perf_cfg *c, perf_run *r);
 void perf_row_case(const perf_cfg *c, perf_run *r);
 void perf_rope_case(const perf_cfg *c, perf_run *r);

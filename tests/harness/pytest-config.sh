@@ -64,6 +64,11 @@ k list -c "$P/configs/gpu.yaml" --pytest "$T/other" tests/test_other.py::test_ot
 expect_rc 0 "--pytest over a config's pytest:"
 expect_eq "$(grep -c '^tests/' "$T/out.txt")" 1 "only the command line's suite listed"
 
+# kiln bisect runs tests in one shared process: a config's pytest suites are refused.
+k bisect -c "$P/configs/gpu.yaml" "$X::test_scale[0.5]" -o "$T/bisect"
+expect_rc 2 "kiln bisect with a config's pytest suites"
+expect_out "names pytest suites .* cannot share a process" "kiln bisect says why"
+
 # ---- Bad values: file:line:column, exit 2, no test run ------------------------------
 bad() {  # bad NAME YAML REGEX WHAT
   printf '%s\n' "$2" >"$P/configs/$1.yaml"
@@ -130,5 +135,15 @@ expect_out 'slots auto: 0 of 4 tests have a peak' "no pytest test has a peak"
 expect_out '4 test runs .* 4 pass' "every test passed, the big ones apart"
 flat "$T/auto/report.yaml"
 expect_eq "$(field devices.0.slots)" 100 "the device's 100 slots"
+# slots ID: the slots the report says a test took; start/end ID: its times.
+tf() { awk -v id="$1" -v k="$2" -F= '$1 ~ /^tests\.[0-9]+\.id$/ { split($1, a, "."); i = a[2]; if ($2 == id) want = i }
+  want != "" && $1 == "tests." want "." k { print substr($0, index($0, "=") + 1); exit }' "$T/flat.txt"; }
+expect_eq "$(tf "$X::test_scale[0.5]" slots)" 33 "a test with no peak: one default share (1 of -j 3)"
+expect_eq "$(tf "$X::test_big_buffer[1]" slots)" 100 "slots=\"all\": the whole device"
+expect_eq "$(tf "$X::test_big_buffer[2]" slots)" 100 "slots=\"all\": the whole device (2)"
+b1s=$(tf "$X::test_big_buffer[1]" started) b1e=$(tf "$X::test_big_buffer[1]" ended)
+b2s=$(tf "$X::test_big_buffer[2]" started) b2e=$(tf "$X::test_big_buffer[2]" ended)
+if [[ ! "$b2s" < "$b1e" || ! "$b1s" < "$b2e" ]]; then ok "the two whole-device tests never together"
+else fail "the whole-device tests overlapped: $b1s..$b1e and $b2s..$b2e"; fi
 expect_tokens_full "after --slots auto"
 finish

@@ -172,9 +172,14 @@ cat >"$T/site/thread_at_import/__init__.py" <<'PY'
 import threading, time
 threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
 PY
-printf 'import pool_at_import\n\ndef test_pool():\n    pass\n' >"$S/tests/test_pool.py"
+# (imported as suites import what may be missing: the zygote imports it too)
+printf 'import pytest\npool_at_import = pytest.importorskip("pool_at_import")\n\ndef test_pool():\n    pass\n' \
+  >"$S/tests/test_pool.py"
 PYTHONPATH=$T/site:$S k run --pytest "$S" tests/test_pool.py -o "$T/pool"
 expect_rc 0 "a dependency whose thread pool stops before a fork"
+grep -q 'imported .*pool_at_import' "$T/pool/logs/pytest-zygote-0.log" \
+  && ok "the zygote imported a module of pytest.importorskip" \
+  || fail "the zygote did not import pool_at_import: $(cat "$T/pool/logs/pytest-zygote-0.log")"
 grep -q 'value: zygote' "$T/pool/report.yaml" && ok "its test forked from the zygote" \
   || { fail "a pool that stops at fork made the zygote unfit"; cat "$T/pool/logs/pytest-zygote-0.log"; }
 rm "$S/tests/test_pool.py"

@@ -175,10 +175,17 @@ int kcli__bisect(kcli__args *a) {
   bisect B = {.a = a};
   char *config_path = NULL;
   if (kcli__settings(a, &B.s, &config_path) != 0) return krun_settings_free(&B.s), KH_EXIT_USAGE;
-  free(config_path);
   kh_err err;
   int rc = 0;
-  if (krun_backend_resolve(B.s.backend, a->runner_dir, NULL, &B.bi, &err) != 0) {
+  /* pytest tests are processes of their own: no shared process to bisect. */
+  if (B.s.npytest) {
+    fprintf(stderr, "kiln bisect: the config %s names pytest suites (pytest: %s); their tests "
+                    "cannot share a process: bisect a runner's tests (a config without "
+                    "pytest:)\n", config_path, B.s.pytest[0]);
+    rc = KH_EXIT_USAGE;
+  }
+  free(config_path);
+  if (rc == 0 && krun_backend_resolve(B.s.backend, a->runner_dir, NULL, &B.bi, &err) != 0) {
     fprintf(stderr, "kiln: %s\n", err.msg);
     rc = KH_EXIT_INFRA;
   }

@@ -2,9 +2,9 @@
  * bounded loader (base/input.c: no aliases, limited nesting) so that every
  * error names file:line:column. A config's scalar keys are the run
  * settings (run/settings.c checks them); its lists are selection,
- * tolerances, devices, test rules, resources and pytest suites. The reader takes any bytes: it is a fuzz target
- * (tests/fuzz/fuzz-config.c), as is the CTest resource-spec reader
- * (spec.c).
+ * tolerances, devices, test rules, resources and pytest suites. The
+ * reader takes any bytes: it is a fuzz target (tests/fuzz/fuzz-config.c),
+ * as is the CTest resource-spec reader (spec.c).
  */
 #include "cli-impl.h"
 

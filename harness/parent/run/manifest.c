@@ -280,7 +280,7 @@ static int pytest_paths(mf *m, yaml_node_t *v, int zygote) {
 
 static int root(mf *m, yaml_node_t *r) {
   if (!r || r->type != YAML_MAPPING_NODE)
-    return r ? fail(m, r, "a manifest must be a mapping with 'tests'")
+    return r ? fail(m, r, "a manifest must be a mapping with 'tests' or 'pytest'")
              : kh_errf(m->err, "%s: the manifest is empty", m->path);
   yaml_node_t *list = NULL, *pytest = NULL;
   int zygote = 1;

@@ -112,7 +112,7 @@ void krun__slots_note(krun__run *R) {
     if (p >= 0) known++, most = p > most ? p : most;
   }
   krun__console_note(&R->con, "kiln: --slots auto: %d of %d tests have a peak in %s (largest "
-                     "%.1f MiB); the others take the default share of a device",
+                     "%.1f MiB); the others take their slots in default shares of a device",
                      known, total, R->o->peaks_from ? R->o->peaks_from : "(no report)",
                      (double)most / (1 << 20));
   for (int d = 0; d < R->o->bi->ndevices; d++)

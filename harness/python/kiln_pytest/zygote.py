@@ -143,6 +143,17 @@ def _py_files(paths):
                     yield os.path.join(root, f)
 
 
+def _importorskip(node):
+    """The module of a top-level `[x =] pytest.importorskip("torch")`, the
+    way suites import what may be missing; else None."""
+    call = getattr(node, "value", None) if isinstance(node, (ast.Assign, ast.Expr)) else None
+    if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "importorskip" and call.args
+            and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str)):
+        return call.args[0].value
+    return None
+
+
 def dependencies(paths, rootdir):
     """Top-level modules the test files import that live outside the
     project (torch, numpy): the ones worth importing once."""
@@ -157,6 +168,8 @@ def dependencies(paths, rootdir):
                 mods = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
                 mods = [node.module]
+            elif _importorskip(node):
+                mods = [_importorskip(node)]
             else:
                 continue
             for m in mods:
