@@ -1,14 +1,16 @@
 /* The Hopper half of the matrix-core layer: NVIDIA sm_90a's asynchronous
  * warpgroup multiply (wgmma) reading both operands from shared memory
- * through matrix descriptors, tiles brought in by the tensor memory
- * accelerator (TMA) with host-built tensor maps, and the mbarriers both
- * complete on. kernels/kd-gemm-wgmma.h is the GEMM written on it
- * (docs/kernels.md, "The Hopper path").
+ * through matrix descriptors (SS) or A from registers (RS), tiles brought
+ * in by the tensor memory accelerator (TMA) with host-built tensor maps,
+ * and the mbarriers both complete on. kernels/kd-gemm-wgmma.h is the GEMM
+ * written on it, kernels/kd-attn-wgmma.h the attention (docs/kernels.md,
+ * "The Hopper path").
  *
  * Shared-memory operand layout. Every tile is written by TMA with the
  * 128-byte swizzle: rows of 128 bytes (64 16-bit elements), the 16-byte
  * chunk c of row r stored at chunk c XOR (r mod 8), tiles 1024-byte
- * aligned. A K-major operand (k contiguous) is a tile of [rows][64 k]; an
+ * aligned (kd_sw128 gives the same address for ordinary stores). A
+ * K-major operand (k contiguous) is a tile of [rows][64 k]; an
  * MN-major one is tiles of [k][64 rows], one per 64 rows. kd_wg_desc_k and
  * kd_wg_desc_mn build the descriptors of a 64- or 128-row slice of them,
  * 16 k deep.
