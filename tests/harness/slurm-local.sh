@@ -225,6 +225,28 @@ ids "$S/report.yaml" >"$T/s.ids"
 cmp -s "$T/ref3.ids" "$T/s.ids" && ok "the merged report holds the GoogleTest and manifest tests of kiln run" ||
   { fail "merged third-party tests differ"; diff "$T/ref3.ids" "$T/s.ids" | head; }
 
+# A shard the plan filled with a test that skips itself, beside a shard that
+# tested: the run tested something (a resume of a few lost tests can plan
+# such a shard). Every run skipped: the run tested nothing.
+for what in mixed skips; do
+  Q=$T/root/q-$what
+  sel=(faults/skip faults/pass) n=2; [ $what = skips ] && sel=(faults/skip) n=1
+  k slurm --backend host -j 1 --tasks $n --no-wait -o "$Q" -- "${sel[@]}"
+  qjob=$(sed -nE 's/^round n=1 .*array=([0-9]+).*/\1/p' "$Q/slurm/state")
+  for t in $(seq 0 $((n - 1))); do
+    env $(slurm_env 1 "$t" $n) SLURM_ARRAY_JOB_ID=$qjob KILN_EMU_DEVICES=2 \
+      bash "$Q/slurm/array-1.sh" >"$T/q$t.out" 2>&1
+  done
+  bash "$Q/slurm/merge-1.sh" >"$T/merge.out" 2>&1
+  qrc=$?
+  if [ $what = mixed ]; then
+    expect_eq "$(grep -l 'outcome: skip' "$Q"/shards/1-*/report.yaml | wc -l)/$qrc/$(head -1 "$Q/status")" \
+      1/0/good "a shard whose one test skipped itself, beside one that passed: merge exits 0, status good"
+  else
+    expect_eq "$qrc/$(head -1 "$Q/status")" 3/nothing-tested "every run skipped: merge exits 3, nothing-tested"
+  fi
+done
+
 # A pytest suite goes to every task the same way.
 for p in "${KILN_PYTHON:-python3}" python3 /usr/bin/python3; do
   if "$p" -c 'import pytest' 2>/dev/null; then export KILN_PYTHON=$p; break; fi

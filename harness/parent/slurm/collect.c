@@ -280,15 +280,26 @@ static int html_and_diff(const ksl__state *st, const krep_report *rep) {
   return rc ? -1 : regressions;
 }
 
-/* Shards whose kiln tested nothing (no device, every test skipped) and was
- * not told that may be (--allow-empty): such a task exits 3, and the run
- * is not green however its other shards did. Said in the merged report's
- * run.nothing_tested when it is not already; returns how many. */
+/* 1 when every run of r was a skip (and it has runs). */
+static int skips_only(const krep_report *r) {
+  int counts[KREP_NOUTCOMES];
+  int total = krep_count(r, counts);
+  return total > 0 && counts[KREP_SKIP] == total;
+}
+
+/* Shards whose kiln tested nothing and was not told that may be
+ * (--allow-empty): such a task exits 3, and the run is not green however
+ * its other shards did. A shard with devices whose tests all skipped
+ * themselves counts only when the whole run did too: the plan, not the
+ * node, gave it only tests that skip (a resume of a few lost tests can).
+ * Said in the merged report's run.nothing_tested when it is not already;
+ * returns how many. */
 static int nothing_tested(const shard *s, int n, krep_report *out) {
   kh_buf b = {0};
   int empty = 0;
   for (int i = 0; i < n; i++) {
     if (!s[i].rep.nothing_tested) continue;
+    if (s[i].rep.ndevices > 0 && skips_only(&s[i].rep) && !skips_only(out)) continue;
     kh_buf_addf(&b, "%sshard %d-%d: %s", empty++ ? "; " : "", s[i].round, s[i].index,
                 s[i].rep.nothing_tested);
   }
