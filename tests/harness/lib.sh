@@ -119,3 +119,22 @@ kh_python_for_engine() {
   export KILN_PYTHON=$T/python
   KH_ENGINE_SANITIZED=1
 }
+
+# For the pytest tests: an interpreter with pytest in KILN_PYTHON (skip, 77,
+# without one, unless KILN_REQUIRE_PYTEST=1 says it must be there) that
+# loads this build's engine, and a clean copy of the sample suite in $S.
+need_pytest_sample() {
+  local p
+  for p in "${KILN_PYTHON:-python3}" python3 /usr/bin/python3; do
+    if "$p" -c 'import pytest' 2>/dev/null; then export KILN_PYTHON=$p; break; fi
+  done
+  if ! "${KILN_PYTHON:-python3}" -c 'import pytest' 2>/dev/null; then
+    echo "pytest is not installed (python3-pytest)"
+    [ "${KILN_REQUIRE_PYTEST:-0}" = 1 ] && exit 1
+    exit 77
+  fi
+  kh_python_for_engine
+  S=$T/suite
+  cp -r "$KILN_SOURCE/examples/pytest-suite" "$S"
+  rm -rf "$S"/.pytest_cache "$S"/__pycache__ "$S"/tests/__pycache__
+}

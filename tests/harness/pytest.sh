@@ -11,18 +11,7 @@
 # nothing left running and the slots back.
 . "$(dirname "$0")/lib.sh"
 
-for p in "${KILN_PYTHON:-python3}" python3 /usr/bin/python3; do
-  if "$p" -c 'import pytest' 2>/dev/null; then export KILN_PYTHON=$p; break; fi
-done
-if ! "${KILN_PYTHON:-python3}" -c 'import pytest' 2>/dev/null; then
-  echo "pytest is not installed (python3-pytest)"
-  [ "${KILN_REQUIRE_PYTEST:-0}" = 1 ] && exit 1
-  exit 77
-fi
-kh_python_for_engine
-S=$T/suite
-cp -r "$KILN_SOURCE/examples/pytest-suite" "$S"
-rm -rf "$S"/.pytest_cache "$S"/__pycache__ "$S"/tests/__pycache__
+need_pytest_sample
 export SAMPLE_HANG_S=60 PYTHONDONTWRITEBYTECODE=1
 F=tests/test_faults.py
 X=tests/test_softmax.py
