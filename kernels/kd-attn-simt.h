@@ -33,13 +33,31 @@
 #include "kd-attn.h"
 #include "kd-mma.h" /* kd_cp_async16 and its commit and wait */
 
-#define KD_ATTN_SIMT_THREADS 256
+#define KD_ATTN_SIMT_THREADS 256 /* the most threads a configuration has */
+
+/* An unroll count from a constant in scope (none on the host). */
+#if defined(KILN_BACKEND_HOST)
+#define KD_ATTN_UNROLL(n) (void)(n);
+#else
+#define KD_ATTN_UNROLL_(x) _Pragma(#x)
+#define KD_ATTN_UNROLL(n) KD_ATTN_UNROLL_(unroll n)
+#endif
 
 /* DP padded head dimension (multiple of 64), BM rows and BN keys per block
- * (multiples of 16), MINB blocks per multiprocessor (__launch_bounds__). */
-template <int DP_, int BM_, int BN_, int MINB_> struct kd_attn_simt_cfg {
+ * (BN a multiple of 16), MINB blocks per multiprocessor (__launch_bounds__),
+ * THREADS 128 or 256 as TY = THREADS / 16 rows of 16 (BM a multiple of
+ * TY): a thread owns BM / TY rows. */
+template <int DP_, int BM_, int BN_, int MINB_, int THREADS_ = 256>
+struct kd_attn_simt_cfg {
   static constexpr int DP = DP_, BM = BM_, BN = BN_, MINB = MINB_;
-  static_assert(DP % 64 == 0 && DP <= 256 && BM % 16 == 0 && BN % 16 == 0,
+  static constexpr int THREADS = THREADS_, TY = THREADS_ / 16;
+  /* Unroll counts: the inner loops and the copies' address arithmetic
+   * unroll only where 192 or more registers per thread are allowed; at
+   * 128 and 168 they spilled. */
+  static constexpr int UNROLL = 65536 / (THREADS * MINB) >= 192 ? 4 : 1;
+  static constexpr int UNROLL_COPY = UNROLL > 1 ? 16 : 1;
+  static_assert(DP % 64 == 0 && DP <= 256 && BN % 16 == 0 &&
+                    (THREADS == 128 || THREADS == 256) && BM % TY == 0,
                 "bad tile");
 };
 
@@ -55,7 +73,8 @@ template <int DP, bool BIG_SMEM> struct kd_attn_simt_default {
 
 template <typename T, class C> struct kd_attn_simt {
   static constexpr int DP = C::DP, BM = C::BM, BN = C::BN;
-  static constexpr int RM = BM / 16, RN = BN / 16, DG = DP / 64;
+  static constexpr int THREADS = C::THREADS, TY = C::TY;
+  static constexpr int RM = BM / TY, RN = BN / 16, DG = DP / 64;
   static constexpr int G4 = DP / 4; /* float4 groups per row */
   /* Shared memory in floats. */
   static constexpr int Q_F = BM * DP, K_F = BN * DP, V_F = BN * DP;
@@ -84,30 +103,42 @@ template <typename T, class C> struct kd_attn_simt {
     *reinterpret_cast<float4 *>(dst) = make_float4(f[0], f[1], f[2], f[3]);
   }
 
+  /* Q's rows, swizzled as K's (group gi of row r at slot gi ^ (r % 8)),
+   * so that the two rows a warp reads at once hit distinct banks. */
   static __device__ __forceinline__ void load_q(const ke__attention_desc &a,
                                                 const geom &g, bool async,
                                                 float *qs) {
-    for (int idx = threadIdx.x; idx < BM * G4; idx += KD_ATTN_SIMT_THREADS) {
+    constexpr int N = (BM * G4 + THREADS - 1) / THREADS;
+    constexpr int U = C::UNROLL_COPY;
+    KD_ATTN_UNROLL(U)
+    for (int it = 0; it < N; it++) {
+      const int idx = (int)threadIdx.x + THREADS * it;
+      if (N * THREADS != BM * G4 && idx >= BM * G4) break;
       const int r = idx / G4, gi = idx % G4;
       const int64_t rr = g.row0 + r;
       const T *src = rr < g.rows_total ? g.row(g.q, a.q_stride, rr) : nullptr;
-      stage4(qs + 4 * idx, src, g.q, gi, (int)a.d, async);
+      stage4(qs + 4 * (r * G4 + (gi ^ (r & 7))), src, g.q, gi, (int)a.d,
+             async);
     }
   }
 
   /* acc[i][c] += P[row ty + 16 i][j] V[j][4 (tx + 16 c) ..] over the
-   * tile's keys j < kn; with MASK, only j < vis[i] for row i. */
+   * tile's keys j < kn (BN without MASK); with MASK, only j < vis[i] for
+   * row i. */
   template <bool MASK>
   static __device__ __forceinline__ void pv(float4 (&acc)[RM][DG],
                                             const float *ps, const float *vs,
                                             int kn, int ty, int tx,
                                             const int (&vis)[RM]) {
     const float4 *p4 = reinterpret_cast<const float4 *>(ps);
-    for (int j4 = 0; 4 * j4 < kn; j4++) {
+    const int n4 = MASK ? (kn + 3) / 4 : BN / 4;
+    constexpr int U = C::UNROLL;
+    KD_ATTN_UNROLL(U)
+    for (int j4 = 0; j4 < n4; j4++) {
       const int j = 4 * j4;
       float4 pq[RM];
       KD_UNROLL
-      for (int i = 0; i < RM; i++) pq[i] = p4[(ty + 16 * i) * (BN / 4) + j4];
+      for (int i = 0; i < RM; i++) pq[i] = p4[(ty + TY * i) * (BN / 4) + j4];
       KD_UNROLL
       for (int jj = 0; jj < 4; jj++) {
         float4 vv[DG];
@@ -139,7 +170,12 @@ template <typename T, class C> struct kd_attn_simt {
                                                  const geom &g, bool async,
                                                  const T *base, int64_t stride,
                                                  int k0, float *dst) {
-    for (int idx = threadIdx.x; idx < BN * G4; idx += KD_ATTN_SIMT_THREADS) {
+    constexpr int N = (BN * G4 + THREADS - 1) / THREADS;
+    constexpr int U = C::UNROLL_COPY;
+    KD_ATTN_UNROLL(U)
+    for (int it = 0; it < N; it++) {
+      const int idx = (int)threadIdx.x + THREADS * it;
+      if (N * THREADS != BN * G4 && idx >= BN * G4) break;
       const int r = idx / G4, gi = idx % G4;
       const int64_t key = (int64_t)k0 + r;
       const T *src = key < g.kv_end ? base + key * stride : nullptr;
@@ -150,12 +186,13 @@ template <typename T, class C> struct kd_attn_simt {
 };
 
 template <typename T, class C>
-__global__ void __launch_bounds__(KD_ATTN_SIMT_THREADS, C::MINB)
+__global__ void __launch_bounds__(C::THREADS, C::MINB)
 kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
                  const T *__restrict__ v, T *__restrict__ o,
                  ke__attention_desc a, bool async) {
   typedef kd_attn_simt<T, C> K;
   constexpr int RM = K::RM, RN = K::RN, DG = K::DG, BN = C::BN, G4 = K::G4;
+  constexpr int TY = C::TY;
   HIP_DYNAMIC_SHARED(uint4, smem_raw); /* one type for every kernel (CUDA) */
   float *qs = reinterpret_cast<float *>(smem_raw);
   float *ks = qs + K::Q_F, *vs = ks + K::K_F, *ps = vs + K::V_F;
@@ -172,7 +209,7 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
   int lim_r[RM];
   KD_UNROLL
   for (int i = 0; i < RM; i++) {
-    const int64_t rr = g.row0 + ty + 16 * i;
+    const int64_t rr = g.row0 + ty + TY * i;
     lim_r[i] = rr < g.rows_total ? g.lim(a, rr) : g.kv_end;
   }
 
@@ -194,7 +231,6 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
   if (ntiles > 0)
     K::template load_kv<false>(a, g, async, g.v, a.v_stride[2], 0, vs);
   kd_cp_async_commit();
-  const int d4 = (int)((a.d + 3) / 4); /* dimension groups that matter */
 
   for (int t = 0; t < ntiles; t++) {
     const int k0 = t * BN;
@@ -207,11 +243,16 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
     for (int i = 0; i < RM; i++)
       KD_UNROLL
       for (int j = 0; j < RN; j++) s[i][j] = 0.0f;
-    for (int gi = 0; gi < d4; gi++) {
+    /* Every group of DP: past D both Q and K hold zeros. */
+    constexpr int U = C::UNROLL;
+    KD_ATTN_UNROLL(U)
+    for (int gi = 0; gi < G4; gi++) {
       float4 qv[RM], kv[RN];
       KD_UNROLL
-      for (int i = 0; i < RM; i++)
-        qv[i] = reinterpret_cast<const float4 *>(qs)[(ty + 16 * i) * G4 + gi];
+      for (int i = 0; i < RM; i++) {
+        const int r = ty + TY * i;
+        qv[i] = reinterpret_cast<const float4 *>(qs)[r * G4 + (gi ^ (r & 7))];
+      }
       KD_UNROLL
       for (int j = 0; j < RN; j++) {
         const int r = tx + 16 * j;
@@ -263,7 +304,7 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
       for (int j = 0; j < RN; j++) {
         const float p = kd_exp_for<T>(s[i][j] - sub);
         l[i] += p;
-        ps[(ty + 16 * i) * BN + tx + 16 * j] = p;
+        ps[(ty + TY * i) * BN + tx + 16 * j] = p;
       }
     }
     kd_cp_async_wait<1>(); /* V_t; K_{t+1} may still be in flight */
@@ -293,7 +334,7 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
     float lt = l[i];
     KD_UNROLL
     for (int off = 1; off < 16; off *= 2) lt += __shfl_xor(lt, off);
-    const int64_t rr = g.row0 + ty + 16 * i;
+    const int64_t rr = g.row0 + ty + TY * i;
     if (rr >= g.rows_total) continue;
     T *orow = g.row(g.o, a.o_stride, rr);
     KD_UNROLL
@@ -327,7 +368,7 @@ static int kd_attn_simt_launch(hipStream_t stream, const void *q,
       fn, hipFuncAttributeMaxDynamicSharedMemorySize, (int)K::SMEM_BYTES);
   if (err != 0) return err;
   hipLaunchKernelGGL((kd_attn_simt_fwd<T, C>), kd_attn_grid(a, C::BM),
-                     dim3(KD_ATTN_SIMT_THREADS), K::SMEM_BYTES, stream,
+                     dim3(C::THREADS), K::SMEM_BYTES, stream,
                      (const T *)q, (const T *)k, (const T *)v, (T *)o, *a,
                      async);
   return (int)hipGetLastError();

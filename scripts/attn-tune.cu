@@ -86,7 +86,7 @@ static int launch_simt(hipStream_t s, const void *q, const void *k,
 template <typename T, class C> static config simt_config(const char *desc) {
   typedef kd_attn_simt<T, C> K;
   return {"simt", dtype_of<T>::v, C::DP, desc, launch_simt<T, C>,
-          (const void *)kd_attn_simt_fwd<T, C>, KD_ATTN_SIMT_THREADS,
+          (const void *)kd_attn_simt_fwd<T, C>, C::THREADS,
           K::SMEM_BYTES,
           std::is_same<C, typename kd_attn_simt_default<C::DP, true>::type>::value,
           false};
@@ -97,10 +97,10 @@ template <typename T, class C> static config simt_config(const char *desc) {
   mma_config<T, kd_attn_mma_cfg<DP, BN, W, MU, ST, QR, MB, PS>>(             \
       "BN" #BN " warps" #W " MU" #MU " stages" #ST " QREG=" #QR " MINB" #MB \
       " PSPLIT=" #PS)
-// SIMT(T, DP, BM, BN, MINB)
-#define SIMT(T, DP, BM, BN, MB)                                               \
-  simt_config<T, kd_attn_simt_cfg<DP, BM, BN, MB>>("BM" #BM " BN" #BN        \
-                                                   " MINB" #MB)
+// SIMT(T, DP, BM, BN, MINB, THREADS)
+#define SIMT(T, DP, BM, BN, MB, TH)                                           \
+  simt_config<T, kd_attn_simt_cfg<DP, BM, BN, MB, TH>>(                      \
+      "BM" #BM " BN" #BN " MINB" #MB " threads" #TH)
 
 static std::vector<config> all_configs() {
   return {
@@ -132,12 +132,15 @@ static std::vector<config> all_configs() {
       MMA(kd_bf16, 256, 32, 8, 1, 3, false, 1, true),
       MMA(kd_bf16, 256, 32, 8, 1, 2, false, 1, false),
       // f32 on the SIMT units.
-      SIMT(float, 128, 64, 64, 2),
-      SIMT(float, 128, 128, 64, 1),
-      SIMT(float, 128, 64, 32, 2),
-      SIMT(float, 128, 32, 64, 3),
-      SIMT(float, 64, 64, 64, 2),
-      SIMT(float, 64, 128, 64, 2),
+      SIMT(float, 128, 64, 64, 2, 256),
+      SIMT(float, 128, 64, 64, 2, 128),
+      SIMT(float, 128, 128, 64, 1, 256),
+      SIMT(float, 128, 64, 32, 2, 256),
+      SIMT(float, 128, 32, 64, 3, 256),
+      SIMT(float, 128, 32, 64, 2, 128),
+      SIMT(float, 64, 64, 64, 2, 256),
+      SIMT(float, 64, 64, 64, 2, 128),
+      SIMT(float, 64, 128, 64, 2, 256),
   };
 }
 

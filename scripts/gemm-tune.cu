@@ -13,6 +13,7 @@
 //   nvcc -O3 -std=c++17 -arch=sm_90 -DKILN_BACKEND_CUDA -Ikernels \
 //        -Iengine/include -Iengine/src scripts/gemm-tune.cu -o gemm-tune
 //   ./gemm-tune [--quick]          (about two minutes on an H100)
+//   ./gemm-tune --simt             (the f32 SIMT configurations alone)
 //
 // Method as the perf suite's: operand sets rotated over >= 2x L2 so no
 // launch finds its inputs in L2, random inputs, 5 warm-up launches then
@@ -246,9 +247,13 @@ static void run_simt(const char *name, problem<float> &p,
         kd_gemm_dense_of<float>(p.a[s], p.a_t ? p.m : p.k, 0, !p.a_t);
     const kd_gemm_dense<float> b =
         kd_gemm_dense_of<float>(p.b[s], p.b_t ? p.k : p.n, 0, p.b_t);
-    return kd_gemm_run<kd_gemm_dense<float>, kd_gemm_dense<float>, float,
-                       Cfg>(0, a, b, p.c[s], p.n, 0, p.m, p.n, p.k, 1, 1.0f,
-                            0.0f);
+    if constexpr (Cfg::STAGES > 0)
+      return kd_gemm_run_f32<float, Cfg>(0, a, b, p.c[s], p.n, 0, p.m, p.n,
+                                         p.k, 1, 1.0f, 0.0f);
+    else
+      return kd_gemm_run<kd_gemm_dense<float>, kd_gemm_dense<float>, float,
+                         Cfg>(0, a, b, p.c[s], p.n, 0, p.m, p.n, p.k, 1, 1.0f,
+                              0.0f);
   };
   const float ms = time_ms(p.sets, launch);
   CHECK((cudaError_t)launch(0));
@@ -258,12 +263,32 @@ static void run_simt(const char *name, problem<float> &p,
          p.m, p.n, p.k, ms, check_rows(p, p.c[0], 1.3e-6, bh));
 }
 
-static void sweep_simt(int64_t s, bool a_t, bool b_t) {
+static void sweep_simt(int64_t s, bool a_t, bool b_t, bool all) {
   problem<float> p = make_problem<float>(s, s, s, a_t, b_t);
   const std::vector<float> bh = host_b(p);
-  run_simt<kd_gemm_cfg<128, 128, 8>>("128x128x8 (engine)", p, bh);
-  run_simt<kd_gemm_cfg<128, 128, 16, 1>>("128x128x16, 1 block/SM", p, bh);
-  run_simt<kd_gemm_cfg<128, 128, 8, 1>>("128x128x8, 1 block/SM", p, bh);
+  run_simt<kd_gemm_default>("128x128x8 (engine)", p, bh);
+  if (all) {
+    run_simt<kd_gemm_cfg<128, 128, 8, 2, true>>("128x128x8 warp 4x8", p, bh);
+    run_simt<kd_gemm_cfg<128, 256, 8, 1>>("128x256x8, 1 block/SM", p, bh);
+    run_simt<kd_gemm_cfg<128, 256, 8, 1, true>>("128x256x8 warp 4x8, 1 blk", p,
+                                                bh);
+    run_simt<kd_gemm_cfg<256, 128, 8, 1>>("256x128x8, 1 block/SM", p, bh);
+    run_simt<kd_gemm_cfg<256, 128, 8, 1, true>>("256x128x8 warp 4x8, 1 blk", p,
+                                                bh);
+    run_simt<kd_gemm_cfg<128, 128, 16, 1, true>>("128x128x16 warp 4x8, 1 blk",
+                                                 p, bh);
+    run_simt<kd_gemm_cfg<128, 128, 8, 1>>("128x128x8, 1 block/SM", p, bh);
+    run_simt<kd_gemm_cfg<128, 128, 8, 2, false, 3>>("128x128x8 async s3", p,
+                                                    bh);
+    run_simt<kd_gemm_cfg<128, 128, 8, 2, true, 3>>("128x128x8 warp 4x8 async s3",
+                                                   p, bh);
+    run_simt<kd_gemm_cfg<128, 128, 8, 2, true, 4>>("128x128x8 warp 4x8 async s4",
+                                                   p, bh);
+    run_simt<kd_gemm_cfg<128, 256, 8, 1, true, 3>>(
+        "128x256x8 warp 4x8 async s3 1 blk", p, bh);
+    run_simt<kd_gemm_cfg<128, 256, 8, 1, false, 3>>("128x256x8 async s3 1 blk",
+                                                    p, bh);
+  }
   free_problem(p);
 }
 
@@ -405,6 +430,7 @@ static void numerics(int64_t k) {
 #ifndef GEMM_TUNE_LIBRARY /* scripts/gemm-hopper.cu includes the helpers */
 int main(int argc, char **argv) {
   const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+  const bool simt = argc > 1 && strcmp(argv[1], "--simt") == 0;
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
   g_l2 = (size_t)prop.l2CacheSize;
@@ -413,6 +439,12 @@ int main(int argc, char **argv) {
          prop.name, prop.multiProcessorCount, g_l2 >> 20, g_iters);
   printf("%-6s %-28s %-4s %-2s %17s %12s %15s\n", "kernel", "config", "dt",
          "AB", "M x N x K", "time", "rate");
+  if (simt) { // the f32 SIMT configurations alone
+    for (int64_t s : {4096, 8192, 1024, 2048}) sweep_simt(s, false, false, true);
+    sweep_simt(4096, true, true, true);
+    sweep_simt(4096, false, true, true);
+    return 0;
+  }
   for (int64_t s : {4096, 1024}) {
     sweep_mm<kd_bf16, true, false>(s, s, s, true);
     sweep_mm<kd_half, true, false>(s, s, s, !quick);
@@ -420,8 +452,8 @@ int main(int argc, char **argv) {
   }
   sweep_mm<kd_bf16, true, false>(2048, 2048, 2048, false);
   sweep_mm<kd_bf16, true, false>(8192, 8192, 8192, false);
-  for (int64_t s : {4096, 1024}) sweep_simt(s, false, false);
-  sweep_simt(4096, true, true);
+  for (int64_t s : {4096, 1024}) sweep_simt(s, false, false, true);
+  sweep_simt(4096, true, true, false);
   run_mx<kd_mm_nv_large>("128x128x64 s3 (large) mxfp4", 4096, 4096, 4096);
   run_mx<kd_mm_nv_medium>("128x128x32 s4 (medium) mxfp4", 4096, 4096, 4096);
   for (int64_t k : {1024, 4096, 16384, 65536}) numerics(k);

@@ -271,6 +271,26 @@ static const gemm_case kLeading[] = {
 START_TEST(leading_dims) { gemm_cases_run(kLeading, NELEM(kLeading)); }
 END_TEST
 
+/* f32 x f32 stages its slabs through a ring of asynchronous copies
+ * (kernels/kd-gemm.h): K over several turns of the ring with a partial
+ * last slab and M, N past the tile edges, with 16-byte copies (rows
+ * aligned: partial ones at the N edge) and with 4-byte ones (bases off by
+ * one element); K below one slab with a shared operand; alpha and beta. */
+static const gemm_case kF32Ring[] = {
+    {.batch = 1, .m = 130, .n = 134, .k = 77, .alpha = 1, .pad_a = 3,
+     .pad_b = 2, .pad_c = 2, .label = "ring, aligned", .all_t = 1},
+    {.batch = 2, .m = 67, .n = 70, .k = 61, .alpha = 1, .pad_a = 4,
+     .pad_b = 4, .pad_c = 4, .off_a = 1, .off_b = 1, .off_c = 1,
+     .label = "ring, bases off by one", .all_t = 1},
+    {.batch = 3, .m = 33, .n = 40, .k = 3, .alpha = 1, .share_b = 1,
+     .label = "k below a slab", .all_t = 1},
+    {.batch = 1, .m = 129, .n = 65, .k = 200, .alpha = 0.5f, .beta = 2.0f,
+     .pad_c = 1, .label = "ring, alpha beta", .all_t = 1},
+};
+
+START_TEST(f32_ring) { gemm_cases_run(kF32Ring, NELEM(kF32Ring)); }
+END_TEST
+
 /* ---- alpha and beta ---------------------------------------------------------- */
 
 static const gemm_case kAlphaBeta[] = {
@@ -553,6 +573,7 @@ static const kt_test gemm_tests[] = {
     KT_TEST(batched),
     KT_TEST(batch_shared_operands),
     KT_TEST(leading_dims),
+    KT_TEST(f32_ring),
     KT_TEST(alpha_beta),
     KT_TEST(beta_zero_ignores_nan_c),
     KT_TEST(alpha_zero_skips_product),
