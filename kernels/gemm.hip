@@ -9,7 +9,7 @@
  * B (which of their indices is contiguous) as template arguments and C's
  * dtype a run-time switch of the epilogue. Everything else (f32, mixed
  * dtypes, a device without matrix units): the SIMT tile kernel of
- * kd-gemm.h, f32 x f32 in its form with asynchronous copies. The engine (engine/src/gemm.c) turns op(B) into the kernels'
+ * kd-gemm.h (f32 x f32 in a larger tile on large problems). The engine (engine/src/gemm.c) turns op(B) into the kernels'
  * [N, K] view, so trans_b = 1 (B stored [N, K], attention's K) is the
  * k-contiguous layout and trans_b = 0 the other; likewise for A with the
  * flag inverted. Any M, N, K >= 1, any batch count, any row and batch
@@ -30,7 +30,7 @@ static int ke_gemm_launch_typed(hipStream_t stream, const ke__gemm_operand *a,
       kd_gemm_dense_of<Tb>(b->data, b->ld, b->batch_stride, b->k_contiguous);
   if constexpr (sizeof(Ta) == 4 && sizeof(Tb) == 4)
     return kd_gemm_run_f32<Tc>(stream, la, lb, c, ldc, cbs, m, n, k, batch,
-                               alpha, beta);
+                               alpha, beta, kd_mm_multiprocessors());
   else
     return kd_gemm_run<kd_gemm_dense<Ta>, kd_gemm_dense<Tb>, Tc>(
       stream, la, lb, c, ldc, cbs, m, n, k, batch, alpha, beta);

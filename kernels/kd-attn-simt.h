@@ -46,28 +46,35 @@
 /* DP padded head dimension (multiple of 64), BM rows and BN keys per block
  * (BN a multiple of 16), MINB blocks per multiprocessor (__launch_bounds__),
  * THREADS 128 or 256 as TY = THREADS / 16 rows of 16 (BM a multiple of
- * TY): a thread owns BM / TY rows. */
-template <int DP_, int BM_, int BN_, int MINB_, int THREADS_ = 256>
+ * TY): a thread owns BM / TY rows. UNROLL_: the inner loops' unroll count,
+ * 0 for the rule below. */
+template <int DP_, int BM_, int BN_, int MINB_, int THREADS_ = 256,
+          int UNROLL_ = 0>
 struct kd_attn_simt_cfg {
   static constexpr int DP = DP_, BM = BM_, BN = BN_, MINB = MINB_;
   static constexpr int THREADS = THREADS_, TY = THREADS_ / 16;
   /* Unroll counts: the inner loops and the copies' address arithmetic
    * unroll only where 192 or more registers per thread are allowed; at
    * 128 and 168 they spilled. */
-  static constexpr int UNROLL = 65536 / (THREADS * MINB) >= 192 ? 4 : 1;
+  static constexpr int UNROLL =
+      UNROLL_ ? UNROLL_ : (65536 / (THREADS * MINB) >= 192 ? 4 : 1);
   static constexpr int UNROLL_COPY = UNROLL > 1 ? 16 : 1;
   static_assert(DP % 64 == 0 && DP <= 256 && BN % 16 == 0 &&
                     (THREADS == 128 || THREADS == 256) && BM % TY == 0,
                 "bad tile");
 };
 
-/* kiln's configurations: shared memory up to 227 KiB on NVIDIA (two blocks
- * per multiprocessor up to D = 128), 64 KiB on AMD. */
+/* kiln's configurations: shared memory up to 227 KiB on NVIDIA, 64 KiB on
+ * AMD. NVIDIA, from the H100 sweep of scripts/attn-tune.cu
+ * (docs/performance.md): D <= 64 two 128-thread blocks of 64 rows per
+ * multiprocessor, D <= 128 one 256-thread block of 128 rows (8 x 4 scores
+ * and 8 x 8 outputs per thread, 254 registers), 64-row blocks above. */
 template <int DP, bool BIG_SMEM> struct kd_attn_simt_default {
-  typedef kd_attn_simt_cfg<DP, (BIG_SMEM ? 64 : (DP <= 128 ? 32 : 16)),
-                           (BIG_SMEM ? (DP <= 128 ? 64 : 32)
-                                     : (DP <= 128 ? 32 : 16)),
-                           (BIG_SMEM && DP <= 128 ? 2 : 1)>
+  typedef kd_attn_simt_cfg<
+      DP,
+      (BIG_SMEM ? (DP == 128 ? 128 : 64) : (DP <= 128 ? 32 : 16)),
+      (BIG_SMEM ? (DP <= 128 ? 64 : 32) : (DP <= 128 ? 32 : 16)),
+      (BIG_SMEM && DP == 64 ? 2 : 1), (BIG_SMEM && DP == 64 ? 128 : 256)>
       type;
 };
 
@@ -199,7 +206,7 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
 
   const int tid = threadIdx.x, ty = tid / 16, tx = tid % 16;
   typename K::geom g;
-  g.init(a, q, k, v, o, C::BM);
+  g.init(a, q, k, v, o, C::BM, true); /* causal: longest tiles first */
   const int blk_min_lim = g.lim(a, g.row0);
 #if defined(KE_PLANTED_BUG)
   /* Planted bug (mutant library only): the original engine's attention,

@@ -6,7 +6,12 @@
  * So a block's rows span the group's heads for a few queries, sharing every
  * K/V tile it loads, and their causal limits stay close. The grid is (row
  * tiles, Hkv, B); a causal grid starts with its last row tiles, the longest,
- * so that the short ones fill the tail.
+ * so that the short ones fill the tail. With `global_order` a block takes
+ * its (row tile, kv head, batch) from its place in the launch order (x,
+ * then y, then z), longest row tiles first over every head and batch:
+ * otherwise the blocks run head by head, each head's short tiles ahead of
+ * the next head's long ones, and a causal grid ends in a tail of long
+ * tiles.
  */
 #ifndef KILN_KD_ATTN_H
 #define KILN_KD_ATTN_H
@@ -26,14 +31,27 @@ template <typename T> struct kd_attn_block {
   const T *q, *k, *v; /* q: this batch; k, v: this kv head */
   T *o;
   int kv_end;         /* keys past the last one any row sees are not loaded */
+  int64_t hk;         /* the kv head */
 
   __device__ __forceinline__ void init(const ke__attention_desc &a,
                                        const T *q_, const T *k_,
-                                       const T *v_, T *o_, int bm) {
-    const int64_t hk = blockIdx.y, b = blockIdx.z;
+                                       const T *v_, T *o_, int bm,
+                                       bool global_order = false) {
+    int64_t b = blockIdx.z, tile = blockIdx.x;
+    hk = blockIdx.y;
+    if (a.causal && global_order) {
+      const int64_t heads = (int64_t)gridDim.y * gridDim.z;
+      const int64_t lin =
+          blockIdx.x + (int64_t)gridDim.x * (blockIdx.y + (int64_t)gridDim.y *
+                                                              blockIdx.z);
+      tile = gridDim.x - 1 - lin / heads;
+      hk = lin % heads % gridDim.y;
+      b = lin % heads / gridDim.y;
+    } else if (a.causal) {
+      tile = gridDim.x - 1 - blockIdx.x;
+    }
     ratio = a.hq / a.hkv;
     rows_total = ratio * a.sq;
-    const int64_t tile = a.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
     row0 = tile * bm;
     q = q_ + b * a.q_stride[0];
     o = o_ + b * a.o_stride[0];
@@ -51,8 +69,7 @@ template <typename T> struct kd_attn_block {
   __device__ __forceinline__ P *row(P *base, const int64_t *stride,
                                     int64_t rr) const {
     const int64_t i = rr / ratio, hh = rr - i * ratio;
-    return base + ((int64_t)blockIdx.y * ratio + hh) * stride[1] +
-           i * stride[2];
+    return base + (hk * ratio + hh) * stride[1] + i * stride[2];
   }
 };
 

@@ -32,7 +32,6 @@
 #define KILN_KD_GEMM_H
 
 #include "kd.h"
-#include "kd-mma.h" /* kd_cp_async16 and its commit and wait */
 
 #define KD_GEMM_GROUP_M 8 /* tile rows per L2 group */
 
@@ -252,15 +251,11 @@ template <typename Tc> struct kd_gemm_out {
  * TN = BN / 16, each 8 or 16) as (TM / 4) x (TN / 4) blocks of 4 x 4 that
  * lie 64 rows or columns apart. WARP4X8: a warp's 32 threads are 4 ty x 8
  * tx (a 32 x 64 corner of the tile for 8 x 8 blocks) instead of 2 ty x 16
- * tx, so its shared-memory reads of A and B take one wavefront each.
- * STAGES (f32 A and B only, kd_gemm_run_f32): slabs in flight in a ring of
- * asynchronous copies; 0 for the register-staged kernel. */
-template <int BM_, int BN_, int BK_, int MIN_BLOCKS_ = 2, bool WARP4X8_ = false,
-          int STAGES_ = 0>
+ * tx, so its shared-memory reads of A and B take one wavefront each. */
+template <int BM_, int BN_, int BK_, int MIN_BLOCKS_ = 2, bool WARP4X8_ = false>
 struct kd_gemm_cfg {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, MIN_BLOCKS = MIN_BLOCKS_;
   static constexpr bool WARP4X8 = WARP4X8_;
-  static constexpr int STAGES = STAGES_;
   static constexpr int THREADS = 256, TM = BM / 16, TN = BN / 16;
   static constexpr int PAD = 4; /* keeps rows 16-byte aligned, spreads banks */
   static_assert((TM == 8 || TM == 16) && (TN == 8 || TN == 16) &&
@@ -268,12 +263,12 @@ struct kd_gemm_cfg {
                 "an 8 x 8, 8 x 16 or 16 x 8 block per thread");
   static_assert(BM * BK % (4 * THREADS) == 0 && BN * BK % (4 * THREADS) == 0,
                 "four elements per thread and load");
-  static_assert(STAGES == 0 || STAGES >= 2, "a ring has two slots or more");
 };
 typedef kd_gemm_cfg<128, 128, 8> kd_gemm_default;
-/* f32 x f32 (kd_gemm_run_f32): chosen by the H100 sweep of
- * scripts/gemm-tune.cu (docs/performance.md). */
-typedef kd_gemm_default kd_gemm_f32;
+/* f32 x f32 on large problems (kd_gemm_run_f32): the best of the H100
+ * sweep of scripts/gemm-tune.cu (docs/performance.md), 4096^3 42.4 TFLOP/s
+ * against the default's 40.2. */
+typedef kd_gemm_cfg<256, 128, 8, 1, true> kd_gemm_f32_large;
 
 /* Writes a fetched share into the [BK][ROWS + PAD] buffer s. */
 template <int ROWS, int BK, int PAD>
@@ -447,173 +442,26 @@ static int kd_gemm_run(hipStream_t stream, OpA a, OpB b, void *c, int64_t ldc,
   return (int)hipGetLastError();
 }
 
-/* ---- f32 operands through asynchronous copies ------------------------------ */
-
-/* Copies one float to shared dst from global src (bytes 4), or writes a
- * zero (bytes 0; src must still be a valid address). cp.async on NVIDIA
- * sm_80+, completing at kd_cp_async_wait; a plain copy elsewhere. */
-__device__ __forceinline__ void kd_cp_async4(float *dst, const float *src,
-                                             int bytes) {
-#if KD_MMA__NV_OK
-  const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
-               :
-               : "r"(d), "l"(src), "r"(bytes));
-#else
-  *dst = bytes ? *src : 0.0f;
-#endif
-}
-
-/* A thread's copies of an f32 operand's ROWS x BK slabs into [BK][ROWS +
- * PAD] shared buffers, in the groups of kd_gemm_dense's cursor: a
- * k-contiguous group is four 4-byte copies (the transpose), the other one
- * 16-byte copy where aligned, else four 4-byte ones; zeros past the edges. */
-template <int ROWS, int BK, int PAD> struct kd_gemm_async_f32 {
-  static constexpr int L = ROWS * BK / (4 * 256);
-  const float *p[L];
-  const float *any; /* a valid address for copies that read nothing */
-  int fixed[L];     /* k-contiguous: 1 if the row exists; else rows left */
-  int kpos[L];
-  int64_t step;
-  int kc, vec;
-
-  __device__ __forceinline__ void init(const kd_gemm_dense<float> &op,
-                                       int64_t b, int64_t r0, int64_t rows) {
-    const float *base = op.data + b * op.batch_stride;
-    any = base;
-    kc = op.k_contiguous;
-    vec = op.vec;
-    step = kc ? BK : BK * op.ld;
-    KD_UNROLL
-    for (int g = 0; g < L; g++) {
-      const int i = (int)threadIdx.x + 256 * g;
-      if (kc) {
-        const int64_t r = r0 + i / (BK / 4);
-        kpos[g] = 4 * (i % (BK / 4));
-        fixed[g] = r < rows;
-        p[g] = base + (fixed[g] ? r * op.ld : 0) + kpos[g];
-      } else {
-        const int64_t r = r0 + 4 * (i % (ROWS / 4)), left = rows - r;
-        kpos[g] = i / (ROWS / 4);
-        fixed[g] = left <= 0 ? 0 : (left < 4 ? (int)left : 4);
-        p[g] = base + kpos[g] * op.ld + (fixed[g] ? r : 0);
-      }
-    }
-  }
-  /* Issues the copies of the slab at k0 (the slab after the last one). */
-  __device__ __forceinline__ void issue(int64_t k0, int64_t klen,
-                                        float (*s)[ROWS + PAD]) {
-    KD_UNROLL
-    for (int g = 0; g < L; g++) {
-      const int i = (int)threadIdx.x + 256 * g;
-      if (kc) {
-        const int r = i / (BK / 4);
-        const int64_t left = klen - (k0 + kpos[g]);
-        const int n = !fixed[g] || left <= 0 ? 0 : (left < 4 ? (int)left : 4);
-        KD_UNROLL
-        for (int e = 0; e < 4; e++)
-          kd_cp_async4(&s[kpos[g] + e][r], e < n ? p[g] + e : any,
-                       e < n ? 4 : 0);
-      } else {
-        const int r = 4 * (i % (ROWS / 4));
-        const int n = k0 + kpos[g] < klen ? fixed[g] : 0;
-        if (vec) {
-          kd_cp_async16(&s[kpos[g]][r], n ? p[g] : any, 4 * n);
-        } else {
-          KD_UNROLL
-          for (int e = 0; e < 4; e++)
-            kd_cp_async4(&s[kpos[g]][r + e], e < n ? p[g] + e : any,
-                         e < n ? 4 : 0);
-        }
-      }
-      p[g] += step;
-    }
-  }
-};
-
-/* kd_gemm_tiles for f32 A and B with Cfg::STAGES slabs in flight: the
- * copies of slab k + STAGES - 1 are issued into the slot slab k - 1 was
- * read from, after the one barrier per slab that also makes slab k
- * visible. The same products in the same order as kd_gemm_tiles. */
-template <class Cfg, typename Tc>
-__global__ void __launch_bounds__(256, Cfg::MIN_BLOCKS)
-kd_gemm_tiles_async(kd_gemm_dense<float> a, kd_gemm_dense<float> b,
-                    kd_gemm_out<Tc> c, int64_t m, int64_t n, int64_t k,
-                    int64_t batch, float alpha, float beta) {
-  constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, PAD = Cfg::PAD;
-  constexpr int TM = Cfg::TM, TN = Cfg::TN, S = Cfg::STAGES;
-  alignas(16) __shared__ float as[S][BK][BM + PAD];
-  alignas(16) __shared__ float bs[S][BK][BN + PAD];
-  int tx, ty;
-  kd_gemm_thread<Cfg>(&tx, &ty);
-  const int64_t m_tiles = (m + BM - 1) / BM, n_tiles = (n + BN - 1) / BN;
-  const int64_t tiles = m_tiles * n_tiles * batch;
-  const int64_t slabs = (k + BK - 1) / BK;
-
-  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    int64_t bi, mt, nt;
-    kd_gemm_tile_of(t, m_tiles, n_tiles, &bi, &mt, &nt);
-    const int64_t m0 = mt * BM, n0 = nt * BN;
-    float acc[TM][TN];
-    KD_UNROLL
-    for (int i = 0; i < TM; i++)
-      KD_UNROLL
-      for (int j = 0; j < TN; j++) acc[i][j] = 0.0f;
-
-    if (alpha != 0.0f) { /* uniform: the barriers stay matched */
-      kd_gemm_async_f32<BM, BK, PAD> ga;
-      kd_gemm_async_f32<BN, BK, PAD> gb;
-      ga.init(a, bi, m0, m);
-      gb.init(b, bi, n0, n);
-      KD_UNROLL
-      for (int s = 0; s < S - 1; s++) {
-        if (s < slabs) {
-          ga.issue((int64_t)s * BK, k, as[s]);
-          gb.issue((int64_t)s * BK, k, bs[s]);
-        }
-        kd_cp_async_commit();
-      }
-      int rd = 0, wr = S - 1;
-      for (int64_t kt = 0; kt < slabs; kt++) {
-        kd_cp_async_wait<S - 2>(); /* this thread's copies of slab kt */
-        __syncthreads(); /* everyone's, and slot wr is read no more */
-        if (kt + S - 1 < slabs) {
-          ga.issue((kt + S - 1) * BK, k, as[wr]);
-          gb.issue((kt + S - 1) * BK, k, bs[wr]);
-        }
-        kd_cp_async_commit();
-        kd_gemm_slab<Cfg>(acc, as[rd], bs[rd], tx, ty);
-        rd = rd + 1 == S ? 0 : rd + 1;
-        wr = wr + 1 == S ? 0 : wr + 1;
-      }
-      __syncthreads(); /* the next tile's copies reuse every slot */
-    }
-    kd_gemm_epilogue<Cfg, Tc>(acc, c, bi, m0, n0, m, n, tx, ty, alpha, beta);
-  }
-}
-
-/* kd_gemm_run for f32 A and B: through kd_gemm_tiles_async where Cfg has
- * STAGES, else through kd_gemm_tiles. */
-template <typename Tc, class Cfg = kd_gemm_f32>
+/* kd_gemm_run for f32 x f32: the 16 x 8 blocks at one block per
+ * multiprocessor where their tiles give every multiprocessor half a tile or
+ * more (sms: the device's multiprocessors), else the 8 x 8 ones at two. */
+template <typename Tc>
 static int kd_gemm_run_f32(hipStream_t stream, kd_gemm_dense<float> a,
                            kd_gemm_dense<float> b, void *c, int64_t ldc,
                            int64_t c_batch_stride, int64_t m, int64_t n,
-                           int64_t k, int64_t batch, float alpha, float beta) {
-  if constexpr (Cfg::STAGES == 0) {
-    return kd_gemm_run<kd_gemm_dense<float>, kd_gemm_dense<float>, Tc, Cfg>(
+                           int64_t k, int64_t batch, float alpha, float beta,
+                           int64_t sms) {
+  typedef kd_gemm_dense<float> D;
+  const int64_t large_tiles = ((m + kd_gemm_f32_large::BM - 1) /
+                               kd_gemm_f32_large::BM) *
+                              ((n + kd_gemm_f32_large::BN - 1) /
+                               kd_gemm_f32_large::BN) *
+                              batch;
+  if (2 * large_tiles >= sms)
+    return kd_gemm_run<D, D, Tc, kd_gemm_f32_large>(
         stream, a, b, c, ldc, c_batch_stride, m, n, k, batch, alpha, beta);
-  } else {
-    const kd_gemm_out<Tc> out = {
-        (Tc *)c, ldc, c_batch_stride,
-        (uintptr_t)c % 16 == 0 && ldc % 4 == 0 && c_batch_stride % 4 == 0};
-    const int64_t tiles = ((m + Cfg::BM - 1) / Cfg::BM) *
-                          ((n + Cfg::BN - 1) / Cfg::BN) * batch;
-    const int64_t cap = (int64_t)1 << 30;
-    hipLaunchKernelGGL((kd_gemm_tiles_async<Cfg, Tc>),
-                       dim3((unsigned)(tiles < cap ? tiles : cap)), dim3(256),
-                       0, stream, a, b, out, m, n, k, batch, alpha, beta);
-    return (int)hipGetLastError();
-  }
+  return kd_gemm_run<D, D, Tc, kd_gemm_default>(
+      stream, a, b, c, ldc, c_batch_stride, m, n, k, batch, alpha, beta);
 }
 
 #endif

@@ -97,10 +97,10 @@ template <typename T, class C> static config simt_config(const char *desc) {
   mma_config<T, kd_attn_mma_cfg<DP, BN, W, MU, ST, QR, MB, PS>>(             \
       "BN" #BN " warps" #W " MU" #MU " stages" #ST " QREG=" #QR " MINB" #MB \
       " PSPLIT=" #PS)
-// SIMT(T, DP, BM, BN, MINB, THREADS)
-#define SIMT(T, DP, BM, BN, MB, TH)                                           \
-  simt_config<T, kd_attn_simt_cfg<DP, BM, BN, MB, TH>>(                      \
-      "BM" #BM " BN" #BN " MINB" #MB " threads" #TH)
+// SIMT(T, DP, BM, BN, MINB, THREADS, UNROLL)
+#define SIMT(T, DP, BM, BN, MB, TH, U)                                        \
+  simt_config<T, kd_attn_simt_cfg<DP, BM, BN, MB, TH, U>>(                   \
+      "BM" #BM " BN" #BN " MINB" #MB " threads" #TH " unroll" #U)
 
 static std::vector<config> all_configs() {
   return {
@@ -132,15 +132,14 @@ static std::vector<config> all_configs() {
       MMA(kd_bf16, 256, 32, 8, 1, 3, false, 1, true),
       MMA(kd_bf16, 256, 32, 8, 1, 2, false, 1, false),
       // f32 on the SIMT units.
-      SIMT(float, 128, 64, 64, 2, 256),
-      SIMT(float, 128, 64, 64, 2, 128),
-      SIMT(float, 128, 128, 64, 1, 256),
-      SIMT(float, 128, 64, 32, 2, 256),
-      SIMT(float, 128, 32, 64, 3, 256),
-      SIMT(float, 128, 32, 64, 2, 128),
-      SIMT(float, 64, 64, 64, 2, 256),
-      SIMT(float, 64, 64, 64, 2, 128),
-      SIMT(float, 64, 128, 64, 2, 256),
+      SIMT(float, 128, 128, 64, 1, 256, 0),
+      SIMT(float, 128, 128, 64, 1, 256, 2),
+      SIMT(float, 128, 128, 64, 1, 256, 8),
+      SIMT(float, 128, 64, 64, 2, 256, 0),
+      SIMT(float, 128, 64, 64, 2, 128, 0),
+      SIMT(float, 128, 32, 64, 2, 128, 0),
+      SIMT(float, 64, 64, 64, 2, 128, 0),
+      SIMT(float, 64, 64, 64, 2, 256, 0),
   };
 }
 
@@ -460,6 +459,7 @@ int main(int argc, char **argv) {
       for (ke_dtype t : {KE_BF16, KE_F16, KE_F32})
         probs.push_back({t, 1, 16, 16, 4096, 128, causal});
       probs.push_back({KE_BF16, 1, 16, 16, 1024, 128, causal});
+      probs.push_back({KE_F32, 1, 16, 16, 1024, 128, causal});
     }
     probs.push_back({KE_BF16, 1, 16, 16, 4096, 64, 0});
     probs.push_back({KE_BF16, 1, 16, 16, 4096, 256, 0});

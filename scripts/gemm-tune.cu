@@ -247,13 +247,9 @@ static void run_simt(const char *name, problem<float> &p,
         kd_gemm_dense_of<float>(p.a[s], p.a_t ? p.m : p.k, 0, !p.a_t);
     const kd_gemm_dense<float> b =
         kd_gemm_dense_of<float>(p.b[s], p.b_t ? p.k : p.n, 0, p.b_t);
-    if constexpr (Cfg::STAGES > 0)
-      return kd_gemm_run_f32<float, Cfg>(0, a, b, p.c[s], p.n, 0, p.m, p.n,
-                                         p.k, 1, 1.0f, 0.0f);
-    else
-      return kd_gemm_run<kd_gemm_dense<float>, kd_gemm_dense<float>, float,
-                         Cfg>(0, a, b, p.c[s], p.n, 0, p.m, p.n, p.k, 1, 1.0f,
-                              0.0f);
+    return kd_gemm_run<kd_gemm_dense<float>, kd_gemm_dense<float>, float,
+                       Cfg>(0, a, b, p.c[s], p.n, 0, p.m, p.n, p.k, 1, 1.0f,
+                            0.0f);
   };
   const float ms = time_ms(p.sets, launch);
   CHECK((cudaError_t)launch(0));
@@ -266,28 +262,17 @@ static void run_simt(const char *name, problem<float> &p,
 static void sweep_simt(int64_t s, bool a_t, bool b_t, bool all) {
   problem<float> p = make_problem<float>(s, s, s, a_t, b_t);
   const std::vector<float> bh = host_b(p);
-  run_simt<kd_gemm_default>("128x128x8 (engine)", p, bh);
+  run_simt<kd_gemm_default>("128x128x8 (engine small)", p, bh);
+  run_simt<kd_gemm_f32_large>("256x128x8 w4x8 (engine large)", p, bh);
   if (all) {
     run_simt<kd_gemm_cfg<128, 128, 8, 2, true>>("128x128x8 warp 4x8", p, bh);
     run_simt<kd_gemm_cfg<128, 256, 8, 1>>("128x256x8, 1 block/SM", p, bh);
     run_simt<kd_gemm_cfg<128, 256, 8, 1, true>>("128x256x8 warp 4x8, 1 blk", p,
                                                 bh);
     run_simt<kd_gemm_cfg<256, 128, 8, 1>>("256x128x8, 1 block/SM", p, bh);
-    run_simt<kd_gemm_cfg<256, 128, 8, 1, true>>("256x128x8 warp 4x8, 1 blk", p,
-                                                bh);
     run_simt<kd_gemm_cfg<128, 128, 16, 1, true>>("128x128x16 warp 4x8, 1 blk",
                                                  p, bh);
     run_simt<kd_gemm_cfg<128, 128, 8, 1>>("128x128x8, 1 block/SM", p, bh);
-    run_simt<kd_gemm_cfg<128, 128, 8, 2, false, 3>>("128x128x8 async s3", p,
-                                                    bh);
-    run_simt<kd_gemm_cfg<128, 128, 8, 2, true, 3>>("128x128x8 warp 4x8 async s3",
-                                                   p, bh);
-    run_simt<kd_gemm_cfg<128, 128, 8, 2, true, 4>>("128x128x8 warp 4x8 async s4",
-                                                   p, bh);
-    run_simt<kd_gemm_cfg<128, 256, 8, 1, true, 3>>(
-        "128x256x8 warp 4x8 async s3 1 blk", p, bh);
-    run_simt<kd_gemm_cfg<128, 256, 8, 1, false, 3>>("128x256x8 async s3 1 blk",
-                                                    p, bh);
   }
   free_problem(p);
 }
@@ -440,9 +425,10 @@ int main(int argc, char **argv) {
   printf("%-6s %-28s %-4s %-2s %17s %12s %15s\n", "kernel", "config", "dt",
          "AB", "M x N x K", "time", "rate");
   if (simt) { // the f32 SIMT configurations alone
-    for (int64_t s : {4096, 8192, 1024, 2048}) sweep_simt(s, false, false, true);
-    sweep_simt(4096, true, true, true);
-    sweep_simt(4096, false, true, true);
+    sweep_simt(4096, false, false, true);
+    for (int64_t s : {8192, 2048, 1024}) sweep_simt(s, false, false, false);
+    sweep_simt(4096, true, true, false);
+    sweep_simt(4096, false, true, false);
     return 0;
   }
   for (int64_t s : {4096, 1024}) {

@@ -102,6 +102,19 @@ START_TEST(gqa_ratios) {
 }
 END_TEST
 
+/* A causal grid in launch order (kernels/kd-attn.h, global_order): each
+ * block's row tile, kv head and batch come from its place in the launch,
+ * longest row tiles first over every head and batch. Batch and kv-head
+ * counts that differ and several row tiles per head, so that a mapping
+ * that mixes them up or repeats a block misses rows. */
+START_TEST(causal_grid_order) {
+  for (size_t t = 0; t < 3; t++) {
+    run(tiled(kAll[t], 3, 4, 2, 300, 300, 128, 1));
+    run(tiled(kAll[t], 2, 3, 3, 200, 260, 64, 1));
+  }
+}
+END_TEST
+
 /* Causal offsets: the default with Sq > Sk (negative: the first 90 queries
  * see nothing and must be zeros) and Sq < Sk, zero, small, and beyond the
  * keys (nothing masked). */
@@ -299,6 +312,7 @@ static const kt_test attention_tiled_tests[] = {
     KT_TEST(key_lengths_f32),
     KT_TEST(decode_shapes),
     KT_TEST(gqa_ratios),
+    KT_TEST(causal_grid_order),
     KT_TEST(causal_offsets),
     KT_TEST(scales_and_sharp_scores),
     KT_TEST(packed_qkv_views),

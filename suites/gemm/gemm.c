@@ -271,24 +271,26 @@ static const gemm_case kLeading[] = {
 START_TEST(leading_dims) { gemm_cases_run(kLeading, NELEM(kLeading)); }
 END_TEST
 
-/* f32 x f32 stages its slabs through a ring of asynchronous copies
- * (kernels/kd-gemm.h): K over several turns of the ring with a partial
- * last slab and M, N past the tile edges, with 16-byte copies (rows
- * aligned: partial ones at the N edge) and with 4-byte ones (bases off by
- * one element); K below one slab with a shared operand; alpha and beta. */
-static const gemm_case kF32Ring[] = {
-    {.batch = 1, .m = 130, .n = 134, .k = 77, .alpha = 1, .pad_a = 3,
-     .pad_b = 2, .pad_c = 2, .label = "ring, aligned", .all_t = 1},
-    {.batch = 2, .m = 67, .n = 70, .k = 61, .alpha = 1, .pad_a = 4,
+/* f32 x f32 takes a 256 x 128 tile of 16 x 8 blocks per thread where the
+ * tiles cover every multiprocessor at least half (kernels/kd-gemm.h; the
+ * host emulation counts 4, so these shapes reach it) and 128 x 128 of
+ * 8 x 8 below: M and N past the tile edges in both, K over many slabs with
+ * a partial last one, 16-byte loads (aligned rows) and element loads
+ * (bases off by one element), K below one slab with a shared operand,
+ * alpha and beta. */
+static const gemm_case kF32Tiles[] = {
+    {.batch = 1, .m = 300, .n = 134, .k = 77, .alpha = 1, .pad_a = 3,
+     .pad_b = 2, .pad_c = 2, .label = "large tile, aligned", .all_t = 1},
+    {.batch = 2, .m = 267, .n = 70, .k = 61, .alpha = 1, .pad_a = 4,
      .pad_b = 4, .pad_c = 4, .off_a = 1, .off_b = 1, .off_c = 1,
-     .label = "ring, bases off by one", .all_t = 1},
+     .label = "large tile, bases off by one", .all_t = 1},
     {.batch = 3, .m = 33, .n = 40, .k = 3, .alpha = 1, .share_b = 1,
      .label = "k below a slab", .all_t = 1},
     {.batch = 1, .m = 129, .n = 65, .k = 200, .alpha = 0.5f, .beta = 2.0f,
-     .pad_c = 1, .label = "ring, alpha beta", .all_t = 1},
+     .pad_c = 1, .label = "small tile, alpha beta", .all_t = 1},
 };
 
-START_TEST(f32_ring) { gemm_cases_run(kF32Ring, NELEM(kF32Ring)); }
+START_TEST(f32_tiles) { gemm_cases_run(kF32Tiles, NELEM(kF32Tiles)); }
 END_TEST
 
 /* ---- alpha and beta ---------------------------------------------------------- */
@@ -573,7 +575,7 @@ static const kt_test gemm_tests[] = {
     KT_TEST(batched),
     KT_TEST(batch_shared_operands),
     KT_TEST(leading_dims),
-    KT_TEST(f32_ring),
+    KT_TEST(f32_tiles),
     KT_TEST(alpha_beta),
     KT_TEST(beta_zero_ignores_nan_c),
     KT_TEST(alpha_zero_skips_product),
