@@ -9,15 +9,17 @@
  *     for the slot's "empty" mbarrier; the copies complete the slot's
  *     "full" mbarrier. It gives its registers to the consumers (setmaxnreg).
  *   warpgroups 1 and 2, the consumers: rows 0-63 and 64-127 of the tile.
- *     Per slab, for each 128 columns: four wgmma m64n128k16 into a fresh
- *     f32 register accumulator, then that partial sum is added into the
- *     tile's f32 sum with an ordinary (round-to-nearest) f32 add; then each
- *     warp arrives on the slot's "empty" barrier. The epilogue writes
- *     alpha * sum (+ beta * C) from registers while the producer already
- *     loads the next tile's slabs.
- * The promotion every 64 k is what keeps the sums as accurate as an f32 sum:
- * the tensor core's own f32 accumulation truncates (docs/performance.md,
- * "Matrix-unit rounding at long K"); here it only ever adds 64 products.
+ *     Per group of EVERY slabs, for each chunk of CW columns: the group's
+ *     wgmma m64nCWk16 into an f32 register partial, then that partial is
+ *     added into the tile's f32 sum with an ordinary (round-to-nearest) f32
+ *     add (kd_wg_group: serially, or overlapped with the next chunk's
+ *     multiplies); then each warp arrives on the group's slots' "empty"
+ *     barriers. The epilogue writes alpha * sum (+ beta * C) from registers
+ *     while the producer already loads the next tile's slabs.
+ * The promotion (every 128 k in the engine, gemm_sm90.hip) is what keeps
+ * the sums as accurate as an f32 sum: the tensor core's own f32
+ * accumulation truncates (docs/performance.md, "Matrix-unit rounding at
+ * long K"); here it only ever adds EVERY x 64 products.
  *
  * Layouts: each operand is loaded in its memory orientation, K-major (a
  * [rows][64 k] tile, one TMA box) or MN-major ([64 k][64 rows] tiles, one
@@ -342,7 +344,7 @@ kd_wg_gemm(const __grid_constant__ kd_tmap ta,
   const int64_t tiles = m_tiles * n_tiles * d.batch;
 
   if (wg == 0) {
-    kd_wg_regs_dec<24>();
+    kd_wg_regs_dec<24>(); /* 128 x 24 + 256 x 240 of the 64 K registers */
     if (threadIdx.x != 0) return;
     int s = 0, ph = 0;
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {

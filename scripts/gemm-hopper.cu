@@ -21,9 +21,10 @@
 
 #include "kd-gemm-wgmma.h"
 
-// Serial promotion (the engine's until measured otherwise) every 1, 2 or
-// 4 slabs, overlapped promotion over 64-column chunks of a 128 x 256 tile
-// or over whole 128 x 128 tiles, and the unpromoted measuring variant.
+// Serial promotion every 1, 2 or 4 slabs, overlapped promotion over
+// 64-column chunks of a 128 x 256 tile or over whole 128 x 128 tiles, and
+// the unpromoted measuring variant. The engine's (gemm_sm90.hip):
+// wg_256_e2 and wg_128_ovl_e2.
 typedef kd_wg_cfg<256, 4> wg_256_e1;
 typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2> wg_256_e2;
 typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 4> wg_256_e4;
