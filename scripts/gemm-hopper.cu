@@ -11,6 +11,7 @@
 //        -DKILN_BACKEND_CUDA -DKD_SM90A -Ikernels -Iengine/include \
 //        -Iengine/src scripts/gemm-hopper.cu -o gemm-hopper
 //   ./gemm-hopper [--quick] [--dump DIR] [--only TAG] [--once]
+// --dump creates DIR (not its parents) if missing.
 // --only runs the variants whose tag contains TAG (the tags are printed);
 // --once launches each once at 4096^3 bf16, untimed (for a profiler).
 //
@@ -18,6 +19,9 @@
 // sets over 2x L2, 5 warm-ups, the median of 30 event-timed launches.
 #define GEMM_TUNE_LIBRARY
 #include "gemm-tune.cu"
+
+#include <errno.h>
+#include <sys/stat.h>
 
 #include "kd-gemm-wgmma.h"
 
@@ -190,6 +194,10 @@ int main(int argc, char **argv) {
   CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
   g_l2 = (size_t)l2;
   if (dir) {
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+      fprintf(stderr, "cannot create %s: %s\n", dir, strerror(errno));
+      return 1;
+    }
     for (int64_t k : {1024, 4096, 16384, 65536}) {
       dump<kd_bf16>(dir, k);
       dump<kd_half>(dir, k);
