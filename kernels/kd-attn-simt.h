@@ -68,13 +68,15 @@ struct kd_attn_simt_cfg {
  * AMD. NVIDIA, from the H100 sweep of scripts/attn-tune.cu
  * (docs/performance.md): D <= 64 two 128-thread blocks of 64 rows per
  * multiprocessor, D <= 128 one 256-thread block of 128 rows (8 x 4 scores
- * and 8 x 8 outputs per thread, 254 registers), 64-row blocks above. */
+ * and 8 x 8 outputs per thread, 254 registers, inner loops unrolled by 2),
+ * 64-row blocks above. */
 template <int DP, bool BIG_SMEM> struct kd_attn_simt_default {
   typedef kd_attn_simt_cfg<
       DP,
       (BIG_SMEM ? (DP == 128 ? 128 : 64) : (DP <= 128 ? 32 : 16)),
       (BIG_SMEM ? (DP <= 128 ? 64 : 32) : (DP <= 128 ? 32 : 16)),
-      (BIG_SMEM && DP == 64 ? 2 : 1), (BIG_SMEM && DP == 64 ? 128 : 256)>
+      (BIG_SMEM && DP == 64 ? 2 : 1), (BIG_SMEM && DP == 64 ? 128 : 256),
+      (BIG_SMEM && DP == 128 ? 2 : 0)>
       type;
 };
 
