@@ -37,6 +37,7 @@
 #ifndef KILN_KD_DECODE_H
 #define KILN_KD_DECODE_H
 
+#include "decode-launch.h"
 #include "kd.h"
 
 #define KD_DEC_THREADS 256
@@ -247,6 +248,63 @@ __device__ __forceinline__ void kd_dec_fold(kd_dec_state<RT> &st,
   }
 }
 
+/* Copies one step's keys into stage `stage`: U keys per group, key u of
+ * this group at loc[u], real when valid[u] (16 zero bytes otherwise). */
+template <typename T, int U, int S, bool VEC, class Src>
+__device__ __forceinline__ void kd_dec_issue(const Src &src,
+                                             kd_dec_stage<T, U, S> &sg,
+                                             int stage, const int64_t *loc,
+                                             const bool *valid, int d0,
+                                             int nd) {
+  constexpr int W = kd_dec_stage<T, U, S>::W;
+  const int tid = threadIdx.x;
+  KD_UNROLL
+  for (int u = 0; u < U; u++) {
+    const T *rows[2] = {src.krow(loc[u]) + d0, src.vrow(loc[u]) + d0};
+    KD_UNROLL
+    for (int kv = 0; kv < 2; kv++) {
+      if constexpr (VEC) {
+        KD_UNROLL
+        for (int w = 0; w < W; w++)
+          kd_dec_copy16(&sg.buf[stage][u][kv][w][tid],
+                        reinterpret_cast<const char *>(rows[kv]) + 16 * w,
+                        valid[u] && nd > 0);
+      } else {
+        kd_dec_raw<T> r;
+        r.load_elems(rows[kv], valid[u] ? nd : 0);
+        KD_UNROLL
+        for (int w = 0; w < W; w++) sg.buf[stage][u][kv][w][tid] = r.w[w];
+      }
+    }
+  }
+}
+
+/* Folds the step in stage `stage` (keys base + u * NG + g of the range)
+ * into st: without checks when the whole step is below n and lim_min. */
+template <typename T, int L, int RT, int U, int S, bool FAST>
+__device__ __forceinline__ void kd_dec_fold_stage(kd_dec_state<RT> &st,
+                                                  kd_dec_stage<T, U, S> &sg,
+                                                  int stage, int base, int n,
+                                                  const int *lim,
+                                                  int lim_min) {
+  constexpr int NG = KD_DEC_THREADS / L;
+  constexpr int W = kd_dec_stage<T, U, S>::W;
+  const int g = threadIdx.x / L, tid = threadIdx.x;
+  kd_dec_raw<T> kr[U], vr[U];
+  KD_UNROLL
+  for (int u = 0; u < U; u++)
+    KD_UNROLL
+    for (int w = 0; w < W; w++) {
+      kr[u].w[w] = sg.buf[stage][u][0][w][tid];
+      vr[u].w[w] = sg.buf[stage][u][1][w][tid];
+    }
+  const int end = base + U * NG;
+  if (end <= n && end <= lim_min)
+    kd_dec_fold<T, L, RT, U, FAST, false>(st, kr, vr, base + g, NG, n, lim);
+  else
+    kd_dec_fold<T, L, RT, U, FAST, true>(st, kr, vr, base + g, NG, n, lim);
+}
+
 /* Streams the n keys kb .. kb + n - 1 of src into st, S - 1 steps of
  * copies ahead of the math. lim[r] (relative to kb, at most n) is row r's
  * first invisible key and lim_min the smallest (block-uniform); lane
@@ -263,8 +321,7 @@ __device__ __forceinline__ void kd_dec_scan(const Src &src,
                                             int lim_min, int d0, int nd) {
   constexpr int NG = KD_DEC_THREADS / L;
   constexpr int STEP = U * NG;
-  constexpr int W = kd_dec_stage<T, U, S>::W;
-  const int g = threadIdx.x / L, tid = threadIdx.x;
+  const int g = threadIdx.x / L;
   const int steps = (n + STEP - 1) / STEP;
   int64_t loc[U];
   KD_UNROLL
@@ -274,26 +331,10 @@ __device__ __forceinline__ void kd_dec_scan(const Src &src,
   /* Copies step j's keys into stage j % S, then locates step j + 1's. */
   auto issue = [&](int j) {
     if (j >= steps) return;
+    bool valid[U];
     KD_UNROLL
-    for (int u = 0; u < U; u++) {
-      const bool valid = j * STEP + u * NG + g < n && nd > 0;
-      const T *rows[2] = {src.krow(loc[u]) + d0, src.vrow(loc[u]) + d0};
-      KD_UNROLL
-      for (int kv = 0; kv < 2; kv++) {
-        if constexpr (VEC) {
-          KD_UNROLL
-          for (int w = 0; w < W; w++)
-            kd_dec_copy16(&sg.buf[j % S][u][kv][w][tid],
-                          reinterpret_cast<const char *>(rows[kv]) + 16 * w,
-                          valid);
-        } else {
-          kd_dec_raw<T> r;
-          r.load_elems(rows[kv], valid ? nd : 0);
-          KD_UNROLL
-          for (int w = 0; w < W; w++) sg.buf[j % S][u][kv][w][tid] = r.w[w];
-        }
-      }
-    }
+    for (int u = 0; u < U; u++) valid[u] = j * STEP + u * NG + g < n;
+    kd_dec_issue<T, U, S, VEC>(src, sg, j % S, loc, valid, d0, nd);
     KD_UNROLL
     for (int u = 0; u < U; u++) {
       const int key = (j + 1) * STEP + u * NG + g;
@@ -309,22 +350,124 @@ __device__ __forceinline__ void kd_dec_scan(const Src &src,
     issue(j + S - 1);
     kd_dec_commit();
     kd_dec_wait<S - 1>(); /* step j's group has landed */
-    kd_dec_raw<T> kr[U], vr[U];
-    KD_UNROLL
-    for (int u = 0; u < U; u++)
-      KD_UNROLL
-      for (int w = 0; w < W; w++) {
-        kr[u].w[w] = sg.buf[j % S][u][0][w][tid];
-        vr[u].w[w] = sg.buf[j % S][u][1][w][tid];
-      }
-    const int end = (j + 1) * STEP;
-    if (end <= n && end <= lim_min)
-      kd_dec_fold<T, L, RT, U, FAST, false>(st, kr, vr, j * STEP + g, NG, n,
-                                            lim);
-    else
-      kd_dec_fold<T, L, RT, U, FAST, true>(st, kr, vr, j * STEP + g, NG, n,
-                                           lim);
+    kd_dec_fold_stage<T, L, RT, U, S, FAST>(st, sg, j % S, j * STEP, n, lim,
+                                            lim_min);
   }
+}
+
+/* Most keys a dynamic scan takes (its key numbers are ints). */
+#define KD_DEC_DYN_MAX_KEYS (1 << 30)
+
+/* Shared state of the dynamic scan: the step numbers this block has taken
+ * (a ring of S + 2: the step folded, the S - 1 in flight, the one located
+ * ahead, the one being reused). */
+template <int S> struct kd_dec_ring {
+  unsigned step[S + 2];
+  unsigned last; /* thread 0's last take, read back before it reports */
+};
+
+/* The step of take t of the shared counter: steps are handed out from
+ * the last one down (the short last step, with its checks, goes first, and
+ * a block's slots hold steps that are not its slot numbers, which the host
+ * emulation's one-block-at-a-time order would otherwise hide); `steps`
+ * once they run out. */
+__device__ __forceinline__ unsigned kd_dec_take_step(unsigned t,
+                                                     unsigned steps) {
+  return t < steps ? steps - 1 - t : steps;
+}
+
+/* kd_dec_scan over the n keys kb .. kb + n - 1 shared by every block of a
+ * (rows, KV head): instead of a fixed range, the block takes one step of
+ * keys at a time from the takes counter *grab (shared by the blocks of
+ * those rows), S steps ahead of the one it folds, until the steps run out.
+ * Blocks that are served faster take more steps, so the blocks of a launch
+ * end together rather than each at its own range's end. Thread 0 takes
+ * the steps (kd_dec_take_step), a barrier per step hands them out. A block
+ * may get no step (its state stays empty). *grab must be 0 before the
+ * first block starts and is not touched again once every block of the
+ * rows has reported done (the merging block sets it back to 0). */
+template <typename T, int L, int RT, int U, int S, bool FAST, bool VEC,
+          class Src>
+__device__ __forceinline__ void
+kd_dec_scan_dyn(const Src &src, kd_dec_state<RT> &st,
+                kd_dec_stage<T, U, S> &sg, kd_dec_ring<S> &ring,
+                unsigned *grab, int64_t parts, int64_t kb, int n,
+                const int *lim, int lim_min, int d0, int nd) {
+  constexpr int NG = KD_DEC_THREADS / L;
+  constexpr int STEP = U * NG;
+  constexpr int R = S + 2;
+  const int g = threadIdx.x / L;
+  const unsigned steps = (unsigned)((n + STEP - 1) / STEP);
+  /* At most 1.5 times a block's fair share: enough to even out the blocks'
+   * speeds, and blocks that run one after another (the host emulation)
+   * still leave several partial results to merge. */
+  const unsigned cap =
+      (unsigned)((3 * (int64_t)steps + 2 * parts - 1) / (2 * parts));
+  unsigned pend = steps; /* thread 0: the step taken for a later slot */
+  unsigned taken = 0;    /* thread 0: takes so far */
+  if (threadIdx.x == 0) {
+    /* Slots 0 .. S - 1 take up to S consecutive takes at once, slot S's
+     * take is left in flight; a take past the end (or the cap) reads as
+     * `steps`, and every later slot is past the end too. */
+    const unsigned first0 = cap < (unsigned)S ? cap : (unsigned)S;
+    const unsigned first = atomicAdd(grab, first0);
+    taken = first0;
+    pend = taken < cap ? atomicAdd(grab, 1u) : steps;
+    taken += taken < cap;
+    for (int i = 0; i < S; i++)
+      ring.step[i] = (unsigned)i < first0 ? kd_dec_take_step(first + i, steps)
+                                          : steps;
+  }
+  __syncthreads();
+
+  int64_t loc[U];
+  /* Locates the keys of the step in slot i. */
+  auto locate = [&](int i) {
+    const unsigned s = ring.step[i % R];
+    KD_UNROLL
+    for (int u = 0; u < U; u++) {
+      const int key = (int)(s < steps ? s : 0) * STEP + u * NG + g;
+      loc[u] = s < steps && key < n ? src.locate(kb + key) : 0;
+    }
+  };
+  /* Copies slot i's keys (located already) into stage i % S, then locates
+   * slot i + 1's. */
+  auto issue = [&](int i) {
+    const unsigned s = ring.step[i % R];
+    if (s < steps) {
+      bool valid[U];
+      KD_UNROLL
+      for (int u = 0; u < U; u++) valid[u] = (int)s * STEP + u * NG + g < n;
+      kd_dec_issue<T, U, S, VEC>(src, sg, i % S, loc, valid, d0, nd);
+    }
+    locate(i + 1);
+  };
+
+  locate(0);
+  for (int i = 0; i < S - 1; i++) {
+    issue(i);
+    kd_dec_commit();
+  }
+  for (int i = 0;; i++) {
+    const unsigned s = ring.step[i % R];
+    if (s >= steps) break; /* block-uniform: every later slot is past too */
+    /* Slot i + S (read after the barrier below) gets the step taken a
+     * slot ago; slot (i + S) % R was last read for slot i - 2. */
+    if (threadIdx.x == 0) {
+      ring.step[(i + S) % R] = kd_dec_take_step(pend, steps);
+      pend = pend < steps && taken < cap ? atomicAdd(grab, 1u) : steps;
+      taken++;
+    }
+    __syncthreads();
+    issue(i + S - 1);
+    kd_dec_commit();
+    kd_dec_wait<S - 1>(); /* slot i's group has landed */
+    kd_dec_fold_stage<T, L, RT, U, S, FAST>(st, sg, i % S, (int)s * STEP, n,
+                                            lim, lim_min);
+  }
+  /* Every take of this thread is back before the block reports done. */
+  if (threadIdx.x == 0) ring.last = pend;
+  kd_dec_wait<0>();
 }
 
 /* Merges the groups of the block: afterwards st.m[r] is the block's row
@@ -432,6 +575,7 @@ struct kd_dec_partials {
   float *ws;
   int64_t cap;
   unsigned *counter;
+  unsigned *grab; /* the dynamic scan's step counter, or NULL */
 };
 
 /* After kd_dec_block_merge: writes the block's rows through rows.store(r,
@@ -482,7 +626,10 @@ __device__ __forceinline__ void kd_dec_finish(const kd_dec_state<RT> &st,
     rows.store(r, d, kd_dec_merge_elem<FAST, ZERO_EMPTY>(
                          pt.ws + id * pt.cap * (dim + 2), parts, dim, d));
   }
-  if (tid == 0) atomicExch(pt.counter, 0u);
+  if (tid == 0) {
+    atomicExch(pt.counter, 0u);
+    if (pt.grab) atomicExch(pt.grab, 0u);
+  }
 }
 
 #endif

@@ -28,6 +28,12 @@ typedef struct ke__decode_tuning {
                               (at most one per key, and for paged attention
                               with a workspace at most its partitions); 0:
                               chosen from the multiprocessors (default) */
+  int64_t dynamic;         /* 1: the blocks of a row tile take its keys a
+                              step at a time from a shared counter instead
+                              of fixed ranges (split calls that merge in
+                              the launch); 0: fixed ranges */
+  int64_t stages;          /* depth of the copy pipeline for 16-bit K/V
+                              with aligned rows: 3 (default) or 4 */
 } ke__decode_tuning;
 
 void ke__decode_tuning_defaults(ke__decode_tuning *t);
