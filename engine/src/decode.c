@@ -34,11 +34,11 @@ int ke__decode_tuning_set(ke_context *ctx, const ke__decode_tuning *t) {
   if (t->blocks_per_mp < 1 || t->blocks_per_mp > 64 || t->min_chunk < 1 ||
       t->max_rows < 0 || t->force_splits < 0 ||
       t->force_splits > ((int64_t)1 << 20) || t->dynamic < 0 ||
-      t->dynamic > 1 || t->stages < 3 || t->stages > 4)
+      t->dynamic > 3 || t->stages < 3 || t->stages > 4)
     return ke__fail(KE_EINVAL, "ke__decode_tuning_set: blocks_per_mp %lld "
                                "(1..64), min_chunk %lld (>= 1), max_rows "
                                "%lld (>= 0), force_splits %lld (0..2^20), "
-                               "dynamic %lld (0 or 1), stages %lld (3 or 4)",
+                               "dynamic %lld (0..3), stages %lld (3 or 4)",
                     (long long)t->blocks_per_mp, (long long)t->min_chunk,
                     (long long)t->max_rows, (long long)t->force_splits,
                     (long long)t->dynamic, (long long)t->stages);
@@ -91,7 +91,7 @@ int ke__attention_decode(ke_context *ctx, ke_dtype dtype, const void *q,
     /* Counters for tiles of one row: the kernel takes those for unaligned
      * views; the dynamic scan's step counters after them. */
     const size_t tiles1 = (size_t)(rows * a->hkv * a->b);
-    const int dyn = ctx->decode_tuning.dynamic != 0;
+    const int dyn = (ctx->decode_tuning.dynamic & 1) != 0;
     const size_t counters = tiles1 * (dyn ? 2 : 1) * sizeof(unsigned);
     const int st = ke__scratch_get(ctx, counters, partial_bytes, &sp.counters,
                                    &sp.partials);

@@ -226,7 +226,7 @@ static int ke__paged_plan(ke_context *ctx,
     const size_t partial_bytes =
         ke__paged_ws_bytes(a->num_seqs, a->num_heads, a->head_dim, splits);
     /* Done counters, then the dynamic scan's step counters. */
-    const int dyn = ctx->decode_tuning.dynamic != 0;
+    const int dyn = (ctx->decode_tuning.dynamic & 2) != 0;
     const int st = ke__scratch_get(
         ctx, (size_t)pairs * (dyn ? 2 : 1) * sizeof(unsigned), partial_bytes,
         &a->counters, &a->partials);

@@ -337,7 +337,7 @@ START_TEST(tuning_refusals) {
   t.force_splits = -1;
   kt_assert_status(ke__decode_tuning_set(ctx, &t), KE_EINVAL);
   ke__decode_tuning_defaults(&t);
-  t.dynamic = 2;
+  t.dynamic = 4;
   kt_assert_status(ke__decode_tuning_set(ctx, &t), KE_EINVAL);
   ke__decode_tuning_defaults(&t);
   t.stages = 5;

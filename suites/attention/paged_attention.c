@@ -200,7 +200,7 @@ END_TEST
  * 0), 16-bit and f32 caches (f32 keeps 3 stages). */
 START_TEST(dynamic_steps) {
   static const int32_t lens[] = {3001, 1, 17, 4097, 513, 100, 31};
-  static const int modes[][2] = {{1, 3}, {1, 4}, {0, 4}};
+  static const int modes[][2] = {{2, 3}, {2, 4}, {0, 4}};
   static const struct {
     int64_t splits, head_dim, block_size, group;
     ke_dtype dt;

@@ -28,10 +28,11 @@ typedef struct ke__decode_tuning {
                               (at most one per key, and for paged attention
                               with a workspace at most its partitions); 0:
                               chosen from the multiprocessors (default) */
-  int64_t dynamic;         /* 1: the blocks of a row tile take its keys a
-                              step at a time from a shared counter instead
-                              of fixed ranges (split calls that merge in
-                              the launch); 0: fixed ranges */
+  int64_t dynamic;         /* which split calls (those that merge in the
+                              launch) let the blocks of a row tile take its
+                              keys a step at a time from a shared counter
+                              instead of fixed ranges: bit 0 dense decode,
+                              bit 1 paged attention (default 1: dense) */
   int64_t stages;          /* depth of the copy pipeline for 16-bit K/V
                               with aligned rows: 3 (default) or 4 */
 } ke__decode_tuning;
