@@ -34,7 +34,9 @@ typedef struct ke__decode_tuning {
                               instead of fixed ranges: bit 0 dense decode,
                               bit 1 paged attention (default 1: dense) */
   int64_t stages;          /* depth of the copy pipeline for 16-bit K/V
-                              with aligned rows: 3 (default) or 4 */
+                              with aligned rows: 3 or 4; 0 (default): 4
+                              for dense bf16, 3 otherwise (measured,
+                              docs/performance.md) */
 } ke__decode_tuning;
 
 void ke__decode_tuning_defaults(ke__decode_tuning *t);
