@@ -490,8 +490,9 @@ static int ke_attn_simt(hipStream_t s, const void *q, const void *k,
 #endif
 }
 
-/* kernels/attention_sm90.hip: the Hopper kernel, opt-in
- * (KILN_HOPPER_ATTN=1); -1 where it does not apply. */
+/* kernels/attention_sm90.hip: the Hopper kernel, the default on compute
+ * capability 9.0 (KILN_HOPPER_ATTN=0 turns it off); -1 where it does not
+ * apply. */
 extern "C" int ke__attention_sm90_launch(void *stream, ke_dtype dtype,
                                          const void *q, const void *k,
                                          const void *v, void *o,

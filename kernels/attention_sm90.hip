@@ -1,11 +1,13 @@
 /* The Hopper attention kernel (kernels/kd-attn-wgmma.h) behind the TILED
- * family of ke__attention_launch (kernels/attention.hip): f16 or bf16 on a
- * compute capability 9.0 device (host emulation: KILN_EMU_SM=90 at warp
- * 32), only while KILN_HOPPER_ATTN=1 asks for it: until its speed is
- * measured on an H100 the default stays the mma.sync kernel
- * (docs/kernels.md). Its own translation unit so that the cuda build
- * compiles it for sm_90a only (meson's sm90a_kernel_names). Returns -1
- * where it does not apply, and the caller goes on to the mma.sync kernel.
+ * family of ke__attention_launch (kernels/attention.hip): the default for
+ * f16 and bf16 on a compute capability 9.0 device with an sm_90a build
+ * (host emulation: KILN_EMU_SM=90 at warp 32), where the H100 measured it
+ * correct and faster than the mma.sync kernel on every shape
+ * (docs/performance.md). KILN_HOPPER_ATTN=0 turns it off (the mma.sync
+ * kernel then runs, for bisecting). Its own translation unit so that the
+ * cuda build compiles it for sm_90a only (meson's sm90a_kernel_names).
+ * Returns -1 where it does not apply, and the caller goes on to the
+ * mma.sync kernel.
  */
 #include "kd-attn-wgmma.h"
 
@@ -16,13 +18,14 @@ struct kd_fa3_d128 : kd_fa3_cfg<128, 128, 2> {};
 struct kd_fa3_d192 : kd_fa3_cfg<192, 64, 2> {};
 struct kd_fa3_d256 : kd_fa3_cfg<256, 64, 2> {};
 
-/* Whether the opt-in is set (read once per process). */
+/* Whether the kernel may run: unless KILN_HOPPER_ATTN=0 turns it off
+ * (read once per process). */
 static bool ke_attn_sm90_wanted() {
   static int known; /* 1 + answer */
   int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
   if (k == 0) {
     const char *e = getenv("KILN_HOPPER_ATTN");
-    k = 1 + (e && strcmp(e, "1") == 0);
+    k = 1 + !(e && strcmp(e, "0") == 0);
     __atomic_store_n(&known, k, __ATOMIC_RELAXED);
   }
   return k == 2;

@@ -1,7 +1,7 @@
 /* Fused attention (prefill) on the Hopper path (kd-wgmma.h),
  * FlashAttention-3's structure, for f16 and bf16: the TILED kernel of
- * kernels/attention.hip on a compute capability 9.0 device when
- * KILN_HOPPER_ATTN=1 asks for it (kernels/attention_sm90.hip).
+ * kernels/attention.hip on a compute capability 9.0 device with an sm_90a
+ * build, unless KILN_HOPPER_ATTN=0 turns it off (kernels/attention_sm90.hip).
  *
  * A block is three warpgroups and owns BM = 128 rows of one (batch, kv
  * head), as kd-attn.h defines rows (query major: a GQA group's heads share

@@ -58,4 +58,39 @@ expect_match "$(tfield faults/spin_kernel message)" "interrupted" "the spinning 
 expect_eq "$(tfield faults/spin_kernel signal)" SIGKILL "SIGTERM ignored: the grace kill ended it"
 expect_tokens_full "after SIGINT during a spinning kernel"
 expect_no_runners "after SIGINT during a spinning kernel"
+
+# ---- A stop signal that reaches the test before kiln ----
+# A batch system's cancel (Slurm's scancel) signals every process of the
+# job: the test may die of it a moment before kiln reads its own. The test
+# is then lost with kiln's stop, not a crash. The same signal with no stop
+# of kiln after it stays a crash, and says kiln did not send it.
+test_pid() {
+  local f
+  for f in $(grep -lsz "^KILN_TEST=$1\$" /proc/[0-9]*/environ); do
+    grep -qsz "^KILN_TOKEN_KEY=$KEY\$" "$f" && basename "$(dirname "$f")" && return
+  done
+}
+for mode in stop alone; do
+  "$KILN" run --backend host -j 1 --grace 0.5 -o "$T/out-$mode" faults/sleeper >"$T/out.txt" 2>&1 &
+  kiln_pid=$!
+  child=""
+  for i in $(seq 100); do child=$(test_pid faults/sleeper); [ -n "$child" ] && break; sleep 0.05; done
+  [ -n "$child" ] && ok "$mode: the sleeper's process found ($child)" || fail "$mode: no sleeper process"
+  sleep 0.2
+  kill -TERM "$child"
+  if [ $mode = stop ]; then sleep 0.1; kill -TERM $kiln_pid; fi
+  wait $kiln_pid; rc=$?
+  flat "$T/out-$mode/report.yaml"
+  if [ $mode = stop ]; then
+    expect_rc 130 "stop: kiln stopped by SIGTERM exits 130 (interrupted)"
+    expect_eq "$(tfield faults/sleeper outcome)" lost "stop: the test killed by the same stop is lost, not a crash"
+    expect_match "$(tfield faults/sleeper message)" "interrupted" "stop: and says kiln was stopped"
+  else
+    expect_rc 1 "alone: the run fails"
+    expect_eq "$(tfield faults/sleeper outcome)" crash "alone: a test killed from outside, kiln running on, is a crash"
+    expect_match "$(tfield faults/sleeper message)" "which kiln did not send" "alone: and says kiln did not send the signal"
+  fi
+  expect_tokens_full "after the outside SIGTERM ($mode)"
+  expect_no_runners "after the outside SIGTERM ($mode)"
+done
 finish

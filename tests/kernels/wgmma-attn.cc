@@ -6,7 +6,10 @@
  * a key hidden from some rows of a warpgroup (the lane-by-lane P V),
  * against a double reference with the attention suite's bound. It runs
  * wgmma (SS for Q K^T, RS for P V with P in registers), TMA of rank-4 maps
- * and the mbarriers as port/host/hopper-on-host.h executes them. Built a
+ * and the mbarriers as port/host/hopper-on-host.h executes them. One case
+ * goes through the engine's entry (ke__attention_sm90_launch) with
+ * KILN_EMU_SM=90 and no KILN_HOPPER_ATTN, where the kernel is the default,
+ * and a child process checks that KILN_HOPPER_ATTN=0 turns it off. Built a
  * second time with KE_PLANTED_BUG_RS (P's A registers 1 and 2 swapped in
  * kd_wg_acc_to_a), where it must fail (meson: should_fail).
  */
@@ -14,9 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <vector>
 
-#include "kd-attn-wgmma.h"
+#include "attention_sm90.hip" /* the engine's entry, with kd-attn-wgmma.h */
 
 static int g_failures, g_cases;
 
@@ -46,7 +52,10 @@ static void strides(const shape &p, int64_t h, int64_t s, int64_t out[3],
   *total = p.b * h * s * dd;
 }
 
-template <typename T, class C> static void one(const shape &p, float scale) {
+/* entry: through ke__attention_sm90_launch (which picks C itself) rather
+ * than kd_fa3_run<T, C>. */
+template <typename T, class C>
+static void one(const shape &p, float scale, bool entry = false) {
   ke__attention_desc a = {};
   a.b = p.b, a.hq = p.hq, a.hkv = p.hkv, a.sq = p.sq, a.sk = p.sk, a.d = p.d;
   a.scale = scale, a.causal = p.causal, a.offset = p.offset;
@@ -73,7 +82,11 @@ template <typename T, class C> static void one(const shape &p, float scale) {
     t.bits = x;
     return (double)kd_to_float(t);
   };
-  const int rc = kd_fa3_run<T, C>(0, q, k, v, o, &a);
+  const int rc =
+      entry ? ke__attention_sm90_launch(
+                  0, std::is_same<T, kd_bf16>::value ? KE_BF16 : KE_F16, q,
+                  k, v, o, &a)
+            : kd_fa3_run<T, C>(0, q, k, v, o, &a);
   if (rc != 0 || hipStreamSynchronize(0) != hipSuccess) {
     fprintf(stderr, "wgmma-attn: launch failed (%d)\n", rc);
     g_failures++;
@@ -189,8 +202,40 @@ template <typename T> static void all() {
   one<T, c64>({1, 2, 1, 96, 96, 64, 1, 0, false, 50}, 0.125f);
 }
 
+/* The engine's choice: the Hopper kernel by default where kd_wg_available()
+ * (here KILN_EMU_SM=90 at warp 32), none with KILN_HOPPER_ATTN=0 (read
+ * once per process, so that check runs in a child). */
+static void routing() {
+  unsetenv("KILN_HOPPER_ATTN");
+  setenv("KILN_EMU_SM", "90", 1);
+  fflush(NULL);
+  const pid_t pid = fork(); /* before this process reads the setting */
+  if (pid == 0) {
+    setenv("KILN_HOPPER_ATTN", "0", 1);
+    ke__attention_desc a = {};
+    a.b = a.hq = a.hkv = a.sq = a.sk = 1;
+    a.d = 64;
+    const int rc = ke__attention_sm90_launch(0, KE_F16, 0, 0, 0, 0, &a);
+    _exit(rc == -1 ? 0 : 1);
+  }
+  int st = 0;
+  g_cases++;
+  if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+      WEXITSTATUS(st) != 0) {
+    fprintf(stderr, "wgmma-attn: KILN_HOPPER_ATTN=0 did not turn the "
+                    "Hopper kernel off (child status %d)\n", st);
+    g_failures++;
+  } else {
+    printf("ok  KILN_HOPPER_ATTN=0 turns the Hopper kernel off\n");
+  }
+  one<kd_bf16, kd_fa3_d128>({1, 2, 1, 70, 90, 128, 1, 0, false, -1}, 0.0884f,
+                            true);
+  unsetenv("KILN_EMU_SM");
+}
+
 int main() {
   if (kemu_set_warp_size(32) != hipSuccess) return 2;
+  routing();
   all<kd_bf16>();
   all<kd_half>();
   if (g_failures) {

@@ -116,6 +116,9 @@ static void decide_unended(krep_report *rep, krep_test *t, const krun__stream *s
   else if (!st->started)
     say(rep, t, KREP_ERROR, "the runner exited with status %d before the test started "
         "(see the log)", x->code);
+  else if (x->signaled && x->outside)
+    say(rep, t, KREP_CRASH, "killed by %s (signal %d), which kiln did not send: something "
+        "outside kiln ended the test%s", sig, x->sig, what);
   else if (x->signaled)
     say(rep, t, KREP_CRASH, "killed by %s (signal %d)%s", sig, x->sig, what);
   else

@@ -382,6 +382,7 @@ static krun__exit exit_info(const krun__run *R, const krun__job *j, int i) {
   x.term_late_s = j->term_late_ms / 1e3;
   x.interrupted = j->interrupted && !j->timed_out;
   x.stop_sig = R->stop_sig;
+  x.outside = j->outside_sig;
   x.signaled = WIFSIGNALED(j->wstatus);
   x.sig = x.signaled ? WTERMSIG(j->wstatus) : 0;
   x.exited = WIFEXITED(j->wstatus);

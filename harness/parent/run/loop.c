@@ -21,6 +21,9 @@
 /* After a child exits, its pipes get this long to reach end of file before
  * the process group is killed. */
 #define DRAIN_MS 1000
+/* How long a child ended by a stop signal from outside kiln waits for
+ * kiln's own (see krun__job.outside_sig). */
+#define OUTSIDE_HOLD_MS 750
 /* Bytes read from one child's output per wake-up, so a flood cannot starve
  * the others. */
 #define READ_BUDGET (1u << 20)
@@ -280,7 +283,10 @@ static void stop_all(krun__run *R, int sig) {
   double now = kh_now_ms();
   for (int i = 0; i < R->maxjobs; i++) {
     krun__job *j = &R->jobs[i];
-    if (!j->active || j->exited) continue;
+    if (!j->active) continue;
+    /* Ended by the same stop, before kiln heard of it: lost too. */
+    if (j->exited && j->outside_sig) j->interrupted = 1;
+    if (j->exited) continue;
     j->interrupted = 1;
     if (sig == SIGKILL || !j->term_sent) kill(-j->pid, sig);
     if (sig == SIGKILL) j->kill_sent = 1;
@@ -340,6 +346,11 @@ static void reap(krun__run *R) {
       j->exited = 1;
       j->exit_wall_s = kh_wall_s();
       j->drain_until = kh_now_ms() + DRAIN_MS;
+      int sig = WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0;
+      if (!j->term_sent && (sig == SIGTERM || sig == SIGINT || sig == SIGHUP)) {
+        j->outside_sig = 1;
+        j->hold_until = kh_now_ms() + OUTSIDE_HOLD_MS;
+      }
     }
   }
 }
@@ -369,7 +380,8 @@ static void finish_ready(krun__run *R, double now) {
   for (int i = 0; i < R->maxjobs; i++) {
     krun__job *j = &R->jobs[i];
     if (!j->active || !j->exited) continue;
-    if ((j->fd_res < 0 && j->fd_out < 0) || now >= j->drain_until) finish(R, j);
+    int drained = j->fd_res < 0 && j->fd_out < 0;
+    if ((drained && now >= j->hold_until) || now >= j->drain_until) finish(R, j);
   }
 }
 
@@ -394,8 +406,8 @@ static int poll_timeout(krun__run *R, double now) {
     krun__job *j = &R->jobs[i];
     if (!j->active) continue;
     double t[] = {j->term_sent ? 0 : j->deadline, j->kill_sent ? 0 : j->kill_at,
-                  j->exited ? j->drain_until : 0};
-    for (size_t k = 0; k < 3; k++)
+                  j->exited ? j->drain_until : 0, j->exited ? j->hold_until : 0};
+    for (size_t k = 0; k < 4; k++)
       if (t[k] > 0 && t[k] < next) next = t[k];
   }
   return next <= now ? 0 : (int)(next - now) + 1;

@@ -87,6 +87,7 @@ typedef struct krun__exit {
   int kill_sent;            /* the grace ran out: SIGKILL */
   int interrupted;          /* kiln was stopped */
   int stop_sig;             /* ...by this signal (0: unknown) */
+  int outside;              /* a stop signal kiln did not send ended it */
   int signaled, sig;
   int exited, code;
   int shared_died;          /* --isolation none: the process ended before
@@ -152,6 +153,11 @@ typedef struct krun__job {
   int exited, wstatus;
   int timed_out, term_sent, kill_sent, interrupted;
   double term_late_ms;      /* how late the loop sent SIGTERM */
+  /* Ended by SIGTERM, SIGINT or SIGHUP that kiln did not send (a batch
+   * system's cancel signals every process of the job, kiln's own a moment
+   * later): its verdict waits until hold_until for kiln's signal. */
+  int outside_sig;
+  double hold_until;
   int exec_errno;
   char *tmpdir;
   int keep_tmp;             /* a test failed: its TEST_TMPDIR stays */
