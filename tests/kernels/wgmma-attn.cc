@@ -3,7 +3,9 @@
  * configuration (D padded to 64, 128, 192, 256), f16 and bf16, causal
  * with negative, zero and positive offsets and not, GQA and MQA, a
  * [B, S, H, D] layout, row and key counts off the tiles, and a NaN in V at
- * a key hidden from some rows of a warpgroup (the lane-by-lane P V),
+ * a key hidden from some rows of a warpgroup (the lane-by-lane P V, also
+ * followed by a tile the warpgroup sees), the timing variant without the
+ * softmax / P V overlap,
  * against a double reference with the attention suite's bound. It runs
  * wgmma (SS for Q K^T, RS for P V with P in registers), TMA of rank-4 maps
  * and the mbarriers as port/host/hopper-on-host.h executes them. One case
@@ -200,6 +202,13 @@ template <typename T> static void all() {
    * its others: the lane-by-lane P V. */
   one<T, c128>({1, 1, 1, 64, 64, 128, 1, 0, false, 20}, 0.0884f);
   one<T, c64>({1, 2, 1, 96, 96, 64, 1, 0, false, 50}, 0.125f);
+  /* The tile done lane by lane is followed by one the warpgroup sees: its
+   * P V in the next round goes against the zero tile. */
+  one<T, c128>({1, 1, 1, 64, 300, 128, 1, 100, false, 110}, 0.0884f);
+  one<T, c256>({1, 2, 1, 64, 130, 256, 1, 5, false, 20}, 0.0625f);
+  /* The timing variant without the softmax / P V overlap. */
+  one<T, kd_fa3_cfg<128, 128, 2, 2, false>>(
+      {1, 4, 2, 200, 200, 128, 1, 0, false, -1}, 0.0884f);
 }
 
 /* The engine's choice: the Hopper kernel by default where kd_wg_available()
@@ -228,7 +237,7 @@ static void routing() {
   } else {
     printf("ok  KILN_HOPPER_ATTN=0 turns the Hopper kernel off\n");
   }
-  one<kd_bf16, kd_fa3_d128>({1, 2, 1, 70, 90, 128, 1, 0, false, -1}, 0.0884f,
+  one<kd_bf16, kd_fa3_d128<>>({1, 2, 1, 70, 90, 128, 1, 0, false, -1}, 0.0884f,
                             true);
   unsetenv("KILN_EMU_SM");
 }

@@ -28,8 +28,13 @@
  *               GPU. The RS form (kemu_wgmma_rs) takes A from registers:
  *               each thread gathers its rows' elements from the four lanes
  *               of its quad that hold them, so a wrong register layout
- *               gives wrong sums too. Done at issue; fences and
- *               commit/wait only order.
+ *               gives wrong sums too. Asynchronous as on the GPU: an
+ *               issued wgmma is recorded (its A registers copied) and
+ *               done when a wgmma.wait_group retires its commit group, so
+ *               a kernel that touches an accumulator, or lets a tile it
+ *               reads be overwritten, before the wait that covers the
+ *               multiply gets a wrong answer here as it may on the GPU.
+ *               Fences only order.
  *
  * Shared-memory addresses are offsets in the block's dynamic shared memory
  * (kemu__dynamic_shared, 1024-byte aligned), as the GPU's shared window.
@@ -38,6 +43,7 @@
 #define KILN_HOPPER_ON_HOST_H
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 void kemu__yield();
@@ -258,6 +264,102 @@ inline void kemu_wgmma_rs(float *d, const uint32_t a[4], uint64_t db,
   for (int i = 0; i < N / 2; i++) {
     const float start = scale_d ? d[i] : 0.0f;
     d[i] = kemu__nv_step(start, ar[(i / 2) % 2], bc[i / 4][i % 2]);
+  }
+}
+
+
+/* ---- wgmma's asynchrony -------------------------------------------------------- */
+
+/* One issued wgmma, recorded until a wait_group retires it: the
+ * accumulators d (an array the kernel keeps in scope until that wait), the
+ * descriptors, the A registers as they were at issue (RS form), and which
+ * of the two functions above does it. */
+struct kemu_wg_op {
+  void (*run)(const kemu_wg_op &);
+  float *d;
+  uint64_t da, db;
+  uint32_t a[4];
+  uint8_t trans_a, trans_b, scale_d;
+};
+enum { KEMU__WG_THREADS = 1024, KEMU__WG_OPS = 64 };
+/* A thread's wgmma in issue order: ops [0, n); the first `groups` commit
+ * groups end at ends[0..groups) (each an index into ops), the rest are
+ * not yet committed. */
+struct kemu_wg_queue {
+  int n, groups;
+  int ends[KEMU__WG_OPS];
+  kemu_wg_op ops[KEMU__WG_OPS];
+};
+/* One queue per thread of the running block: launches are serialised
+ * process-wide and a grid runs one block at a time (hip-on-host.h). */
+inline kemu_wg_queue *kemu__wg_queues;
+inline kemu_wg_queue &kemu__wg_mine() {
+  if (!kemu__wg_queues) {
+    kemu__wg_queues =
+        (kemu_wg_queue *)calloc(KEMU__WG_THREADS, sizeof(kemu_wg_queue));
+    if (!kemu__wg_queues) kemu__die_op("wgmma: out of host memory");
+  }
+  const unsigned t =
+      threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  if (t >= KEMU__WG_THREADS) kemu__die_op("wgmma: thread index too large");
+  return kemu__wg_queues[t];
+}
+inline void kemu__wg_record(const kemu_wg_op &op) {
+  kemu_wg_queue &q = kemu__wg_mine();
+  if (q.n == KEMU__WG_OPS)
+    kemu__die_op("wgmma: more multiplies in flight than the emulation holds "
+                 "(a missing wgmma.wait_group?)");
+  q.ops[q.n++] = op;
+}
+template <class Cvt, int N> void kemu__wg_run_ss(const kemu_wg_op &o) {
+  kemu_wgmma<Cvt, N>(o.d, o.da, o.db, o.trans_a, o.trans_b, o.scale_d);
+}
+template <class Cvt, int N> void kemu__wg_run_rs(const kemu_wg_op &o) {
+  kemu_wgmma_rs<Cvt, N>(o.d, o.a, o.db, o.trans_b, o.scale_d);
+}
+/* wgmma.mma_async, SS and RS: recorded; done by a later wait. */
+template <class Cvt, int N>
+inline void kemu_wgmma_async(float *d, uint64_t da, uint64_t db, bool trans_a,
+                             bool trans_b, int scale_d) {
+  kemu__require_warp("wgmma", 32);
+  kemu_wg_op op = {};
+  op.run = kemu__wg_run_ss<Cvt, N>;
+  op.d = d, op.da = da, op.db = db;
+  op.trans_a = trans_a, op.trans_b = trans_b, op.scale_d = scale_d != 0;
+  kemu__wg_record(op);
+}
+template <class Cvt, int N>
+inline void kemu_wgmma_rs_async(float *d, const uint32_t a[4], uint64_t db,
+                                bool trans_b, int scale_d) {
+  kemu__require_warp("wgmma", 32);
+  kemu_wg_op op = {};
+  op.run = kemu__wg_run_rs<Cvt, N>;
+  op.d = d, op.db = db;
+  memcpy(op.a, a, sizeof op.a);
+  op.trans_b = trans_b, op.scale_d = scale_d != 0;
+  kemu__wg_record(op);
+}
+/* wgmma.commit_group: the uncommitted multiplies become one group (an
+ * empty one when there are none, as on the GPU). */
+inline void kemu_wgmma_commit() {
+  kemu_wg_queue &q = kemu__wg_mine();
+  if (q.groups == KEMU__WG_OPS)
+    kemu__die_op("wgmma.commit_group: more groups pending than the "
+                 "emulation holds");
+  q.ends[q.groups++] = q.n;
+}
+/* wgmma.wait_group n: does the oldest groups, in order, until at most n
+ * are pending. All lanes of a warp do this together (.sync.aligned), which
+ * the RS form's gather of A across the quad needs. */
+inline void kemu_wgmma_wait(int n) {
+  kemu_wg_queue &q = kemu__wg_mine();
+  while (q.groups > n) {
+    const int end = q.ends[0];
+    for (int i = 0; i < end; i++) q.ops[i].run(q.ops[i]);
+    q.n -= end;
+    memmove(q.ops, q.ops + end, (size_t)q.n * sizeof q.ops[0]);
+    q.groups--;
+    for (int g = 0; g < q.groups; g++) q.ends[g] = q.ends[g + 1] - end;
   }
 }
 
