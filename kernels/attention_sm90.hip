@@ -11,28 +11,47 @@
  */
 #include "kd-attn-wgmma.h"
 
-/* D up to 64 and 128: 128-key tiles (three and two slots); above, 64-key
- * tiles in two slots (the O accumulators take 96-128 registers). PT and
- * PIPE: the timing variants below. */
-template <int PT = 2, bool PIPE = true>
-struct kd_fa3_d64 : kd_fa3_cfg<64, 128, 3, PT, PIPE> {};
-template <int PT = 2, bool PIPE = true>
-struct kd_fa3_d128 : kd_fa3_cfg<128, 128, 2, PT, PIPE> {};
-template <int PT = 2, bool PIPE = true>
-struct kd_fa3_d192 : kd_fa3_cfg<192, 64, 2, PT, PIPE> {};
-template <int PT = 2, bool PIPE = true>
-struct kd_fa3_d256 : kd_fa3_cfg<256, 64, 2, PT, PIPE> {};
+/* The configurations (kd_fa3_cfg), VAR 0 the kernel's, others timing
+ * variants (below). D up to 64: 128-key tiles in three slots; up to 192:
+ * 64-key tiles (four slots at 128: with 128-key tiles S, P and O leave
+ * too few registers for the softmax while P V is in flight, and ptxas
+ * spills); 256: 64-key tiles, P V waited for before the softmax (its O
+ * takes 128 registers: overlapped, ptxas spills). VAR 3 is the previous
+ * kernel's shape: 128-key tiles at D 128, one loop, overlap as ptxas
+ * leaves it. */
+template <int VAR> constexpr int kd_fa3_pt = VAR == 1 ? 1 : 2;
+template <int VAR, bool DEF = true>
+constexpr bool kd_fa3_pipe = VAR == 2 ? false : DEF;
+template <int VAR = 0>
+struct kd_fa3_d64
+    : kd_fa3_cfg<64, 128, 3, kd_fa3_pt<VAR>, kd_fa3_pipe<VAR>, VAR != 3> {};
+template <int VAR = 0>
+struct kd_fa3_d128
+    : kd_fa3_cfg<128, VAR == 3 ? 128 : 64, VAR == 3 ? 2 : 4, kd_fa3_pt<VAR>,
+                 kd_fa3_pipe<VAR>, VAR != 3> {};
+template <int VAR = 0>
+struct kd_fa3_d192
+    : kd_fa3_cfg<192, 64, 2, kd_fa3_pt<VAR>, kd_fa3_pipe<VAR>, VAR != 3> {};
+template <int VAR = 0>
+struct kd_fa3_d256
+    : kd_fa3_cfg<256, 64, 2, kd_fa3_pt<VAR>, kd_fa3_pipe<VAR, VAR == 3>,
+                 false> {};
 
 /* Timing variants, KILN_FA3_VARIANT (read once per process; measuring
  * only, docs/performance.md): "p1" rounds P once (one RS multiply per 16
  * keys; it misses the suite's tolerance), "serial" waits for the previous
- * tile's P V before the softmax (no overlap). Anything else: the kernel. */
+ * tile's P V before the softmax (no overlap), "v1" the previous kernel's
+ * shape (above). Anything else: the kernel. */
 static int ke_attn_sm90_variant() {
   static int known; /* 1 + variant */
   int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
   if (k == 0) {
     const char *e = getenv("KILN_FA3_VARIANT");
-    k = 1 + (!e ? 0 : !strcmp(e, "p1") ? 1 : !strcmp(e, "serial") ? 2 : 0);
+    k = 1 + (!e                     ? 0
+             : !strcmp(e, "p1")     ? 1
+             : !strcmp(e, "serial") ? 2
+             : !strcmp(e, "v1")     ? 3
+                                    : 0);
     __atomic_store_n(&known, k, __ATOMIC_RELAXED);
   }
   return k - 1;
@@ -51,30 +70,26 @@ static bool ke_attn_sm90_wanted() {
   return k == 2;
 }
 
-template <typename T, int PT, bool PIPE>
+template <typename T, int VAR>
 static int ke_attn_sm90_by_d(hipStream_t s, const void *q, const void *k,
                              const void *v, void *o,
                              const ke__attention_desc *a) {
-  if (a->d <= 64)
-    return kd_fa3_run<T, kd_fa3_d64<PT, PIPE>>(s, q, k, v, o, a);
-  if (a->d <= 128)
-    return kd_fa3_run<T, kd_fa3_d128<PT, PIPE>>(s, q, k, v, o, a);
-  if (a->d <= 192)
-    return kd_fa3_run<T, kd_fa3_d192<PT, PIPE>>(s, q, k, v, o, a);
-  return kd_fa3_run<T, kd_fa3_d256<PT, PIPE>>(s, q, k, v, o, a);
+  if (a->d <= 64) return kd_fa3_run<T, kd_fa3_d64<VAR>>(s, q, k, v, o, a);
+  if (a->d <= 128) return kd_fa3_run<T, kd_fa3_d128<VAR>>(s, q, k, v, o, a);
+  if (a->d <= 192) return kd_fa3_run<T, kd_fa3_d192<VAR>>(s, q, k, v, o, a);
+  return kd_fa3_run<T, kd_fa3_d256<VAR>>(s, q, k, v, o, a);
 }
 template <typename T>
 static int ke_attn_sm90(hipStream_t s, const void *q, const void *k,
                         const void *v, void *o, const ke__attention_desc *a) {
   switch (ke_attn_sm90_variant()) {
-  case 1: return ke_attn_sm90_by_d<T, 1, true>(s, q, k, v, o, a);
-  case 2: return ke_attn_sm90_by_d<T, 2, false>(s, q, k, v, o, a);
-  default: return ke_attn_sm90_by_d<T, 2, true>(s, q, k, v, o, a);
+  case 1: return ke_attn_sm90_by_d<T, 1>(s, q, k, v, o, a);
+  case 2: return ke_attn_sm90_by_d<T, 2>(s, q, k, v, o, a);
+  case 3: return ke_attn_sm90_by_d<T, 3>(s, q, k, v, o, a);
+  default: return ke_attn_sm90_by_d<T, 0>(s, q, k, v, o, a);
   }
 }
 
-/* The caller has checked that every row of Q, K, V and O is 16-byte
- * aligned and D a multiple of 8 (ke_attn_rows16). */
 extern "C" int ke__attention_sm90_launch(void *stream, ke_dtype dtype,
                                          const void *q, const void *k,
                                          const void *v, void *o,

@@ -44,12 +44,14 @@
  * 128), STAGES K/V slots; PTERMS the 16-bit terms of P: 2 (hi + lo, the
  * kernel's), or 1 for timing only (it misses the suite's tolerance in f16
  * and bf16: docs/kernels.md); PIPE: the softmax overlaps the previous
- * tile's P V (false, for timing: both are waited for first). */
-template <int DP_, int BN_, int STAGES_, int PTERMS_ = 2, bool PIPE_ = true>
+ * tile's P V (false: both are waited for first); SPLIT_LOOP: the tiles
+ * that need a mask run in a loop of their own (kd_fa3_consume). */
+template <int DP_, int BN_, int STAGES_, int PTERMS_ = 2, bool PIPE_ = true,
+          bool SPLIT_LOOP_ = true>
 struct kd_fa3_cfg {
   static constexpr int DP = DP_, BN = BN_, STAGES = STAGES_;
   static constexpr int PTERMS = PTERMS_;
-  static constexpr bool PIPE = PIPE_;
+  static constexpr bool PIPE = PIPE_, SPLIT_LOOP = SPLIT_LOOP_;
   static constexpr int BM = 128, THREADS = 384, DCH = DP / 64;
   /* O's wgmma width: whole 128 columns where D allows. */
   static constexpr int OW = DP % 128 == 0 ? 128 : 64, ON = DP / OW;
@@ -270,7 +272,13 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
     for (int r = 0; r < 4; r++) phi[kk][r] = plo[kk][r] = 0;
   int pv = -1;
 
-  for (int t = 0; t < nvis; t++) {
+  /* One tile; MASK 1: it crosses a row's limit, 0: it does not, 2: test
+   * it. The tiles that do are a suffix; with SPLIT_LOOP they run in a loop
+   * of their own, so that no branch (which ptxas takes as divergent)
+   * separates wgmma.wait_group 1 from 0: across one, ptxas waits for
+   * everything at the branch and the overlap is lost. */
+  auto tile = [&](const int t, auto mask) {
+    constexpr int MASK = decltype(mask)::value;
     const int k0 = t * BN, s = t % S, ph = (t / S) & 1;
     const unsigned char *ks = slots + s * C::STAGE_BYTES;
     const unsigned char *vs = ks + C::KV_BYTES;
@@ -312,7 +320,7 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
      * (key positions relative to k0: no int overflow near 2^31). */
     KD_UNROLL
     for (int i = 0; i < BN / 2; i++) sacc[i] *= scale_log2;
-    if (BN > wg_min_lim - k0) {
+    if (MASK == 1 || (MASK == 2 && BN > wg_min_lim - k0)) {
       KD_UNROLL
       for (int i = 0; i < BN / 2; i++)
         if (8 * (i / 4) + 2 * (l % 4) + i % 2 >= lim[(i / 2) % 2] - k0)
@@ -341,6 +349,12 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
       lsum[h] += sacc[i];
     }
 
+    /* The softmax is register arithmetic the compiler could sink below
+     * the wait (no memory access orders it): pin it here, so that it runs
+     * while P V is in flight. */
+    kd_wg_fence_regs(sacc);
+    kd_wg_fence_regs(lsum);
+    kd_wg_fence_regs(alpha);
 #if defined(KE_PLANTED_BUG_WAIT)
     /* Planted bug (mutant builds only, tests must catch it): O rescaled
      * before the wait, while the previous tile's P V may still land. */
@@ -406,6 +420,15 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
       for (int n = 0; n < ON; n++) kd_wg_fence_regs(oacc[n]);
       pv = t;
     }
+  };
+  /* Tiles whose every key every row of the warpgroup sees, then the rest. */
+  const int nfull = wg_min_lim <= 0 ? 0 : (wg_min_lim / BN < nvis ? wg_min_lim / BN : nvis);
+  if constexpr (C::SPLIT_LOOP) {
+    for (int t = 0; t < nfull; t++) tile(t, std::integral_constant<int, 0>());
+    for (int t = nfull; t < nvis; t++)
+      tile(t, std::integral_constant<int, 1>());
+  } else {
+    for (int t = 0; t < nvis; t++) tile(t, std::integral_constant<int, 2>());
   }
   /* The last seen tile's P V, then its V freed. */
   {
