@@ -9,16 +9,19 @@
  *   warpgroup 0, the producer: one thread brings each BN-key tile of K and
  *     of V into a ring of STAGES shared-memory slots with TMA (rank-4 maps
  *     over [B][Hkv][Sk][D], boxes of [BN keys][64 d], 128-byte swizzle),
- *     after waiting on the slot's "empty" mbarrier; the copies complete
- *     its "full" mbarrier. It gives its registers away (setmaxnreg).
- *   warpgroups 1 and 2, the consumers: rows 0-63 and 64-127. Per tile:
+ *     after waiting on the K or V half's own "empty" mbarrier; the copies
+ *     complete its "full" mbarrier. It gives its registers away
+ *     (setmaxnreg).
+ *   warpgroups 1 and 2, the consumers: rows 0-63 and 64-127. Per tile t:
  *     S = Q K^T by wgmma from shared memory (SS; Q staged once, swizzled
- *     like TMA's tiles), the online softmax on S's accumulator registers
- *     (a row's four lanes reduce with two shuffles), then O += P V by
- *     wgmma with P straight from registers (the RS form: the accumulator
- *     layout is the A fragment's, kd_wg_acc_to_a) and V read MN-major from
- *     its tile; then each warp arrives on the slot's "empty" barrier.
- * P is two T terms, hi + lo (PSPLIT, as kd-attn-mma.h and docs/kernels.md
+ *     like TMA's tiles) and tile t - 1's O += P V by wgmma with P straight
+ *     from registers (the RS form: the accumulator layout is the A
+ *     fragment's, kd_wg_acc_to_a; V read MN-major from its tile) are
+ *     issued together; once S lands, K is freed and the online softmax
+ *     runs on S's accumulator registers (a row's four lanes reduce with
+ *     two shuffles) while P V may still be in flight (PIPE); then V of
+ *     tile t - 1 is freed, O rescaled and P of tile t formed.
+ * P is two T terms, hi + lo (PTERMS, as kd-attn-mma.h and docs/kernels.md
  * explain): two RS multiplies per 16 keys. O accumulates in the wgmma's f32
  * registers; the epilogue divides by l and writes T pairs from registers.
  *

@@ -206,13 +206,16 @@ template <typename T> static void all() {
    * P V in the next round goes against the zero tile. */
   one<T, c128>({1, 1, 1, 64, 300, 128, 1, 100, false, 110}, 0.0884f);
   one<T, c256>({1, 2, 1, 64, 130, 256, 1, 5, false, 20}, 0.0625f);
-  /* The timing variants without the softmax / P V overlap and with the
-   * previous kernel's shape (128-key tiles at D 128, one loop). */
+  /* The timing variant without the softmax / P V overlap, and the other
+   * shapes of the loop: D 128 on 64-key tiles in two loops, D 64 in one,
+   * D 256 overlapped in one loop and in two. */
   one<T, kd_fa3_d128<2>>({1, 4, 2, 200, 200, 128, 1, 0, false, -1}, 0.0884f);
-  one<T, kd_fa3_d128<3>>({1, 4, 2, 200, 200, 128, 1, 0, false, -1}, 0.0884f);
-  one<T, kd_fa3_d128<3>>({1, 1, 1, 64, 300, 128, 1, 100, false, 110},
-                         0.0884f);
-  /* The overlapped kernel at D 256, one loop and two. */
+  one<T, kd_fa3_cfg<128, 64, 4, 2, true, true>>(
+      {1, 4, 2, 200, 200, 128, 1, 0, false, -1}, 0.0884f);
+  one<T, kd_fa3_cfg<128, 64, 4, 2, true, true>>(
+      {1, 1, 1, 64, 300, 128, 1, 100, false, 110}, 0.0884f);
+  one<T, kd_fa3_cfg<64, 128, 3, 2, true, false>>(
+      {1, 2, 2, 130, 300, 64, 1, 40, false, -1}, 0.125f);
   one<T, kd_fa3_cfg<256, 64, 2, 2, true, false>>(
       {1, 2, 2, 130, 130, 200, 1, 5, true, -1}, 0.0625f);
   one<T, kd_fa3_cfg<256, 64, 2, 2, true, true>>(
