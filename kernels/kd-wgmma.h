@@ -311,6 +311,13 @@ __device__ __forceinline__ uint64_t kd_wg_desc_k(const void *tile, int r0,
   return kd_wg_desc(kd_smem_addr(tile) + 128 * r0 + 32 * ks, 16, 1024);
 #endif
 }
+/* A descriptor whose start address is `bytes` (a multiple of 16) further
+ * on: the start field is the address over 16, and shared addresses stay
+ * under 256 KiB, so the add never carries out of it. */
+__device__ __forceinline__ uint64_t kd_wg_desc_add(uint64_t desc,
+                                                   uint32_t bytes) {
+  return desc + (bytes >> 4);
+}
 /* MN-major tiles [BK k][64 rows], one per 64 rows: rows r0.. (a multiple
  * of 64), k 16 ks... */
 template <int BK>
@@ -343,9 +350,8 @@ __device__ __forceinline__ void kd_wg_commit() {
   kemu_wgmma_commit();
 #endif
 }
-/* Waits until at most N commit groups of this thread's wgmma are pending:
- * only then may their accumulators be read or written, their A registers
- * changed, or the shared memory they read be reused. */
+/* Waits until at most N committed groups are in flight; only then do
+ * their accumulators hold the results (the emulation's too). */
 template <int N> __device__ __forceinline__ void kd_wg_wait() {
 #if KD_WG__OK
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
@@ -412,7 +418,7 @@ __device__ __forceinline__ void kd_wg_m64n128k16(float (&d)[64], uint64_t da,
         : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB)
         : "memory");
 #elif KD_WG__EMU
-  kemu_wgmma_async<kd_mma__cvt<T>, 128>(d, da, db, TA != 0, TB != 0, scale_d);
+  kemu_wgmma<kd_mma__cvt<T>, 128>(d, da, db, TA != 0, TB != 0, scale_d);
 #else
   (void)d;
   (void)da;
@@ -464,8 +470,7 @@ __device__ __forceinline__ void kd_wg_ss(float (&d)[N / 2], uint64_t da,
     if constexpr (std::is_same<T, kd_bf16>::value) KD_WG__SS64("bf16");
     else KD_WG__SS64("f16");
 #elif KD_WG__EMU
-    kemu_wgmma_async<kd_mma__cvt<T>, 64>(d, da, db, TA != 0, TB != 0,
-                                         scale_d);
+    kemu_wgmma<kd_mma__cvt<T>, 64>(d, da, db, TA != 0, TB != 0, scale_d);
 #else
     (void)d, (void)da, (void)db, (void)scale_d;
     KD_MMA__UNAVAILABLE();
@@ -508,7 +513,7 @@ __device__ __forceinline__ void kd_wg_rs(float (&d)[N / 2],
     KD_WG__RS("f16", "128", KD_WG__R64, KD_WG__D64, "%64", "%65", "%66",
               "%67", "%68", "%69", "%70");
 #elif KD_WG__EMU
-  kemu_wgmma_rs_async<kd_mma__cvt<T>, N>(d, a, db, TB != 0, scale_d);
+  kemu_wgmma_rs<kd_mma__cvt<T>, N>(d, a, db, TB != 0, scale_d);
 #else
   (void)d, (void)a, (void)db, (void)scale_d;
   KD_MMA__UNAVAILABLE();

@@ -28,13 +28,15 @@
  *               GPU. The RS form (kemu_wgmma_rs) takes A from registers:
  *               each thread gathers its rows' elements from the four lanes
  *               of its quad that hold them, so a wrong register layout
- *               gives wrong sums too. Asynchronous as on the GPU: an
- *               issued wgmma is recorded (its A registers copied) and
- *               done when a wgmma.wait_group retires its commit group, so
- *               a kernel that touches an accumulator, or lets a tile it
- *               reads be overwritten, before the wait that covers the
- *               multiply gets a wrong answer here as it may on the GPU.
- *               Fences only order.
+ *               gives wrong sums too. The products are computed at
+ *               issue, but the accumulator registers receive them only
+ *               when wgmma.wait_group completes the group they were
+ *               committed in (kemu_wgmma_commit, kemu_wgmma_wait): until
+ *               then they read as NaN, as an in-flight accumulator is
+ *               undefined on the GPU, so a kernel that reads one a group
+ *               too early gives wrong sums here. A wgmma chained on a
+ *               pending accumulator starts from its pending value, as the
+ *               hardware chains them.
  *
  * Shared-memory addresses are offsets in the block's dynamic shared memory
  * (kemu__dynamic_shared, 1024-byte aligned), as the GPU's shared window.
@@ -43,7 +45,6 @@
 #define KILN_HOPPER_ON_HOST_H
 
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 void kemu__yield();
@@ -194,10 +195,93 @@ inline uint32_t kemu__operand_addr(const kemu_gmma_desc &d, bool mn_major,
   return kemu_swizzle128(a);
 }
 
+/* ---- wgmma's asynchronous groups ------------------------------------------ */
+
+/* A thread's accumulators with results in flight: the registers' address,
+ * the pending values, and the commit group that completes them (that of
+ * the last wgmma that wrote them; `open` while not yet committed). */
+enum { KEMU__WG_PENDING = 8, KEMU__WG_MAXD = 128 };
+struct kemu__wg_thread {
+  unsigned long block; /* kemu__block_seq the state belongs to */
+  uint32_t open;       /* groups committed so far = the open group's id */
+  int n;
+  float *d[KEMU__WG_PENDING];
+  int width[KEMU__WG_PENDING];
+  uint32_t group[KEMU__WG_PENDING];
+  float v[KEMU__WG_PENDING][KEMU__WG_MAXD];
+};
+struct kemu__wg_owner {
+  kemu__wg_thread *t[1024] = {}; /* a block's most threads */
+  ~kemu__wg_owner() {
+    for (kemu__wg_thread *p : t) delete p;
+  }
+};
+inline thread_local kemu__wg_owner kemu__wg_states;
+
+/* This emulated thread's state, reset when a new block started. */
+inline kemu__wg_thread &kemu__wg_self() {
+  const unsigned i =
+      threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  kemu__wg_thread *&p = kemu__wg_states.t[i];
+  if (!p) p = new kemu__wg_thread();
+  if (p->block != kemu__block_seq) {
+    p->block = kemu__block_seq;
+    p->open = 0;
+    p->n = 0;
+  }
+  return *p;
+}
+
+/* The pending values of accumulator d (n floats), created from the
+ * registers if d has none in flight: a chained multiply starts from them.
+ * The registers read as NaN until the group completes. */
+inline float *kemu__wg_pend(float *d, int n) {
+  if (n > KEMU__WG_MAXD) kemu__die_op("wgmma: accumulator wider than the emulation's");
+  kemu__wg_thread &t = kemu__wg_self();
+  int e = 0;
+  while (e < t.n && t.d[e] != d) e++;
+  if (e == t.n) {
+    if (t.n == KEMU__WG_PENDING)
+      kemu__die_op("wgmma: more accumulators in flight than the emulation holds");
+    t.n++;
+    t.d[e] = d;
+    t.width[e] = n;
+    memcpy(t.v[e], d, sizeof(float) * (size_t)n);
+  } else if (t.width[e] != n) {
+    kemu__die_op("wgmma: one accumulator used at two widths while in flight");
+  }
+  t.group[e] = t.open;
+  for (int i = 0; i < n; i++) d[i] = __builtin_nanf("");
+  return t.v[e];
+}
+
+/* wgmma.commit_group: closes the open group. */
+inline void kemu_wgmma_commit() { kemu__wg_self().open++; }
+
+/* wgmma.wait_group N: completes every committed group but the newest N,
+ * writing their results into the accumulator registers. Results of
+ * multiplies never committed stay pending. */
+inline void kemu_wgmma_wait(int n) {
+  kemu__wg_thread &t = kemu__wg_self();
+  for (int e = 0; e < t.n;) {
+    if (t.group[e] + (uint32_t)n < t.open) {
+      memcpy(t.d[e], t.v[e], sizeof(float) * (size_t)t.width[e]);
+      t.n--;
+      t.d[e] = t.d[t.n];
+      t.width[e] = t.width[t.n];
+      t.group[e] = t.group[t.n];
+      memcpy(t.v[e], t.v[t.n], sizeof t.v[e]);
+    } else {
+      e++;
+    }
+  }
+}
+
 /* wgmma.mma_async.sync.aligned.m64nNk16.f32: thread t of the warpgroup
  * (warp w = t / 32, lane l) holds in d[i], i < N / 2, the element at row
  * 16 w + l / 4 + 8 ((i / 2) % 2), column 8 (i / 4) + 2 (l % 4) + i % 2.
- * scale_d 0 starts from zero. Sums in k order, one rounding per term. */
+ * scale_d 0 starts from zero. Sums in k order, one rounding per term; d
+ * receives them when the group completes (kemu_wgmma_wait). */
 template <class Cvt, int N>
 inline void kemu_wgmma(float *d, uint64_t da, uint64_t db, bool trans_a,
                        bool trans_b, int scale_d) {
@@ -224,9 +308,10 @@ inline void kemu_wgmma(float *d, uint64_t da, uint64_t db, bool trans_a,
       }
   const bool plain = kemu__plain_products(&ar[0][0], 32) &&
                      kemu__plain_products(&bc[0][0][0], N * 4);
+  float *p = kemu__wg_pend(d, N / 2);
   for (int i = 0; i < N / 2; i++) {
-    const float start = scale_d ? d[i] : 0.0f;
-    d[i] = kemu__dot16(start, ar[(i / 2) % 2], bc[i / 4][i % 2], plain);
+    const float start = scale_d ? p[i] : 0.0f;
+    p[i] = kemu__dot16(start, ar[(i / 2) % 2], bc[i / 4][i % 2], plain);
   }
 }
 
@@ -234,7 +319,8 @@ inline void kemu_wgmma(float *d, uint64_t da, uint64_t db, bool trans_a,
  * of lane l of warp w holds the two 16-bit elements (row 16 w + l / 4 +
  * 8 (r % 2), columns 2 (l % 4) + 8 (r / 2) + {0, 1}); a thread's rows are
  * gathered from the four lanes of its quad, as the hardware reads them. B
- * through its descriptor; d as kemu_wgmma. The sum of each 16 products
+ * through its descriptor; d (pending until its group completes) as
+ * kemu_wgmma. The sum of each 16 products
  * is added to d truncated toward zero, as mma.sync's (kemu__nv_step): the
  * matrix unit's f32 accumulation does not round to nearest. */
 template <class Cvt, int N>
@@ -261,105 +347,10 @@ inline void kemu_wgmma_rs(float *d, const uint32_t a[4], uint64_t db,
                2);
         bc[j][h][k] = Cvt::f32(v);
       }
+  float *p = kemu__wg_pend(d, N / 2);
   for (int i = 0; i < N / 2; i++) {
-    const float start = scale_d ? d[i] : 0.0f;
-    d[i] = kemu__nv_step(start, ar[(i / 2) % 2], bc[i / 4][i % 2]);
-  }
-}
-
-
-/* ---- wgmma's asynchrony -------------------------------------------------------- */
-
-/* One issued wgmma, recorded until a wait_group retires it: the
- * accumulators d (an array the kernel keeps in scope until that wait), the
- * descriptors, the A registers as they were at issue (RS form), and which
- * of the two functions above does it. */
-struct kemu_wg_op {
-  void (*run)(const kemu_wg_op &);
-  float *d;
-  uint64_t da, db;
-  uint32_t a[4];
-  uint8_t trans_a, trans_b, scale_d;
-};
-enum { KEMU__WG_THREADS = 1024, KEMU__WG_OPS = 64 };
-/* A thread's wgmma in issue order: ops [0, n); the first `groups` commit
- * groups end at ends[0..groups) (each an index into ops), the rest are
- * not yet committed. */
-struct kemu_wg_queue {
-  int n, groups;
-  int ends[KEMU__WG_OPS];
-  kemu_wg_op ops[KEMU__WG_OPS];
-};
-/* One queue per thread of the running block: launches are serialised
- * process-wide and a grid runs one block at a time (hip-on-host.h). */
-inline kemu_wg_queue *kemu__wg_queues;
-inline kemu_wg_queue &kemu__wg_mine() {
-  if (!kemu__wg_queues) {
-    kemu__wg_queues =
-        (kemu_wg_queue *)calloc(KEMU__WG_THREADS, sizeof(kemu_wg_queue));
-    if (!kemu__wg_queues) kemu__die_op("wgmma: out of host memory");
-  }
-  const unsigned t =
-      threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-  if (t >= KEMU__WG_THREADS) kemu__die_op("wgmma: thread index too large");
-  return kemu__wg_queues[t];
-}
-inline void kemu__wg_record(const kemu_wg_op &op) {
-  kemu_wg_queue &q = kemu__wg_mine();
-  if (q.n == KEMU__WG_OPS)
-    kemu__die_op("wgmma: more multiplies in flight than the emulation holds "
-                 "(a missing wgmma.wait_group?)");
-  q.ops[q.n++] = op;
-}
-template <class Cvt, int N> void kemu__wg_run_ss(const kemu_wg_op &o) {
-  kemu_wgmma<Cvt, N>(o.d, o.da, o.db, o.trans_a, o.trans_b, o.scale_d);
-}
-template <class Cvt, int N> void kemu__wg_run_rs(const kemu_wg_op &o) {
-  kemu_wgmma_rs<Cvt, N>(o.d, o.a, o.db, o.trans_b, o.scale_d);
-}
-/* wgmma.mma_async, SS and RS: recorded; done by a later wait. */
-template <class Cvt, int N>
-inline void kemu_wgmma_async(float *d, uint64_t da, uint64_t db, bool trans_a,
-                             bool trans_b, int scale_d) {
-  kemu__require_warp("wgmma", 32);
-  kemu_wg_op op = {};
-  op.run = kemu__wg_run_ss<Cvt, N>;
-  op.d = d, op.da = da, op.db = db;
-  op.trans_a = trans_a, op.trans_b = trans_b, op.scale_d = scale_d != 0;
-  kemu__wg_record(op);
-}
-template <class Cvt, int N>
-inline void kemu_wgmma_rs_async(float *d, const uint32_t a[4], uint64_t db,
-                                bool trans_b, int scale_d) {
-  kemu__require_warp("wgmma", 32);
-  kemu_wg_op op = {};
-  op.run = kemu__wg_run_rs<Cvt, N>;
-  op.d = d, op.db = db;
-  memcpy(op.a, a, sizeof op.a);
-  op.trans_b = trans_b, op.scale_d = scale_d != 0;
-  kemu__wg_record(op);
-}
-/* wgmma.commit_group: the uncommitted multiplies become one group (an
- * empty one when there are none, as on the GPU). */
-inline void kemu_wgmma_commit() {
-  kemu_wg_queue &q = kemu__wg_mine();
-  if (q.groups == KEMU__WG_OPS)
-    kemu__die_op("wgmma.commit_group: more groups pending than the "
-                 "emulation holds");
-  q.ends[q.groups++] = q.n;
-}
-/* wgmma.wait_group n: does the oldest groups, in order, until at most n
- * are pending. All lanes of a warp do this together (.sync.aligned), which
- * the RS form's gather of A across the quad needs. */
-inline void kemu_wgmma_wait(int n) {
-  kemu_wg_queue &q = kemu__wg_mine();
-  while (q.groups > n) {
-    const int end = q.ends[0];
-    for (int i = 0; i < end; i++) q.ops[i].run(q.ops[i]);
-    q.n -= end;
-    memmove(q.ops, q.ops + end, (size_t)q.n * sizeof q.ops[0]);
-    q.groups--;
-    for (int g = 0; g < q.groups; g++) q.ends[g] = q.ends[g + 1] - end;
+    const float start = scale_d ? p[i] : 0.0f;
+    p[i] = kemu__nv_step(start, ar[(i / 2) % 2], bc[i / 4][i % 2]);
   }
 }
 
