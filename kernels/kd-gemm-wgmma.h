@@ -9,15 +9,17 @@
  *     for the slot's "empty" mbarrier; the copies complete the slot's
  *     "full" mbarrier. It gives its registers to the consumers (setmaxnreg).
  *   warpgroups 1 and 2, the consumers: rows 0-63 and 64-127 of the tile.
- *     Per slab, for each 128 columns: four wgmma m64n128k16 into a fresh
- *     f32 register accumulator, then that partial sum is added into the
- *     tile's f32 sum with an ordinary (round-to-nearest) f32 add; then each
- *     warp arrives on the slot's "empty" barrier. The epilogue writes
- *     alpha * sum (+ beta * C) from registers while the producer already
- *     loads the next tile's slabs.
- * The promotion every 64 k is what keeps the sums as accurate as an f32 sum:
- * the tensor core's own f32 accumulation truncates (docs/performance.md,
- * "Matrix-unit rounding at long K"); here it only ever adds 64 products.
+ *     Per group of EVERY slabs, for each chunk of CW columns: the group's
+ *     wgmma m64nCWk16 into an f32 register partial, then that partial is
+ *     added into the tile's f32 sum with an ordinary (round-to-nearest) f32
+ *     add (kd_wg_group: serially, or overlapped with the next chunk's
+ *     multiplies); then each warp arrives on the group's slots' "empty"
+ *     barriers. The epilogue writes alpha * sum (+ beta * C) from registers
+ *     while the producer already loads the next tile's slabs.
+ * The promotion (every 128 k in the engine, gemm_sm90.hip) is what keeps
+ * the sums as accurate as an f32 sum: the tensor core's own f32
+ * accumulation truncates (docs/performance.md, "Matrix-unit rounding at
+ * long K"); here it only ever adds EVERY x 64 products.
  *
  * Layouts: each operand is loaded in its memory orientation, K-major (a
  * [rows][64 k] tile, one TMA box) or MN-major ([64 k][64 rows] tiles, one
@@ -32,14 +34,41 @@
 #include "kd-gemm-mma.h"
 #include "kd-wgmma.h"
 
-template <int BN_, int STAGES_> struct kd_wg_cfg {
+/* How a consumer turns the matrix unit's partial sums into its f32 sum:
+ *   SERIAL   per 128-column chunk, the multiplies of a promotion interval
+ *            into one partial, wait for them, add it into the sum;
+ *   OVERLAP  two partials: the next chunk's (or interval's) multiplies
+ *            are issued into one while the other is added
+ *            (wgmma.wait_group 1), so the adds hide behind the multiplies;
+ *   UNPROMOTED  no partials: the unit accumulates over all of K. For
+ *            measuring the promotion's cost only (scripts/gemm-hopper.cu);
+ *            its sums truncate like mma.sync's, so the engine never uses it. */
+enum { KD_WG_SERIAL, KD_WG_OVERLAP, KD_WG_UNPROMOTED };
+
+/* BN columns a tile, STAGES slots, chunks of CW columns per multiply
+ * (wgmma N), MODE as above, a promotion every EVERY slabs of BK. A
+ * consumer holds BN / 2 sum registers and one (SERIAL) or two (OVERLAP)
+ * partials of CW / 2, and keeps an interval's slabs until its partials are
+ * added (OVERLAP: two intervals' slabs). EVERY is a constant: a loop over
+ * a run-time count of slabs makes ptxas spill the accumulators. */
+template <int BN_, int STAGES_, int CW_ = 128, int MODE_ = KD_WG_SERIAL,
+          int EVERY_ = 1>
+struct kd_wg_cfg {
   static constexpr int BM = 128, BN = BN_, BK = 64, STAGES = STAGES_;
-  static constexpr int THREADS = 384, CHUNKS = BN / 128;
+  static constexpr int CW = CW_, MODE = MODE_, EVERY = EVERY_;
+  static constexpr int THREADS = 384, CHUNKS = BN / CW;
   static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
   /* Slots, then the barriers; 1024 bytes to align the slots. */
   static constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + 2 * STAGES * 8;
-  static_assert(BN % 128 == 0 && BN <= 256, "whole 128-column chunks");
+  static_assert(BN % 64 == 0 && BN <= 256 && (CW == 64 || CW == 128) &&
+                    BN % CW == 0,
+                "whole chunks of 64 or 128 columns");
+  static_assert(BN / 2 + (MODE == KD_WG_OVERLAP ? 2 : 1) * CW / 2 <= 192,
+                "sum and partials within the consumers' registers");
+  static_assert(EVERY >= 1 &&
+                    EVERY * (MODE == KD_WG_OVERLAP ? 2 : 1) <= STAGES,
+                "the slabs a consumer holds fit the ring");
 };
 
 /* The map of a dense operand for tiles of ROWS rows: K-major, boxes of
@@ -102,6 +131,190 @@ kd_wg_epilogue(Tc *c, int64_t ldc, const float (&sum)[Cfg::BN / 2],
   }
 }
 
+/* The four k16 multiplies of one BK slab (at sa) into acc, for this
+ * consumer's 64 rows (cw) and the tile's chunk j of CW columns; scale 0
+ * starts acc from zero. Every descriptor is the slab's two plus a
+ * constant offset: computed per (j, k16) they would be hoisted out of a
+ * loop over slabs and crowd out the accumulators. */
+template <typename T, class Cfg, bool AKC, bool BKC>
+__device__ __forceinline__ void kd_wg_chunk(float (&acc)[Cfg::CW / 2],
+                                            const unsigned char *sa, int cw,
+                                            int j, int scale) {
+  constexpr int BK = Cfg::BK;
+  const unsigned char *sb = sa + Cfg::A_BYTES;
+  const uint64_t da0 = AKC ? kd_wg_desc_k(sa, 64 * cw, 0)
+                           : kd_wg_desc_mn<BK>(sa, 64 * cw, 0);
+  const uint64_t db0 = BKC ? kd_wg_desc_k(sb, 0, 0)
+                           : kd_wg_desc_mn<BK>(sb, 0, 0);
+  KD_UNROLL
+  for (int ks = 0; ks < BK / 16; ks++) {
+    /* kd_wg_desc_k: 128 bytes a row, 32 per k16; kd_wg_desc_mn: a
+     * [BK][64] tile per 64 rows, 2048 bytes per k16. */
+    const uint64_t da = kd_wg_desc_add(da0, AKC ? 32 * ks : 2048 * ks);
+    const uint64_t db = kd_wg_desc_add(
+        db0, BKC ? 128 * Cfg::CW * j + 32 * ks
+                 : (Cfg::CW * j / 64) * BK * 128 + 2048 * ks);
+    kd_wg_ss<T, Cfg::CW, AKC ? 0 : 1, BKC ? 0 : 1>(acc, da, db,
+                                                   scale || ks > 0);
+  }
+}
+
+/* Gives n consecutive ring slots from s0 back to the producer (each
+ * consumer warp arrives once). */
+template <int S, int NMAX>
+__device__ __forceinline__ void kd_wg_release(uint64_t *empty, int s0,
+                                              int n) {
+  KD_UNROLL
+  for (int i = 0; i < NMAX; i++)
+    if (i < n && threadIdx.x % 32 == 0)
+      kd_mbar_arrive(&empty[s0 + i < S ? s0 + i : s0 + i - S]);
+}
+
+/* The multiplies of interval group g (n slabs from ring slot s0, phase
+ * ph0) for chunk j into partial p, waiting for each slab's data when
+ * `acquire` (chunk 0 comes first). */
+template <typename T, class Cfg, bool AKC, bool BKC>
+__device__ __forceinline__ void
+kd_wg_interval(float (&p)[Cfg::CW / 2], const unsigned char *slots,
+               uint64_t *full, int s0, int ph0, int n, int cw, int j,
+               bool acquire) {
+  constexpr int S = Cfg::STAGES;
+#if KD_WG__EMU
+  memset(p, 0, sizeof p); /* the first multiply's scale 0: never read */
+#endif
+  /* Slab 0 unconditionally (n >= 1): were the multiplies skippable, p's
+   * old values would stay live and crowd out the accumulators. The
+   * fences come after the barrier wait: a wait loop between them and the
+   * multiplies makes ptxas serialize the multiplies. */
+  KD_UNROLL
+  for (int i = 0; i < Cfg::EVERY; i++) {
+    if (i > 0 && i >= n) break;
+    const int si = s0 + i < S ? s0 + i : s0 + i - S;
+    if (acquire) kd_mbar_wait(&full[si], s0 + i < S ? ph0 : ph0 ^ 1);
+    kd_wg_fence();
+    kd_wg_chunk<T, Cfg, AKC, BKC>(p, slots + si * Cfg::STAGE_BYTES, cw, j,
+                                  i > 0);
+  }
+}
+
+/* sum[chunk j] += p, once p's multiplies are complete. */
+template <class Cfg>
+__device__ __forceinline__ void kd_wg_add(float (&sum)[Cfg::BN / 2],
+                                          float (&p)[Cfg::CW / 2], int j) {
+  kd_wg_fence_regs(p);
+  KD_UNROLL
+  for (int i = 0; i < Cfg::CW / 2; i++) sum[Cfg::CW / 2 * j + i] += p[i];
+}
+
+/* A consumer's running state over one tile's promotion groups. */
+struct kd_wg_ring {
+  int s, ph;   /* the next slab's slot and phase */
+  int ps0, pn; /* the previous group's slots (OVERLAP) */
+};
+
+/* One promotion group: n slabs from k0 (of k_tiles), for each chunk j the
+ * unit's partial sum over the group, added into the f32 sum in
+ * round-to-nearest. SERIAL waits for each partial before adding it;
+ * OVERLAP alternates two partials, unit u = (group, j) in part[u % 2]
+ * (B0: the group's first unit's), issuing a unit before it waits for and
+ * adds the previous one; FIRST: the tile's first group. Partials indexed
+ * and waits placed by constants only: where ptxas cannot prove a partial
+ * complete before an instruction reads it, it serializes the multiplies. */
+template <int B0, bool FIRST, typename T, class Cfg, bool AKC, bool BKC>
+__device__ __forceinline__ void
+kd_wg_group(float (&sum)[Cfg::BN / 2],
+            float (&part)[Cfg::MODE == KD_WG_OVERLAP ? 2 : 1][Cfg::CW / 2],
+            const unsigned char *slots, uint64_t *full, uint64_t *empty,
+            kd_wg_ring &r, int k0, int k_tiles, bool last, int cw) {
+  constexpr int S = Cfg::STAGES, CH = Cfg::CHUNKS;
+  const int n = last ? k_tiles - k0 : Cfg::EVERY;
+  const int s0 = r.s, ph0 = r.ph;
+  r.s += n;
+  if (r.s >= S) r.s -= S, r.ph ^= 1;
+  KD_UNROLL
+  for (int j = 0; j < CH; j++) {
+    if constexpr (Cfg::MODE != KD_WG_OVERLAP) {
+      kd_wg_interval<T, Cfg, AKC, BKC>(part[0], slots, full, s0, ph0, n, cw,
+                                       j, j == 0);
+      kd_wg_commit();
+      kd_wg_wait<0>();
+      kd_wg_add<Cfg>(sum, part[0], j);
+      if (j == CH - 1) kd_wg_release<S, Cfg::EVERY>(empty, s0, n);
+    } else {
+      const int b = (B0 + j) & 1, jp = (j + CH - 1) % CH;
+      kd_wg_interval<T, Cfg, AKC, BKC>(part[b], slots, full, s0, ph0, n, cw,
+                                       j, j == 0);
+      kd_wg_commit();
+      if (!FIRST || j > 0) {
+        /* The previous unit: chunk j - 1 of this group, or the last chunk
+         * of the previous one. */
+#if defined(KE_PLANTED_BUG_WAIT)
+        /* Planted bug (mutant builds only, tests must catch it): the
+         * previous unit's partial read while it may still be in flight. */
+        kd_wg_wait<2>();
+#else
+        kd_wg_wait<1>();
+#endif
+        kd_wg_add<Cfg>(sum, part[b ^ 1], jp);
+        if (jp == CH - 1) kd_wg_release<S, Cfg::EVERY>(empty, r.ps0, r.pn);
+      }
+    }
+  }
+  if constexpr (Cfg::MODE == KD_WG_OVERLAP) r.ps0 = s0, r.pn = n;
+}
+
+/* A consumer's main loop for one tile with promotion: K in groups of
+ * EVERY slabs (kd_wg_group). With an odd number of chunks, groups go
+ * in pairs so that each group's partials are constants. */
+template <typename T, class Cfg, bool AKC, bool BKC>
+__device__ __forceinline__ void
+kd_wg_promoted(float (&sum)[Cfg::BN / 2], const unsigned char *slots,
+               uint64_t *full, uint64_t *empty, int &s, int &ph,
+               int k_tiles, int cw) {
+  constexpr int E = Cfg::EVERY, S = Cfg::STAGES;
+  float part[Cfg::MODE == KD_WG_OVERLAP ? 2 : 1][Cfg::CW / 2];
+  kd_wg_ring r = {s, ph, 0, 0};
+  constexpr bool OVL = Cfg::MODE == KD_WG_OVERLAP;
+  constexpr bool ODD = OVL && Cfg::CHUNKS % 2 == 1;
+  if (k_tiles <= 0) return;
+  /* Defined before the first multiply: an undefined partial may be given
+   * any register, one in flight too, and ptxas then serializes. */
+  KD_UNROLL
+  for (int b = 0; b < (OVL ? 2 : 1); b++) {
+    KD_UNROLL
+    for (int i = 0; i < Cfg::CW / 2; i++) part[b][i] = 0.0f;
+  }
+  int k0 = 0, b_last = 0; /* b_last: the last group's B0 */
+  bool last = E >= k_tiles;
+  kd_wg_group<0, true, T, Cfg, AKC, BKC>(sum, part, slots, full, empty, r, 0,
+                                         k_tiles, last, cw);
+  while (!last) {
+    k0 += E;
+    last = k0 + E >= k_tiles;
+    kd_wg_group<ODD ? 1 : 0, false, T, Cfg, AKC, BKC>(
+        sum, part, slots, full, empty, r, k0, k_tiles, last, cw);
+    b_last = ODD ? 1 : 0;
+    if (ODD && !last) {
+      k0 += E;
+      last = k0 + E >= k_tiles;
+      kd_wg_group<0, false, T, Cfg, AKC, BKC>(
+          sum, part, slots, full, empty, r, k0, k_tiles, last, cw);
+      b_last = 0;
+    }
+  }
+  if constexpr (OVL) {
+    /* The tile's last unit, after the loop: every path leaves it alone in
+     * flight (a wait inside the loop's last group would give ptxas two
+     * states to merge, and it serializes). */
+    constexpr int CH = Cfg::CHUNKS;
+    kd_wg_wait<0>();
+    if (((b_last + CH - 1) & 1) == 0) kd_wg_add<Cfg>(sum, part[0], CH - 1);
+    else kd_wg_add<Cfg>(sum, part[1], CH - 1);
+    kd_wg_release<S, E>(empty, r.ps0, r.pn);
+  }
+  s = r.s, ph = r.ph;
+}
+
 template <typename T, class Cfg, bool AKC, bool BKC>
 __global__ void __launch_bounds__(384, 1)
 kd_wg_gemm(const __grid_constant__ kd_tmap ta,
@@ -131,7 +344,7 @@ kd_wg_gemm(const __grid_constant__ kd_tmap ta,
   const int64_t tiles = m_tiles * n_tiles * d.batch;
 
   if (wg == 0) {
-    kd_wg_regs_dec<40>();
+    kd_wg_regs_dec<24>(); /* 128 x 24 + 256 x 240 of the 64 K registers */
     if (threadIdx.x != 0) return;
     int s = 0, ph = 0;
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -159,7 +372,7 @@ kd_wg_gemm(const __grid_constant__ kd_tmap ta,
     return;
   }
 
-  kd_wg_regs_inc<232>();
+  kd_wg_regs_inc<240>();
   const int cw = wg - 1; /* rows 64 cw .. 64 cw + 63 of the tile */
   int s = 0, ph = 0;
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -168,69 +381,32 @@ kd_wg_gemm(const __grid_constant__ kd_tmap ta,
     float sum[BN / 2];
     KD_UNROLL
     for (int i = 0; i < BN / 2; i++) sum[i] = 0.0f;
-#if defined(KD_WG_EXPERIMENT_NO_PROMOTE)
-    /* Measuring only (scripts/gemm-hopper.cu): the matrix unit accumulates
-     * over all of K, one slab's multiplies in flight while the next are
-     * issued; the cost of the promotion below, not a kiln kernel. */
-    int prev = -1;
-    for (int64_t kt = 0; kt < k_tiles; kt++) {
-      kd_mbar_wait(&full[s], ph);
-      const unsigned char *sa = slots + s * Cfg::STAGE_BYTES;
-      const unsigned char *sb = sa + Cfg::A_BYTES;
-      kd_wg_fence_regs(sum);
-      kd_wg_fence();
-      KD_UNROLL
-      for (int j = 0; j < Cfg::CHUNKS; j++)
-        KD_UNROLL
-        for (int ks = 0; ks < BK / 16; ks++) {
-          const uint64_t da = AKC ? kd_wg_desc_k(sa, 64 * cw, ks)
-                                  : kd_wg_desc_mn<BK>(sa, 64 * cw, ks);
-          const uint64_t db = BKC ? kd_wg_desc_k(sb, 128 * j, ks)
-                                  : kd_wg_desc_mn<BK>(sb, 128 * j, ks);
-          kd_wg_m64n128k16<T, AKC ? 0 : 1, BKC ? 0 : 1>(
-              *reinterpret_cast<float(*)[64]>(sum + 64 * j), da, db, 1);
-        }
-      kd_wg_commit();
-      kd_wg_wait<1>();
-      kd_wg_fence_regs(sum);
-      if (prev >= 0 && threadIdx.x % 32 == 0) kd_mbar_arrive(&empty[prev]);
-      prev = s;
-      if (++s == S) s = 0, ph ^= 1;
-    }
-    kd_wg_wait<0>();
-    kd_wg_fence_regs(sum);
-    if (prev >= 0 && threadIdx.x % 32 == 0) kd_mbar_arrive(&empty[prev]);
-#else
-    for (int64_t kt = 0; kt < k_tiles; kt++) {
-      kd_mbar_wait(&full[s], ph);
-      const unsigned char *sa = slots + s * Cfg::STAGE_BYTES;
-      const unsigned char *sb = sa + Cfg::A_BYTES;
-      KD_UNROLL
-      for (int j = 0; j < Cfg::CHUNKS; j++) {
-        float part[64];
-#if KD_WG__EMU
-        memset(part, 0, sizeof part); /* scale_d 0 below: never read */
-#endif
-        kd_wg_fence_regs(part);
+    if constexpr (Cfg::MODE == KD_WG_UNPROMOTED) {
+      int prev = -1;
+      for (int64_t kt = 0; kt < k_tiles; kt++) {
+        kd_mbar_wait(&full[s], ph);
+        const unsigned char *sa = slots + s * Cfg::STAGE_BYTES;
+        kd_wg_fence_regs(sum);
         kd_wg_fence();
         KD_UNROLL
-        for (int ks = 0; ks < BK / 16; ks++) {
-          const uint64_t da = AKC ? kd_wg_desc_k(sa, 64 * cw, ks)
-                                  : kd_wg_desc_mn<BK>(sa, 64 * cw, ks);
-          const uint64_t db = BKC ? kd_wg_desc_k(sb, 128 * j, ks)
-                                  : kd_wg_desc_mn<BK>(sb, 128 * j, ks);
-          kd_wg_m64n128k16<T, AKC ? 0 : 1, BKC ? 0 : 1>(part, da, db, ks);
-        }
+        for (int j = 0; j < Cfg::CHUNKS; j++)
+          kd_wg_chunk<T, Cfg, AKC, BKC>(
+              *reinterpret_cast<float(*)[Cfg::CW / 2]>(sum + Cfg::CW / 2 * j),
+              sa, cw, j, 1);
         kd_wg_commit();
-        kd_wg_wait<0>();
-        kd_wg_fence_regs(part);
-        KD_UNROLL
-        for (int i = 0; i < 64; i++) sum[64 * j + i] += part[i];
+        kd_wg_wait<1>();
+        kd_wg_fence_regs(sum);
+        if (prev >= 0) kd_wg_release<S, 1>(empty, prev, 1);
+        prev = s;
+        if (++s == S) s = 0, ph ^= 1;
       }
-      if (threadIdx.x % 32 == 0) kd_mbar_arrive(&empty[s]);
-      if (++s == S) s = 0, ph ^= 1;
+      kd_wg_wait<0>();
+      kd_wg_fence_regs(sum);
+      if (prev >= 0) kd_wg_release<S, 1>(empty, prev, 1);
+    } else {
+      kd_wg_promoted<T, Cfg, AKC, BKC>(sum, slots, full, empty, s, ph,
+                                       (int)k_tiles, cw);
     }
-#endif
     const int64_t row0 = mt * BM + 64 * cw, col0 = nt * BN;
     const int64_t cb = bi * c.batch_stride;
     if (c.dtype == KE_F16)

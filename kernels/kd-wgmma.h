@@ -311,6 +311,13 @@ __device__ __forceinline__ uint64_t kd_wg_desc_k(const void *tile, int r0,
   return kd_wg_desc(kd_smem_addr(tile) + 128 * r0 + 32 * ks, 16, 1024);
 #endif
 }
+/* A descriptor whose start address is `bytes` (a multiple of 16) further
+ * on: the start field is the address over 16, and shared addresses stay
+ * under 256 KiB, so the add never carries out of it. */
+__device__ __forceinline__ uint64_t kd_wg_desc_add(uint64_t desc,
+                                                   uint32_t bytes) {
+  return desc + (bytes >> 4);
+}
 /* MN-major tiles [BK k][64 rows], one per 64 rows: rows r0.. (a multiple
  * of 64), k 16 ks... */
 template <int BK>
@@ -339,11 +346,17 @@ __device__ __forceinline__ void kd_wg_fence() {
 __device__ __forceinline__ void kd_wg_commit() {
 #if KD_WG__OK
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#elif KD_WG__EMU
+  kemu_wgmma_commit();
 #endif
 }
+/* Waits until at most N committed groups are in flight; only then do
+ * their accumulators hold the results (the emulation's too). */
 template <int N> __device__ __forceinline__ void kd_wg_wait() {
 #if KD_WG__OK
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#elif KD_WG__EMU
+  kemu_wgmma_wait(N);
 #endif
 }
 

@@ -1,28 +1,47 @@
 // The Hopper GEMM (kernels/kd-gemm-wgmma.h) measured on an H100 beside the
-// mma.sync kernel: a tile sweep with sampled checks against double, and
-// the inputs and outputs of the long-K accuracy table, written for
-// scripts/gemm-hopper.py (which adds float64 and torch on the same inputs).
-// A measuring tool for docs/performance.md, not part of the engine.
+// mma.sync kernel: its promotion variants (serial or overlapped, every 1-4
+// BK slabs) and tiles swept with sampled checks against double, and the
+// inputs and outputs of the long-K accuracy table for each promotion
+// interval, written for scripts/gemm-hopper.py (which adds float64 and
+// torch on the same inputs). A measuring tool for docs/performance.md, not
+// part of the engine.
 //
 //   built by `scripts/gpu-run.sh stage` into .device/gemm-hopper:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
 //        -DKILN_BACKEND_CUDA -DKD_SM90A -Ikernels -Iengine/include \
 //        -Iengine/src scripts/gemm-hopper.cu -o gemm-hopper
-//   ./gemm-hopper [--quick] [--dump DIR]
-// Built with -DKD_WG_EXPERIMENT_NO_PROMOTE it times a variant without the
-// f32 promotion (the promotion's cost; never an engine kernel).
+//   ./gemm-hopper [--quick] [--dump DIR] [--only TAG] [--once]
+// --dump creates DIR (not its parents) if missing.
+// --only runs the variants whose tag contains TAG (the tags are printed);
+// --once launches each once at 4096^3 bf16, untimed (for a profiler).
 //
 // Timing as scripts/gemm-tune.cu's (whose helpers it includes): operand
 // sets over 2x L2, 5 warm-ups, the median of 30 event-timed launches.
 #define GEMM_TUNE_LIBRARY
 #include "gemm-tune.cu"
 
+#include <errno.h>
+#include <sys/stat.h>
+
 #include "kd-gemm-wgmma.h"
 
-typedef kd_wg_cfg<256, 4> wg_256_s4; // the engine's large
-typedef kd_wg_cfg<256, 3> wg_256_s3;
-typedef kd_wg_cfg<128, 6> wg_128_s6; // the engine's small
-typedef kd_wg_cfg<128, 4> wg_128_s4;
+// Serial promotion every 1, 2 or 4 slabs, overlapped promotion over
+// 64-column chunks of a 128 x 256 tile or over whole 128 x 128 tiles, and
+// the unpromoted measuring variant. The engine's (gemm_sm90.hip):
+// wg_256_e2 and wg_128_ovl_e2.
+typedef kd_wg_cfg<256, 4> wg_256_e1;
+typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2> wg_256_e2;
+typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 4> wg_256_e4;
+typedef kd_wg_cfg<256, 4, 64, KD_WG_OVERLAP, 1> wg_256_ovl_e1;
+typedef kd_wg_cfg<256, 4, 64, KD_WG_OVERLAP, 2> wg_256_ovl_e2;
+typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 1> wg_128_ovl_e1;
+typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 2> wg_128_ovl_e2;
+typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 3> wg_128_ovl_e3;
+typedef kd_wg_cfg<128, 6> wg_128_e1;
+typedef kd_wg_cfg<256, 4, 128, KD_WG_UNPROMOTED> wg_256_raw;
+
+static const char *g_only;
+static bool g_once;
 
 template <typename T> static int dt_of() {
   return std::is_same<T, kd_half>::value ? KE_F16 : KE_BF16;
@@ -46,39 +65,58 @@ static int wg_launch(const void *a, const void *b, void *c, int cdt,
   return kd_wg_gemm_launch<T, Cfg, true, BKC>(0, ta, tb, co, d, ab, bb);
 }
 
+static bool wanted(const char *tag) {
+  return !g_only || strstr(tag, g_only) != nullptr;
+}
+
 template <class Cfg, typename T, bool BKC>
-static void run_wg(const char *name, problem<T> &p,
+static void run_wg(const char *tag, problem<T> &p,
                    const std::vector<float> &bh) {
+  if (!wanted(tag)) return;
   auto launch = [&](int s) {
     return wg_launch<Cfg, T, BKC>(p.a[s], p.b[s], p.c[s], dt_of<T>(), p.m,
                                   p.n, p.k);
   };
+  if (g_once) {
+    CHECK((cudaError_t)launch(0));
+    CHECK(cudaDeviceSynchronize());
+    printf("launched %s once\n", tag);
+    return;
+  }
   const float ms = time_ms(p.sets, launch);
   CHECK((cudaError_t)launch(0));
   CHECK(cudaDeviceSynchronize());
   const double err = check_rows(p, p.c[0], dt_of<T>() == KE_F16 ? 1e-3 : 1.6e-2, bh);
-  report("wgmma", name, dtype_name<T>(), BKC ? "NT" : "NN", p.m, p.n, p.k,
+  report("wgmma", tag, dtype_name<T>(), BKC ? "NT" : "NN", p.m, p.n, p.k,
          ms, err);
 }
 
+// Every variant of the Hopper kernel on one problem; `all` adds the
+// mma.sync kernel.
 template <typename T, bool BKC>
 static void sweep(int64_t m, int64_t n, int64_t k, bool all) {
-  problem<T> p = make_problem<T>(m, n, k, false, BKC);
-  const std::vector<float> bh = host_b(p);
-  run_wg<wg_256_s4, T, BKC>("128x256x64 s4 (large)", p, bh);
-  run_wg<wg_128_s6, T, BKC>("128x128x64 s6 (small)", p, bh);
-  if (all) {
-    run_wg<wg_256_s3, T, BKC>("128x256x64 s3", p, bh);
-    run_wg<wg_128_s4, T, BKC>("128x128x64 s4", p, bh);
+  problem<T> p = make_problem<T>(m, n, k, false, BKC, !g_once);
+  const std::vector<float> bh = g_once ? std::vector<float>() : host_b(p);
+  run_wg<wg_256_e1, T, BKC>("256s4-serial-e1", p, bh);
+  run_wg<wg_256_e2, T, BKC>("256s4-serial-e2", p, bh);
+  run_wg<wg_256_e4, T, BKC>("256s4-serial-e4", p, bh);
+  run_wg<wg_256_ovl_e1, T, BKC>("256s4-ovl64-e1", p, bh);
+  run_wg<wg_256_ovl_e2, T, BKC>("256s4-ovl64-e2", p, bh);
+  run_wg<wg_128_ovl_e1, T, BKC>("128s6-ovl-e1", p, bh);
+  run_wg<wg_128_ovl_e2, T, BKC>("128s6-ovl-e2", p, bh);
+  run_wg<wg_128_ovl_e3, T, BKC>("128s6-ovl-e3", p, bh);
+  run_wg<wg_128_e1, T, BKC>("128s6-serial-e1", p, bh);
+  run_wg<wg_256_raw, T, BKC>("256s4-unpromoted", p, bh);
+  if (all && !g_once && !g_only)
     run_mm<kd_mm_nv_large, T, true, BKC>("mma.sync 128x128x64 s3", p, bh);
-  }
   free_problem(p);
 }
 
 // Accuracy inputs: A [256, K], B [K, 256] of T from the tool's generator;
-// C in f32 from the Hopper kernel (the configuration the engine picks at
-// this size, small) and from the mma.sync kernel. Written raw to
-// DIR/acc-<dtype>-<K>.{a,b,wg,mma}.
+// C in f32 from the Hopper kernel promoting every 1, 2 and 4 slabs and
+// unpromoted (128 x 256 tiles, serial: the arithmetic is the interval's,
+// not the mode's), and from the mma.sync kernel. Written raw to
+// DIR/acc-<dtype>-<K>.{a,b,wg-e1,wg-e2,wg-e4,wg-raw,mma}.
 template <typename T> static void dump(const char *dir, int64_t k) {
   const int64_t m = 256, n = 256;
   problem<T> p = make_problem<T>(m, n, k, false, false, false);
@@ -96,15 +134,30 @@ template <typename T> static void dump(const char *dir, int64_t k) {
       exit(1);
     }
   };
+  auto fetch = [&](const char *ext) {
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaMemcpy(hc.data(), c, hc.size() * 4, cudaMemcpyDeviceToHost));
+    put(ext, hc.data(), hc.size() * 4);
+    CHECK(cudaMemset(c, 0xff, hc.size() * 4)); /* NaN for the next */
+  };
   CHECK(cudaMemcpy(ha.data(), p.a[0], ha.size() * 2, cudaMemcpyDeviceToHost));
   CHECK(cudaMemcpy(hb.data(), p.b[0], hb.size() * 2, cudaMemcpyDeviceToHost));
   put("a", ha.data(), ha.size() * 2);
   put("b", hb.data(), hb.size() * 2);
-  const int rw = wg_launch<wg_128_s6, T, false>(p.a[0], p.b[0], c, KE_F32,
-                                                 m, n, k);
-  CHECK((cudaError_t)rw);
-  CHECK(cudaMemcpy(hc.data(), c, hc.size() * 4, cudaMemcpyDeviceToHost));
-  put("wg", hc.data(), hc.size() * 4);
+  CHECK(cudaMemset(c, 0xff, hc.size() * 4));
+  int rc;
+  rc = wg_launch<wg_256_e1, T, false>(p.a[0], p.b[0], c, KE_F32, m, n, k);
+  CHECK((cudaError_t)rc);
+  fetch("wg-e1");
+  rc = wg_launch<wg_256_e2, T, false>(p.a[0], p.b[0], c, KE_F32, m, n, k);
+  CHECK((cudaError_t)rc);
+  fetch("wg-e2");
+  rc = wg_launch<wg_256_e4, T, false>(p.a[0], p.b[0], c, KE_F32, m, n, k);
+  CHECK((cudaError_t)rc);
+  fetch("wg-e4");
+  rc = wg_launch<wg_256_raw, T, false>(p.a[0], p.b[0], c, KE_F32, m, n, k);
+  CHECK((cudaError_t)rc);
+  fetch("wg-raw");
   {
     typedef kd_mm_nv_small Cfg;
     typedef kd_mm_dense_stager<Cfg::WARPS * 32, Cfg::BM, Cfg::BK, true, true> SA;
@@ -117,8 +170,7 @@ template <typename T> static void dump(const char *dir, int64_t k) {
         kd_mm_launch<kd_mma_nv, T, Cfg, true, false, SA, SB>(0, a, b, co, d);
     CHECK((cudaError_t)rm);
   }
-  CHECK(cudaMemcpy(hc.data(), c, hc.size() * 4, cudaMemcpyDeviceToHost));
-  put("mma", hc.data(), hc.size() * 4);
+  fetch("mma");
   printf("dumped %s K %lld\n", dtype_name<T>(), (long long)k);
   CHECK(cudaFree(c));
   free_problem(p);
@@ -130,8 +182,11 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) quick = true;
     else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dir = argv[++i];
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
+    else if (!strcmp(argv[i], "--once")) g_once = true;
     else {
-      fprintf(stderr, "usage: %s [--quick] [--dump DIR]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--quick] [--dump DIR] [--only TAG] [--once]\n",
+              argv[0]);
       return 2;
     }
   }
@@ -139,21 +194,29 @@ int main(int argc, char **argv) {
   CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
   g_l2 = (size_t)l2;
   if (dir) {
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+      fprintf(stderr, "cannot create %s: %s\n", dir, strerror(errno));
+      return 1;
+    }
     for (int64_t k : {1024, 4096, 16384, 65536}) {
       dump<kd_bf16>(dir, k);
       dump<kd_half>(dir, k);
     }
   }
-#if defined(KD_WG_EXPERIMENT_NO_PROMOTE)
-  sweep<kd_bf16, false>(4096, 4096, 4096, false);
-  sweep<kd_bf16, false>(8192, 8192, 8192, false);
-  return 0;
-#endif
+  if (g_once) {
+    sweep<kd_bf16, false>(4096, 4096, 4096, false);
+    return 0;
+  }
   sweep<kd_bf16, false>(4096, 4096, 4096, true);
   sweep<kd_half, false>(4096, 4096, 4096, !quick);
-  sweep<kd_bf16, true>(4096, 4096, 4096, !quick);
   sweep<kd_bf16, false>(8192, 8192, 8192, !quick);
   sweep<kd_half, false>(8192, 8192, 8192, false);
-  sweep<kd_bf16, false>(3001, 3000, 3000, false);
+  if (!quick) {
+    sweep<kd_bf16, true>(4096, 4096, 4096, false);
+    sweep<kd_bf16, false>(3001, 3000, 3000, false);
+    /* The first problem again: the spread between two timings of one
+     * variant. */
+    sweep<kd_bf16, false>(4096, 4096, 4096, false);
+  }
   return 0;
 }

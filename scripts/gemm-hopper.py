@@ -5,8 +5,9 @@
 
 Accuracy: for each dumped case (A [256, K], B [K, 256], f16 or bf16), the
 max relative error max |x - e| / max(|e|, rms(e)) against float64 of kiln's
-Hopper kernel, kiln's mma.sync kernel and torch's matmul with f32 output on
-the very same inputs. Speed: torch.matmul at 4096^3 and 8192^3 with operand
+Hopper kernel at each promotion interval (and unpromoted), kiln's mma.sync
+kernel and torch's matmul with f32 output on the very same inputs (NaN,
+an unwritten output, shows as nan). Speed: torch.matmul at 4096^3 and 8192^3 with operand
 sets rotated over 2x L2, 5 warm-ups, the median of 30 event-timed calls.
 """
 import os
@@ -30,25 +31,35 @@ def torch_f32_out(a, b):
         return None, "no f32-output 16-bit GEMM in this torch"
 
 
+VARIANTS = ("wg-e1", "wg-e2", "wg-e4", "wg-raw")  # gemm-hopper's dump
+
+
 def accuracy(d):
     dev = "cuda"
-    print("| inputs | K | kiln wgmma | kiln mma.sync | torch | torch call |")
-    print("| --- | ---: | ---: | ---: | ---: | --- |")
+    names = {"wg-e1": "wgmma every 64 k", "wg-e2": "every 128 k",
+             "wg-e4": "every 256 k", "wg-raw": "unpromoted"}
+    print("| inputs | K | " + " | ".join(names[v] for v in VARIANTS) +
+          " | kiln mma.sync | torch | torch call |")
+    print("| --- | ---: | " + " | ".join("---:" for _ in VARIANTS) + " | ---: | ---: | --- |")
     for dt, tdt in (("bf16", torch.bfloat16), ("f16", torch.float16)):
         for k in (1024, 4096, 16384, 65536):
             base = os.path.join(d, f"acc-{dt}-{k}")
             if not os.path.exists(base + ".a"):
                 continue
             raw = lambda ext, n: torch.from_numpy(np.fromfile(base + ext, dtype=np.int16)[:n].copy())
+            f32 = lambda ext: torch.from_numpy(np.fromfile(base + ext, dtype=np.float32)).reshape(256, 256).to(dev)
             a = raw(".a", 256 * k).view(tdt).reshape(256, k).to(dev)
             b = raw(".b", k * 256).view(tdt).reshape(k, 256).to(dev)
-            wg = torch.from_numpy(np.fromfile(base + ".wg", dtype=np.float32)).reshape(256, 256).to(dev)
-            mm = torch.from_numpy(np.fromfile(base + ".mma", dtype=np.float32)).reshape(256, 256).to(dev)
             e = a.double() @ b.double()
+            errs = []
+            for v in VARIANTS:
+                x = f32("." + v) if os.path.exists(base + "." + v) else None
+                errs.append(f"{rel_err(x.double(), e):.3g}" if x is not None else "n/a")
+            mm = f32(".mma")
             t, call = torch_f32_out(a, b)
             te = f"{rel_err(t.double(), e):.3g}" if t is not None else "n/a"
-            print(f"| {dt} in, f32 out | {k} | {rel_err(wg.double(), e):.3g} | "
-                  f"{rel_err(mm.double(), e):.3g} | {te} | {call} |")
+            print(f"| {dt} in, f32 out | {k} | " + " | ".join(errs) +
+                  f" | {rel_err(mm.double(), e):.3g} | {te} | {call} |")
 
 
 def speed():

@@ -1,5 +1,6 @@
 /* The Hopper GEMM (kernels/kd-gemm-wgmma.h) on the host emulation at warp
- * 32, called directly (no engine): both tile configurations, every layout
+ * 32, called directly (no engine): both tile configurations, the
+ * promotion's intervals and modes (serial, overlapped), every layout
  * of A and B, edges in M, N and K, a batch with one operand shared, alpha
  * and beta, against a double reference with the GEMM suite's f32-sum
  * bound. It runs wgmma through its descriptors and swizzle, TMA and the
@@ -78,9 +79,10 @@ static void one(int64_t batch, int64_t m, int64_t n, int64_t k, bool akc,
   if (!(worst <= 1.0)) {
     if (g_failures < 20)
       fprintf(stderr,
-              "wgmma-gemm: BN %d, batch %lld, %lldx%lldx%lld, A %s, B %s: "
+              "wgmma-gemm: BN %d, chunks of %d, mode %d, every %d slabs, "
+              "batch %lld, %lldx%lldx%lld, A %s, B %s: "
               "worst error %.3g of the tolerance\n",
-              Cfg::BN, (long long)batch, (long long)m, (long long)n,
+              Cfg::BN, Cfg::CW, Cfg::MODE, Cfg::EVERY, (long long)batch, (long long)m, (long long)n,
               (long long)k, akc ? "[M][K]" : "[K][M]", bkc ? "[N][K]" : "[K][N]",
               worst);
     g_failures++;
@@ -90,9 +92,9 @@ static void one(int64_t batch, int64_t m, int64_t n, int64_t k, bool akc,
   hipFree(c);
 }
 
-template <typename T, class Cfg> static void layouts(int64_t batch, int64_t m,
-                                                     int64_t n, int64_t k,
-                                                     bool share_b) {
+template <typename T, class Cfg>
+static void layouts(int64_t batch, int64_t m, int64_t n, int64_t k,
+                    bool share_b) {
   for (int l = 0; l < 4; l++)
     one<T, Cfg>(batch, m, n, k, l & 1, l >> 1, share_b, l == 3 ? -0.5f : 1.0f,
                 l == 3 ? 0.25f : 0.0f);
@@ -106,6 +108,27 @@ int main() {
   layouts<kd_half, small>(1, 64, 128, 64, false);
   layouts<kd_half, small>(2, 70, 20, 136, true);
   layouts<kd_bf16, small>(1, 5, 9, 3, false);
+  /* Longer promotion intervals (K of 3, 5 and 9 slabs: a short last
+   * group) and the overlapped promotion: two partials of 64 columns over
+   * a 256-column tile, or of the whole 128 columns, the ring position
+   * carried across a block's tiles. The UNPROMOTED measuring variant too,
+   * for its indexing. */
+  typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2> big_e2;
+  typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 4> big_e4;
+  typedef kd_wg_cfg<256, 4, 64, KD_WG_OVERLAP, 1> big_ovl;
+  typedef kd_wg_cfg<256, 4, 64, KD_WG_OVERLAP, 2> big_ovl_e2;
+  typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 1> small_ovl;
+  typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 2> small_ovl_e2;
+  typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 3> small_ovl_e3;
+  typedef kd_wg_cfg<256, 3, 128, KD_WG_UNPROMOTED> big_raw;
+  layouts<kd_bf16, big_e2>(1, 130, 300, 300, false);
+  layouts<kd_half, big_e4>(2, 70, 20, 136, true);
+  layouts<kd_bf16, big_ovl>(1, 130, 300, 300, false);
+  layouts<kd_half, big_ovl_e2>(2, 70, 20, 560, true);
+  layouts<kd_bf16, small_ovl>(1, 200, 300, 300, false);
+  layouts<kd_half, small_ovl_e2>(2, 70, 20, 560, true);
+  layouts<kd_bf16, small_ovl_e3>(1, 5, 9, 3, false);
+  layouts<kd_bf16, big_raw>(1, 130, 300, 136, false);
   if (g_failures) {
     fprintf(stderr, "wgmma-gemm: %d cases failed\n", g_failures);
     return 1;

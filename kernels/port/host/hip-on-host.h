@@ -77,6 +77,9 @@ extern __thread uint3 blockIdx;
 extern __thread dim3 blockDim;
 extern __thread dim3 gridDim;
 extern __thread unsigned int kemu__lane;
+/* Counts the blocks this OS thread has started (per-block emulation state
+ * in hopper-on-host.h knows a new block by it). */
+extern __thread unsigned long kemu__block_seq;
 
 /* warpSize is a run-time value (KILN_WARP_SIZE or kemu_set_warp_size), read
  * through a const reference so that kernels cannot assign to it. */

@@ -28,8 +28,15 @@
  *               GPU. The RS form (kemu_wgmma_rs) takes A from registers:
  *               each thread gathers its rows' elements from the four lanes
  *               of its quad that hold them, so a wrong register layout
- *               gives wrong sums too. Done at issue; fences and
- *               commit/wait only order.
+ *               gives wrong sums too. The products are computed at
+ *               issue, but the accumulator registers receive them only
+ *               when wgmma.wait_group completes the group they were
+ *               committed in (kemu_wgmma_commit, kemu_wgmma_wait): until
+ *               then they read as NaN, as an in-flight accumulator is
+ *               undefined on the GPU, so a kernel that reads one a group
+ *               too early gives wrong sums here. A wgmma chained on a
+ *               pending accumulator starts from its pending value, as the
+ *               hardware chains them.
  *
  * Shared-memory addresses are offsets in the block's dynamic shared memory
  * (kemu__dynamic_shared, 1024-byte aligned), as the GPU's shared window.
@@ -188,10 +195,93 @@ inline uint32_t kemu__operand_addr(const kemu_gmma_desc &d, bool mn_major,
   return kemu_swizzle128(a);
 }
 
+/* ---- wgmma's asynchronous groups ------------------------------------------ */
+
+/* A thread's accumulators with results in flight: the registers' address,
+ * the pending values, and the commit group that completes them (that of
+ * the last wgmma that wrote them; `open` while not yet committed). */
+enum { KEMU__WG_PENDING = 8, KEMU__WG_MAXD = 128 };
+struct kemu__wg_thread {
+  unsigned long block; /* kemu__block_seq the state belongs to */
+  uint32_t open;       /* groups committed so far = the open group's id */
+  int n;
+  float *d[KEMU__WG_PENDING];
+  int width[KEMU__WG_PENDING];
+  uint32_t group[KEMU__WG_PENDING];
+  float v[KEMU__WG_PENDING][KEMU__WG_MAXD];
+};
+struct kemu__wg_owner {
+  kemu__wg_thread *t[1024] = {}; /* a block's most threads */
+  ~kemu__wg_owner() {
+    for (kemu__wg_thread *p : t) delete p;
+  }
+};
+inline thread_local kemu__wg_owner kemu__wg_states;
+
+/* This emulated thread's state, reset when a new block started. */
+inline kemu__wg_thread &kemu__wg_self() {
+  const unsigned i =
+      threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  kemu__wg_thread *&p = kemu__wg_states.t[i];
+  if (!p) p = new kemu__wg_thread();
+  if (p->block != kemu__block_seq) {
+    p->block = kemu__block_seq;
+    p->open = 0;
+    p->n = 0;
+  }
+  return *p;
+}
+
+/* The pending values of accumulator d (n floats), created from the
+ * registers if d has none in flight: a chained multiply starts from them.
+ * The registers read as NaN until the group completes. */
+inline float *kemu__wg_pend(float *d, int n) {
+  if (n > KEMU__WG_MAXD) kemu__die_op("wgmma: accumulator wider than the emulation's");
+  kemu__wg_thread &t = kemu__wg_self();
+  int e = 0;
+  while (e < t.n && t.d[e] != d) e++;
+  if (e == t.n) {
+    if (t.n == KEMU__WG_PENDING)
+      kemu__die_op("wgmma: more accumulators in flight than the emulation holds");
+    t.n++;
+    t.d[e] = d;
+    t.width[e] = n;
+    memcpy(t.v[e], d, sizeof(float) * (size_t)n);
+  } else if (t.width[e] != n) {
+    kemu__die_op("wgmma: one accumulator used at two widths while in flight");
+  }
+  t.group[e] = t.open;
+  for (int i = 0; i < n; i++) d[i] = __builtin_nanf("");
+  return t.v[e];
+}
+
+/* wgmma.commit_group: closes the open group. */
+inline void kemu_wgmma_commit() { kemu__wg_self().open++; }
+
+/* wgmma.wait_group N: completes every committed group but the newest N,
+ * writing their results into the accumulator registers. Results of
+ * multiplies never committed stay pending. */
+inline void kemu_wgmma_wait(int n) {
+  kemu__wg_thread &t = kemu__wg_self();
+  for (int e = 0; e < t.n;) {
+    if (t.group[e] + (uint32_t)n < t.open) {
+      memcpy(t.d[e], t.v[e], sizeof(float) * (size_t)t.width[e]);
+      t.n--;
+      t.d[e] = t.d[t.n];
+      t.width[e] = t.width[t.n];
+      t.group[e] = t.group[t.n];
+      memcpy(t.v[e], t.v[t.n], sizeof t.v[e]);
+    } else {
+      e++;
+    }
+  }
+}
+
 /* wgmma.mma_async.sync.aligned.m64nNk16.f32: thread t of the warpgroup
  * (warp w = t / 32, lane l) holds in d[i], i < N / 2, the element at row
  * 16 w + l / 4 + 8 ((i / 2) % 2), column 8 (i / 4) + 2 (l % 4) + i % 2.
- * scale_d 0 starts from zero. Sums in k order, one rounding per term. */
+ * scale_d 0 starts from zero. Sums in k order, one rounding per term; d
+ * receives them when the group completes (kemu_wgmma_wait). */
 template <class Cvt, int N>
 inline void kemu_wgmma(float *d, uint64_t da, uint64_t db, bool trans_a,
                        bool trans_b, int scale_d) {
@@ -218,9 +308,10 @@ inline void kemu_wgmma(float *d, uint64_t da, uint64_t db, bool trans_a,
       }
   const bool plain = kemu__plain_products(&ar[0][0], 32) &&
                      kemu__plain_products(&bc[0][0][0], N * 4);
+  float *p = kemu__wg_pend(d, N / 2);
   for (int i = 0; i < N / 2; i++) {
-    const float start = scale_d ? d[i] : 0.0f;
-    d[i] = kemu__dot16(start, ar[(i / 2) % 2], bc[i / 4][i % 2], plain);
+    const float start = scale_d ? p[i] : 0.0f;
+    p[i] = kemu__dot16(start, ar[(i / 2) % 2], bc[i / 4][i % 2], plain);
   }
 }
 
@@ -228,7 +319,8 @@ inline void kemu_wgmma(float *d, uint64_t da, uint64_t db, bool trans_a,
  * of lane l of warp w holds the two 16-bit elements (row 16 w + l / 4 +
  * 8 (r % 2), columns 2 (l % 4) + 8 (r / 2) + {0, 1}); a thread's rows are
  * gathered from the four lanes of its quad, as the hardware reads them. B
- * through its descriptor; d as kemu_wgmma. The sum of each 16 products
+ * through its descriptor; d (pending until its group completes) as
+ * kemu_wgmma. The sum of each 16 products
  * is added to d truncated toward zero, as mma.sync's (kemu__nv_step): the
  * matrix unit's f32 accumulation does not round to nearest. */
 template <class Cvt, int N>
@@ -255,9 +347,10 @@ inline void kemu_wgmma_rs(float *d, const uint32_t a[4], uint64_t db,
                2);
         bc[j][h][k] = Cvt::f32(v);
       }
+  float *p = kemu__wg_pend(d, N / 2);
   for (int i = 0; i < N / 2; i++) {
-    const float start = scale_d ? d[i] : 0.0f;
-    d[i] = kemu__nv_step(start, ar[(i / 2) % 2], bc[i / 4][i % 2]);
+    const float start = scale_d ? p[i] : 0.0f;
+    p[i] = kemu__nv_step(start, ar[(i / 2) % 2], bc[i / 4][i % 2]);
   }
 }
 

@@ -33,6 +33,7 @@ __thread uint3 blockIdx;
 __thread dim3 blockDim;
 __thread dim3 gridDim;
 __thread unsigned int kemu__lane;
+__thread unsigned long kemu__block_seq;
 
 namespace {
 
@@ -328,6 +329,7 @@ KEMU__NO_ASAN void fiber_main(void) noexcept {
 
 void run_block(sched *s, unsigned int bx, unsigned int by, unsigned int bz) {
   blockIdx = {bx, by, bz};
+  kemu__block_seq++;
   if (s->dyn_bytes) memset(s->dyn_shared, 0xFF, s->dyn_bytes);
 
   const unsigned int n = s->nthreads, ws = s->warp_size;
