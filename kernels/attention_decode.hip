@@ -84,9 +84,17 @@ template <typename T, int L, int RT, int U, int S, bool VEC>
 __global__ void __launch_bounds__(KD_DEC_THREADS, KE_DEC_MIN_BLOCKS)
 ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
                            const T *__restrict__ v, T *__restrict__ o,
-                           ke__attention_desc a, ke__decode_split sp) {
+                           ke__attention_desc a, ke__decode_split sp,
+                           unsigned *grabs) {
   constexpr bool FAST = kd_is16<T>::v;
-  __shared__ ke_dec_shared<T, L, RT, U, S> sm;
+  /* Dynamic shared memory: the pipeline of 4 stages is past the 48 KB a
+   * static array may take. */
+  HIP_DYNAMIC_SHARED(uint4, kd_dec_smem_raw);
+  ke_dec_shared<T, L, RT, U, S> &sm =
+      *reinterpret_cast<ke_dec_shared<T, L, RT, U, S> *>(kd_dec_smem_raw);
+  kd_dec_ring<S> &ring = *reinterpret_cast<kd_dec_ring<S> *>(
+      reinterpret_cast<char *>(kd_dec_smem_raw) +
+      sizeof(ke_dec_shared<T, L, RT, U, S>));
   const int li = threadIdx.x % L;
   const int d0 = li * KD_DEC_VEC;
   const int nd = a.d - d0 < 0 ? 0 : (a.d - d0 > 8 ? 8 : (int)(a.d - d0));
@@ -145,12 +153,26 @@ ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
       k + b * a.k_stride[0] + hk * a.k_stride[1],
       v + b * a.v_stride[0] + hk * a.v_stride[1], a.k_stride[2],
       a.v_stride[2]};
-  kd_dec_scan<T, L, RT, U, S, FAST, VEC>(src, st, sm.stage, kb, n, rlim,
-                                         rlim_min, d0, nd);
-  kd_dec_block_merge<L, RT, FAST>(st, sm.merge);
   const int64_t pair = (hk + a.hkv * b) * tiles + rt;
+  unsigned *grab = parts > 1 && grabs && kv_end <= KD_DEC_DYN_MAX_KEYS
+                       ? grabs + pair : nullptr;
+  if (grab) {
+    /* The tile's blocks take steps of all of [0, kv_end) in turn. */
+    int dlim[RT];
+    KD_UNROLL
+    for (int r = 0; r < RT; r++)
+      dlim[r] = rows.id(r) < 0 ? (int)kv_end : (int)lim[r];
+    kd_dec_scan_dyn<T, L, RT, U, S, FAST, VEC>(src, st, sm.stage, ring, grab,
+                                               parts, 0, (int)kv_end, dlim,
+                                               (int)lim_min, d0, nd);
+  } else {
+    kd_dec_scan<T, L, RT, U, S, FAST, VEC>(src, st, sm.stage, kb, n, rlim,
+                                           rlim_min, d0, nd);
+  }
+  kd_dec_block_merge<L, RT, FAST>(st, sm.merge);
   const kd_dec_partials pt = {sp.partials, sp.splits,
-                              sp.counters ? sp.counters + pair : nullptr};
+                              sp.counters ? sp.counters + pair : nullptr,
+                              grab};
   kd_dec_finish<L, RT, FAST, true>(st, sm.merge, rows, (int)a.d, split,
                                    parts, pt);
 }
@@ -167,37 +189,63 @@ static bool ke_dec_vec_ok(const void *k, const void *v,
   return vec;
 }
 
+template <typename T, int L, int RT, int S, bool VEC>
+static int ke_dec_launch_stages(hipStream_t s, const void *q, const void *k,
+                                const void *v, void *o,
+                                const ke__attention_desc *a,
+                                const ke__decode_split *sp,
+                                const ke__decode_ext *x) {
+  /* Keys per group per step: 2 (16-bit) or 1 (f32), 16 or 32 bytes of K
+   * and of V per lane; S stages: S - 1 steps in flight while one is
+   * folded. */
+  constexpr int U = sizeof(T) == 2 ? 2 : 1;
+  const int64_t tiles = (a->hq / a->hkv * a->sq + RT - 1) / RT;
+  const dim3 grid((unsigned)(tiles * sp->splits), (unsigned)a->hkv,
+                  (unsigned)a->b);
+  const size_t smem =
+      sizeof(ke_dec_shared<T, L, RT, U, S>) + sizeof(kd_dec_ring<S>);
+  const void *fn = (const void *)ke_attention_decode_kernel<T, L, RT, U, S, VEC>;
+  const int err = (int)hipFuncSetAttribute(
+      fn, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  if (err != 0) return err;
+  hipLaunchKernelGGL((ke_attention_decode_kernel<T, L, RT, U, S, VEC>), grid,
+                     dim3(KD_DEC_THREADS), smem, s, (const T *)q,
+                     (const T *)k, (const T *)v, (T *)o, *a, *sp, x->grabs);
+  return (int)hipGetLastError();
+}
+
+/* 3 stages, or 4 (more bytes in flight) for 16-bit 16-byte copies when the
+ * split asks for them and the block may take their 64 KB of shared memory
+ * (not on 64 KB parts: then 3). */
 template <typename T, int L, int RT, bool VEC>
 static int ke_dec_launch_geom(hipStream_t s, const void *q, const void *k,
                               const void *v, void *o,
                               const ke__attention_desc *a,
-                              const ke__decode_split *sp) {
-  /* Keys per group per step: 2 (16-bit) or 1 (f32), 16 or 32 bytes of K
-   * and of V per lane; 3 stages: two steps in flight while one is
-   * folded. */
-  constexpr int U = sizeof(T) == 2 ? 2 : 1;
-  constexpr int S = 3;
-  const int64_t tiles = (a->hq / a->hkv * a->sq + RT - 1) / RT;
-  const dim3 grid((unsigned)(tiles * sp->splits), (unsigned)a->hkv,
-                  (unsigned)a->b);
-  hipLaunchKernelGGL((ke_attention_decode_kernel<T, L, RT, U, S, VEC>), grid,
-                     dim3(KD_DEC_THREADS), 0, s, (const T *)q, (const T *)k,
-                     (const T *)v, (T *)o, *a, *sp);
-  return (int)hipGetLastError();
+                              const ke__decode_split *sp,
+                              const ke__decode_ext *x) {
+  if constexpr (sizeof(T) == 2 && VEC)
+    if (x->stages == 4) {
+      const int err =
+          ke_dec_launch_stages<T, L, RT, 4, VEC>(s, q, k, v, o, a, sp, x);
+      if (err != (int)hipErrorInvalidValue) return err;
+      (void)hipGetLastError(); /* the refused shared memory size */
+    }
+  return ke_dec_launch_stages<T, L, RT, 3, VEC>(s, q, k, v, o, a, sp, x);
 }
 
 template <typename T, int RT, bool VEC>
 static int ke_dec_launch_rows(hipStream_t s, const void *q, const void *k,
                               const void *v, void *o,
                               const ke__attention_desc *a,
-                              const ke__decode_split *sp) {
+                              const ke__decode_split *sp,
+                              const ke__decode_ext *x) {
   if (a->d <= 32)
-    return ke_dec_launch_geom<T, 4, RT, VEC>(s, q, k, v, o, a, sp);
+    return ke_dec_launch_geom<T, 4, RT, VEC>(s, q, k, v, o, a, sp, x);
   if (a->d <= 64)
-    return ke_dec_launch_geom<T, 8, RT, VEC>(s, q, k, v, o, a, sp);
+    return ke_dec_launch_geom<T, 8, RT, VEC>(s, q, k, v, o, a, sp, x);
   if (a->d <= 128)
-    return ke_dec_launch_geom<T, 16, RT, VEC>(s, q, k, v, o, a, sp);
-  return ke_dec_launch_geom<T, 32, RT, VEC>(s, q, k, v, o, a, sp);
+    return ke_dec_launch_geom<T, 16, RT, VEC>(s, q, k, v, o, a, sp, x);
+  return ke_dec_launch_geom<T, 32, RT, VEC>(s, q, k, v, o, a, sp, x);
 }
 
 /* Element loads (unaligned views, D not a multiple of 8) take tiles of one
@@ -206,14 +254,30 @@ template <typename T>
 static int ke_dec_launch_typed(hipStream_t s, const void *q, const void *k,
                                const void *v, void *o,
                                const ke__attention_desc *a,
-                               const ke__decode_split *sp) {
+                               const ke__decode_split *sp,
+                               const ke__decode_ext *x) {
   if (!ke_dec_vec_ok(k, v, a))
-    return ke_dec_launch_rows<T, 1, false>(s, q, k, v, o, a, sp);
+    return ke_dec_launch_rows<T, 1, false>(s, q, k, v, o, a, sp, x);
   switch (ke__decode_tile_rows(a->hq / a->hkv * a->sq)) {
-  case 1: return ke_dec_launch_rows<T, 1, true>(s, q, k, v, o, a, sp);
-  case 2: return ke_dec_launch_rows<T, 2, true>(s, q, k, v, o, a, sp);
-  default: return ke_dec_launch_rows<T, 4, true>(s, q, k, v, o, a, sp);
+  case 1: return ke_dec_launch_rows<T, 1, true>(s, q, k, v, o, a, sp, x);
+  case 2: return ke_dec_launch_rows<T, 2, true>(s, q, k, v, o, a, sp, x);
+  default: return ke_dec_launch_rows<T, 4, true>(s, q, k, v, o, a, sp, x);
   }
+}
+
+extern "C" int ke__attention_decode_launch_ext(
+    void *stream, ke_dtype dtype, const void *q, const void *k, const void *v,
+    void *o, const ke__attention_desc *desc, const ke__decode_split *sp,
+    const ke__decode_ext *ext) {
+  const ke__decode_ext plain = {nullptr, 3};
+  const ke__decode_ext *x = ext ? ext : &plain;
+  if (desc->d < 1 || desc->d > 256 || sp->splits < 1 ||
+      (sp->splits > 1 && (!sp->partials || !sp->counters)))
+    return (int)hipErrorInvalidValue;
+  hipStream_t s = (hipStream_t)stream;
+  KD_DISPATCH_IN(dtype, T,
+                 return ke_dec_launch_typed<T>(s, q, k, v, o, desc, sp, x))
+  return (int)hipErrorInvalidValue;
 }
 
 extern "C" int ke__attention_decode_launch(void *stream, ke_dtype dtype,
@@ -221,11 +285,6 @@ extern "C" int ke__attention_decode_launch(void *stream, ke_dtype dtype,
                                            const void *v, void *o,
                                            const ke__attention_desc *desc,
                                            const ke__decode_split *sp) {
-  if (desc->d < 1 || desc->d > 256 || sp->splits < 1 ||
-      (sp->splits > 1 && (!sp->partials || !sp->counters)))
-    return (int)hipErrorInvalidValue;
-  hipStream_t s = (hipStream_t)stream;
-  KD_DISPATCH_IN(dtype, T,
-                 return ke_dec_launch_typed<T>(s, q, k, v, o, desc, sp))
-  return (int)hipErrorInvalidValue;
+  return ke__attention_decode_launch_ext(stream, dtype, q, k, v, o, desc, sp,
+                                         nullptr);
 }

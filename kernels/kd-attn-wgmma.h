@@ -9,16 +9,19 @@
  *   warpgroup 0, the producer: one thread brings each BN-key tile of K and
  *     of V into a ring of STAGES shared-memory slots with TMA (rank-4 maps
  *     over [B][Hkv][Sk][D], boxes of [BN keys][64 d], 128-byte swizzle),
- *     after waiting on the slot's "empty" mbarrier; the copies complete
- *     its "full" mbarrier. It gives its registers away (setmaxnreg).
- *   warpgroups 1 and 2, the consumers: rows 0-63 and 64-127. Per tile:
+ *     after waiting on the K or V half's own "empty" mbarrier; the copies
+ *     complete its "full" mbarrier. It gives its registers away
+ *     (setmaxnreg).
+ *   warpgroups 1 and 2, the consumers: rows 0-63 and 64-127. Per tile t:
  *     S = Q K^T by wgmma from shared memory (SS; Q staged once, swizzled
- *     like TMA's tiles), the online softmax on S's accumulator registers
- *     (a row's four lanes reduce with two shuffles), then O += P V by
- *     wgmma with P straight from registers (the RS form: the accumulator
- *     layout is the A fragment's, kd_wg_acc_to_a) and V read MN-major from
- *     its tile; then each warp arrives on the slot's "empty" barrier.
- * P is two T terms, hi + lo (PSPLIT, as kd-attn-mma.h and docs/kernels.md
+ *     like TMA's tiles) and tile t - 1's O += P V by wgmma with P straight
+ *     from registers (the RS form: the accumulator layout is the A
+ *     fragment's, kd_wg_acc_to_a; V read MN-major from its tile) are
+ *     issued together; once S lands, K is freed and the online softmax
+ *     runs on S's accumulator registers (a row's four lanes reduce with
+ *     two shuffles) while P V may still be in flight (PIPE); then V of
+ *     tile t - 1 is freed, O rescaled and P of tile t formed.
+ * P is two T terms, hi + lo (PTERMS, as kd-attn-mma.h and docs/kernels.md
  * explain): two RS multiplies per 16 keys. O accumulates in the wgmma's f32
  * registers; the epilogue divides by l and writes T pairs from registers.
  *
@@ -41,18 +44,26 @@
 #include "kd-wgmma.h"
 
 /* DP padded head dimension (64, 128, 192, 256), BN keys per tile (64 or
- * 128), STAGES K/V slots. */
-template <int DP_, int BN_, int STAGES_, bool PSPLIT_ = true>
+ * 128), STAGES K/V slots; PTERMS the 16-bit terms of P: 2 (hi + lo, the
+ * kernel's), or 1 for timing only (it misses the suite's tolerance in f16
+ * and bf16: docs/kernels.md); PIPE: the softmax overlaps the previous
+ * tile's P V (false: both are waited for first); SPLIT_LOOP: the tiles
+ * that need a mask run in a loop of their own (kd_fa3_consume). */
+template <int DP_, int BN_, int STAGES_, int PTERMS_ = 2, bool PIPE_ = true,
+          bool SPLIT_LOOP_ = true>
 struct kd_fa3_cfg {
   static constexpr int DP = DP_, BN = BN_, STAGES = STAGES_;
-  static constexpr bool PSPLIT = PSPLIT_;
+  static constexpr int PTERMS = PTERMS_;
+  static constexpr bool PIPE = PIPE_, SPLIT_LOOP = SPLIT_LOOP_;
   static constexpr int BM = 128, THREADS = 384, DCH = DP / 64;
   /* O's wgmma width: whole 128 columns where D allows. */
   static constexpr int OW = DP % 128 == 0 ? 128 : 64, ON = DP / OW;
   static constexpr int Q_BYTES = BM * DP * 2, KV_BYTES = BN * DP * 2;
   static constexpr int STAGE_BYTES = 2 * KV_BYTES;
+  /* Q, the slots, a V-sized tile of zeros (kd_fa3_consume), then the
+   * barriers: K and V have their own, full and empty, per slot. */
   static constexpr int SMEM = 1024 + Q_BYTES + STAGES * STAGE_BYTES +
-                              2 * STAGES * 8;
+                              KV_BYTES + 4 * STAGES * 8;
   static_assert(DP % 64 == 0 && DP <= 256, "whole 64-column chunks");
   static_assert(BN == 64 || BN == 128, "wgmma N of 64 or 128");
   static_assert(SMEM <= 227 * 1024, "shared memory of one block");
@@ -80,6 +91,8 @@ template <typename U> __device__ __forceinline__ U kd_fa3_get(const void *p) {
 
 template <typename T, class C> struct kd_fa3 {
   static constexpr int BN = C::BN, DP = C::DP, OW = C::OW, ON = C::ON;
+  /* P as hi + lo (two RS multiplies per 16 keys) or hi alone. */
+  static constexpr bool SPLIT = C::PTERMS == 2;
   typedef kd_attn_block<T> geom;
 
   /* Q rows [0, 128) into [128][64] tiles, one per 64 columns, at the
@@ -159,39 +172,72 @@ __device__ KD_FA3_NOINLINE void kd_fa3_pv_exact(const unsigned char *vs,
   }
 }
 
-/* The producer thread: each K/V tile into the next slot, after the
+/* The mbarriers of the K/V ring, S = C::STAGES each: K of a slot is freed
+ * once S = Q K^T has read it, V once O += P V has. */
+struct kd_fa3_bars {
+  uint64_t *full_k, *full_v, *empty_k, *empty_v;
+};
+
+/* The producer thread: each K and V tile into the next slot, after the
  * consumers freed it. */
 template <typename T, class C>
-__device__ __forceinline__ void
-kd_fa3_produce(const kd_tmap *tk, const kd_tmap *tv, unsigned char *slots,
-               uint64_t *full, uint64_t *empty, int ntiles) {
+__device__ __forceinline__ void kd_fa3_produce(const kd_tmap *tk,
+                                               const kd_tmap *tv,
+                                               unsigned char *slots,
+                                               kd_fa3_bars b, int ntiles) {
   constexpr int BN = C::BN, S = C::STAGES;
-  const int hk = (int)blockIdx.y, b = (int)blockIdx.z;
-  int s = 0, ph = 0;
+  const int hk = (int)blockIdx.y, bz = (int)blockIdx.z;
   for (int t = 0; t < ntiles; t++) {
-    kd_mbar_wait(&empty[s], ph ^ 1);
-    kd_mbar_arrive_tx(&full[s], C::STAGE_BYTES);
+    const int s = t % S, ph = (t / S) & 1;
     unsigned char *ks = slots + s * C::STAGE_BYTES, *vs = ks + C::KV_BYTES;
+    kd_mbar_wait(&b.empty_k[s], ph ^ 1);
+    kd_mbar_arrive_tx(&b.full_k[s], C::KV_BYTES);
     KD_UNROLL
-    for (int c = 0; c < C::DCH; c++) {
-      kd_tma_load4(ks + c * BN * 128, tk, 64 * c, t * BN, hk, b, &full[s]);
-      kd_tma_load4(vs + c * BN * 128, tv, 64 * c, t * BN, hk, b, &full[s]);
-    }
-    if (++s == S) s = 0, ph ^= 1;
+    for (int c = 0; c < C::DCH; c++)
+      kd_tma_load4(ks + c * BN * 128, tk, 64 * c, t * BN, hk, bz, &b.full_k[s]);
+    kd_mbar_wait(&b.empty_v[s], ph ^ 1);
+    kd_mbar_arrive_tx(&b.full_v[s], C::KV_BYTES);
+    KD_UNROLL
+    for (int c = 0; c < C::DCH; c++)
+      kd_tma_load4(vs + c * BN * 128, tv, 64 * c, t * BN, hk, bz, &b.full_v[s]);
   }
 }
 
+/* O += P V for one tile: P's A registers (hi, and lo where SPLIT) times V
+ * read MN-major from its slot; issued, not committed or waited for. */
+template <typename T, class C>
+__device__ __forceinline__ void
+kd_fa3_pv(float (&oacc)[C::ON][C::OW / 2], const uint32_t (&phi)[C::BN / 16][4],
+          const uint32_t (&plo)[C::BN / 16][4], const unsigned char *vs) {
+  constexpr int OW = C::OW;
+  KD_UNROLL
+  for (int kk = 0; kk < C::BN / 16; kk++)
+    KD_UNROLL
+    for (int n = 0; n < C::ON; n++) {
+      const uint64_t db = kd_wg_desc_mn<C::BN>(vs, OW * n, kk);
+      kd_wg_rs<T, OW, 1>(oacc[n], phi[kk], db, 1);
+      if constexpr (kd_fa3<T, C>::SPLIT)
+        kd_wg_rs<T, OW, 1>(oacc[n], plo[kk], db, 1);
+    }
+}
+
 /* A consumer warpgroup (cw 0 or 1): rows 64 cw .. 64 cw + 63 of the
- * block, from S = Q K^T to the written O. */
+ * block, from S = Q K^T to the written O. Pipelined: tile t's S = Q K^T
+ * and tile t - 1's O += P V are issued together, the softmax of tile t
+ * runs while P V is in flight (wait_group 1), and O is rescaled after it
+ * lands (wait_group 0). No wgmma sits in a branch (ptxas serialises every
+ * wgmma of a kernel where one does): where there is no previous P V (the
+ * first tile, or one done lane by lane) the P V is issued anyway, against
+ * the zero tile zv, adding nothing. */
 template <typename T, class C>
 __device__ __forceinline__ void
 kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
                const unsigned char *qs, const unsigned char *slots,
-               uint64_t *full, uint64_t *empty, int ntiles, int cw,
+               const unsigned char *zv, kd_fa3_bars b, int ntiles, int cw,
                float scale_log2) {
   typedef kd_fa3<T, C> K;
   constexpr int BN = C::BN, DP = C::DP, S = C::STAGES, OW = C::OW,
-                ON = C::ON;
+                ON = C::ON, NP = BN / 16;
   const int t128 = (int)threadIdx.x % 128;
   const int w = t128 / 32, l = t128 % 32;
   /* This warpgroup's rows, and this thread's two (row halves h). */
@@ -207,129 +253,216 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
     const int64_t rr = wg_row0 + 16 * w + l / 4 + 8 * h;
     lim[h] = rr < g.rows_total ? g.lim(a, rr) : wg_max_lim;
   }
+  /* The tiles this warpgroup sees are a prefix: the rest it only frees. */
+  const int nvis =
+      wg_max_lim <= 0
+          ? 0
+          : (int)((wg_max_lim + (int64_t)BN - 1) / BN < ntiles
+                      ? (wg_max_lim + (int64_t)BN - 1) / BN
+                      : ntiles);
 
   float oacc[ON][OW / 2], m[2] = {-INFINITY, -INFINITY}, lsum[2] = {0, 0};
   KD_UNROLL
   for (int n = 0; n < ON; n++)
     KD_UNROLL
     for (int i = 0; i < OW / 2; i++) oacc[n][i] = 0.0f;
+  /* P of tile pv (its P V still to do); -1: none, and P (finite: zeros
+   * or an earlier tile's weights) is multiplied by the zero tile. */
+  uint32_t phi[NP][4], plo[NP][4];
+  KD_UNROLL
+  for (int kk = 0; kk < NP; kk++)
+    KD_UNROLL
+    for (int r = 0; r < 4; r++) phi[kk][r] = plo[kk][r] = 0;
+  int pv = -1;
 
-  int s = 0, ph = 0;
-  for (int t = 0; t < ntiles; t++) {
-    const int k0 = t * BN;
-    kd_mbar_wait(&full[s], ph);
+  /* One tile; MASK 1: it crosses a row's limit, 0: it does not, 2: test
+   * it. The tiles that do are a suffix; with SPLIT_LOOP they run in a loop
+   * of their own, so that no branch (which ptxas takes as divergent)
+   * separates wgmma.wait_group 1 from 0: across one, ptxas waits for
+   * everything at the branch and the overlap is lost. */
+  auto tile = [&](const int t, auto mask) {
+    constexpr int MASK = decltype(mask)::value;
+    const int k0 = t * BN, s = t % S, ph = (t / S) & 1;
     const unsigned char *ks = slots + s * C::STAGE_BYTES;
     const unsigned char *vs = ks + C::KV_BYTES;
-    if (k0 < wg_max_lim) {
-      /* S = Q K^T: Q K-major [64 rows][64 d] slices, K K-major [BN][64]. */
-      float sacc[BN / 2];
-#if KD_WG__EMU
-      memset(sacc, 0, sizeof sacc); /* scale_d 0 below: never read */
-#endif
-      kd_wg_fence_regs(sacc);
-      kd_wg_fence();
-      KD_UNROLL
-      for (int kd = 0; kd < DP / 16; kd++) {
-        const uint64_t da =
-            kd_wg_desc_k(qs + (kd / 4) * (C::BM * 128), 64 * cw, kd % 4);
-        const uint64_t db = kd_wg_desc_k(ks + (kd / 4) * (BN * 128), 0, kd % 4);
-        kd_wg_ss<T, BN, 0, 0>(sacc, da, db, kd);
-      }
-      kd_wg_commit();
-      kd_wg_wait<0>();
-      kd_wg_fence_regs(sacc);
-
-      /* Scores in the log2 domain, masked where the tile crosses a limit
-       * (key positions relative to k0: no int overflow near 2^31). */
-      KD_UNROLL
-      for (int i = 0; i < BN / 2; i++) sacc[i] *= scale_log2;
-      if (BN > wg_min_lim - k0) {
-        KD_UNROLL
-        for (int i = 0; i < BN / 2; i++)
-          if (8 * (i / 4) + 2 * (l % 4) + i % 2 >= lim[(i / 2) % 2] - k0)
-            sacc[i] = -INFINITY;
-      }
-      /* Running max; a row with nothing visible yet subtracts 0. */
-      float sub[2];
-      KD_UNROLL
-      for (int h = 0; h < 2; h++) {
-        float mx = -INFINITY;
-        KD_UNROLL
-        for (int i = 0; i < BN / 2; i++)
-          if ((i / 2) % 2 == h) mx = fmaxf(mx, sacc[i]);
-        mx = fmaxf(mx, __shfl_xor(mx, 1));
-        mx = fmaxf(mx, __shfl_xor(mx, 2));
-        const float mn = fmaxf(m[h], mx);
-        sub[h] = mn == -INFINITY ? 0.0f : mn;
-        const float alpha = exp2f(m[h] - sub[h]);
-        m[h] = mn;
-        lsum[h] *= alpha;
-        KD_UNROLL
-        for (int n = 0; n < ON; n++)
-          KD_UNROLL
-          for (int i = 0; i < OW / 2; i++)
-            if ((i / 2) % 2 == h) oacc[n][i] *= alpha;
-      }
-      KD_UNROLL
-      for (int i = 0; i < BN / 2; i++) {
-        const int h = (i / 2) % 2;
-        sacc[i] = exp2f(sacc[i] - sub[h]);
-        lsum[h] += sacc[i];
-      }
-
-      /* Causal tiles: keys in [wg_min_lim, min(Sk, k0 + BN)) are loaded
-       * but hidden from some rows of the warpgroup. */
-      const int hid0 = wg_min_lim - k0 > 0 ? wg_min_lim - k0 : 0;
-      const int hid1 = a.sk - k0 < BN ? (int)(a.sk - k0) : BN;
-      if (a.causal && hid0 < hid1 && K::v_nonfinite(vs, hid0, hid1)) {
-        float st[BN / 2], ot[ON * OW / 2];
-        KD_UNROLL
-        for (int i = 0; i < BN / 2; i++) st[i] = sacc[i];
-        KD_UNROLL
-        for (int e = 0; e < ON * OW / 2; e++) ot[e] = oacc[e / (OW / 2)][e % (OW / 2)];
-        kd_fa3_pv_exact<T, C>(vs, k0, st, ot, lim[0], lim[1]);
-        KD_UNROLL
-        for (int e = 0; e < ON * OW / 2; e++) oacc[e / (OW / 2)][e % (OW / 2)] = ot[e];
-      } else {
-        /* O += P V, P from registers: hi (and lo) per 16 keys. */
-        uint32_t phi[BN / 16][4], plo[BN / 16][4];
-        KD_UNROLL
-        for (int kk = 0; kk < BN / 16; kk++) {
-          kd_wg_acc_to_a<T>(phi[kk], sacc + 8 * kk);
-          if constexpr (C::PSPLIT) {
-            float lo[8];
-            KD_UNROLL
-            for (int e = 0; e < 8; e++) {
-              const float x = sacc[8 * kk + e];
-              lo[e] = x - kd_to_float(kd_from_float<T>(x));
-            }
-            kd_wg_acc_to_a<T>(plo[kk], lo);
-          }
-          kd_wg_fence_a(phi[kk]);
-          kd_wg_fence_a(plo[kk]);
-        }
-        KD_UNROLL
-        for (int n = 0; n < ON; n++) kd_wg_fence_regs(oacc[n]);
-        kd_wg_fence();
-        KD_UNROLL
-        for (int kk = 0; kk < BN / 16; kk++)
-          KD_UNROLL
-          for (int n = 0; n < ON; n++) {
-            const uint64_t db = kd_wg_desc_mn<BN>(vs, OW * n, kk);
-            kd_wg_rs<T, OW, 1>(oacc[n], phi[kk], db, 1);
-            if constexpr (C::PSPLIT) kd_wg_rs<T, OW, 1>(oacc[n], plo[kk], db, 1);
-          }
-        kd_wg_commit();
-        kd_wg_wait<0>();
-        KD_UNROLL
-        for (int n = 0; n < ON; n++) kd_wg_fence_regs(oacc[n]);
-      }
+    kd_mbar_wait(&b.full_k[s], ph);
+    /* The V the previous tile's P multiplies (every wait before the
+     * wgmma.fence: a divergent spin between it and a wgmma makes ptxas
+     * serialise them). */
+    const unsigned char *vp = zv;
+    if (pv >= 0) {
+      kd_mbar_wait(&b.full_v[pv % S], (pv / S) & 1);
+      vp = slots + (pv % S) * C::STAGE_BYTES + C::KV_BYTES;
     }
-#if !defined(KILN_BACKEND_HIP) /* (never launched on AMD) */
-    __syncwarp(); /* every lane is done with the slot (pv_exact reads it) */
+    /* S = Q K^T: Q K-major [64 rows][64 d] slices, K K-major [BN][64]. */
+    float sacc[BN / 2];
+#if KD_WG__EMU
+    memset(sacc, 0, sizeof sacc); /* scale_d 0 below: never read */
 #endif
-    if (l == 0) kd_mbar_arrive(&empty[s]);
-    if (++s == S) s = 0, ph ^= 1;
+    kd_wg_fence_regs(sacc);
+    kd_wg_fence();
+    KD_UNROLL
+    for (int kd = 0; kd < DP / 16; kd++) {
+      const uint64_t da =
+          kd_wg_desc_k(qs + (kd / 4) * (C::BM * 128), 64 * cw, kd % 4);
+      const uint64_t db = kd_wg_desc_k(ks + (kd / 4) * (BN * 128), 0, kd % 4);
+      kd_wg_ss<T, BN, 0, 0>(sacc, da, db, kd);
+    }
+    kd_wg_commit();
+    /* The previous tile's O += P V, in flight during the softmax. */
+    kd_fa3_pv<T, C>(oacc, phi, plo, vp);
+    kd_wg_commit();
+    if constexpr (C::PIPE)
+      kd_wg_wait<1>();
+    else
+      kd_wg_wait<0>();
+    kd_wg_fence_regs(sacc);
+    if (l == 0) kd_mbar_arrive(&b.empty_k[s]); /* K read */
+
+    /* Scores in the log2 domain, masked where the tile crosses a limit
+     * (key positions relative to k0: no int overflow near 2^31). */
+    KD_UNROLL
+    for (int i = 0; i < BN / 2; i++) sacc[i] *= scale_log2;
+    if (MASK == 1 || (MASK == 2 && BN > wg_min_lim - k0)) {
+      KD_UNROLL
+      for (int i = 0; i < BN / 2; i++)
+        if (8 * (i / 4) + 2 * (l % 4) + i % 2 >= lim[(i / 2) % 2] - k0)
+          sacc[i] = -INFINITY;
+    }
+    /* Running max; a row with nothing visible yet subtracts 0. */
+    float sub[2], alpha[2];
+    KD_UNROLL
+    for (int h = 0; h < 2; h++) {
+      float mx = -INFINITY;
+      KD_UNROLL
+      for (int i = 0; i < BN / 2; i++)
+        if ((i / 2) % 2 == h) mx = fmaxf(mx, sacc[i]);
+      mx = fmaxf(mx, __shfl_xor(mx, 1));
+      mx = fmaxf(mx, __shfl_xor(mx, 2));
+      const float mn = fmaxf(m[h], mx);
+      sub[h] = mn == -INFINITY ? 0.0f : mn;
+      alpha[h] = exp2f(m[h] - sub[h]);
+      m[h] = mn;
+      lsum[h] *= alpha[h];
+    }
+    KD_UNROLL
+    for (int i = 0; i < BN / 2; i++) {
+      const int h = (i / 2) % 2;
+      sacc[i] = exp2f(sacc[i] - sub[h]);
+      lsum[h] += sacc[i];
+    }
+
+    /* The softmax is register arithmetic the compiler could sink below
+     * the wait (no memory access orders it): pin it here, so that it runs
+     * while P V is in flight. */
+    kd_wg_fence_regs(sacc);
+    kd_wg_fence_regs(lsum);
+    kd_wg_fence_regs(alpha);
+#if defined(KE_PLANTED_BUG_WAIT)
+    /* Planted bug (mutant builds only, tests must catch it): O rescaled
+     * before the wait, while the previous tile's P V may still land. */
+    KD_UNROLL
+    for (int n = 0; n < ON; n++)
+      KD_UNROLL
+      for (int i = 0; i < OW / 2; i++) oacc[n][i] *= alpha[(i / 2) % 2];
+#endif
+    /* The previous tile's P V has landed: free its V, rescale O. */
+    kd_wg_wait<0>();
+    KD_UNROLL
+    for (int n = 0; n < ON; n++) kd_wg_fence_regs(oacc[n]);
+    if (t > 0) {
+#if !defined(KILN_BACKEND_HIP) /* (never launched on AMD) */
+      __syncwarp(); /* every lane is done with the slot (pv_exact reads it) */
+#endif
+      if (l == 0) kd_mbar_arrive(&b.empty_v[(t - 1) % S]);
+    }
+#if !defined(KE_PLANTED_BUG_WAIT)
+    KD_UNROLL
+    for (int n = 0; n < ON; n++)
+      KD_UNROLL
+      for (int i = 0; i < OW / 2; i++) oacc[n][i] *= alpha[(i / 2) % 2];
+#endif
+
+    /* Causal tiles: keys in [wg_min_lim, min(Sk, k0 + BN)) are loaded
+     * but hidden from some rows of the warpgroup. */
+    const int hid0 = wg_min_lim - k0 > 0 ? wg_min_lim - k0 : 0;
+    const int hid1 = a.sk - k0 < BN ? (int)(a.sk - k0) : BN;
+    bool exact = false;
+    if (a.causal && hid0 < hid1) {
+      kd_mbar_wait(&b.full_v[s], ph);
+      exact = K::v_nonfinite(vs, hid0, hid1);
+    }
+    if (exact) {
+      float st[BN / 2], ot[ON * OW / 2];
+      KD_UNROLL
+      for (int i = 0; i < BN / 2; i++) st[i] = sacc[i];
+      KD_UNROLL
+      for (int e = 0; e < ON * OW / 2; e++) ot[e] = oacc[e / (OW / 2)][e % (OW / 2)];
+      kd_fa3_pv_exact<T, C>(vs, k0, st, ot, lim[0], lim[1]);
+      KD_UNROLL
+      for (int e = 0; e < ON * OW / 2; e++) oacc[e / (OW / 2)][e % (OW / 2)] = ot[e];
+      pv = -1;
+    } else {
+      /* P to A registers: hi (and lo) per 16 keys, for the next round. */
+      KD_UNROLL
+      for (int kk = 0; kk < NP; kk++) {
+        kd_wg_acc_to_a<T>(phi[kk], sacc + 8 * kk);
+        if constexpr (K::SPLIT) {
+          float lo[8];
+          KD_UNROLL
+          for (int e = 0; e < 8; e++) {
+            const float x = sacc[8 * kk + e];
+            lo[e] = x - kd_to_float(kd_from_float<T>(x));
+          }
+          kd_wg_acc_to_a<T>(plo[kk], lo);
+        }
+        kd_wg_fence_a(phi[kk]);
+        if constexpr (K::SPLIT) kd_wg_fence_a(plo[kk]);
+      }
+      KD_UNROLL
+      for (int n = 0; n < ON; n++) kd_wg_fence_regs(oacc[n]);
+      pv = t;
+    }
+  };
+  /* Tiles whose every key every row of the warpgroup sees, then the rest. */
+  const int nfull = wg_min_lim <= 0 ? 0 : (wg_min_lim / BN < nvis ? wg_min_lim / BN : nvis);
+  if constexpr (C::SPLIT_LOOP) {
+    for (int t = 0; t < nfull; t++) tile(t, std::integral_constant<int, 0>());
+    for (int t = nfull; t < nvis; t++)
+      tile(t, std::integral_constant<int, 1>());
+  } else {
+    for (int t = 0; t < nvis; t++) tile(t, std::integral_constant<int, 2>());
+  }
+  /* The last seen tile's P V, then its V freed. */
+  {
+    const unsigned char *vp = zv;
+    if (pv >= 0) {
+      kd_mbar_wait(&b.full_v[pv % S], (pv / S) & 1);
+      vp = slots + (pv % S) * C::STAGE_BYTES + C::KV_BYTES;
+    }
+    kd_wg_fence();
+    kd_fa3_pv<T, C>(oacc, phi, plo, vp);
+  }
+  kd_wg_commit();
+  kd_wg_wait<0>();
+  KD_UNROLL
+  for (int n = 0; n < ON; n++) kd_wg_fence_regs(oacc[n]);
+  if (nvis > 0) {
+#if !defined(KILN_BACKEND_HIP)
+    __syncwarp();
+#endif
+    if (l == 0) kd_mbar_arrive(&b.empty_v[(nvis - 1) % S]);
+  }
+  /* Tiles none of this warpgroup's rows sees: only freed (after they
+   * arrived, so that each release counts for its own tile). */
+  for (int t = nvis; t < ntiles; t++) {
+    const int s = t % S, ph = (t / S) & 1;
+    kd_mbar_wait(&b.full_k[s], ph);
+    kd_mbar_wait(&b.full_v[s], ph);
+    if (l == 0) {
+      kd_mbar_arrive(&b.empty_k[s]);
+      kd_mbar_arrive(&b.empty_v[s]);
+    }
   }
 
   /* O / l, rounded to T, written in element pairs from registers. */
@@ -372,20 +505,25 @@ kd_fa3_fwd(const __grid_constant__ kd_tmap tk,
   unsigned char *const raw = (unsigned char *)kd_fa3_smem;
   unsigned char *const qs = raw + ((1024 - kd_smem_addr(raw) % 1024) % 1024);
   unsigned char *const slots = qs + C::Q_BYTES;
-  uint64_t *const full = (uint64_t *)(slots + S * C::STAGE_BYTES);
-  uint64_t *const empty = full + S;
+  unsigned char *const zv = slots + S * C::STAGE_BYTES;
+  uint64_t *const bar = (uint64_t *)(zv + C::KV_BYTES);
+  const kd_fa3_bars b = {bar, bar + S, bar + 2 * S, bar + 3 * S};
 
   typename K::geom g;
   g.init(a, q, k, v, o, C::BM); /* k, v: only the rows' geometry */
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; s++) {
-      kd_mbar_init(&full[s], 1);
-      kd_mbar_init(&empty[s], 8); /* each consumer warp */
+      kd_mbar_init(&b.full_k[s], 1);
+      kd_mbar_init(&b.full_v[s], 1);
+      kd_mbar_init(&b.empty_k[s], 8); /* each consumer warp */
+      kd_mbar_init(&b.empty_v[s], 8);
     }
     kd_mbar_init_fence();
   }
   K::load_q(a, g, qs);
-  kd_fence_proxy_async(); /* Q's stores are read by wgmma */
+  for (int i = (int)threadIdx.x; i < C::KV_BYTES / 16; i += C::THREADS)
+    kd_fa3_put(zv + 16 * i, make_uint4(0, 0, 0, 0));
+  kd_fence_proxy_async(); /* Q's and the zeros' stores are read by wgmma */
   __syncthreads();
 
   const int ntiles = (int)(((int64_t)g.kv_end + BN - 1) / BN);
@@ -394,11 +532,10 @@ kd_fa3_fwd(const __grid_constant__ kd_tmap tk,
   if (wg == 0) {
     kd_wg_regs_dec<24>();
     if (threadIdx.x == 0)
-      kd_fa3_produce<T, C>(&tk, &tv, slots, full, empty, ntiles);
+      kd_fa3_produce<T, C>(&tk, &tv, slots, b, ntiles);
   } else {
     kd_wg_regs_inc<240>();
-    kd_fa3_consume<T, C>(a, g, qs, slots, full, empty, ntiles, wg - 1,
-                         scale_log2);
+    kd_fa3_consume<T, C>(a, g, qs, slots, zv, b, ntiles, wg - 1, scale_log2);
   }
 }
 

@@ -25,8 +25,10 @@
  * gave a workspace and no counters) or the last block of the key ranges
  * merges them itself: each block bumps a per-(rows, KV head) counter after
  * a fence; the one that brings it to the number of ranges reads every
- * partial back (volatile loads, past any stale L1 line), writes the output
- * and sets the counter back to 0, so counters are zero between launches.
+ * partial back from L2 (past any stale L1 line; kd_dec_merge_block),
+ * writes the output and sets the counter back to 0 (and the dynamic
+ * scan's step counter, kd_dec_scan_dyn), so counters are zero between
+ * launches.
  *
  * Special values. Scores that are NaN or +inf turn the row's sum NaN, -inf
  * scores weigh 0, keys a row does not see are never folded in, and a NaN in
@@ -37,6 +39,7 @@
 #ifndef KILN_KD_DECODE_H
 #define KILN_KD_DECODE_H
 
+#include "decode-launch.h"
 #include "kd.h"
 
 #define KD_DEC_THREADS 256
@@ -247,6 +250,63 @@ __device__ __forceinline__ void kd_dec_fold(kd_dec_state<RT> &st,
   }
 }
 
+/* Copies one step's keys into stage `stage`: U keys per group, key u of
+ * this group at loc[u], real when valid[u] (16 zero bytes otherwise). */
+template <typename T, int U, int S, bool VEC, class Src>
+__device__ __forceinline__ void kd_dec_issue(const Src &src,
+                                             kd_dec_stage<T, U, S> &sg,
+                                             int stage, const int64_t *loc,
+                                             const bool *valid, int d0,
+                                             int nd) {
+  constexpr int W = kd_dec_stage<T, U, S>::W;
+  const int tid = threadIdx.x;
+  KD_UNROLL
+  for (int u = 0; u < U; u++) {
+    const T *rows[2] = {src.krow(loc[u]) + d0, src.vrow(loc[u]) + d0};
+    KD_UNROLL
+    for (int kv = 0; kv < 2; kv++) {
+      if constexpr (VEC) {
+        KD_UNROLL
+        for (int w = 0; w < W; w++)
+          kd_dec_copy16(&sg.buf[stage][u][kv][w][tid],
+                        reinterpret_cast<const char *>(rows[kv]) + 16 * w,
+                        valid[u] && nd > 0);
+      } else {
+        kd_dec_raw<T> r;
+        r.load_elems(rows[kv], valid[u] ? nd : 0);
+        KD_UNROLL
+        for (int w = 0; w < W; w++) sg.buf[stage][u][kv][w][tid] = r.w[w];
+      }
+    }
+  }
+}
+
+/* Folds the step in stage `stage` (keys base + u * NG + g of the range)
+ * into st: without checks when the whole step is below n and lim_min. */
+template <typename T, int L, int RT, int U, int S, bool FAST>
+__device__ __forceinline__ void kd_dec_fold_stage(kd_dec_state<RT> &st,
+                                                  kd_dec_stage<T, U, S> &sg,
+                                                  int stage, int base, int n,
+                                                  const int *lim,
+                                                  int lim_min) {
+  constexpr int NG = KD_DEC_THREADS / L;
+  constexpr int W = kd_dec_stage<T, U, S>::W;
+  const int g = threadIdx.x / L, tid = threadIdx.x;
+  kd_dec_raw<T> kr[U], vr[U];
+  KD_UNROLL
+  for (int u = 0; u < U; u++)
+    KD_UNROLL
+    for (int w = 0; w < W; w++) {
+      kr[u].w[w] = sg.buf[stage][u][0][w][tid];
+      vr[u].w[w] = sg.buf[stage][u][1][w][tid];
+    }
+  const int end = base + U * NG;
+  if (end <= n && end <= lim_min)
+    kd_dec_fold<T, L, RT, U, FAST, false>(st, kr, vr, base + g, NG, n, lim);
+  else
+    kd_dec_fold<T, L, RT, U, FAST, true>(st, kr, vr, base + g, NG, n, lim);
+}
+
 /* Streams the n keys kb .. kb + n - 1 of src into st, S - 1 steps of
  * copies ahead of the math. lim[r] (relative to kb, at most n) is row r's
  * first invisible key and lim_min the smallest (block-uniform); lane
@@ -263,8 +323,7 @@ __device__ __forceinline__ void kd_dec_scan(const Src &src,
                                             int lim_min, int d0, int nd) {
   constexpr int NG = KD_DEC_THREADS / L;
   constexpr int STEP = U * NG;
-  constexpr int W = kd_dec_stage<T, U, S>::W;
-  const int g = threadIdx.x / L, tid = threadIdx.x;
+  const int g = threadIdx.x / L;
   const int steps = (n + STEP - 1) / STEP;
   int64_t loc[U];
   KD_UNROLL
@@ -274,26 +333,10 @@ __device__ __forceinline__ void kd_dec_scan(const Src &src,
   /* Copies step j's keys into stage j % S, then locates step j + 1's. */
   auto issue = [&](int j) {
     if (j >= steps) return;
+    bool valid[U];
     KD_UNROLL
-    for (int u = 0; u < U; u++) {
-      const bool valid = j * STEP + u * NG + g < n && nd > 0;
-      const T *rows[2] = {src.krow(loc[u]) + d0, src.vrow(loc[u]) + d0};
-      KD_UNROLL
-      for (int kv = 0; kv < 2; kv++) {
-        if constexpr (VEC) {
-          KD_UNROLL
-          for (int w = 0; w < W; w++)
-            kd_dec_copy16(&sg.buf[j % S][u][kv][w][tid],
-                          reinterpret_cast<const char *>(rows[kv]) + 16 * w,
-                          valid);
-        } else {
-          kd_dec_raw<T> r;
-          r.load_elems(rows[kv], valid ? nd : 0);
-          KD_UNROLL
-          for (int w = 0; w < W; w++) sg.buf[j % S][u][kv][w][tid] = r.w[w];
-        }
-      }
-    }
+    for (int u = 0; u < U; u++) valid[u] = j * STEP + u * NG + g < n;
+    kd_dec_issue<T, U, S, VEC>(src, sg, j % S, loc, valid, d0, nd);
     KD_UNROLL
     for (int u = 0; u < U; u++) {
       const int key = (j + 1) * STEP + u * NG + g;
@@ -309,23 +352,12 @@ __device__ __forceinline__ void kd_dec_scan(const Src &src,
     issue(j + S - 1);
     kd_dec_commit();
     kd_dec_wait<S - 1>(); /* step j's group has landed */
-    kd_dec_raw<T> kr[U], vr[U];
-    KD_UNROLL
-    for (int u = 0; u < U; u++)
-      KD_UNROLL
-      for (int w = 0; w < W; w++) {
-        kr[u].w[w] = sg.buf[j % S][u][0][w][tid];
-        vr[u].w[w] = sg.buf[j % S][u][1][w][tid];
-      }
-    const int end = (j + 1) * STEP;
-    if (end <= n && end <= lim_min)
-      kd_dec_fold<T, L, RT, U, FAST, false>(st, kr, vr, j * STEP + g, NG, n,
-                                            lim);
-    else
-      kd_dec_fold<T, L, RT, U, FAST, true>(st, kr, vr, j * STEP + g, NG, n,
-                                           lim);
+    kd_dec_fold_stage<T, L, RT, U, S, FAST>(st, sg, j % S, j * STEP, n, lim,
+                                            lim_min);
   }
 }
+
+#include "kd-decode-dyn.h"
 
 /* Merges the groups of the block: afterwards st.m[r] is the block's row
  * maximum in every thread, and sm.acc / sm.l hold each group's accumulator
@@ -424,6 +456,35 @@ __device__ __forceinline__ float kd_dec_merge_elem(const float *row,
   return kd_dec_out<ZERO_EMPTY>(a, l);
 }
 
+/* A float another block of this launch wrote, read after the fence that
+ * follows the done counter: from L2 (no stale L1 line) on NVIDIA, through
+ * a volatile load elsewhere. */
+__device__ __forceinline__ float kd_dec_ld_shared_row(const float *p) {
+#if defined(KILN_BACKEND_CUDA) && defined(__CUDA_ARCH__)
+  return __ldcg(p);
+#else
+  return *(const volatile float *)p;
+#endif
+}
+
+struct kd_dec_fmax_op {
+  __device__ __forceinline__ float operator()(float a, float b) const {
+    return fmaxf(a, b);
+  }
+};
+struct kd_dec_add_op {
+  __device__ __forceinline__ float operator()(float a, float b) const {
+    return a + b;
+  }
+};
+
+/* Most partials per row that the last block merges through shared memory
+ * (kd_dec_merge_block: maxima and sums of RT rows, 2 RT parts floats, in
+ * the merge area's 2048 RT). */
+#define KD_DEC_MERGE_BLOCK_MAX 1024
+/* Partials per batch of kd_dec_merge_block's loads (two elements each). */
+#define KD_DEC_MERGE_BLOCK_BATCH 16
+
 /* Where a split block's partial rows go: output row `id` (the caller's row
  * numbering) and range `split` at ws[(id * cap + split) * (dim + 2)].
  * counter (may be NULL: a second kernel merges) counts the block's key
@@ -432,7 +493,87 @@ struct kd_dec_partials {
   float *ws;
   int64_t cap;
   unsigned *counter;
+  unsigned *grab; /* the dynamic scan's step counter, or NULL */
 };
+
+/* The last block's merge of `parts` (<= KD_DEC_MERGE_BLOCK_MAX) partial
+ * rows per output row, on the critical path of the launch: the whole block
+ * reads every partial's maximum and sum at once into shared memory, one
+ * warp per row turns them into weights (kd_dec_weight) and the row's sum,
+ * then each thread sums its elements over the partials with the loads of
+ * KD_DEC_MERGE_BLOCK_BATCH partials of two elements in flight together.
+ * About three round trips to L2 for 33 partials, against ten for
+ * kd_dec_merge_elem's per-element batches. */
+template <int L, int RT, bool FAST, bool ZERO_EMPTY, class Rows>
+__device__ __forceinline__ void
+kd_dec_merge_block(kd_dec_smem<L, RT> &sm, const Rows &rows, int dim,
+                   int parts, const kd_dec_partials &pt) {
+  constexpr int B = KD_DEC_MERGE_BLOCK_BATCH;
+  const int tid = threadIdx.x;
+  const int64_t stride = dim + 2;
+  float *pm = sm.acc;              /* [RT][parts]: maxima, then weights */
+  float *pl = sm.acc + RT * parts; /* [RT][parts]: sums */
+  for (int x = tid; x < RT * parts; x += KD_DEC_THREADS) {
+    const int r = x / parts, p = x - r * parts;
+    const int64_t id = rows.id(r);
+    const float *row = pt.ws + (id < 0 ? 0 : (id * pt.cap + p) * stride);
+    pm[x] = id < 0 ? -INFINITY : kd_dec_ld_shared_row(row);
+    pl[x] = id < 0 ? 0.0f : kd_dec_ld_shared_row(row + 1);
+  }
+  __syncthreads();
+  const int lane = tid % warpSize, warp = tid / warpSize;
+  if (warp < RT) {
+    float big_m = -INFINITY;
+    for (int p = lane; p < parts; p += warpSize)
+      big_m = fmaxf(big_m, pm[warp * parts + p]);
+    big_m = kd_warp_reduce(big_m, kd_dec_fmax_op());
+    float l = 0.0f;
+    for (int p = lane; p < parts; p += warpSize) {
+      const float w = kd_dec_weight<FAST>(pm[warp * parts + p], big_m);
+      l = fmaf(w, pl[warp * parts + p], l);
+      pm[warp * parts + p] = w;
+    }
+    l = kd_warp_reduce(l, kd_dec_add_op());
+    if (lane == 0) sm.l[warp] = l;
+  }
+  __syncthreads();
+  const int n = RT * dim;
+  for (int x0 = tid; x0 < n; x0 += 2 * KD_DEC_THREADS) {
+    int rr[2], dd[2];
+    const float *base[2];
+    bool in[2];
+    KD_UNROLL
+    for (int e = 0; e < 2; e++) {
+      const int x = x0 + e * KD_DEC_THREADS;
+      rr[e] = x < n ? x / dim : 0;
+      dd[e] = x < n ? x - rr[e] * dim : 0;
+      const int64_t id = rows.id(rr[e]);
+      in[e] = x < n && id >= 0;
+      base[e] = pt.ws + (in[e] ? id * pt.cap * stride : 0) + 2 + dd[e];
+    }
+    float a[2] = {0.0f, 0.0f};
+    for (int p0 = 0; p0 < parts; p0 += B) {
+      float v[2][B];
+      KD_UNROLL
+      for (int e = 0; e < 2; e++)
+        KD_UNROLL
+        for (int j = 0; j < B; j++)
+          v[e][j] = in[e] && p0 + j < parts
+                        ? kd_dec_ld_shared_row(base[e] + (p0 + j) * stride)
+                        : 0.0f;
+      KD_UNROLL
+      for (int e = 0; e < 2; e++)
+        KD_UNROLL
+        for (int j = 0; j < B; j++)
+          if (p0 + j < parts)
+            a[e] = fmaf(pm[rr[e] * parts + p0 + j], v[e][j], a[e]);
+    }
+    KD_UNROLL
+    for (int e = 0; e < 2; e++)
+      if (in[e])
+        rows.store(rr[e], dd[e], kd_dec_out<ZERO_EMPTY>(a[e], sm.l[rr[e]]));
+  }
+}
 
 /* After kd_dec_block_merge: writes the block's rows through rows.store(r,
  * d, value) when parts == 1; otherwise leaves the partial rows, and the
@@ -475,14 +616,22 @@ __device__ __forceinline__ void kd_dec_finish(const kd_dec_state<RT> &st,
   __syncthreads();
   if (!sm.last) return;
   __threadfence();
-  for (int x = tid; x < n; x += KD_DEC_THREADS) {
-    const int r = x / dim, d = x - r * dim;
-    const int64_t id = rows.id(r);
-    if (id < 0) continue;
-    rows.store(r, d, kd_dec_merge_elem<FAST, ZERO_EMPTY>(
-                         pt.ws + id * pt.cap * (dim + 2), parts, dim, d));
+  if (parts <= KD_DEC_MERGE_BLOCK_MAX) {
+    kd_dec_merge_block<L, RT, FAST, ZERO_EMPTY>(sm, rows, dim, (int)parts,
+                                                pt);
+  } else {
+    for (int x = tid; x < n; x += KD_DEC_THREADS) {
+      const int r = x / dim, d = x - r * dim;
+      const int64_t id = rows.id(r);
+      if (id < 0) continue;
+      rows.store(r, d, kd_dec_merge_elem<FAST, ZERO_EMPTY>(
+                           pt.ws + id * pt.cap * (dim + 2), parts, dim, d));
+    }
   }
-  if (tid == 0) atomicExch(pt.counter, 0u);
+  if (tid == 0) {
+    atomicExch(pt.counter, 0u);
+    if (pt.grab) atomicExch(pt.grab, 0u);
+  }
 }
 
 #endif

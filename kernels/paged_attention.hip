@@ -98,8 +98,14 @@ template <typename Tkv, int L, int RT, int U, int S> union ke_pa_shared {
  * KV head, z = token range. */
 template <typename Tkv, int L, int RT, int U, int S, bool FAST>
 __global__ void __launch_bounds__(KD_DEC_THREADS, KE_PA_MIN_BLOCKS)
-ke_paged_attention_kernel(ke__paged_attention_args a) {
-  __shared__ ke_pa_shared<Tkv, L, RT, U, S> sm;
+ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
+  /* Dynamic shared memory, as dense decode's. */
+  HIP_DYNAMIC_SHARED(uint4, kd_dec_smem_raw);
+  ke_pa_shared<Tkv, L, RT, U, S> &sm =
+      *reinterpret_cast<ke_pa_shared<Tkv, L, RT, U, S> *>(kd_dec_smem_raw);
+  kd_dec_ring<S> &ring = *reinterpret_cast<kd_dec_ring<S> *>(
+      reinterpret_cast<char *>(kd_dec_smem_raw) +
+      sizeof(ke_pa_shared<Tkv, L, RT, U, S>));
   const int li = threadIdx.x % L;
   const int d0 = li * KD_DEC_VEC;
   const int nd = a.head_dim - d0 < 0 ? 0
@@ -150,12 +156,29 @@ ke_paged_attention_kernel(ke__paged_attention_args a) {
         a.num_kv_heads, kv_head, a.block_size, (int)__ffs(a.block_size) - 1,
         a.head_dim};
     __syncthreads(); /* the previous sequence's merge is read */
-    kd_dec_scan<Tkv, L, RT, U, S, FAST, true>(src, st, sm.stage, kb, n, lim,
-                                              n, d0, nd);
-    kd_dec_block_merge<L, RT, FAST>(st, sm.merge);
     const int64_t pair = (seq * a.num_kv_heads + kv_head) * tiles + rt;
+    unsigned *grab = parts > 1 && grabs && a.counters &&
+                             len <= KD_DEC_DYN_MAX_KEYS
+                         ? grabs + pair : nullptr;
+    if (grab) {
+      /* The sequence's blocks take steps of all of [0, len) in turn. */
+      int dn = (int)len;
+#if defined(KE_PLANTED_BUG)
+      dn = (dn + a.block_size - 1) / a.block_size * a.block_size; /* above */
+#endif
+      int dlim[RT];
+      KD_UNROLL
+      for (int r = 0; r < RT; r++) dlim[r] = r < rows.gc ? dn : 0;
+      kd_dec_scan_dyn<Tkv, L, RT, U, S, FAST, true>(
+          src, st, sm.stage, ring, grab, parts, 0, dn, dlim, dn, d0, nd);
+    } else {
+      kd_dec_scan<Tkv, L, RT, U, S, FAST, true>(src, st, sm.stage, kb, n, lim,
+                                                n, d0, nd);
+    }
+    kd_dec_block_merge<L, RT, FAST>(st, sm.merge);
     const kd_dec_partials pt = {a.partials, a.cap,
-                                a.counters ? a.counters + pair : nullptr};
+                                a.counters ? a.counters + pair : nullptr,
+                                grab};
     kd_dec_finish<L, RT, FAST, false>(st, sm.merge, rows, a.head_dim, split,
                                       parts, pt);
   }
@@ -179,53 +202,89 @@ ke_paged_attention_combine(ke__paged_attention_args a) {
                 kd_dec_merge_elem<FAST, false>(row, parts, a.head_dim, d));
 }
 
-template <typename Tkv, int L, int RT, bool FAST>
-static void ke_pa_launch_geom(hipStream_t s, const ke__paged_attention_args *a) {
+template <typename Tkv, int L, int RT, int S, bool FAST>
+static int ke_pa_launch_stages(hipStream_t s,
+                                const ke__paged_attention_args *a,
+                                const ke__decode_ext *x) {
   constexpr int U = sizeof(Tkv) == 2 ? 2 : 1;
-  constexpr int S = 3;
   const int group = a->num_heads / a->num_kv_heads;
   const int64_t nx = (int64_t)((group + RT - 1) / RT) * a->num_seqs;
   const dim3 grid((unsigned)(nx < KE_PA_MAX_GRID_X ? nx : KE_PA_MAX_GRID_X),
                   (unsigned)a->num_kv_heads, (unsigned)a->splits);
+  const size_t smem =
+      sizeof(ke_pa_shared<Tkv, L, RT, U, S>) + sizeof(kd_dec_ring<S>);
+  const void *fn = (const void *)ke_paged_attention_kernel<Tkv, L, RT, U, S,
+                                                           FAST>;
+  const int err = (int)hipFuncSetAttribute(
+      fn, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  if (err != 0) return err; /* also left as the last error */
   hipLaunchKernelGGL((ke_paged_attention_kernel<Tkv, L, RT, U, S, FAST>),
-                     grid, dim3(KD_DEC_THREADS), 0, s, *a);
+                     grid, dim3(KD_DEC_THREADS), smem, s, *a, x->grabs);
+  return 0;
+}
+
+/* 3 stages, or 4 for 16-bit caches when the plan asks for them and the
+ * block may take their 64 KB of shared memory (not on 64 KB parts: then
+ * 3). */
+template <typename Tkv, int L, int RT, bool FAST>
+static void ke_pa_launch_geom(hipStream_t s, const ke__paged_attention_args *a,
+                              const ke__decode_ext *x) {
+  if constexpr (sizeof(Tkv) == 2)
+    if (x->stages == 4) {
+      if (ke_pa_launch_stages<Tkv, L, RT, 4, FAST>(s, a, x) !=
+          (int)hipErrorInvalidValue)
+        return;
+      (void)hipGetLastError(); /* the refused shared memory size */
+    }
+  (void)ke_pa_launch_stages<Tkv, L, RT, 3, FAST>(s, a, x);
 }
 
 template <typename Tkv, int RT, bool FAST>
-static void ke_pa_launch_rows(hipStream_t s, const ke__paged_attention_args *a) {
-  if (a->head_dim <= 64) ke_pa_launch_geom<Tkv, 8, RT, FAST>(s, a);
-  else if (a->head_dim <= 128) ke_pa_launch_geom<Tkv, 16, RT, FAST>(s, a);
-  else ke_pa_launch_geom<Tkv, 32, RT, FAST>(s, a);
+static void ke_pa_launch_rows(hipStream_t s, const ke__paged_attention_args *a,
+                              const ke__decode_ext *x) {
+  if (a->head_dim <= 64) ke_pa_launch_geom<Tkv, 8, RT, FAST>(s, a, x);
+  else if (a->head_dim <= 128) ke_pa_launch_geom<Tkv, 16, RT, FAST>(s, a, x);
+  else ke_pa_launch_geom<Tkv, 32, RT, FAST>(s, a, x);
 }
 
 template <typename Tkv, bool FAST>
-static void ke_pa_launch_typed(hipStream_t s, const ke__paged_attention_args *a) {
+static void ke_pa_launch_typed(hipStream_t s, const ke__paged_attention_args *a,
+                               const ke__decode_ext *x) {
   switch (ke__decode_tile_rows(a->num_heads / a->num_kv_heads)) {
-  case 1: ke_pa_launch_rows<Tkv, 1, FAST>(s, a); break;
-  case 2: ke_pa_launch_rows<Tkv, 2, FAST>(s, a); break;
-  default: ke_pa_launch_rows<Tkv, 4, FAST>(s, a); break;
+  case 1: ke_pa_launch_rows<Tkv, 1, FAST>(s, a, x); break;
+  case 2: ke_pa_launch_rows<Tkv, 2, FAST>(s, a, x); break;
+  default: ke_pa_launch_rows<Tkv, 4, FAST>(s, a, x); break;
   }
 }
 
 template <bool FAST>
-static int ke_pa_launch_fast(hipStream_t s, const ke__paged_attention_args *a) {
+static int ke_pa_launch_fast(hipStream_t s, const ke__paged_attention_args *a,
+                             const ke__decode_ext *x) {
   switch (a->kv_dtype) {
-  case KE_F32: ke_pa_launch_typed<float, FAST>(s, a); break;
-  case KE_F16: ke_pa_launch_typed<kd_half, FAST>(s, a); break;
-  case KE_BF16: ke_pa_launch_typed<kd_bf16, FAST>(s, a); break;
+  case KE_F32: ke_pa_launch_typed<float, FAST>(s, a, x); break;
+  case KE_F16: ke_pa_launch_typed<kd_half, FAST>(s, a, x); break;
+  case KE_BF16: ke_pa_launch_typed<kd_bf16, FAST>(s, a, x); break;
   default: return (int)hipErrorInvalidValue;
   }
   return (int)hipGetLastError();
 }
 
-extern "C" int ke__paged_attention_launch(void *stream,
-                                          const ke__paged_attention_args *a) {
+extern "C" int ke__paged_attention_launch_ext(void *stream,
+                                              const ke__paged_attention_args *a,
+                                              const ke__decode_ext *ext) {
   hipStream_t s = (hipStream_t)stream;
+  const ke__decode_ext plain = {nullptr, 3};
+  const ke__decode_ext *x = ext ? ext : &plain;
   if (a->splits < 1 || a->chunk < 1 || (a->splits > 1 && !a->partials))
     return (int)hipErrorInvalidValue;
   /* 16-bit outputs may take the approximate exp (kd_exp_for's rule). */
-  return a->out_dtype == KE_F32 ? ke_pa_launch_fast<false>(s, a)
-                                : ke_pa_launch_fast<true>(s, a);
+  return a->out_dtype == KE_F32 ? ke_pa_launch_fast<false>(s, a, x)
+                                : ke_pa_launch_fast<true>(s, a, x);
+}
+
+extern "C" int ke__paged_attention_launch(void *stream,
+                                          const ke__paged_attention_args *a) {
+  return ke__paged_attention_launch_ext(stream, a, nullptr);
 }
 
 extern "C" int

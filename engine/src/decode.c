@@ -5,6 +5,8 @@
  */
 #include "decode.h"
 
+#include "decode-launch.h"
+
 #include "kiln/kernels.h"
 
 void ke__decode_tuning_defaults(ke__decode_tuning *t) {
@@ -12,6 +14,8 @@ void ke__decode_tuning_defaults(ke__decode_tuning *t) {
   t->min_chunk = 256;
   t->max_rows = 16;
   t->force_splits = 0;
+  t->dynamic = 1;
+  t->stages = 0;
 }
 
 int ke__decode_tuning_get(const ke_context *ctx, ke__decode_tuning *t) {
@@ -29,12 +33,15 @@ int ke__decode_tuning_set(ke_context *ctx, const ke__decode_tuning *t) {
   }
   if (t->blocks_per_mp < 1 || t->blocks_per_mp > 64 || t->min_chunk < 1 ||
       t->max_rows < 0 || t->force_splits < 0 ||
-      t->force_splits > ((int64_t)1 << 20))
+      t->force_splits > ((int64_t)1 << 20) || t->dynamic < 0 ||
+      t->dynamic > 3 || (t->stages != 0 && t->stages != 3 && t->stages != 4))
     return ke__fail(KE_EINVAL, "ke__decode_tuning_set: blocks_per_mp %lld "
                                "(1..64), min_chunk %lld (>= 1), max_rows "
-                               "%lld (>= 0), force_splits %lld (0..2^20)",
+                               "%lld (>= 0), force_splits %lld (0..2^20), "
+                               "dynamic %lld (0..3), stages %lld (0, 3 or 4)",
                     (long long)t->blocks_per_mp, (long long)t->min_chunk,
-                    (long long)t->max_rows, (long long)t->force_splits);
+                    (long long)t->max_rows, (long long)t->force_splits,
+                    (long long)t->dynamic, (long long)t->stages);
   ctx->decode_tuning = *t;
   return KE_OK;
 }
@@ -73,6 +80,11 @@ int ke__attention_decode(ke_context *ctx, ke_dtype dtype, const void *q,
   const int64_t tile = ke__decode_tile_rows(rows);
   const int64_t pairs = (rows + tile - 1) / tile * a->hkv * a->b;
   ke__decode_split sp = {1, 1, NULL, NULL};
+  /* Stages by default (0): 4 for bf16, whose dynamic scan ran 7-13 %
+   * slower with 3 on the H100 (docs/performance.md), 3 otherwise. */
+  const int64_t stages = ctx->decode_tuning.stages;
+  ke__decode_ext ext = {NULL, (int)(stages ? stages
+                                           : dtype == KE_BF16 ? 4 : 3)};
   const int64_t splits = ke__decode_splits(ctx, pairs, a->sk, &sp.min_chunk);
   if (splits > 1) {
     /* Partial rows for every (output row, range); without the scratch (the
@@ -81,15 +93,21 @@ int ke__attention_decode(ke_context *ctx, ke_dtype dtype, const void *q,
                                  (size_t)splits * (size_t)(a->d + 2) *
                                  sizeof(float);
     /* Counters for tiles of one row: the kernel takes those for unaligned
-     * views. */
-    const size_t counters = (size_t)(rows * a->hkv * a->b) * sizeof(unsigned);
+     * views; the dynamic scan's step counters after them. */
+    const size_t tiles1 = (size_t)(rows * a->hkv * a->b);
+    const int dyn = (ctx->decode_tuning.dynamic & 1) != 0;
+    const size_t counters = tiles1 * (dyn ? 2 : 1) * sizeof(unsigned);
     const int st = ke__scratch_get(ctx, counters, partial_bytes, &sp.counters,
                                    &sp.partials);
-    if (st == KE_OK) sp.splits = splits;
-    else if (st != KE_ECAP && st != KE_ENOMEM) return st;
+    if (st == KE_OK) {
+      sp.splits = splits;
+      if (dyn) ext.grabs = sp.counters + tiles1;
+    } else if (st != KE_ECAP && st != KE_ENOMEM) {
+      return st;
+    }
   }
   KE__TIMED_LAUNCH(ctx, "attention_decode",
-                   ke__attention_decode_launch(ctx->stream, dtype, q, k, v, o,
-                                               a, &sp));
+                   ke__attention_decode_launch_ext(ctx->stream, dtype, q, k,
+                                                   v, o, a, &sp, &ext));
   return KE_OK;
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "decode-launch.h"
 #include "decode.h"
 #include "engine-impl.h"
 #include "kiln/kernels.h"
@@ -193,7 +194,8 @@ done:
  * scratch) every sequence runs as one range. */
 static int ke__paged_plan(ke_context *ctx,
                           const ke_paged_attention_params *params,
-                          int64_t max_len, ke__paged_attention_args *a) {
+                          int64_t max_len, ke__paged_attention_args *a,
+                          ke__decode_ext *ext) {
   const int64_t group = a->num_heads / a->num_kv_heads;
   const int64_t tile = ke__decode_tile_rows(group);
   const int64_t pairs = a->num_seqs * a->num_kv_heads * ((group + tile - 1) /
@@ -223,10 +225,16 @@ static int ke__paged_plan(ke_context *ctx,
   } else if (splits > 1 && !params->workspace) {
     const size_t partial_bytes =
         ke__paged_ws_bytes(a->num_seqs, a->num_heads, a->head_dim, splits);
-    const int st = ke__scratch_get(ctx, (size_t)pairs * sizeof(unsigned),
-                                   partial_bytes, &a->counters, &a->partials);
+    /* Done counters, then the dynamic scan's step counters. */
+    const int dyn = (ctx->decode_tuning.dynamic & 2) != 0;
+    const int st = ke__scratch_get(
+        ctx, (size_t)pairs * (dyn ? 2 : 1) * sizeof(unsigned), partial_bytes,
+        &a->counters, &a->partials);
     if (st != KE_OK && st != KE_ECAP && st != KE_ENOMEM) return st;
-    if (st == KE_OK) a->cap = splits;
+    if (st == KE_OK) {
+      a->cap = splits;
+      if (dyn) ext->grabs = a->counters + pairs;
+    }
   } else {
     splits = 1;
   }
@@ -283,13 +291,15 @@ int ke_paged_attention(ke_context *ctx, const ke_tensor *q,
       .block_size = (int)k_cache->shape[2],
       .scale = ke__paged_scale(params, q->shape[2]),
   };
+  /* Stages by default (0): 3 (4 measured slower for paged decode). */
+  ke__decode_ext ext = {NULL, ctx->decode_tuning.stages == 4 ? 4 : 3};
   int64_t max_len = 0;
   KE__TRY(ke__paged_check_tables(ctx, block_tables, seq_lens, a.num_seqs,
                                  max_blocks_per_seq, a.block_size,
                                  k_cache->shape[0], &max_len));
-  KE__TRY(ke__paged_plan(ctx, params, max_len, &a));
+  KE__TRY(ke__paged_plan(ctx, params, max_len, &a, &ext));
   KE__TIMED_LAUNCH(ctx, "paged_attention",
-                   ke__paged_attention_launch(ctx->stream, &a));
+                   ke__paged_attention_launch_ext(ctx->stream, &a, &ext));
   if (a.splits > 1 && !a.counters)
     KE__TIMED_LAUNCH(ctx, "paged_attention_combine",
                      ke__paged_attention_combine_launch(ctx->stream, &a));

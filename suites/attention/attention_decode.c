@@ -336,6 +336,12 @@ START_TEST(tuning_refusals) {
   ke__decode_tuning_defaults(&t);
   t.force_splits = -1;
   kt_assert_status(ke__decode_tuning_set(ctx, &t), KE_EINVAL);
+  ke__decode_tuning_defaults(&t);
+  t.dynamic = 4;
+  kt_assert_status(ke__decode_tuning_set(ctx, &t), KE_EINVAL);
+  ke__decode_tuning_defaults(&t);
+  t.stages = 5;
+  kt_assert_status(ke__decode_tuning_set(ctx, &t), KE_EINVAL);
   kt_assert_ok(ke__decode_tuning_get(ctx, &got));
   ke__decode_tuning_defaults(&t);
   ck_assert_int_eq(got.force_splits, t.force_splits);
@@ -346,6 +352,47 @@ START_TEST(tuning_refusals) {
   dec_case c = mk(KE_F32, 1, 4, 2, 1, 300, 64, 0);
   dec_check(c);
   kt_assert_ok(ke__decode_tuning_set(ctx, NULL));
+}
+END_TEST
+
+/* ---- Steps taken from a counter, four stages ------------------------------ */
+
+/* The decode knobs' other paths (kiln/test-tuning.h): the blocks of a row
+ * tile taking its keys a step at a time from a shared counter (dynamic),
+ * with 3 and 4 pipeline stages, and fixed ranges with 4. Many ranges over
+ * a few steps each, the same call twice (the counters must be back at 0),
+ * an odd key count, fewer keys than one step, a single key, more ranges
+ * than steps, causal rows whose limits end mid-step, every lane geometry
+ * and f32 (which keeps 3 stages). */
+static void dec_mode(int dynamic, int stages) {
+  ke__decode_tuning t;
+  kt_assert_ok(ke__decode_tuning_get(kt_ctx(), &t));
+  t.dynamic = dynamic;
+  t.stages = stages;
+  kt_assert_ok(ke__decode_tuning_set(kt_ctx(), &t));
+}
+
+START_TEST(dynamic_steps) {
+  static const int modes[][2] = {{1, 3}, {1, 4}, {0, 4}};
+  for (int m = 0; m < NELEM(modes); m++) {
+    dec_mode(modes[m][0], modes[m][1]);
+    dec_check(mk(KE_BF16, 1, 32, 8, 1, 5000, 128, 40));
+    dec_check(mk(KE_BF16, 1, 32, 8, 1, 5000, 128, 40));
+    dec_check(mk(KE_F16, 2, 8, 2, 1, 3001, 128, 7));
+    dec_check(mk(KE_F16, 1, 8, 2, 1, 17, 128, 3));
+    dec_check(mk(KE_BF16, 1, 4, 2, 1, 1, 128, 3));
+    dec_check(mk(KE_BF16, 1, 4, 1, 1, 100, 64, 50));
+    dec_check(mk(KE_F16, 1, 4, 2, 1, 999, 32, 5));
+    dec_check(mk(KE_BF16, 1, 4, 2, 1, 999, 256, 5));
+    dec_check(mk(KE_F32, 2, 8, 2, 1, 2000, 128, 6));
+    dec_case c = mk(KE_BF16, 1, 8, 2, 4, 3001, 128, 9);
+    c.causal = 1;
+    c.offset = 1500;
+    dec_check(c);
+    c.offset = 17;
+    dec_check(c);
+  }
+  kt_assert_ok(ke__decode_tuning_set(kt_ctx(), NULL));
 }
 END_TEST
 
@@ -361,6 +408,7 @@ static const kt_test attention_decode_tests[] = {
     KT_TEST(empty_rows),
     KT_TEST(scratch),
     KT_TEST(tuning_refusals),
+    KT_TEST(dynamic_steps),
 };
 
 KT_SUITE(kt_suite_attention_decode, "attention_decode", "gpu,kernel",

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kiln/test-tuning.h"
 #include "paged-check.h"
 
 
@@ -188,6 +189,42 @@ START_TEST(split_ranges) {
       pa_check(&c, "split_ranges");
       attn_force_splits(0);
     }
+}
+END_TEST
+
+/* The decode knobs' other paths (kiln/test-tuning.h) on the engine-scratch
+ * split: each sequence's blocks taking its tokens a step at a time from a
+ * shared counter (dynamic), with 3 and 4 pipeline stages, and fixed ranges
+ * with 4. Lengths shorter than one step, odd ones, more ranges than a
+ * sequence has steps, the same call twice (the counters must be back at
+ * 0), 16-bit and f32 caches (f32 keeps 3 stages). */
+START_TEST(dynamic_steps) {
+  static const int32_t lens[] = {3001, 1, 17, 4097, 513, 100, 31};
+  static const int modes[][2] = {{2, 3}, {2, 4}, {0, 4}};
+  static const struct {
+    int64_t splits, head_dim, block_size, group;
+    ke_dtype dt;
+  } cfg[] = {{40, 128, 16, 4, KE_BF16}, {7, 64, 8, 8, KE_F16},
+             {5, 256, 32, 3, KE_F16}, {3, 128, 16, 4, KE_F32}};
+  for (int m = 0; m < NELEM(modes); m++) {
+    ke__decode_tuning t;
+    kt_assert_ok(ke__decode_tuning_get(kt_ctx(), &t));
+    t.dynamic = modes[m][0];
+    t.stages = modes[m][1];
+    kt_assert_ok(ke__decode_tuning_set(kt_ctx(), &t));
+    for (int i = 0; i < NELEM(cfg); i++) {
+      pa_case c = pa_default(NELEM(lens), lens);
+      c.head_dim = cfg[i].head_dim;
+      c.block_size = cfg[i].block_size;
+      c.num_heads = 2 * cfg[i].group;
+      c.q_dtype = c.kv_dtype = c.out_dtype = cfg[i].dt;
+      attn_force_splits(cfg[i].splits);
+      pa_check(&c, "dynamic_steps");
+      if (i == 0) pa_check(&c, "dynamic_steps_again");
+      attn_force_splits(0);
+    }
+  }
+  kt_assert_ok(ke__decode_tuning_set(kt_ctx(), NULL));
 }
 END_TEST
 
@@ -558,6 +595,7 @@ static const kt_test paged_attention_tests[] = {
     KT_TEST(scale),
     KT_TEST(split),
     KT_TEST(split_ranges),
+    KT_TEST(dynamic_steps),
     KT_TEST(long_8192, .tags = "slow", .timeout_s = 600),
     KT_TEST(decode_bandwidth, .tags = "slow,perf", .timeout_s = 600),
     KT_TEST(strided_q_out),

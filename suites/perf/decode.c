@@ -159,8 +159,9 @@ void perf_decode_case(const perf_cfg *c, perf_run *r) {
     perf_record(r, ms);
   } else {
     char what[64];
-    snprintf(what, sizeof what, "bpm%lld_mc%lld_GBps",
-             (long long)tun.blocks_per_mp, (long long)tun.min_chunk);
+    snprintf(what, sizeof what, "%sbpm%lld_mc%lld%s_GBps",
+             tun.dynamic ? "dyn_" : "", (long long)tun.blocks_per_mp,
+             (long long)tun.min_chunk, tun.stages == 4 ? "_s4" : "");
     perf_metric(r, what, (double)kv_bytes / (ms * 1e-3) / 1e9, "GB/s");
   }
 
@@ -179,11 +180,14 @@ void perf_decode_case(const perf_cfg *c, perf_run *r) {
 
 /* The split's knobs (kiln/test-tuning.h) swept on the bf16 cases of the
  * decode rows, dense then paged, so that one GPU run compares them without
- * a rebuild: blocks per multiprocessor the ranges aim for (1..4) and the
- * fewest keys per range (128..1024). Metrics BENCH.bf16.bpmN_mcM_GBps (not
- * picked up by the perf table); the default is bpm2_mc256. Each setting is
- * also checked against the reference. Host emulation: the first row of
- * each over two settings of each knob. */
+ * a rebuild: fixed ranges or ranges taken a step at a time (dynamic, for
+ * dense and paged), blocks per multiprocessor the ranges aim for (1..4) and
+ * the fewest keys per range (256 or 1024), and 4 pipeline stages instead
+ * of 3 at bpm 2, mc 256.
+ * Metrics BENCH.bf16.[dyn_]bpmN_mcM[_s4]_GBps (not picked up by the perf
+ * table). Each setting is also checked against the reference. Host
+ * emulation: the first row of each over two settings of each knob, 3
+ * stages (the suites run 4). */
 void perf_decode_sweep(void) {
   static const char *const tests[] = {"decode", "paged_decode"};
   const int64_t bpms[] = {1, 2, 3, 4}, chunks[] = {128, 256, 512, 1024};
@@ -194,17 +198,28 @@ void perf_decode_sweep(void) {
   for (int t = 0; t < 2; t++) {
     size_t at = 0;
     for (const perf_case *pc; (pc = perf_next_case(tests[t], &at)) != NULL;) {
-      for (int i = 0; i < nk; i++)
-        for (int j = 0; j < nk; j++) {
-          ke__decode_tuning tun;
-          ke__decode_tuning_defaults(&tun);
-          tun.blocks_per_mp = bpms[i];
-          tun.min_chunk = chunks[j];
-          kt_assert_ok(ke__decode_tuning_set(kt_ctx(), &tun));
-          perf_run r;
-          perf_run_init(&r, &c, pc, KE_BF16, &copy_gbps);
-          perf_decode_case(&c, &r);
-        }
+      for (int dyn = 0; dyn < 2; dyn++)
+        for (int stages = 3; stages <= 4; stages++)
+          for (int i = 0; i < nk; i++)
+            for (int j = 0; j < nk; j++) {
+              /* 4 stages only at the default split (they measured no
+               * faster on the H100). */
+              if (!c.host && (j == 0 || j == 2)) continue;
+              if (stages == 4 && (c.host || i != 1 || j != 1)) continue;
+              ke__decode_tuning tun;
+              ke__decode_tuning_defaults(&tun);
+              tun.dynamic = dyn ? 3 : 0;
+              tun.stages = stages;
+              tun.blocks_per_mp = bpms[i];
+              tun.min_chunk = chunks[j];
+              ke__decode_tuning def;
+              ke__decode_tuning_defaults(&def);
+              if (memcmp(&tun, &def, sizeof tun) == 0) continue;
+              kt_assert_ok(ke__decode_tuning_set(kt_ctx(), &tun));
+              perf_run r;
+              perf_run_init(&r, &c, pc, KE_BF16, &copy_gbps);
+              perf_decode_case(&c, &r);
+            }
       if (c.host) break;
     }
   }

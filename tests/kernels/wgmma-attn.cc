@@ -3,7 +3,8 @@
  * configuration (D padded to 64, 128, 192, 256), f16 and bf16, causal
  * with negative, zero and positive offsets and not, GQA and MQA, a
  * [B, S, H, D] layout, row and key counts off the tiles, and a NaN in V at
- * a key hidden from some rows of a warpgroup (the lane-by-lane P V),
+ * a key hidden from some rows of a warpgroup (the lane-by-lane P V, also
+ * followed by a tile the warpgroup sees), the timing variants,
  * against a double reference with the attention suite's bound. It runs
  * wgmma (SS for Q K^T, RS for P V with P in registers), TMA of rank-4 maps
  * and the mbarriers as port/host/hopper-on-host.h executes them. One case
@@ -182,10 +183,11 @@ static void one(const shape &p, float scale, bool entry = false) {
 }
 
 template <typename T> static void all() {
-  typedef kd_fa3_cfg<64, 128, 3> c64;
-  typedef kd_fa3_cfg<128, 128, 2> c128;
-  typedef kd_fa3_cfg<192, 64, 2> c192;
-  typedef kd_fa3_cfg<256, 64, 2> c256;
+  /* The engine's configurations (attention_sm90.hip). */
+  typedef kd_fa3_d64<> c64;
+  typedef kd_fa3_d128<> c128;
+  typedef kd_fa3_d192<> c192;
+  typedef kd_fa3_d256<> c256;
   /* b hq hkv sq sk d causal offset bshd nan */
   one<T, c64>({1, 2, 2, 130, 300, 64, 0, 0, false, -1}, 0.125f);
   one<T, c64>({2, 4, 1, 37, 37, 40, 1, 0, true, -1}, 0.2f);
@@ -200,6 +202,24 @@ template <typename T> static void all() {
    * its others: the lane-by-lane P V. */
   one<T, c128>({1, 1, 1, 64, 64, 128, 1, 0, false, 20}, 0.0884f);
   one<T, c64>({1, 2, 1, 96, 96, 64, 1, 0, false, 50}, 0.125f);
+  /* The tile done lane by lane is followed by one the warpgroup sees: its
+   * P V in the next round goes against the zero tile. */
+  one<T, c128>({1, 1, 1, 64, 300, 128, 1, 100, false, 110}, 0.0884f);
+  one<T, c256>({1, 2, 1, 64, 130, 256, 1, 5, false, 20}, 0.0625f);
+  /* The timing variant without the softmax / P V overlap, and the other
+   * shapes of the loop: D 128 on 64-key tiles in two loops, D 64 in one,
+   * D 256 overlapped in one loop and in two. */
+  one<T, kd_fa3_d128<2>>({1, 4, 2, 200, 200, 128, 1, 0, false, -1}, 0.0884f);
+  one<T, kd_fa3_cfg<128, 64, 4, 2, true, true>>(
+      {1, 4, 2, 200, 200, 128, 1, 0, false, -1}, 0.0884f);
+  one<T, kd_fa3_cfg<128, 64, 4, 2, true, true>>(
+      {1, 1, 1, 64, 300, 128, 1, 100, false, 110}, 0.0884f);
+  one<T, kd_fa3_cfg<64, 128, 3, 2, true, false>>(
+      {1, 2, 2, 130, 300, 64, 1, 40, false, -1}, 0.125f);
+  one<T, kd_fa3_cfg<256, 64, 2, 2, true, false>>(
+      {1, 2, 2, 130, 130, 200, 1, 5, true, -1}, 0.0625f);
+  one<T, kd_fa3_cfg<256, 64, 2, 2, true, true>>(
+      {1, 2, 2, 130, 130, 200, 1, 5, true, -1}, 0.0625f);
 }
 
 /* The engine's choice: the Hopper kernel by default where kd_wg_available()
@@ -228,8 +248,8 @@ static void routing() {
   } else {
     printf("ok  KILN_HOPPER_ATTN=0 turns the Hopper kernel off\n");
   }
-  one<kd_bf16, kd_fa3_d128>({1, 2, 1, 70, 90, 128, 1, 0, false, -1}, 0.0884f,
-                            true);
+  one<kd_bf16, kd_fa3_d128<>>({1, 2, 1, 70, 90, 128, 1, 0, false, -1},
+                              0.0884f, true);
   unsetenv("KILN_EMU_SM");
 }
 

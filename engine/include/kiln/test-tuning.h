@@ -28,6 +28,15 @@ typedef struct ke__decode_tuning {
                               (at most one per key, and for paged attention
                               with a workspace at most its partitions); 0:
                               chosen from the multiprocessors (default) */
+  int64_t dynamic;         /* which split calls (those that merge in the
+                              launch) let the blocks of a row tile take its
+                              keys a step at a time from a shared counter
+                              instead of fixed ranges: bit 0 dense decode,
+                              bit 1 paged attention (default 1: dense) */
+  int64_t stages;          /* depth of the copy pipeline for 16-bit K/V
+                              with aligned rows: 3 or 4; 0 (default): 4
+                              for dense bf16, 3 otherwise (measured,
+                              docs/performance.md) */
 } ke__decode_tuning;
 
 void ke__decode_tuning_defaults(ke__decode_tuning *t);

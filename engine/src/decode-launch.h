@@ -1,0 +1,44 @@
+/* The split-key decode kernels' launch options beyond launch.h's
+ * ke__decode_split and ke__paged_attention_args (kernels/attention_decode.hip,
+ * kernels/paged_attention.hip, the core in kernels/kd-decode.h): how the
+ * blocks of a row tile share its keys and how deep the copy pipeline is.
+ * Internal to engine/src and the kernels.
+ */
+#ifndef KILN_ENGINE_DECODE_LAUNCH_H
+#define KILN_ENGINE_DECODE_LAUNCH_H
+
+#include "launch.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ke__decode_ext {
+  /* Non-NULL (split launches that merge through counters only): the blocks
+   * of a row tile take its keys a step at a time from grabs[tile] (zero
+   * between launches, set back by the merging block) instead of each
+   * streaming a fixed range (kd-decode.h, kd_dec_scan_dyn). One counter
+   * per entry of the split's counters, in the same order. */
+  unsigned *grabs;
+  /* Copy pipeline depth for 16-bit K/V with 16-byte copies: 3 or 4 (any
+   * other value: 3); f32 and element loads always take 3. */
+  int stages;
+} ke__decode_ext;
+
+/* ke__attention_decode_launch with the options (NULL: fixed ranges, 3
+ * stages). */
+int ke__attention_decode_launch_ext(void *stream, ke_dtype dtype,
+                                    const void *q, const void *k,
+                                    const void *v, void *o,
+                                    const ke__attention_desc *desc,
+                                    const ke__decode_split *split,
+                                    const ke__decode_ext *ext);
+/* ke__paged_attention_launch with the options (grabs only with counters). */
+int ke__paged_attention_launch_ext(void *stream,
+                                   const ke__paged_attention_args *args,
+                                   const ke__decode_ext *ext);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
