@@ -4,21 +4,23 @@
  * 16-byte aligned, D not a multiple of 8). A header so that
  * scripts/attn-tune.cu builds other configurations of the same code.
  *
- * A block of 256 threads (16 x 16: ty = tid / 16, tx = tid % 16) takes BM
- * consecutive rows of one (batch, kv head), as kd-attn.h defines rows.
- * Q [BM][DP], K and V [BN][DP] and P [BM][BN] live in shared memory as f32. Per tile of BN keys
- * the block computes S = Q K^T as a small GEMM: thread (ty, tx) owns rows
- * ty + 16 i (i < BM / 16) and keys tx + 16 j (j < BN / 16) and reads one
- * float4 of Q per row and of K per key for every four dimensions; the 16
- * threads of a row group reduce its max with shuffles, update the running
- * max m and sum l, rescale O and write P = exp(S - m) to shared memory;
- * then O += P V, the thread owning rows ty + 16 i and dimensions
+ * A block of THREADS = 128 or 256 threads (TY x 16: ty = tid / 16, tx =
+ * tid % 16) takes BM consecutive rows of one (batch, kv head), as
+ * kd-attn.h defines rows. Q [BM][DP], K and V [BN][DP] and P [BM][BN] live
+ * in shared memory as f32. Per tile of BN keys the block computes
+ * S = Q K^T as a small GEMM: thread (ty, tx) owns rows ty + TY i
+ * (i < BM / TY) and keys tx + 16 j (j < BN / 16) and reads one float4 of
+ * Q per row and of K per key for every four dimensions; the 16 threads of
+ * a row group reduce its max with shuffles, update the running max m and
+ * sum l, rescale O and write P = exp(S - m) to shared memory; then
+ * O += P V, the thread owning rows ty + TY i and dimensions
  * 4 (tx + 16 c) .. + 3 (c < DP / 64), reading P as float4 of four keys and
  * V as float4 of four dimensions. K_{t+1} is copied while P and O are
  * worked on, V_{t+1} while the next S is: one buffer each, FlashAttention-2's
  * order, with kd_cp_async16 when rows are 16-byte aligned f32 (cp.async on
- * NVIDIA), converting loads otherwise. K is stored with its float4 groups
- * XOR-swizzled by key so that 16 keys at one group hit distinct banks.
+ * NVIDIA), converting loads otherwise. K and Q are stored with their
+ * float4 groups XOR-swizzled by row so that 16 keys (or a warp's two rows)
+ * at one group hit distinct banks.
  *
  * Masks, edges and special values follow the matrix-core kernel: keys from
  * kv_end on are zero-filled and never loaded; S is masked, and P V skips a
