@@ -467,16 +467,6 @@ __device__ __forceinline__ float kd_dec_ld_shared_row(const float *p) {
 #endif
 }
 
-struct kd_dec_fmax_op {
-  __device__ __forceinline__ float operator()(float a, float b) const {
-    return fmaxf(a, b);
-  }
-};
-struct kd_dec_add_op {
-  __device__ __forceinline__ float operator()(float a, float b) const {
-    return a + b;
-  }
-};
 
 /* Most partials per row that the last block merges through shared memory
  * (kd_dec_merge_block: maxima and sums of RT rows, 2 RT parts floats, in
@@ -526,14 +516,14 @@ kd_dec_merge_block(kd_dec_smem<L, RT> &sm, const Rows &rows, int dim,
     float big_m = -INFINITY;
     for (int p = lane; p < parts; p += warpSize)
       big_m = fmaxf(big_m, pm[warp * parts + p]);
-    big_m = kd_warp_reduce(big_m, kd_dec_fmax_op());
+    big_m = kd_warp_reduce(big_m, kd_max_op());
     float l = 0.0f;
     for (int p = lane; p < parts; p += warpSize) {
       const float w = kd_dec_weight<FAST>(pm[warp * parts + p], big_m);
       l = fmaf(w, pl[warp * parts + p], l);
       pm[warp * parts + p] = w;
     }
-    l = kd_warp_reduce(l, kd_dec_add_op());
+    l = kd_warp_reduce(l, kd_sum_op());
     if (lane == 0) sm.l[warp] = l;
   }
   __syncthreads();
