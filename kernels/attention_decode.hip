@@ -28,6 +28,7 @@
  * by ke_attention), splits at most 2^20.
  */
 #include "kd-decode.h"
+#include "kd-decode-mma.h"
 
 /* Two blocks per multiprocessor: 128 registers per thread, which hold a
  * row tile of 4 (query and accumulator: 64 registers) with 2 keys of K and
@@ -61,12 +62,12 @@ template <typename T, int RT> struct ke_dec_dense_rows {
     return true;
   }
   __device__ __forceinline__ int64_t id(int r) const {
-    int64_t h, i;
+    int64_t h = 0, i = 0;
     if (!head_query(r, h, i)) return -1;
     return (b * a->hq + h) * a->sq + i;
   }
   __device__ __forceinline__ void store(int r, int d, float x) const {
-    int64_t h, i;
+    int64_t h = 0, i = 0;
     head_query(r, h, i);
     o[b * a->o_stride[0] + h * a->o_stride[1] + i * a->o_stride[2] + d] =
         kd_from_float<T>(x);
@@ -177,6 +178,124 @@ ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
                                    parts, pt);
 }
 
+/* The matrix-unit path (kd-decode-mma.h): 16-bit K/V with 16-byte rows,
+ * D a multiple of 8 up to DP, every row of the tile seeing the same keys
+ * (no causal limit, or one query per head). Same grid, split and partials
+ * as the SIMT kernel; fixed ranges only. */
+template <class Arch, typename T, int RT, int DP, int S>
+__global__ void __launch_bounds__(KD_DEC_THREADS, 1)
+ke_attention_decode_mma_kernel(const T *__restrict__ q,
+                               const T *__restrict__ k,
+                               const T *__restrict__ v, T *__restrict__ o,
+                               ke__attention_desc a, ke__decode_split sp) {
+  HIP_DYNAMIC_SHARED(uint4, kd_dec_smem_raw);
+  const int64_t tiles = (a.hq / a.hkv * a.sq + RT - 1) / RT;
+  const int64_t rt = blockIdx.x % tiles, split = blockIdx.x / tiles;
+  const int64_t hk = blockIdx.y, b = blockIdx.z;
+  const ke_dec_dense_rows<T, RT> rows = {o, &a, b, hk, rt * RT};
+  /* Every row has the same limit (the launcher's condition). */
+  int64_t kv_end = a.sk;
+  if (a.causal) {
+    kv_end = a.offset + 1;
+    kv_end = kv_end < 0 ? 0 : (kv_end > a.sk ? a.sk : kv_end);
+  }
+  int64_t chunk = (kv_end + sp.splits - 1) / sp.splits;
+  if (chunk < sp.min_chunk) chunk = sp.min_chunk;
+  const int64_t parts = kv_end == 0 ? 1 : (kv_end + chunk - 1) / chunk;
+  if (split >= parts) return;
+  const int64_t kb = split * chunk;
+  const int n = (int)(kb + chunk < kv_end ? chunk : kv_end - kb);
+  const ke_dec_dense_src<T> src = {
+      k + b * a.k_stride[0] + hk * a.k_stride[1],
+      v + b * a.v_stride[0] + hk * a.v_stride[1], a.k_stride[2],
+      a.v_stride[2]};
+  auto qbits = [&](int r, int e) -> uint16_t {
+    int64_t h = 0, i = 0;
+    if (!rows.head_query(r, h, i)) return 0;
+    return q[b * a.q_stride[0] + h * a.q_stride[1] + i * a.q_stride[2] + e]
+        .bits;
+  };
+  kd_decm_state<Arch, DP / 16> ws;
+  kd_decm_scan<Arch, T, DP, S, RT>(src, qbits,
+                                   reinterpret_cast<uint16_t *>(
+                                       kd_dec_smem_raw),
+                                   kb, n, (int)a.d,
+                                   a.scale, ws);
+  kd_dec_smem<Arch::WARP, RT> &mg =
+      *reinterpret_cast<kd_dec_smem<Arch::WARP, RT> *>(kd_dec_smem_raw);
+  kd_dec_state<RT> st;
+  kd_decm_block_merge<Arch, DP, RT>(ws, st, mg);
+  const int64_t pair = (hk + a.hkv * b) * tiles + rt;
+  const kd_dec_partials pt = {sp.partials, sp.splits,
+                              sp.counters ? sp.counters + pair : nullptr,
+                              nullptr};
+  kd_dec_finish<Arch::WARP, RT, true, true>(st, mg, rows, (int)a.d, split,
+                                            parts, pt);
+}
+
+template <typename T, int RT, int DP, int S>
+static int ke_dec_launch_mma(hipStream_t s, const void *q, const void *k,
+                             const void *v, void *o,
+                             const ke__attention_desc *a,
+                             const ke__decode_split *sp) {
+  typedef kd_decm<kd_mma_nv, T, DP, S> K;
+  const int64_t tiles = (a->hq / a->hkv * a->sq + RT - 1) / RT;
+  const dim3 grid((unsigned)(tiles * sp->splits), (unsigned)a->hkv,
+                  (unsigned)a->b);
+  constexpr size_t mg = sizeof(kd_dec_smem<kd_mma_nv::WARP, RT>);
+  constexpr size_t smem = K::BYTES > mg ? K::BYTES : mg;
+  const void *fn =
+      (const void *)ke_attention_decode_mma_kernel<kd_mma_nv, T, RT, DP, S>;
+  const int err = (int)hipFuncSetAttribute(
+      fn, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  if (err != 0) return err;
+  hipLaunchKernelGGL((ke_attention_decode_mma_kernel<kd_mma_nv, T, RT, DP, S>),
+                     grid, dim3(KD_DEC_THREADS), smem, s, (const T *)q,
+                     (const T *)k, (const T *)v, (T *)o, *a, *sp);
+  return (int)hipGetLastError();
+}
+
+template <typename T, int RT, int S>
+static int ke_dec_launch_mma_dp(hipStream_t s, const void *q, const void *k,
+                                const void *v, void *o,
+                                const ke__attention_desc *a,
+                                const ke__decode_split *sp) {
+  if (a->d <= 64) return ke_dec_launch_mma<T, RT, 64, S>(s, q, k, v, o, a, sp);
+  return ke_dec_launch_mma<T, RT, 128, S>(s, q, k, v, o, a, sp);
+}
+
+/* Whether the matrix-unit kernel takes this call (its conditions above),
+ * and then launches it: x->mma is its pipeline depth (2 or 3; 0: never). */
+template <typename T>
+static bool ke_dec_try_mma(hipStream_t s, const void *q, const void *k,
+                           const void *v, void *o, const ke__attention_desc *a,
+                           const ke__decode_split *sp, const ke__decode_ext *x,
+                           int *ret) {
+#if KD_MMA_HAS_NV
+  if (sizeof(T) != 2 || (x->mma != 2 && x->mma != 3) || a->d > 128 ||
+      (a->causal && a->sq != 1) || kd_mma_device_kind() != KD_MMA_NV)
+    return false;
+  if constexpr (sizeof(T) == 2) {
+    const int tr = (int)ke__decode_tile_rows(a->hq / a->hkv * a->sq);
+    const bool s3 = x->mma == 3;
+    if (tr == 1)
+      *ret = s3 ? ke_dec_launch_mma_dp<T, 1, 3>(s, q, k, v, o, a, sp)
+                : ke_dec_launch_mma_dp<T, 1, 2>(s, q, k, v, o, a, sp);
+    else if (tr == 2)
+      *ret = s3 ? ke_dec_launch_mma_dp<T, 2, 3>(s, q, k, v, o, a, sp)
+                : ke_dec_launch_mma_dp<T, 2, 2>(s, q, k, v, o, a, sp);
+    else
+      *ret = s3 ? ke_dec_launch_mma_dp<T, 4, 3>(s, q, k, v, o, a, sp)
+                : ke_dec_launch_mma_dp<T, 4, 2>(s, q, k, v, o, a, sp);
+    return true;
+  }
+#else
+  (void)s, (void)q, (void)k, (void)v, (void)o, (void)a, (void)sp, (void)x,
+      (void)ret;
+#endif
+  return false;
+}
+
 /* 16-byte copies need D and every K/V stride to be multiples of 8
  * elements and both bases 16-byte aligned. */
 static bool ke_dec_vec_ok(const void *k, const void *v,
@@ -258,6 +377,8 @@ static int ke_dec_launch_typed(hipStream_t s, const void *q, const void *k,
                                const ke__decode_ext *x) {
   if (!ke_dec_vec_ok(k, v, a))
     return ke_dec_launch_rows<T, 1, false>(s, q, k, v, o, a, sp, x);
+  int ret = 0;
+  if (ke_dec_try_mma<T>(s, q, k, v, o, a, sp, x, &ret)) return ret;
   switch (ke__decode_tile_rows(a->hq / a->hkv * a->sq)) {
   case 1: return ke_dec_launch_rows<T, 1, true>(s, q, k, v, o, a, sp, x);
   case 2: return ke_dec_launch_rows<T, 2, true>(s, q, k, v, o, a, sp, x);
@@ -269,7 +390,7 @@ extern "C" int ke__attention_decode_launch_ext(
     void *stream, ke_dtype dtype, const void *q, const void *k, const void *v,
     void *o, const ke__attention_desc *desc, const ke__decode_split *sp,
     const ke__decode_ext *ext) {
-  const ke__decode_ext plain = {nullptr, 3};
+  const ke__decode_ext plain = {nullptr, 3, 0};
   const ke__decode_ext *x = ext ? ext : &plain;
   if (desc->d < 1 || desc->d > 256 || sp->splits < 1 ||
       (sp->splits > 1 && (!sp->partials || !sp->counters)))

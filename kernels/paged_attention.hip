@@ -26,6 +26,7 @@
  * (kiln/paged_attention.h): an empty sum (every score -inf) is 0/0 = NaN.
  */
 #include "kd-decode.h"
+#include "kd-decode-mma.h"
 
 /* Two blocks per multiprocessor, as dense decode. */
 #define KE_PA_MIN_BLOCKS 2
@@ -184,6 +185,118 @@ ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
   }
 }
 
+/* The matrix-unit path (kd-decode-mma.h): q, caches and out all of one
+ * 16-bit dtype, head_dim at most DP. Same grid, ranges and partials as
+ * the SIMT kernel; fixed ranges only. */
+template <class Arch, typename T, int RT, int DP, int S>
+__global__ void __launch_bounds__(KD_DEC_THREADS, 1)
+ke_paged_attention_mma_kernel(ke__paged_attention_args a) {
+  HIP_DYNAMIC_SHARED(uint4, kd_dec_smem_raw);
+  uint16_t *smem = reinterpret_cast<uint16_t *>(kd_dec_smem_raw);
+  kd_dec_smem<Arch::WARP, RT> &mg =
+      *reinterpret_cast<kd_dec_smem<Arch::WARP, RT> *>(kd_dec_smem_raw);
+  const int group = a.num_heads / a.num_kv_heads;
+  const int tiles = (group + RT - 1) / RT;
+  const int kv_head = blockIdx.y;
+  const int64_t split = blockIdx.z;
+  const int64_t nx = (int64_t)tiles * a.num_seqs;
+  const T *qp = static_cast<const T *>(a.q);
+
+  for (int64_t x = blockIdx.x; x < nx; x += gridDim.x) {
+    const int rt = (int)(x % tiles);
+    const int64_t seq = x / tiles;
+    const int64_t len = a.seq_lens[seq];
+    const int64_t parts = (len + a.chunk - 1) / a.chunk;
+    if (split >= parts) continue;
+    const int64_t kb = split * a.chunk;
+    int64_t ke = kb + a.chunk < len ? kb + a.chunk : len;
+#if defined(KE_PLANTED_BUG)
+    /* The planted bug of the SIMT kernel above, here too. */
+    if (ke == len) ke = (ke + a.block_size - 1) / a.block_size * a.block_size;
+#endif
+    const int n = (int)(ke - kb);
+    const ke_pa_rows rows = {&a, seq, kv_head * group + rt * RT,
+                             group - rt * RT < RT ? group - rt * RT : RT};
+    const ke_pa_src<T> src = {
+        static_cast<const T *>(a.k_cache), static_cast<const T *>(a.v_cache),
+        a.block_tables + seq * a.max_blocks_per_seq, a.num_kv_heads, kv_head,
+        a.block_size, (int)__ffs(a.block_size) - 1, a.head_dim};
+    auto qbits = [&](int r, int e) -> uint16_t {
+      return r < rows.gc ? qp[seq * a.q_seq_stride +
+                              (int64_t)(rows.h0 + r) * a.q_head_stride + e]
+                               .bits
+                         : (uint16_t)0;
+    };
+    __syncthreads(); /* the previous sequence's merge is read */
+    kd_decm_state<Arch, DP / 16> ws;
+    kd_decm_scan<Arch, T, DP, S, RT>(src, qbits, smem, kb, n, a.head_dim,
+                                     a.scale, ws);
+    kd_dec_state<RT> st;
+    kd_decm_block_merge<Arch, DP, RT>(ws, st, mg);
+    const int64_t pair = (seq * a.num_kv_heads + kv_head) * tiles + rt;
+    const kd_dec_partials pt = {a.partials, a.cap,
+                                a.counters ? a.counters + pair : nullptr,
+                                nullptr};
+    kd_dec_finish<Arch::WARP, RT, true, false>(st, mg, rows, a.head_dim,
+                                               split, parts, pt);
+  }
+}
+
+template <typename T, int RT, int DP, int S>
+static int ke_pa_launch_mma(hipStream_t s, const ke__paged_attention_args *a) {
+  typedef kd_decm<kd_mma_nv, T, DP, S> K;
+  const int group = a->num_heads / a->num_kv_heads;
+  const int64_t nx = (int64_t)((group + RT - 1) / RT) * a->num_seqs;
+  const dim3 grid((unsigned)(nx < KE_PA_MAX_GRID_X ? nx : KE_PA_MAX_GRID_X),
+                  (unsigned)a->num_kv_heads, (unsigned)a->splits);
+  constexpr size_t mg = sizeof(kd_dec_smem<kd_mma_nv::WARP, RT>);
+  constexpr size_t smem = K::BYTES > mg ? K::BYTES : mg;
+  const void *fn =
+      (const void *)ke_paged_attention_mma_kernel<kd_mma_nv, T, RT, DP, S>;
+  const int err = (int)hipFuncSetAttribute(
+      fn, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  if (err != 0) return err;
+  hipLaunchKernelGGL((ke_paged_attention_mma_kernel<kd_mma_nv, T, RT, DP, S>),
+                     grid, dim3(KD_DEC_THREADS), smem, s, *a);
+  return (int)hipGetLastError();
+}
+
+template <typename T, int RT>
+static int ke_pa_launch_mma_rt(hipStream_t s, const ke__paged_attention_args *a,
+                               int stages) {
+  if (a->head_dim <= 64)
+    return stages == 3 ? ke_pa_launch_mma<T, RT, 64, 3>(s, a)
+                       : ke_pa_launch_mma<T, RT, 64, 2>(s, a);
+  return stages == 3 ? ke_pa_launch_mma<T, RT, 128, 3>(s, a)
+                     : ke_pa_launch_mma<T, RT, 128, 2>(s, a);
+}
+
+/* Whether the matrix-unit kernel takes this call, and then launches it:
+ * x->mma is its pipeline depth (2 or 3; 0: never). */
+static bool ke_pa_try_mma(hipStream_t s, const ke__paged_attention_args *a,
+                          const ke__decode_ext *x, int *ret) {
+#if KD_MMA_HAS_NV
+  if ((x->mma != 2 && x->mma != 3) || a->head_dim > 128 ||
+      a->q_dtype != a->kv_dtype || a->out_dtype != a->kv_dtype ||
+      (a->kv_dtype != KE_F16 && a->kv_dtype != KE_BF16) ||
+      kd_mma_device_kind() != KD_MMA_NV)
+    return false;
+  const int tr = (int)ke__decode_tile_rows(a->num_heads / a->num_kv_heads);
+  if (a->kv_dtype == KE_F16)
+    *ret = tr == 1   ? ke_pa_launch_mma_rt<kd_half, 1>(s, a, x->mma)
+           : tr == 2 ? ke_pa_launch_mma_rt<kd_half, 2>(s, a, x->mma)
+                     : ke_pa_launch_mma_rt<kd_half, 4>(s, a, x->mma);
+  else
+    *ret = tr == 1   ? ke_pa_launch_mma_rt<kd_bf16, 1>(s, a, x->mma)
+           : tr == 2 ? ke_pa_launch_mma_rt<kd_bf16, 2>(s, a, x->mma)
+                     : ke_pa_launch_mma_rt<kd_bf16, 4>(s, a, x->mma);
+  return true;
+#else
+  (void)s, (void)a, (void)x, (void)ret;
+  return false;
+#endif
+}
+
 /* The workspace path's merge: one block per (sequence, query head) that
  * was split; the attention pass finished the others. */
 template <bool FAST>
@@ -273,10 +386,12 @@ extern "C" int ke__paged_attention_launch_ext(void *stream,
                                               const ke__paged_attention_args *a,
                                               const ke__decode_ext *ext) {
   hipStream_t s = (hipStream_t)stream;
-  const ke__decode_ext plain = {nullptr, 3};
+  const ke__decode_ext plain = {nullptr, 3, 0};
   const ke__decode_ext *x = ext ? ext : &plain;
   if (a->splits < 1 || a->chunk < 1 || (a->splits > 1 && !a->partials))
     return (int)hipErrorInvalidValue;
+  int ret = 0;
+  if (ke_pa_try_mma(s, a, x, &ret)) return ret;
   /* 16-bit outputs may take the approximate exp (kd_exp_for's rule). */
   return a->out_dtype == KE_F32 ? ke_pa_launch_fast<false>(s, a, x)
                                 : ke_pa_launch_fast<true>(s, a, x);

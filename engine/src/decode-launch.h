@@ -23,10 +23,15 @@ typedef struct ke__decode_ext {
   /* Copy pipeline depth for 16-bit K/V with 16-byte copies: 3 or 4 (any
    * other value: 3); f32 and element loads always take 3. */
   int stages;
+  /* 2 or 3: calls that the matrix-unit kernels take (kd-decode-mma.h:
+   * 16-bit K/V, aligned rows, D <= 128, every row seeing the same keys, a
+   * GPU with mma.sync) run there, with this pipeline depth, and fixed
+   * ranges; 0: the SIMT kernels only. */
+  int mma;
 } ke__decode_ext;
 
 /* ke__attention_decode_launch with the options (NULL: fixed ranges, 3
- * stages). */
+ * stages, SIMT only). */
 int ke__attention_decode_launch_ext(void *stream, ke_dtype dtype,
                                     const void *q, const void *k,
                                     const void *v, void *o,

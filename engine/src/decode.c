@@ -16,6 +16,7 @@ void ke__decode_tuning_defaults(ke__decode_tuning *t) {
   t->force_splits = 0;
   t->dynamic = 1;
   t->stages = 0;
+  t->matrix = 3;
 }
 
 int ke__decode_tuning_get(const ke_context *ctx, ke__decode_tuning *t) {
@@ -34,14 +35,17 @@ int ke__decode_tuning_set(ke_context *ctx, const ke__decode_tuning *t) {
   if (t->blocks_per_mp < 1 || t->blocks_per_mp > 64 || t->min_chunk < 1 ||
       t->max_rows < 0 || t->force_splits < 0 ||
       t->force_splits > ((int64_t)1 << 20) || t->dynamic < 0 ||
-      t->dynamic > 3 || (t->stages != 0 && t->stages != 3 && t->stages != 4))
+      t->dynamic > 3 || (t->stages != 0 && t->stages != 3 && t->stages != 4) ||
+      (t->matrix != 0 && t->matrix != 2 && t->matrix != 3))
     return ke__fail(KE_EINVAL, "ke__decode_tuning_set: blocks_per_mp %lld "
                                "(1..64), min_chunk %lld (>= 1), max_rows "
                                "%lld (>= 0), force_splits %lld (0..2^20), "
-                               "dynamic %lld (0..3), stages %lld (0, 3 or 4)",
+                               "dynamic %lld (0..3), stages %lld (0, 3 or 4), "
+                               "matrix %lld (0, 2 or 3)",
                     (long long)t->blocks_per_mp, (long long)t->min_chunk,
                     (long long)t->max_rows, (long long)t->force_splits,
-                    (long long)t->dynamic, (long long)t->stages);
+                    (long long)t->dynamic, (long long)t->stages,
+                    (long long)t->matrix);
   ctx->decode_tuning = *t;
   return KE_OK;
 }
@@ -83,8 +87,9 @@ int ke__attention_decode(ke_context *ctx, ke_dtype dtype, const void *q,
   /* Stages by default (0): 4 for bf16, whose dynamic scan ran 7-13 %
    * slower with 3 on the H100 (docs/performance.md), 3 otherwise. */
   const int64_t stages = ctx->decode_tuning.stages;
-  ke__decode_ext ext = {NULL, (int)(stages ? stages
-                                           : dtype == KE_BF16 ? 4 : 3)};
+  ke__decode_ext ext = {NULL,
+                        (int)(stages ? stages : dtype == KE_BF16 ? 4 : 3),
+                        (int)ctx->decode_tuning.matrix};
   const int64_t splits = ke__decode_splits(ctx, pairs, a->sk, &sp.min_chunk);
   if (splits > 1) {
     /* Partial rows for every (output row, range); without the scratch (the

@@ -292,7 +292,8 @@ int ke_paged_attention(ke_context *ctx, const ke_tensor *q,
       .scale = ke__paged_scale(params, q->shape[2]),
   };
   /* Stages by default (0): 3 (4 measured slower for paged decode). */
-  ke__decode_ext ext = {NULL, ctx->decode_tuning.stages == 4 ? 4 : 3};
+  ke__decode_ext ext = {NULL, ctx->decode_tuning.stages == 4 ? 4 : 3,
+                        (int)ctx->decode_tuning.matrix};
   int64_t max_len = 0;
   KE__TRY(ke__paged_check_tables(ctx, block_tables, seq_lens, a.num_seqs,
                                  max_blocks_per_seq, a.block_size,

@@ -342,6 +342,9 @@ START_TEST(tuning_refusals) {
   ke__decode_tuning_defaults(&t);
   t.stages = 5;
   kt_assert_status(ke__decode_tuning_set(ctx, &t), KE_EINVAL);
+  ke__decode_tuning_defaults(&t);
+  t.matrix = 1;
+  kt_assert_status(ke__decode_tuning_set(ctx, &t), KE_EINVAL);
   kt_assert_ok(ke__decode_tuning_get(ctx, &got));
   ke__decode_tuning_defaults(&t);
   ck_assert_int_eq(got.force_splits, t.force_splits);
@@ -396,6 +399,78 @@ START_TEST(dynamic_steps) {
 }
 END_TEST
 
+/* ---- The matrix-unit kernels ----------------------------------------------- */
+
+static void dec_matrix(int matrix) {
+  ke__decode_tuning t;
+  kt_assert_ok(ke__decode_tuning_get(kt_ctx(), &t));
+  t.matrix = matrix;
+  kt_assert_ok(ke__decode_tuning_set(kt_ctx(), &t));
+}
+
+/* The calls the matrix-unit kernels take (kd-decode-mma.h: 16-bit, D up to
+ * 128 padded to 64 or 128, every row of a tile seeing the same keys) with
+ * 2 and 3 stages, then with the SIMT kernels in their place (matrix 0):
+ * key counts that end mid-tile, fewer keys than one warp's tile, a single
+ * key, ranges of a few tiles, every row tile (GQA 1 to 16, several query
+ * rows without a causal limit), peaked scores that rescale across tiles, a
+ * causal single query whose keys end mid-tile with NaN K/V past it, one
+ * with nothing visible, and NaN/Inf at visible keys. */
+START_TEST(matrix_path) {
+  static const int modes[] = {2, 3, 0};
+  for (int m = 0; m < NELEM(modes); m++) {
+    dec_matrix(modes[m]);
+    dec_check(mk(KE_BF16, 1, 32, 8, 1, 5000, 128, 40));
+    dec_check(mk(KE_F16, 2, 8, 2, 1, 3001, 128, 7));
+    dec_check(mk(KE_F16, 1, 8, 8, 1, 17, 128, 3));
+    dec_check(mk(KE_BF16, 1, 4, 2, 1, 1, 128, 1));
+    dec_check(mk(KE_BF16, 1, 16, 1, 1, 300, 64, 0));
+    dec_check(mk(KE_F16, 1, 4, 1, 3, 1000, 80, 5));
+    dec_check(mk(KE_BF16, 1, 4, 2, 1, 999, 8, 5));
+    dec_check(mk(KE_F16, 3, 6, 3, 1, 4097, 112, 0));
+    dec_case c = mk(KE_BF16, 1, 8, 2, 1, 2000, 96, 3);
+    c.q_std = 6.0f;
+    dec_check(c);
+    c = mk(KE_BF16, 2, 8, 2, 1, 3001, 128, 9);
+    c.causal = 1;
+    c.offset = 1500;
+    dec_check(c);
+    c.offset = -1 - c.sk; /* nothing visible: zeros */
+    dec_check(c);
+
+    const int64_t nb = 2, hq = 4, hkv = 1, sk = 400, d = 128;
+    int64_t qs[4] = {nb, hq, 1, d}, ks[4] = {nb, hkv, sk, d};
+    ke_tensor q, k, v, o;
+    attn_alloc_qkvo(&q, &k, &v, &o, KE_BF16, qs, ks);
+    attn_fill_qkv(&q, &k, &v, 1.0f);
+    attn_host h;
+    attn_host_read(&h, &q, &k, &v);
+    h.v[(0 * sk + 200) * d + 5] = NAN;
+    h.k[(1 * sk + 150) * d + 0] = NAN;
+    for (int64_t a = 0; a < nb; a++)
+      for (int64_t j = 301; j < sk; j++)
+        for (int64_t e = 0; e < d; e++)
+          h.k[(a * sk + j) * d + e] = h.v[(a * sk + j) * d + e] = NAN;
+    attn_host_write(&h, &q, &k, &v);
+    c = mk(KE_BF16, nb, hq, hkv, 1, sk, d, 4);
+    c.causal = 1;
+    c.offset = 300; /* keys 0 .. 300 */
+    dec_check_views(&c, "matrix_nan", &q, &k, &v, &o, &o, &h);
+    double *got = kt_to_doubles(&o);
+    for (int64_t hh = 0; hh < hq; hh++) {
+      const double *r0 = got + (0 * hq + hh) * d, *r1 = got + (1 * hq + hh) * d;
+      ck_assert_msg(isnan(r0[5]), "V NaN lost (head %lld)", (long long)hh);
+      ck_assert_msg(!isnan(r0[4]), "V NaN spread to element 4");
+      ck_assert_msg(isnan(r1[0]) && isnan(r1[d - 1]), "K NaN lost");
+    }
+    free(got);
+    attn_host_free(&h);
+    attn_free_qkvo(&q, &k, &v, &o);
+  }
+  kt_assert_ok(ke__decode_tuning_set(kt_ctx(), NULL));
+}
+END_TEST
+
 static const kt_test attention_decode_tests[] = {
     KT_TEST(sizes),
     KT_TEST(gqa_ratios),
@@ -409,6 +484,7 @@ static const kt_test attention_decode_tests[] = {
     KT_TEST(scratch),
     KT_TEST(tuning_refusals),
     KT_TEST(dynamic_steps),
+    KT_TEST(matrix_path),
 };
 
 KT_SUITE(kt_suite_attention_decode, "attention_decode", "gpu,kernel",

@@ -37,6 +37,11 @@ typedef struct ke__decode_tuning {
                               with aligned rows: 3 or 4; 0 (default): 4
                               for dense bf16, 3 otherwise (measured,
                               docs/performance.md) */
+  int64_t matrix;          /* 2 or 3 (default 3): 16-bit decode calls that
+                              the matrix-unit kernels can take
+                              (docs/kernels.md, "Decode on the matrix
+                              units") run there with this pipeline depth;
+                              0: the SIMT kernels only */
 } ke__decode_tuning;
 
 void ke__decode_tuning_defaults(ke__decode_tuning *t);
