@@ -264,18 +264,40 @@ static int ke_dec_launch_mma_dp(hipStream_t s, const void *q, const void *k,
   return ke_dec_launch_mma<T, RT, 128, S>(s, q, k, v, o, a, sp);
 }
 
-/* Whether the matrix-unit kernel takes this call (its conditions above),
- * and then launches it: x->mma is its pipeline depth (2 or 3; 0: never). */
+/* Whether the matrix-unit kernel takes this call (its conditions above;
+ * matrix is the knob: 2 or 3 stages, 0 never). */
+static bool ke_dec_vec_ok(const void *k, const void *v,
+                          const ke__attention_desc *a);
+static bool ke_dec_mma_ok(ke_dtype dtype, const void *k, const void *v,
+                          const ke__attention_desc *a, int matrix) {
+#if KD_MMA_HAS_NV
+  return (dtype == KE_F16 || dtype == KE_BF16) &&
+         (matrix == 2 || matrix == 3) && a->d <= 128 &&
+         (!a->causal || a->sq == 1) && ke_dec_vec_ok(k, v, a) &&
+         kd_mma_device_kind() == KD_MMA_NV;
+#else
+  (void)dtype, (void)k, (void)v, (void)a, (void)matrix;
+  return false;
+#endif
+}
+
+extern "C" int ke__attention_decode_takes_mma(ke_dtype dtype, const void *k,
+                                              const void *v,
+                                              const ke__attention_desc *a,
+                                              int matrix) {
+  return ke_dec_mma_ok(dtype, k, v, a, matrix);
+}
+
+/* Launches the matrix-unit kernel when it takes the call. */
 template <typename T>
 static bool ke_dec_try_mma(hipStream_t s, const void *q, const void *k,
                            const void *v, void *o, const ke__attention_desc *a,
                            const ke__decode_split *sp, const ke__decode_ext *x,
                            int *ret) {
-#if KD_MMA_HAS_NV
-  if (sizeof(T) != 2 || (x->mma != 2 && x->mma != 3) || a->d > 128 ||
-      (a->causal && a->sq != 1) || kd_mma_device_kind() != KD_MMA_NV)
-    return false;
   if constexpr (sizeof(T) == 2) {
+    if (!ke_dec_mma_ok(std::is_same<T, kd_half>::value ? KE_F16 : KE_BF16, k, v, a,
+                       x->mma))
+      return false;
     const int tr = (int)ke__decode_tile_rows(a->hq / a->hkv * a->sq);
     const bool s3 = x->mma == 3;
     if (tr == 1)
@@ -288,12 +310,11 @@ static bool ke_dec_try_mma(hipStream_t s, const void *q, const void *k,
       *ret = s3 ? ke_dec_launch_mma_dp<T, 4, 3>(s, q, k, v, o, a, sp)
                 : ke_dec_launch_mma_dp<T, 4, 2>(s, q, k, v, o, a, sp);
     return true;
+  } else {
+    (void)s, (void)q, (void)k, (void)v, (void)o, (void)a, (void)sp, (void)x,
+        (void)ret;
+    return false;
   }
-#else
-  (void)s, (void)q, (void)k, (void)v, (void)o, (void)a, (void)sp, (void)x,
-      (void)ret;
-#endif
-  return false;
 }
 
 /* 16-byte copies need D and every K/V stride to be multiples of 8

@@ -271,16 +271,25 @@ static int ke_pa_launch_mma_rt(hipStream_t s, const ke__paged_attention_args *a,
                      : ke_pa_launch_mma<T, RT, 128, 2>(s, a);
 }
 
-/* Whether the matrix-unit kernel takes this call, and then launches it:
- * x->mma is its pipeline depth (2 or 3; 0: never). */
+/* Whether the matrix-unit kernel takes this call (matrix is the knob: 2 or
+ * 3 stages, 0 never). */
+extern "C" int ke__paged_attention_takes_mma(const ke__paged_attention_args *a,
+                                             int matrix) {
+#if KD_MMA_HAS_NV
+  return (matrix == 2 || matrix == 3) && a->head_dim <= 128 &&
+         a->q_dtype == a->kv_dtype && a->out_dtype == a->kv_dtype &&
+         (a->kv_dtype == KE_F16 || a->kv_dtype == KE_BF16) &&
+         kd_mma_device_kind() == KD_MMA_NV;
+#else
+  (void)a, (void)matrix;
+  return 0;
+#endif
+}
+
+/* Launches the matrix-unit kernel when it takes the call. */
 static bool ke_pa_try_mma(hipStream_t s, const ke__paged_attention_args *a,
                           const ke__decode_ext *x, int *ret) {
-#if KD_MMA_HAS_NV
-  if ((x->mma != 2 && x->mma != 3) || a->head_dim > 128 ||
-      a->q_dtype != a->kv_dtype || a->out_dtype != a->kv_dtype ||
-      (a->kv_dtype != KE_F16 && a->kv_dtype != KE_BF16) ||
-      kd_mma_device_kind() != KD_MMA_NV)
-    return false;
+  if (!ke__paged_attention_takes_mma(a, x->mma)) return false;
   const int tr = (int)ke__decode_tile_rows(a->num_heads / a->num_kv_heads);
   if (a->kv_dtype == KE_F16)
     *ret = tr == 1   ? ke_pa_launch_mma_rt<kd_half, 1>(s, a, x->mma)
@@ -291,10 +300,6 @@ static bool ke_pa_try_mma(hipStream_t s, const ke__paged_attention_args *a,
            : tr == 2 ? ke_pa_launch_mma_rt<kd_bf16, 2>(s, a, x->mma)
                      : ke_pa_launch_mma_rt<kd_bf16, 4>(s, a, x->mma);
   return true;
-#else
-  (void)s, (void)a, (void)x, (void)ret;
-  return false;
-#endif
 }
 
 /* The workspace path's merge: one block per (sequence, query head) that

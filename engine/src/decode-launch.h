@@ -43,6 +43,16 @@ int ke__paged_attention_launch_ext(void *stream,
                                    const ke__paged_attention_args *args,
                                    const ke__decode_ext *ext);
 
+/* Whether a launch with the matrix knob `matrix` takes the matrix-unit
+ * kernel (kd-decode-mma.h), which holds one block per multiprocessor
+ * where the SIMT kernel holds two: the split aims for half the blocks. */
+int ke__attention_decode_takes_mma(ke_dtype dtype, const void *k,
+                                   const void *v,
+                                   const ke__attention_desc *desc,
+                                   int matrix);
+int ke__paged_attention_takes_mma(const ke__paged_attention_args *args,
+                                  int matrix);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,7 +16,7 @@ void ke__decode_tuning_defaults(ke__decode_tuning *t) {
   t->force_splits = 0;
   t->dynamic = 1;
   t->stages = 0;
-  t->matrix = 3;
+  t->matrix = 2;
 }
 
 int ke__decode_tuning_get(const ke_context *ctx, ke__decode_tuning *t) {
@@ -51,7 +51,7 @@ int ke__decode_tuning_set(ke_context *ctx, const ke__decode_tuning *t) {
 }
 
 int64_t ke__decode_splits(const ke_context *ctx, int64_t pairs, int64_t keys,
-                          int64_t *min_chunk) {
+                          int64_t *min_chunk, int mma) {
   const ke__decode_tuning *t = &ctx->decode_tuning;
   int64_t splits;
   if (t->force_splits > 0) {
@@ -60,7 +60,10 @@ int64_t ke__decode_splits(const ke_context *ctx, int64_t pairs, int64_t keys,
   } else {
     const int64_t mps = ctx->device.multiprocessors > 0
                             ? ctx->device.multiprocessors : 1;
-    const int64_t slots = mps * t->blocks_per_mp;
+    const int64_t bpm = mma ? (t->blocks_per_mp > 1 ? t->blocks_per_mp / 2
+                                                    : 1)
+                            : t->blocks_per_mp;
+    const int64_t slots = mps * bpm;
     splits = pairs >= slots ? 1 : slots / pairs;
     const int64_t by_keys = (keys + t->min_chunk - 1) / t->min_chunk;
     if (splits > by_keys) splits = by_keys;
@@ -90,7 +93,9 @@ int ke__attention_decode(ke_context *ctx, ke_dtype dtype, const void *q,
   ke__decode_ext ext = {NULL,
                         (int)(stages ? stages : dtype == KE_BF16 ? 4 : 3),
                         (int)ctx->decode_tuning.matrix};
-  const int64_t splits = ke__decode_splits(ctx, pairs, a->sk, &sp.min_chunk);
+  const int64_t splits = ke__decode_splits(
+      ctx, pairs, a->sk, &sp.min_chunk,
+      ke__attention_decode_takes_mma(dtype, k, v, a, ext.mma));
   if (splits > 1) {
     /* Partial rows for every (output row, range); without the scratch (the
      * cap refused it) the call runs unsplit, which is slower, not wrong. */

@@ -201,7 +201,8 @@ static int ke__paged_plan(ke_context *ctx,
   const int64_t pairs = a->num_seqs * a->num_kv_heads * ((group + tile - 1) /
                                                          tile);
   int64_t min_chunk; /* ranges of equal length: not needed here */
-  int64_t splits = ke__decode_splits(ctx, pairs, max_len, &min_chunk);
+  int64_t splits = ke__decode_splits(ctx, pairs, max_len, &min_chunk,
+                                     ke__paged_attention_takes_mma(a, ext->mma));
   if (splits > KE__PAGED_MAX_SPLITS) splits = KE__PAGED_MAX_SPLITS;
   a->splits = 1;
   a->chunk = max_len;

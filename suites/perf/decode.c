@@ -159,7 +159,8 @@ void perf_decode_case(const perf_cfg *c, perf_run *r) {
     perf_record(r, ms);
   } else {
     char what[64];
-    snprintf(what, sizeof what, "%sbpm%lld_mc%lld%s_GBps",
+    snprintf(what, sizeof what, "%s%sbpm%lld_mc%lld%s_GBps",
+             tun.matrix == 2 ? "mma2_" : tun.matrix == 3 ? "mma3_" : "",
              tun.dynamic ? "dyn_" : "", (long long)tun.blocks_per_mp,
              (long long)tun.min_chunk, tun.stages == 4 ? "_s4" : "");
     perf_metric(r, what, (double)kv_bytes / (ms * 1e-3) / 1e9, "GB/s");
@@ -183,9 +184,10 @@ void perf_decode_case(const perf_cfg *c, perf_run *r) {
  * a rebuild: fixed ranges or ranges taken a step at a time (dynamic, for
  * dense and paged), blocks per multiprocessor the ranges aim for (1..4) and
  * the fewest keys per range (256 or 1024), and 4 pipeline stages instead
- * of 3 at bpm 2, mc 256.
- * Metrics BENCH.bf16.[dyn_]bpmN_mcM[_s4]_GBps (not picked up by the perf
- * table). Each setting is also checked against the reference. Host
+ * of 3 at bpm 2, mc 256, all on the SIMT kernels (matrix 0); then the
+ * matrix-unit kernels with 2 and 3 stages over the same bpm and mc.
+ * Metrics BENCH.bf16.[mma2_|mma3_][dyn_]bpmN_mcM[_s4]_GBps (not picked up
+ * by the perf table). Each setting is also checked against the reference. Host
  * emulation: the first row of each over two settings of each knob, 3
  * stages (the suites run 4). */
 void perf_decode_sweep(void) {
@@ -198,16 +200,21 @@ void perf_decode_sweep(void) {
   for (int t = 0; t < 2; t++) {
     size_t at = 0;
     for (const perf_case *pc; (pc = perf_next_case(tests[t], &at)) != NULL;) {
+      for (int matrix = 0; matrix <= 3; matrix++)
       for (int dyn = 0; dyn < 2; dyn++)
         for (int stages = 3; stages <= 4; stages++)
           for (int i = 0; i < nk; i++)
             for (int j = 0; j < nk; j++) {
               /* 4 stages only at the default split (they measured no
-               * faster on the H100). */
+               * faster on the H100); the matrix-unit kernels have their
+               * own depth and fixed ranges only. */
+              if (matrix == 1) continue;
+              if (matrix && (dyn || stages == 4)) continue;
               if (!c.host && (j == 0 || j == 2)) continue;
               if (stages == 4 && (c.host || i != 1 || j != 1)) continue;
               ke__decode_tuning tun;
               ke__decode_tuning_defaults(&tun);
+              tun.matrix = matrix;
               tun.dynamic = dyn ? 3 : 0;
               tun.stages = stages;
               tun.blocks_per_mp = bpms[i];

@@ -37,7 +37,7 @@ typedef struct ke__decode_tuning {
                               with aligned rows: 3 or 4; 0 (default): 4
                               for dense bf16, 3 otherwise (measured,
                               docs/performance.md) */
-  int64_t matrix;          /* 2 or 3 (default 3): 16-bit decode calls that
+  int64_t matrix;          /* 2 or 3 (default 2): 16-bit decode calls that
                               the matrix-unit kernels can take
                               (docs/kernels.md, "Decode on the matrix
                               units") run there with this pipeline depth;
