@@ -1,6 +1,7 @@
 /* The Hopper GEMM (kernels/kd-gemm-wgmma.h) on the host emulation at warp
  * 32, called directly (no engine): both tile configurations, the
- * promotion's intervals and modes (serial, overlapped), every layout
+ * promotion's intervals and modes (serial, staggered, overlapped), the
+ * tile walk's L2 groups (kd-gemm-wgmma-variants.h), every layout
  * of A and B, edges in M, N and K, a batch with one operand shared, alpha
  * and beta, against a double reference with the GEMM suite's f32-sum
  * bound. It runs wgmma through its descriptors and swizzle, TMA and the
@@ -14,7 +15,7 @@
 
 #include <vector>
 
-#include "kd-gemm-wgmma.h"
+#include "kd-gemm-wgmma-variants.h"
 
 static int g_failures;
 
@@ -80,9 +81,10 @@ static void one(int64_t batch, int64_t m, int64_t n, int64_t k, bool akc,
     if (g_failures < 20)
       fprintf(stderr,
               "wgmma-gemm: BN %d, chunks of %d, mode %d, every %d slabs, "
-              "batch %lld, %lldx%lldx%lld, A %s, B %s: "
+              "group %d, flags %d, batch %lld, %lldx%lldx%lld, A %s, B %s: "
               "worst error %.3g of the tolerance\n",
-              Cfg::BN, Cfg::CW, Cfg::MODE, Cfg::EVERY, (long long)batch, (long long)m, (long long)n,
+              Cfg::BN, Cfg::CW, Cfg::MODE, Cfg::EVERY, Cfg::GROUP,
+              Cfg::FLAGS, (long long)batch, (long long)m, (long long)n,
               (long long)k, akc ? "[M][K]" : "[K][M]", bkc ? "[N][K]" : "[K][N]",
               worst);
     g_failures++;
@@ -113,22 +115,24 @@ int main() {
    * a 256-column tile, or of the whole 128 columns, the ring position
    * carried across a block's tiles. The UNPROMOTED measuring variant too,
    * for its indexing. */
-  typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2> big_e2;
-  typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 4> big_e4;
-  typedef kd_wg_cfg<256, 4, 64, KD_WG_OVERLAP, 1> big_ovl;
-  typedef kd_wg_cfg<256, 4, 64, KD_WG_OVERLAP, 2> big_ovl_e2;
-  typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 1> small_ovl;
-  typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 2> small_ovl_e2;
-  typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 3> small_ovl_e3;
   typedef kd_wg_cfg<256, 3, 128, KD_WG_UNPROMOTED> big_raw;
-  layouts<kd_bf16, big_e2>(1, 130, 300, 300, false);
-  layouts<kd_half, big_e4>(2, 70, 20, 136, true);
-  layouts<kd_bf16, big_ovl>(1, 130, 300, 300, false);
-  layouts<kd_half, big_ovl_e2>(2, 70, 20, 560, true);
-  layouts<kd_bf16, small_ovl>(1, 200, 300, 300, false);
-  layouts<kd_half, small_ovl_e2>(2, 70, 20, 560, true);
-  layouts<kd_bf16, small_ovl_e3>(1, 5, 9, 3, false);
+  layouts<kd_bf16, kd_wgv_256_e2>(1, 130, 300, 300, false);
+  layouts<kd_half, kd_wgv_256_e4>(2, 70, 20, 136, true);
+  layouts<kd_bf16, kd_wgv_256_ovl_e1>(1, 130, 300, 300, false);
+  layouts<kd_half, kd_wgv_256_ovl_e2>(2, 70, 20, 560, true);
+  layouts<kd_bf16, kd_wgv_128_ovl_e1>(1, 200, 300, 300, false);
+  layouts<kd_half, kd_wgv_128_ovl_e2>(2, 70, 20, 560, true);
+  layouts<kd_bf16, kd_wgv_128_ovl_e3>(1, 5, 9, 3, false);
   layouts<kd_bf16, big_raw>(1, 130, 300, 136, false);
+  /* The staggered promotion (consumer 1's groups a slab later: K of 1, 5
+   * and 6 slabs, so a group of one at either end) over several tiles a
+   * block, and the tile walk in L2 groups of 4 and 16 tile rows with a
+   * short last group (6 x 3 tiles batched, 9 x 2), edges in M and N. */
+  layouts<kd_bf16, kd_wgv_256_e2_stagger>(1, 130, 300, 300, false);
+  layouts<kd_half, kd_wgv_256_e2_g16_stagger>(2, 70, 20, 64, true);
+  layouts<kd_half, kd_wgv_256_e2_stagger>(3, 130, 520, 384, false);
+  layouts<kd_bf16, kd_wgv_256_e2_g4>(2, 700, 600, 70, false);
+  layouts<kd_bf16, kd_wgv_256_e2_g16>(1, 1100, 300, 70, false);
   if (g_failures) {
     fprintf(stderr, "wgmma-gemm: %d cases failed\n", g_failures);
     return 1;
