@@ -13,7 +13,8 @@
 
 /* 128 x 256 tiles: serial promotion every 1, 2 or 4 slabs; every 2 with
  * the tiles in L2 groups of 4 or 16 tile rows, with the consumers
- * staggered, and without its epilogue (measuring only); overlapped over
+ * staggered, with paired stores (groups of 16), and without its epilogue
+ * (measuring only); overlapped over
  * 64-column chunks; unpromoted (measuring only). */
 typedef kd_wg_cfg<256, 4> kd_wgv_256_e1;
 typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2> kd_wgv_256_e2;
@@ -26,6 +27,8 @@ typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2, 16, KD_WG_STAGGER>
     kd_wgv_256_e2_g16_stagger;
 typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2, 8, KD_WG_NO_STORE>
     kd_wgv_256_e2_nostore;
+typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2, 16, KD_WG_VEC_STORE>
+    kd_wgv_256_e2_g16_vec;
 typedef kd_wg_cfg<256, 4, 64, KD_WG_OVERLAP, 1> kd_wgv_256_ovl_e1;
 typedef kd_wg_cfg<256, 4, 64, KD_WG_OVERLAP, 2> kd_wgv_256_ovl_e2;
 typedef kd_wg_cfg<256, 4, 128, KD_WG_UNPROMOTED> kd_wgv_256_raw;
@@ -46,6 +49,7 @@ typedef kd_wg_cfg<128, 6> kd_wgv_128_e1;
   X(kd_wgv_256_e2_stagger, "256s4-serial-e2-stagger")                      \
   X(kd_wgv_256_e2_g16_stagger, "256s4-serial-e2-g16-stagger")              \
   X(kd_wgv_256_e2_nostore, "256s4-serial-e2-nostore")                      \
+  X(kd_wgv_256_e2_g16_vec, "256s4-serial-e2-g16-vec")                      \
   X(kd_wgv_256_ovl_e1, "256s4-ovl64-e1")                                   \
   X(kd_wgv_256_ovl_e2, "256s4-ovl64-e2")                                   \
   X(kd_wgv_128_ovl_e1, "128s6-ovl-e1")                                     \

@@ -53,8 +53,10 @@ enum { KD_WG_SERIAL, KD_WG_OVERLAP, KD_WG_UNPROMOTED };
  *             so that the two warpgroups do not wait for their partials
  *             and add them at the same moments;
  *   NO_STORE  the epilogue skipped (it stores only a NaN sum): for
- *             measuring the epilogue's cost only; the engine never uses it. */
-enum { KD_WG_STAGGER = 1, KD_WG_NO_STORE = 2 };
+ *             measuring the epilogue's cost only; the engine never uses it;
+ *   VEC_STORE the epilogue writes each in-range, aligned element pair with
+ *             one 4-byte (16-bit C) or 8-byte (f32) store, not two. */
+enum { KD_WG_STAGGER = 1, KD_WG_NO_STORE = 2, KD_WG_VEC_STORE = 4 };
 
 /* BN columns a tile, STAGES slots, chunks of CW columns per multiply
  * (wgmma N), MODE as above, a promotion every EVERY slabs of BK, tiles
@@ -118,14 +120,31 @@ static inline bool kd_wg_gemm_fits(const kd_mm_dense &op, int64_t rows,
 }
 
 /* Writes alpha * v (+ beta * C) to the element pair (row, col), (row,
- * col + 1) where inside m x n. */
-template <typename Tc>
+ * col + 1) where inside m x n; VEC: both with one store where both are
+ * inside and the pair is aligned to its size. */
+template <bool VEC, typename Tc>
 __device__ __forceinline__ void kd_wg_store2(Tc *c, int64_t ldc, int64_t row,
                                              int64_t col, float v0, float v1,
                                              const kd_mm_dims &d) {
   if (row >= d.m) return;
   Tc *p = c + row * ldc + col;
   const float v[2] = {v0, v1};
+  if (VEC && col + 1 < d.n && (uintptr_t)p % (2 * sizeof(Tc)) == 0) {
+    float o[2];
+    KD_UNROLL
+    for (int h = 0; h < 2; h++) {
+      o[h] = d.alpha * v[h];
+      if (d.beta != 0.0f) o[h] = fmaf(d.beta, kd_to_float(p[h]), o[h]);
+    }
+    if constexpr (sizeof(Tc) == 2) {
+      *(uint32_t *)(void *)p = (uint32_t)kd_from_float<Tc>(o[0]).bits |
+                               (uint32_t)kd_from_float<Tc>(o[1]).bits << 16;
+    } else {
+      struct alignas(8) pair { float x, y; };
+      *(pair *)(void *)p = pair{o[0], o[1]};
+    }
+    return;
+  }
   KD_UNROLL
   for (int h = 0; h < 2; h++)
     if (col + h < d.n) {
@@ -147,7 +166,8 @@ kd_wg_epilogue(Tc *c, int64_t ldc, const float (&sum)[Cfg::BN / 2],
     const int e = i % 64;
     const int64_t row = row0 + 16 * w + l / 4 + 8 * ((e / 2) % 2);
     const int64_t col = col0 + 128 * (i / 64) + 8 * (e / 4) + 2 * (l % 4);
-    kd_wg_store2(c, ldc, row, col, sum[i], sum[i + 1], d);
+    kd_wg_store2<(Cfg::FLAGS & KD_WG_VEC_STORE) != 0>(c, ldc, row, col,
+                                                      sum[i], sum[i + 1], d);
   }
 }
 
