@@ -277,6 +277,35 @@ __device__ __forceinline__ uint32_t kd_sw128(int r, int c) {
   return (uint32_t)(128 * r + 16 * ((c / 8) ^ (r % 8)) + 2 * (c % 8));
 }
 
+/* ---- Named barriers ------------------------------------------------------ */
+
+/* Barrier `id` (1-15; 0 is __syncthreads's) among `count` threads, a
+ * multiple of 32, whole warps: kd_bar_sync counts this thread's warp in and
+ * waits until `count` threads arrived in this phase; kd_bar_arrive counts it
+ * in and goes on. A phase completes at `count` arrivals and the barrier is
+ * ready for the next. They order warpgroups without a full __syncthreads
+ * (kd-attn-wgmma.h's ping-pong). */
+__device__ __forceinline__ void kd_bar_sync(int id, int count) {
+#if KD_WG__OK
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+#elif KD_WG__EMU
+  kemu_bar_named(id, count, true);
+#else
+  (void)id, (void)count;
+  KD_MMA__UNAVAILABLE();
+#endif
+}
+__device__ __forceinline__ void kd_bar_arrive(int id, int count) {
+#if KD_WG__OK
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+#elif KD_WG__EMU
+  kemu_bar_named(id, count, false);
+#else
+  (void)id, (void)count;
+  KD_MMA__UNAVAILABLE();
+#endif
+}
+
 /* ---- Register budgets of warp-specialised warpgroups --------------------- */
 
 template <int N> __device__ __forceinline__ void kd_wg_regs_dec() {

@@ -37,6 +37,12 @@
  *               too early gives wrong sums here. A wgmma chained on a
  *               pending accumulator starts from its pending value, as the
  *               hardware chains them.
+ *   named       bar.sync / bar.arrive id, count (launch.cc): barrier `id`
+ *   barriers    (1-15) completes a phase when `count` thread arrivals are
+ *               in; bar.arrive counts and goes on, bar.sync counts and
+ *               waits (its fiber parked) until the phase completes; the
+ *               next phase starts empty. A wait that can never complete is
+ *               reported as a deadlock, naming the barrier.
  *
  * Shared-memory addresses are offsets in the block's dynamic shared memory
  * (kemu__dynamic_shared, 1024-byte aligned), as the GPU's shared window.
@@ -49,6 +55,7 @@
 
 void kemu__yield();
 [[noreturn]] void kemu__die_op(const char *what);
+void kemu_bar_named(int id, int count, bool wait);
 
 inline unsigned char *kemu__smem_at(uint32_t addr) {
   return (unsigned char *)kemu__dynamic_shared() + addr;

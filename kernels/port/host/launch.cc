@@ -5,9 +5,11 @@
  * at a barrier, then the next ready thread runs. A barrier releases when
  * every live thread of its scope (block or warp) has arrived; a thread that
  * returned counts as arrived, as on hardware. Warp operations exchange
- * values through per-warp slots around a warp barrier. If a thread must
- * wait while no thread is ready, no barrier can ever release: that is a
- * deadlock, reported and aborted.
+ * values through per-warp slots around a warp barrier. Named barriers
+ * (bar.sync / bar.arrive with an id and a thread count) release when that
+ * many arrivals are in, waiters or not. If a thread must wait while no
+ * thread is ready, no barrier can ever release: that is a deadlock,
+ * reported and aborted.
  */
 #include <signal.h>
 #include <stdarg.h>
@@ -43,7 +45,9 @@ enum {
   MAX_LANES = 64
 };
 
-enum fiber_state : uint8_t { READY, RUNNING, AT_BLOCK, AT_WARP, DONE };
+enum fiber_state : uint8_t {
+  READY, RUNNING, AT_BLOCK, AT_WARP, AT_NAMED, DONE
+};
 
 struct fiber {
   kemu__ctx ctx;
@@ -51,6 +55,16 @@ struct fiber {
   unsigned int lane;
   unsigned int warp;
   fiber_state state;
+  uint8_t named; /* the named barrier it waits at (AT_NAMED) */
+};
+
+/* A named barrier (PTX bar.sync / bar.arrive id, count): the thread count
+ * its current phase was opened with and the arrivals so far; a phase
+ * releases at `count` arrivals and the next starts empty. Ids 1-15: id 0 is
+ * __syncthreads's barrier, which the emulation keeps to it. */
+enum { NAMED_BARS = 16 };
+struct named_bar {
+  unsigned int count, arrived;
 };
 
 /* A warp's barrier and exchange slots. The slots are double-buffered by the
@@ -84,6 +98,7 @@ struct sched {
   fiber *runq[MAX_THREADS];
   fiber fibers[MAX_THREADS];
   warp_state warps[MAX_WARPS];
+  named_bar named[NAMED_BARS];
   kemu__stack_pool stacks;
   void *alt_stack; /* signal stack this thread got from us, or null */
 };
@@ -247,10 +262,11 @@ void release_warp(sched *s, warp_state *w) {
 }
 
 [[noreturn]] void deadlock(sched *s) {
-  unsigned int at_block = 0, at_warp = 0, done = 0;
+  unsigned int at_block = 0, at_warp = 0, at_named = 0, done = 0;
   for (unsigned int i = 0; i < s->nthreads; i++) {
     at_block += s->fibers[i].state == AT_BLOCK;
     at_warp += s->fibers[i].state == AT_WARP;
+    at_named += s->fibers[i].state == AT_NAMED;
     done += s->fibers[i].state == DONE;
   }
   /* Name the first warp whose lanes wait at different barriers: usually
@@ -271,13 +287,21 @@ void release_warp(sched *s, warp_state *w) {
       break;
     }
   }
+  /* Else the named barriers still open: each one's arrivals and count. */
+  for (unsigned int id = 1; id < NAMED_BARS && !detail[0]; id++) {
+    const named_bar *b = &s->named[id];
+    if (b->arrived)
+      snprintf(detail, sizeof detail,
+               "; named barrier %u has %u of %u arrivals", id, b->arrived,
+               b->count);
+  }
   fflush(stdout);
   fprintf(stderr,
           "kiln host emulation: deadlock in kernel %s block (%u,%u,%u): %u "
-          "threads at __syncthreads, %u at warp barrier, %u returned (of "
-          "%u)%s\n",
+          "threads at __syncthreads, %u at warp barrier, %u at named "
+          "barriers (bar.sync), %u returned (of %u)%s\n",
           s->desc->kernel, blockIdx.x, blockIdx.y, blockIdx.z, at_block,
-          at_warp, done, s->nthreads, detail);
+          at_warp, at_named, done, s->nthreads, detail);
   abort();
 }
 
@@ -347,6 +371,7 @@ void run_block(sched *s, unsigned int bx, unsigned int by, unsigned int bz) {
     st->arrived = 0;
     st->gen = 0;
   }
+  memset(s->named, 0, sizeof s->named);
 
   const dim3 b = s->desc->block;
   unsigned int i = 0;
@@ -465,6 +490,42 @@ void kemu__syncthreads() {
     release_block(s);
   else
     park(s, s->cur, AT_BLOCK);
+}
+
+/* bar.sync (wait) or bar.arrive id, count: counts this thread's arrival at
+ * named barrier `id`; the arrival that makes `count` releases the phase's
+ * waiters. A count that differs from the one the phase opened with is
+ * undefined on the GPU and an abort here. */
+void kemu_bar_named(int id, int count, bool wait) {
+  const char *op = wait ? "bar.sync" : "bar.arrive";
+  sched *s = running(op);
+  fiber *me = s->cur;
+  if (id < 1 || id >= NAMED_BARS)
+    die("%s %d, %d in kernel %s thread %u: the emulation has barrier ids "
+        "1-%d (0 is __syncthreads's)",
+        op, id, count, s->desc->kernel, threadIdx.x, NAMED_BARS - 1);
+  if (count < 1 || (unsigned)count % s->warp_size ||
+      (unsigned)count > s->nthreads)
+    die("%s %d, %d in kernel %s thread %u: the thread count must be a "
+        "multiple of the warp size (%u) and at most the block's %u threads",
+        op, id, count, s->desc->kernel, threadIdx.x, s->warp_size,
+        s->nthreads);
+  named_bar *b = &s->named[id];
+  if (b->arrived == 0)
+    b->count = (unsigned)count;
+  else if (b->count != (unsigned)count)
+    die("%s %d, %d in kernel %s thread %u: this phase opened with a count "
+        "of %u",
+        op, id, count, s->desc->kernel, threadIdx.x, b->count);
+  if (++b->arrived == b->count) {
+    b->arrived = 0;
+    for (unsigned int i = 0; i < s->nthreads; i++)
+      if (s->fibers[i].state == AT_NAMED && s->fibers[i].named == id)
+        rq_push(s, &s->fibers[i]);
+  } else if (wait) {
+    me->named = (uint8_t)id;
+    park(s, me, AT_NAMED);
+  }
 }
 
 /* A thread spinning on a condition that other threads must make true (an
