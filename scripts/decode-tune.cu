@@ -4,16 +4,19 @@
 // It includes the kernels' own sources (kernels/attention_decode.hip,
 // kernels/paged_attention.hip), so building it against two trees times two
 // versions of the kernels side by side. For the perf suite's decode shapes
-// (q [B, 32, 1, 128], K/V [B, 8, S, 128], bf16; paged: blocks of 16 tokens,
-// a shuffled table) it prints the K+V bandwidth (2 B 8 S 128 2 bytes over
-// the median time) for blocks per multiprocessor 1-4 (the engine's split
-// rule, engine/src/decode.c, default 2), the device-to-device copy roof
-// (bytes read and written), and the worst error of head 0's four rows of
-// sequence 0 against a double reference.
+// (q [B, 32, 1, 128], K/V [B, 8, S, 128], f16 and bf16; paged: blocks of 16
+// tokens, a shuffled table) it prints the K+V bandwidth (2 B 8 S 128 2
+// bytes over the median time) of each kernel setting (kModes: the SIMT
+// core with fixed ranges, with steps from a counter and 4 stages, the
+// matrix-unit core with 2 or 3 stages) at 1 and 2 blocks per
+// multiprocessor for the split (engine/src/decode.c's rule), the
+// device-to-device copy roof (bytes read and written), and the worst error
+// of head 0's four rows of sequence 0 against a double reference (the
+// output poisoned before the checked launch).
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -DKILN_BACKEND_CUDA -Ikernels \
 //        -Iengine/include -Iengine/src scripts/decode-tune.cu -o decode-tune
-//   ./decode-tune [dense|paged B S BPM]    (one case only, e.g. for ncu)
+//   ./decode-tune [dense|paged B S BPM MODE f16|bf16]   (one case, for ncu)
 //
 // Method as the perf suite's: operand sets rotated over >= 2x L2, 5
 // warm-up launches, then the median of 30 event-timed ones.
