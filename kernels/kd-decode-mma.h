@@ -39,6 +39,17 @@
 
 #define KD_DECM_KEYS 16 /* keys per warp per step */
 
+/* The warp's lanes meet, each seeing the others' shared-memory writes.
+ * The launchers instantiate these kernels for kd_mma_nv only, and HIP's
+ * toolchain has no __syncwarp: there it is never reached. */
+__device__ __forceinline__ void kd_decm_syncwarp() {
+#if defined(KILN_BACKEND_HIP)
+  KD_MMA__UNAVAILABLE();
+#else
+  __syncwarp();
+#endif
+}
+
 template <class Arch, typename T, int DP, int S> struct kd_decm {
   static constexpr int CH = DP / 8, KD = DP / 16;
   static constexpr int NW = KD_DEC_THREADS / Arch::WARP;
@@ -145,7 +156,7 @@ kd_decm_scan(const Src &src, const QB &qbits, uint16_t *sm, int64_t kb,
   }
   for (int j = 0; j < steps; j++) {
     kd_cp_async_wait<S - 2>(); /* step j has landed (this lane's copies) */
-    __syncwarp();              /* ... and the warp's; step j - 1 is read */
+    kd_decm_syncwarp();        /* ... and the warp's; step j - 1 is read */
     issue(j + S - 1);
     kd_cp_async_commit();
     const int k0 = j * STEP + 16 * w; /* this warp's first key */
