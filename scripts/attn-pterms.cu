@@ -1,0 +1,356 @@
+// The Hopper attention kernel (kernels/kd-attn-wgmma.h) with P kept as two
+// 16-bit terms (the default) and rounded once (PTERMS 1, the "p1" variant)
+// on the same inputs, measured against a double reference at the attention
+// suites' awkward sizes and the perf shape (docs/performance.md, "P in one
+// or two terms"). A measuring tool, not part of the engine; the same source
+// builds two ways:
+//
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a
+//     -DKILN_BACKEND_CUDA -DKD_SM90A -Ikernels -Iengine/include
+//     -Iengine/src scripts/attn-pterms.cu -o attn-pterms
+//   ./attn-pterms [--dump DIR] [--ref-cap N] [--quick]
+//
+// and on the host emulation at warp 32 (meson: attn-pterms-check, with
+// --quick). Per case and variant it prints max |x - e| / max|v|, the max
+// relative error max |x - e| / max(|e|, rms(e)), the suite's worst
+// |x - e| / (atol + rtol |e|) (suites/attention/attention-check.c,
+// attn_tol) and NMSE over its limit; rows that see no key are left out.
+// On a GPU it also times both at the perf shape (median of 15 launches).
+// The reference runs where Sq Sk D Hq B <= N (default 2e9; the perf shape
+// is left to scripts/attn-pterms.py; the emulation skips larger cases). --dump writes each case's inputs and
+// both outputs raw, and DIR/cases.txt, for scripts/attn-pterms.py (torch's
+// SDPA and the float64 reference on the same inputs). Exit 1 when the
+// two-term kernel is over the suite's bound anywhere.
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "attention_sm90.hip" // the engine's configurations and variants
+
+static_assert(kd_fa3_pt<0> == 2 && kd_fa3_pt<1> == 1,
+              "variant 0 keeps two terms of P, variant 1 one");
+
+#define CHECK(x)                                                             \
+  do {                                                                       \
+    hipError_t e_ = (x);                                                     \
+    if (e_ != hipSuccess) {                                                  \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,             \
+              hipGetErrorString(e_));                                        \
+      exit(2);                                                               \
+    }                                                                        \
+  } while (0)
+
+struct acase {
+  const char *tag; // where the size comes from
+  int64_t b, hq, hkv, sq, sk, d;
+  int causal;
+  int64_t offset; // -1: Sk - Sq
+  float scale;    // 0: 1 / sqrt(D)
+  float q_std;    // Q ~ N(0, q_std); K, V ~ N(0, 1)
+  int uniform;    // 1: Q, K, V uniform in [-1, 1) (tests/kernels/wgmma-attn.cc)
+};
+
+// The suites' 16-bit TILED sizes (suites/attention/attention_tiled.c,
+// attention.c), the worst case of wgmma-attn, and the perf shape.
+static const acase kCases[] = {
+    {"key_lengths", 1, 2, 1, 130, 17, 64, 0, -1, 0, 1, 0},
+    {"key_lengths", 1, 2, 1, 130, 17, 64, 1, -1, 0, 1, 0},
+    {"key_lengths", 1, 2, 1, 37, 17, 64, 0, -1, 0, 1, 0},
+    {"key_lengths", 1, 2, 1, 37, 3001, 64, 1, -1, 0, 1, 0},
+    {"key_lengths", 1, 2, 1, 130, 3001, 64, 0, -1, 0, 1, 0},
+    {"key_lengths", 1, 2, 1, 1, 3001, 64, 0, -1, 0, 1, 0},
+    {"wgmma-attn", 2, 4, 1, 37, 37, 40, 1, 0, 0.2f, 1, 1},
+    {"wgmma-attn", 2, 4, 1, 37, 37, 40, 1, 0, 0, 1, 0},
+    {"head_dims", 1, 2, 1, 77, 150, 72, 1, -1, 0, 1, 0},
+    {"head_dims", 1, 2, 1, 77, 150, 128, 0, -1, 0, 1, 0},
+    {"head_dims", 1, 2, 1, 77, 150, 200, 1, -1, 0, 1, 0},
+    {"head_dims", 1, 2, 1, 77, 150, 256, 0, -1, 0, 1, 0},
+    {"gqa_ratios", 2, 8, 2, 37, 150, 128, 0, -1, 0, 1, 0},
+    {"gqa_ratios", 1, 8, 1, 50, 90, 96, 1, -1, 0, 1, 0},
+    {"causal_offsets", 1, 4, 2, 150, 60, 64, 1, -1, 0, 1, 0},
+    {"causal_offsets", 1, 4, 2, 100, 100, 64, 1, 0, 0, 1, 0},
+    {"causal_offsets", 1, 4, 2, 70, 200, 64, 1, 5, 0, 1, 0},
+    {"sharp", 1, 2, 1, 130, 700, 128, 1, -1, -0.7f, 1, 0},
+    {"sharp", 1, 2, 1, 130, 700, 128, 1, -1, 0, 8, 0},
+    {"decode_shapes", 2, 8, 2, 1, 1000, 128, 0, -1, 0, 1, 0},
+    {"long", 1, 2, 1, 3001, 3001, 64, 1, -1, 0, 1, 0},
+    {"long", 1, 2, 2, 3001, 3001, 256, 0, -1, 0, 1, 0},
+    {"perf", 1, 16, 16, 4096, 4096, 128, 0, -1, 0, 1, 0},
+    {"perf", 1, 16, 16, 4096, 4096, 128, 1, -1, 0, 1, 0},
+};
+// --quick (the host check): two small cases.
+static const int kQuick[] = {0, 6};
+
+static uint64_t g_seed = 0x9e3779b97f4a7c15ull;
+static double unif() { // [0, 1)
+  g_seed = g_seed * 6364136223846793005ull + 1442695040888963407ull;
+  return (double)(g_seed >> 11) * ldexp(1.0, -53);
+}
+static double normal() {
+  const double u = unif(), v = unif();
+  return sqrt(-2.0 * log(1.0 - u)) * cos(6.283185307179586 * v);
+}
+
+template <typename T> static double val(uint16_t x) {
+  T t;
+  t.bits = x;
+  return (double)kd_to_float(t);
+}
+
+struct stats {
+  double abs_v, rel, tol, nmse;
+};
+
+// Errors of got against ref over the rows that see a key (the suite's
+// bound: attn_tol).
+template <typename T>
+static stats measure(const acase &c, int64_t off, float scale,
+                     const std::vector<uint16_t> &q,
+                     const std::vector<uint16_t> &k,
+                     const std::vector<uint16_t> &v,
+                     const std::vector<double> &ref,
+                     const std::vector<uint16_t> &got) {
+  const double u = ldexp(1.0, -24), lam = 6;
+  double qn = 0, kn = 0, vmax = 0;
+  for (size_t r = 0; r < q.size() / c.d; r++) {
+    double s = 0;
+    for (int64_t e = 0; e < c.d; e++) s += val<T>(q[r * c.d + e]) * val<T>(q[r * c.d + e]);
+    qn = fmax(qn, sqrt(s));
+  }
+  for (size_t r = 0; r < k.size() / c.d; r++) {
+    double s = 0;
+    for (int64_t e = 0; e < c.d; e++) {
+      s += val<T>(k[r * c.d + e]) * val<T>(k[r * c.d + e]);
+      vmax = fmax(vmax, fabs(val<T>(v[r * c.d + e])));
+    }
+    kn = fmax(kn, sqrt(s));
+  }
+  const double es = lam * sqrt((double)c.d) * u * fabs(scale) * qn * kn;
+  const double atol = fmax(
+      1e-5, (2 * (es + 2 * u) + lam * sqrt((double)c.sk) * u + 4 * u) * vmax);
+  const bool bf = std::is_same<T, kd_bf16>::value;
+  const double rtol = bf ? 1.6e-2 : 1e-3, max_nmse = bf ? 5e-5 : 1e-6;
+  double maxe = 0, ref2 = 0, err2 = 0, tol = 0, rel = 0;
+  int64_t n = 0;
+  for (int64_t r = 0; r < c.b * c.hq * c.sq; r++) {
+    if (c.causal && (r % c.sq) + off + 1 <= 0) continue; // sees no key
+    for (int64_t e = 0; e < c.d; e++) {
+      const double x = val<T>(got[r * c.d + e]), y = ref[r * c.d + e];
+      const double d = isnan(x) ? INFINITY : fabs(x - y);
+      maxe = fmax(maxe, d);
+      tol = fmax(tol, d / (atol + rtol * fabs(y)));
+      err2 += d * d, ref2 += y * y, n++;
+    }
+  }
+  const double rms = sqrt(ref2 / (double)(n ? n : 1));
+  for (int64_t r = 0; r < c.b * c.hq * c.sq; r++) {
+    if (c.causal && (r % c.sq) + off + 1 <= 0) continue;
+    for (int64_t e = 0; e < c.d; e++) {
+      const double x = val<T>(got[r * c.d + e]), y = ref[r * c.d + e];
+      rel = fmax(rel, (isnan(x) ? INFINITY : fabs(x - y)) / fmax(fabs(y), rms));
+    }
+  }
+  return {maxe / vmax, rel, tol, (ref2 > 0 ? err2 / ref2 : 0) / max_nmse};
+}
+
+template <typename T>
+static void reference(const acase &c, int64_t off, float scale,
+                      const std::vector<uint16_t> &q,
+                      const std::vector<uint16_t> &k,
+                      const std::vector<uint16_t> &v, std::vector<double> &o) {
+  std::vector<double> w((size_t)c.sk);
+  for (int64_t bi = 0; bi < c.b; bi++)
+    for (int64_t h = 0; h < c.hq; h++)
+      for (int64_t i = 0; i < c.sq; i++) {
+        const int64_t r = (bi * c.hq + h) * c.sq + i;
+        const int64_t kr0 = (bi * c.hkv + h / (c.hq / c.hkv)) * c.sk;
+        int64_t lim = c.sk;
+        if (c.causal) lim = i + off + 1 < 0 ? 0 : i + off + 1 > c.sk ? c.sk : i + off + 1;
+        double mx = -INFINITY, l = 0;
+        for (int64_t j = 0; j < lim; j++) {
+          double s = 0;
+          for (int64_t e = 0; e < c.d; e++)
+            s += val<T>(q[r * c.d + e]) * val<T>(k[(kr0 + j) * c.d + e]);
+          w[j] = s * scale;
+          mx = fmax(mx, w[j]);
+        }
+        for (int64_t j = 0; j < lim; j++) l += (w[j] = exp(w[j] - mx));
+        for (int64_t e = 0; e < c.d; e++) {
+          double acc = 0;
+          for (int64_t j = 0; j < lim; j++) acc += w[j] * val<T>(v[(kr0 + j) * c.d + e]);
+          o[r * c.d + e] = lim > 0 ? acc / l : 0.0;
+        }
+      }
+}
+
+static void write_raw(const char *dir, const char *name, const char *ext,
+                      const std::vector<uint16_t> &x) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s.%s", dir, name, ext);
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(x.data(), 2, x.size(), f) != x.size() || fclose(f) != 0) {
+    fprintf(stderr, "attn-pterms: cannot write %s: %s\n", path, strerror(errno));
+    exit(2);
+  }
+}
+
+static int g_over; // two-term cases over the suite's bound
+
+template <typename T>
+static void one(const acase &c, int idx, const char *dir, double ref_cap,
+                FILE *list) {
+  const bool bf = std::is_same<T, kd_bf16>::value;
+  const bool big = (double)(c.b * c.hq) * (double)(c.sq * c.sk) * (double)c.d > ref_cap;
+#if defined(KILN_BACKEND_HOST)
+  if (big) { // the emulation takes minutes there
+    printf("| %s %s sq%lld sk%lld d%lld | (left to a GPU) |\n", bf ? "bf16" : "f16", c.tag,
+           (long long)c.sq, (long long)c.sk, (long long)c.d);
+    return;
+  }
+#endif
+  const int64_t off = c.offset == -1 ? c.sk - c.sq : c.offset;
+  const float scale = c.scale != 0 ? c.scale : (float)(1.0 / sqrt((double)c.d));
+  const int64_t nq = c.b * c.hq * c.sq * c.d, nk = c.b * c.hkv * c.sk * c.d;
+  std::vector<uint16_t> q(nq), k(nk), v(nk), o1(nq), o2(nq);
+  for (auto &x : q) x = kd_from_float<T>((float)(c.uniform ? 2 * unif() - 1 : c.q_std * normal())).bits;
+  for (auto &x : k) x = kd_from_float<T>((float)(c.uniform ? 2 * unif() - 1 : normal())).bits;
+  for (auto &x : v) x = kd_from_float<T>((float)(c.uniform ? 2 * unif() - 1 : normal())).bits;
+  ke__attention_desc a = {};
+  a.b = c.b, a.hq = c.hq, a.hkv = c.hkv, a.sq = c.sq, a.sk = c.sk, a.d = c.d;
+  a.scale = scale, a.causal = c.causal, a.offset = off;
+  const int64_t qs[3] = {c.hq * c.sq * c.d, c.sq * c.d, c.d};
+  const int64_t ks[3] = {c.hkv * c.sk * c.d, c.sk * c.d, c.d};
+  memcpy(a.q_stride, qs, sizeof qs), memcpy(a.o_stride, qs, sizeof qs);
+  memcpy(a.k_stride, ks, sizeof ks), memcpy(a.v_stride, ks, sizeof ks);
+  void *dq, *dk, *dv, *dout;
+  CHECK(hipMalloc(&dq, nq * 2));
+  CHECK(hipMalloc(&dk, nk * 2));
+  CHECK(hipMalloc(&dv, nk * 2));
+  CHECK(hipMalloc(&dout, nq * 2));
+  CHECK(hipMemcpyAsync(dq, q.data(), nq * 2, hipMemcpyHostToDevice, 0));
+  CHECK(hipMemcpyAsync(dk, k.data(), nk * 2, hipMemcpyHostToDevice, 0));
+  CHECK(hipMemcpyAsync(dv, v.data(), nk * 2, hipMemcpyHostToDevice, 0));
+  for (int pt = 2; pt >= 1; pt--) {
+    CHECK(hipMemsetAsync(dout, 0xff, nq * 2, 0)); // NaN: every row must be written
+    const int rc = pt == 2 ? ke_attn_sm90_by_d<T, 0>(0, dq, dk, dv, dout, &a)
+                           : ke_attn_sm90_by_d<T, 1>(0, dq, dk, dv, dout, &a);
+    if (rc != 0) {
+      fprintf(stderr, "attn-pterms: launch refused (%d) for case %d\n", rc, idx);
+      exit(2);
+    }
+    CHECK(hipStreamSynchronize(0));
+    CHECK(hipMemcpyAsync((pt == 2 ? o2 : o1).data(), dout, nq * 2, hipMemcpyDeviceToHost, 0));
+    CHECK(hipStreamSynchronize(0));
+  }
+#if !defined(KILN_BACKEND_HOST)
+  if (!strcmp(c.tag, "perf")) { // the median of 15 launches after 3 warm-ups
+    for (int pt = 2; pt >= 1; pt--) {
+      std::vector<float> ms;
+      hipEvent_t e0, e1;
+      CHECK(hipEventCreate(&e0));
+      CHECK(hipEventCreate(&e1));
+      for (int it = 0; it < 18; it++) {
+        CHECK(hipEventRecord(e0, 0));
+        if (pt == 2) ke_attn_sm90_by_d<T, 0>(0, dq, dk, dv, dout, &a);
+        else ke_attn_sm90_by_d<T, 1>(0, dq, dk, dv, dout, &a);
+        CHECK(hipEventRecord(e1, 0));
+        CHECK(hipEventSynchronize(e1));
+        float t;
+        CHECK(hipEventElapsedTime(&t, e0, e1));
+        if (it >= 3) ms.push_back(t);
+      }
+      std::sort(ms.begin(), ms.end());
+      const double flop = 4.0 * c.b * c.hq * (double)c.sq * c.sk * c.d * (c.causal ? 0.5 : 1);
+      printf("time %s %s%s p%d: %.3f ms, %.1f TFLOP/s\n", bf ? "bf16" : "f16", c.tag,
+             c.causal ? " causal" : "", pt, ms[ms.size() / 2], flop / ms[ms.size() / 2] / 1e9);
+      CHECK(hipEventDestroy(e0));
+      CHECK(hipEventDestroy(e1));
+    }
+  }
+#endif
+  CHECK(hipFree(dq));
+  CHECK(hipFree(dk));
+  CHECK(hipFree(dv));
+  CHECK(hipFree(dout));
+  char name[160];
+  int len = snprintf(name, sizeof name, "%s_%s_b%lld_h%lld-%lld_sq%lld_sk%lld_d%lld%s",
+                     bf ? "bf16" : "f16", c.tag, (long long)c.b, (long long)c.hq,
+                     (long long)c.hkv, (long long)c.sq, (long long)c.sk, (long long)c.d,
+                     c.causal ? "_causal" : "");
+  if (c.causal) len += snprintf(name + len, sizeof name - len, "_off%lld", (long long)off);
+  if (c.scale != 0) len += snprintf(name + len, sizeof name - len, "_scale%g", (double)c.scale);
+  if (c.q_std != 1) len += snprintf(name + len, sizeof name - len, "_qstd%g", (double)c.q_std);
+  if (c.uniform) snprintf(name + len, sizeof name - len, "_uniform");
+  if (dir) {
+    write_raw(dir, name, "q", q), write_raw(dir, name, "k", k), write_raw(dir, name, "v", v);
+    write_raw(dir, name, "p1", o1), write_raw(dir, name, "p2", o2);
+    fprintf(list, "%s %s %lld %lld %lld %lld %lld %lld %d %lld %.9g %.9g\n", name,
+            bf ? "bf16" : "f16", (long long)c.b, (long long)c.hq, (long long)c.hkv,
+            (long long)c.sq, (long long)c.sk, (long long)c.d, c.causal, (long long)off,
+            (double)scale, (double)c.q_std);
+    fflush(list);
+  }
+  if (big) {
+    printf("| %s | (reference left to attn-pterms.py) |\n", name);
+    return;
+  }
+  std::vector<double> ref(nq);
+  reference<T>(c, off, scale, q, k, v, ref);
+  const stats s2 = measure<T>(c, off, scale, q, k, v, ref, o2);
+  const stats s1 = measure<T>(c, off, scale, q, k, v, ref, o1);
+  if (!(s2.tol <= 1.0 && s2.nmse <= 1.0)) g_over++;
+  printf("| %s | %.3g | %.3g | %.3g | %.3g | %.3g | %.3g | %.3g | %.3g |\n", name,
+         s2.abs_v, s1.abs_v, s2.rel, s1.rel, s2.tol, s1.tol, s2.nmse, s1.nmse);
+  fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+  const char *dir = nullptr;
+  double ref_cap = 2e9;
+  bool quick = false;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--dump") && i + 1 < argc) dir = argv[++i];
+    else if (!strcmp(argv[i], "--ref-cap") && i + 1 < argc) ref_cap = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--quick")) quick = true;
+    else {
+      fprintf(stderr, "usage: attn-pterms [--dump DIR] [--ref-cap N] [--quick]\n");
+      return 2;
+    }
+  }
+#if defined(KILN_BACKEND_HOST)
+  if (kemu_set_warp_size(32) != hipSuccess) return 2;
+  setenv("KILN_EMU_SM", "90", 1);
+#endif
+  if (!kd_wg_available()) {
+    fprintf(stderr, "attn-pterms: no wgmma here (compute capability 9.0 with sm_90a)\n");
+    return 2;
+  }
+  FILE *list = nullptr;
+  if (dir) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/cases.txt", dir);
+    if ((mkdir(dir, 0777) != 0 && errno != EEXIST) || !(list = fopen(path, "w"))) {
+      fprintf(stderr, "attn-pterms: cannot write %s: %s\n", path, strerror(errno));
+      return 2;
+    }
+  }
+  printf("| case | abs/max|v| p2 | p1 | max rel p2 | p1 | err/tol p2 | p1 | nmse/limit p2 | p1 |\n");
+  printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  const int n = quick ? 2 : (int)(sizeof kCases / sizeof kCases[0]);
+  for (int t = 0; t < 2; t++)
+    for (int i = 0; i < n; i++) {
+      const int idx = quick ? kQuick[i] : i;
+      if (t == 0) one<kd_half>(kCases[idx], idx, dir, ref_cap, list);
+      else one<kd_bf16>(kCases[idx], idx, dir, ref_cap, list);
+    }
+  if (list) fclose(list);
+  if (g_over) fprintf(stderr, "attn-pterms: %d two-term cases over the suite's bound\n", g_over);
+  return g_over ? 1 : 0;
+}
