@@ -100,16 +100,17 @@ for mode in $modes; do
 done
 keep
 # The profiler on one launch: the 61st of the D 128 f16 kernel (past S
-# 1024's warm-up and timed launches, at S 4096), with and without ping-pong.
+# 1024's warm-up and timed launches, at S 4096), with and without ping-pong
+# (demangled names read "kd_fa3_cfg<(int)128, (int)128, ...>").
 ncu_bin=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 if [ -n "$ncu_bin" ]; then
   for v in default nopp; do
     vv=$v; [ "$v" = default ] && vv=
     t0=$(date +%s)
     KILN_FA3_VARIANT=$vv timeout 60 "$ncu_bin" --kernel-name-base demangled \
-      -k regex:'kd_fa3_fwd<kd_half, kd_fa3_cfg<128' --launch-skip 60 -c 1 \
-      --section SpeedOfLight --section SchedulerStats --section WarpStateStats \
-      --section Occupancy \
+      -k regex:'kd_half, kd_fa3_cfg<.int.128, .int.128' --launch-skip 60 -c 1 \
+      --section SpeedOfLight --section ComputeWorkloadAnalysis \
+      --section SchedulerStats --section WarpStateStats --section Occupancy \
       --metrics regex:'smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
       "$stage/kiln-runner-cuda" perf/attention > "$work/ncu-$v.txt" 2>&1
     echo "ncu (kd_fa3_fwd<half, d128>, S 4096, $v): exit $? in $(( $(date +%s) - t0 )) s" >> "$summary"
