@@ -3,7 +3,7 @@
  *
  * A block is three warpgroups and owns a BM x BN tile (128 x BN) at a time,
  * walking the tiles persistently (grid = multiprocessors, tiles in
- * kd_gemm_tile_of's order):
+ * kd_gemm_tile_of_g's order, in L2 groups of Cfg::GROUP tile rows):
  *   warpgroup 0, the producer: one thread brings each BK-deep slab of A and
  *     B into a ring of STAGES shared-memory slots with TMA, after waiting
  *     for the slot's "empty" mbarrier; the copies complete the slot's
@@ -13,9 +13,11 @@
  *     wgmma m64nCWk16 into an f32 register partial, then that partial is
  *     added into the tile's f32 sum with an ordinary (round-to-nearest) f32
  *     add (kd_wg_group: serially, or overlapped with the next chunk's
- *     multiplies); then each warp arrives on the group's slots' "empty"
- *     barriers. The epilogue writes alpha * sum (+ beta * C) from registers
- *     while the producer already loads the next tile's slabs.
+ *     multiplies); once the group's last multiplies are complete each
+ *     warp arrives on the group's slots' "empty" barriers. Staggered, the
+ *     second consumer's groups start half a group later. The epilogue
+ *     writes alpha * sum (+ beta * C) from registers while the producer
+ *     already loads the next tile's slabs.
  * The promotion (every 128 k in the engine, gemm_sm90.hip) is what keeps
  * the sums as accurate as an f32 sum: the tensor core's own f32
  * accumulation truncates (docs/performance.md, "Matrix-unit rounding at
@@ -45,17 +47,31 @@
  *            its sums truncate like mma.sync's, so the engine never uses it. */
 enum { KD_WG_SERIAL, KD_WG_OVERLAP, KD_WG_UNPROMOTED };
 
+/* Flags of a configuration:
+ *   STAGGER   (SERIAL, EVERY even) the second consumer's promotion groups
+ *             shifted by EVERY / 2 slabs (its first group is half long),
+ *             so that the two warpgroups do not wait for their partials
+ *             and add them at the same moments;
+ *   NO_STORE  the epilogue skipped (it stores only a NaN sum): for
+ *             measuring the epilogue's cost only; the engine never uses it;
+ *   VEC_STORE the epilogue writes each in-range, aligned element pair with
+ *             one 4-byte (16-bit C) or 8-byte (f32) store, not two. */
+enum { KD_WG_STAGGER = 1, KD_WG_NO_STORE = 2, KD_WG_VEC_STORE = 4 };
+
 /* BN columns a tile, STAGES slots, chunks of CW columns per multiply
- * (wgmma N), MODE as above, a promotion every EVERY slabs of BK. A
+ * (wgmma N), MODE as above, a promotion every EVERY slabs of BK, tiles
+ * walked in groups of GROUP tile rows (kd_gemm_tile_of_g), FLAGS as
+ * above. A
  * consumer holds BN / 2 sum registers and one (SERIAL) or two (OVERLAP)
  * partials of CW / 2, and keeps an interval's slabs until its partials are
  * added (OVERLAP: two intervals' slabs). EVERY is a constant: a loop over
  * a run-time count of slabs makes ptxas spill the accumulators. */
 template <int BN_, int STAGES_, int CW_ = 128, int MODE_ = KD_WG_SERIAL,
-          int EVERY_ = 1>
+          int EVERY_ = 1, int GROUP_ = KD_GEMM_GROUP_M, int FLAGS_ = 0>
 struct kd_wg_cfg {
   static constexpr int BM = 128, BN = BN_, BK = 64, STAGES = STAGES_;
   static constexpr int CW = CW_, MODE = MODE_, EVERY = EVERY_;
+  static constexpr int GROUP = GROUP_, FLAGS = FLAGS_;
   static constexpr int THREADS = 384, CHUNKS = BN / CW;
   static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
@@ -69,6 +85,12 @@ struct kd_wg_cfg {
   static_assert(EVERY >= 1 &&
                     EVERY * (MODE == KD_WG_OVERLAP ? 2 : 1) <= STAGES,
                 "the slabs a consumer holds fit the ring");
+  /* Staggered, the two consumers together hold up to 3 EVERY / 2 slabs. */
+  static_assert(!(FLAGS & KD_WG_STAGGER) ||
+                    (MODE == KD_WG_SERIAL && EVERY % 2 == 0 &&
+                     EVERY + EVERY / 2 <= STAGES),
+                "a staggered promotion: serial, EVERY even, in the ring");
+  static_assert(GROUP >= 1, "tile rows per L2 group");
 };
 
 /* The map of a dense operand for tiles of ROWS rows: K-major, boxes of
@@ -98,14 +120,31 @@ static inline bool kd_wg_gemm_fits(const kd_mm_dense &op, int64_t rows,
 }
 
 /* Writes alpha * v (+ beta * C) to the element pair (row, col), (row,
- * col + 1) where inside m x n. */
-template <typename Tc>
+ * col + 1) where inside m x n; VEC: both with one store where both are
+ * inside and the pair is aligned to its size. */
+template <bool VEC, typename Tc>
 __device__ __forceinline__ void kd_wg_store2(Tc *c, int64_t ldc, int64_t row,
                                              int64_t col, float v0, float v1,
                                              const kd_mm_dims &d) {
   if (row >= d.m) return;
   Tc *p = c + row * ldc + col;
   const float v[2] = {v0, v1};
+  if (VEC && col + 1 < d.n && (uintptr_t)p % (2 * sizeof(Tc)) == 0) {
+    float o[2];
+    KD_UNROLL
+    for (int h = 0; h < 2; h++) {
+      o[h] = d.alpha * v[h];
+      if (d.beta != 0.0f) o[h] = fmaf(d.beta, kd_to_float(p[h]), o[h]);
+    }
+    if constexpr (sizeof(Tc) == 2) {
+      *(uint32_t *)(void *)p = (uint32_t)kd_from_float<Tc>(o[0]).bits |
+                               (uint32_t)kd_from_float<Tc>(o[1]).bits << 16;
+    } else {
+      struct alignas(8) pair { float x, y; };
+      *(pair *)(void *)p = pair{o[0], o[1]};
+    }
+    return;
+  }
   KD_UNROLL
   for (int h = 0; h < 2; h++)
     if (col + h < d.n) {
@@ -127,7 +166,8 @@ kd_wg_epilogue(Tc *c, int64_t ldc, const float (&sum)[Cfg::BN / 2],
     const int e = i % 64;
     const int64_t row = row0 + 16 * w + l / 4 + 8 * ((e / 2) % 2);
     const int64_t col = col0 + 128 * (i / 64) + 8 * (e / 4) + 2 * (l % 4);
-    kd_wg_store2(c, ldc, row, col, sum[i], sum[i + 1], d);
+    kd_wg_store2<(Cfg::FLAGS & KD_WG_VEC_STORE) != 0>(c, ldc, row, col,
+                                                      sum[i], sum[i + 1], d);
   }
 }
 
@@ -212,7 +252,7 @@ struct kd_wg_ring {
   int ps0, pn; /* the previous group's slots (OVERLAP) */
 };
 
-/* One promotion group: n slabs from k0 (of k_tiles), for each chunk j the
+/* One promotion group: the next n slabs, for each chunk j the
  * unit's partial sum over the group, added into the f32 sum in
  * round-to-nearest. SERIAL waits for each partial before adding it;
  * OVERLAP alternates two partials, unit u = (group, j) in part[u % 2]
@@ -225,9 +265,8 @@ __device__ __forceinline__ void
 kd_wg_group(float (&sum)[Cfg::BN / 2],
             float (&part)[Cfg::MODE == KD_WG_OVERLAP ? 2 : 1][Cfg::CW / 2],
             const unsigned char *slots, uint64_t *full, uint64_t *empty,
-            kd_wg_ring &r, int k0, int k_tiles, bool last, int cw) {
+            kd_wg_ring &r, int n, int cw) {
   constexpr int S = Cfg::STAGES, CH = Cfg::CHUNKS;
-  const int n = last ? k_tiles - k0 : Cfg::EVERY;
   const int s0 = r.s, ph0 = r.ph;
   r.s += n;
   if (r.s >= S) r.s -= S, r.ph ^= 1;
@@ -238,8 +277,10 @@ kd_wg_group(float (&sum)[Cfg::BN / 2],
                                        j, j == 0);
       kd_wg_commit();
       kd_wg_wait<0>();
-      kd_wg_add<Cfg>(sum, part[0], j);
+      /* The slabs' last multiplies are complete: the producer may refill
+       * them while this warpgroup adds. */
       if (j == CH - 1) kd_wg_release<S, Cfg::EVERY>(empty, s0, n);
+      kd_wg_add<Cfg>(sum, part[0], j);
     } else {
       const int b = (B0 + j) & 1, jp = (j + CH - 1) % CH;
       kd_wg_interval<T, Cfg, AKC, BKC>(part[b], slots, full, s0, ph0, n, cw,
@@ -264,9 +305,10 @@ kd_wg_group(float (&sum)[Cfg::BN / 2],
 }
 
 /* A consumer's main loop for one tile with promotion: K in groups of
- * EVERY slabs (kd_wg_group). With an odd number of chunks, groups go
- * in pairs so that each group's partials are constants. */
-template <typename T, class Cfg, bool AKC, bool BKC>
+ * EVERY slabs (kd_wg_group), SERIAL's first of FIRST (the staggered
+ * consumer's: EVERY / 2). With an odd number of chunks, groups go in
+ * pairs so that each group's partials are constants. */
+template <typename T, class Cfg, bool AKC, bool BKC, int FIRST>
 __device__ __forceinline__ void
 kd_wg_promoted(float (&sum)[Cfg::BN / 2], const unsigned char *slots,
                uint64_t *full, uint64_t *empty, int &s, int &ph,
@@ -284,25 +326,32 @@ kd_wg_promoted(float (&sum)[Cfg::BN / 2], const unsigned char *slots,
     KD_UNROLL
     for (int i = 0; i < Cfg::CW / 2; i++) part[b][i] = 0.0f;
   }
-  int k0 = 0, b_last = 0; /* b_last: the last group's B0 */
-  bool last = E >= k_tiles;
-  kd_wg_group<0, true, T, Cfg, AKC, BKC>(sum, part, slots, full, empty, r, 0,
-                                         k_tiles, last, cw);
-  while (!last) {
-    k0 += E;
-    last = k0 + E >= k_tiles;
-    kd_wg_group<ODD ? 1 : 0, false, T, Cfg, AKC, BKC>(
-        sum, part, slots, full, empty, r, k0, k_tiles, last, cw);
-    b_last = ODD ? 1 : 0;
-    if (ODD && !last) {
+  if constexpr (!OVL) {
+    int n = FIRST;
+    for (int k0 = 0; k0 < k_tiles; k0 += n, n = E) {
+      if (n > k_tiles - k0) n = k_tiles - k0;
+      kd_wg_group<0, true, T, Cfg, AKC, BKC>(sum, part, slots, full, empty,
+                                             r, n, cw);
+    }
+  } else {
+    int k0 = 0, b_last = 0; /* b_last: the last group's B0 */
+    bool last = E >= k_tiles;
+    kd_wg_group<0, true, T, Cfg, AKC, BKC>(sum, part, slots, full, empty, r,
+                                           last ? k_tiles : E, cw);
+    while (!last) {
       k0 += E;
       last = k0 + E >= k_tiles;
-      kd_wg_group<0, false, T, Cfg, AKC, BKC>(
-          sum, part, slots, full, empty, r, k0, k_tiles, last, cw);
-      b_last = 0;
+      kd_wg_group<ODD ? 1 : 0, false, T, Cfg, AKC, BKC>(
+          sum, part, slots, full, empty, r, last ? k_tiles - k0 : E, cw);
+      b_last = ODD ? 1 : 0;
+      if (ODD && !last) {
+        k0 += E;
+        last = k0 + E >= k_tiles;
+        kd_wg_group<0, false, T, Cfg, AKC, BKC>(
+            sum, part, slots, full, empty, r, last ? k_tiles - k0 : E, cw);
+        b_last = 0;
+      }
     }
-  }
-  if constexpr (OVL) {
     /* The tile's last unit, after the loop: every path leaves it alone in
      * flight (a wait inside the loop's last group would give ptxas two
      * states to merge, and it serializes). */
@@ -313,6 +362,64 @@ kd_wg_promoted(float (&sum)[Cfg::BN / 2], const unsigned char *slots,
     kd_wg_release<S, E>(empty, r.ps0, r.pn);
   }
   s = r.s, ph = r.ph;
+}
+
+/* A consumer warpgroup's walk over its block's tiles: rows 64 cw .. 64 cw
+ * + 63 of each, the promotion's first group FIRST slabs long, then the
+ * epilogue. */
+template <typename T, class Cfg, bool AKC, bool BKC, int FIRST>
+__device__ __forceinline__ void
+kd_wg_consume(const unsigned char *slots, uint64_t *full, uint64_t *empty,
+              const kd_mm_out &c, const kd_mm_dims &d, int cw) {
+  constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::STAGES;
+  const int64_t m_tiles = (d.m + BM - 1) / BM, n_tiles = (d.n + BN - 1) / BN;
+  const int64_t k_tiles = d.alpha != 0.0f ? (d.k + BK - 1) / BK : 0;
+  const int64_t tiles = m_tiles * n_tiles * d.batch;
+  int s = 0, ph = 0;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    int64_t bi, mt, nt;
+    kd_gemm_tile_of_g(t, m_tiles, n_tiles, Cfg::GROUP, &bi, &mt, &nt);
+    float sum[BN / 2];
+    KD_UNROLL
+    for (int i = 0; i < BN / 2; i++) sum[i] = 0.0f;
+    if constexpr (Cfg::MODE == KD_WG_UNPROMOTED) {
+      int prev = -1;
+      for (int64_t kt = 0; kt < k_tiles; kt++) {
+        kd_mbar_wait(&full[s], ph);
+        const unsigned char *sa = slots + s * Cfg::STAGE_BYTES;
+        kd_wg_fence_regs(sum);
+        kd_wg_fence();
+        KD_UNROLL
+        for (int j = 0; j < Cfg::CHUNKS; j++)
+          kd_wg_chunk<T, Cfg, AKC, BKC>(
+              *reinterpret_cast<float(*)[Cfg::CW / 2]>(sum + Cfg::CW / 2 * j),
+              sa, cw, j, 1);
+        kd_wg_commit();
+        kd_wg_wait<1>();
+        kd_wg_fence_regs(sum);
+        if (prev >= 0) kd_wg_release<S, 1>(empty, prev, 1);
+        prev = s;
+        if (++s == S) s = 0, ph ^= 1;
+      }
+      kd_wg_wait<0>();
+      kd_wg_fence_regs(sum);
+      if (prev >= 0) kd_wg_release<S, 1>(empty, prev, 1);
+    } else {
+      kd_wg_promoted<T, Cfg, AKC, BKC, FIRST>(sum, slots, full, empty, s, ph,
+                                              (int)k_tiles, cw);
+    }
+    /* NO_STORE (measuring only): a NaN sum still stores, so the sums
+     * stay live. */
+    if ((Cfg::FLAGS & KD_WG_NO_STORE) && !(sum[0] != sum[0])) continue;
+    const int64_t row0 = mt * BM + 64 * cw, col0 = nt * BN;
+    const int64_t cb = bi * c.batch_stride;
+    if (c.dtype == KE_F16)
+      kd_wg_epilogue<Cfg>((kd_half *)c.data + cb, c.ld, sum, row0, col0, d);
+    else if (c.dtype == KE_BF16)
+      kd_wg_epilogue<Cfg>((kd_bf16 *)c.data + cb, c.ld, sum, row0, col0, d);
+    else
+      kd_wg_epilogue<Cfg>((float *)c.data + cb, c.ld, sum, row0, col0, d);
+  }
 }
 
 template <typename T, class Cfg, bool AKC, bool BKC>
@@ -349,7 +456,7 @@ kd_wg_gemm(const __grid_constant__ kd_tmap ta,
     int s = 0, ph = 0;
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
       int64_t bi, mt, nt;
-      kd_gemm_tile_of(t, m_tiles, n_tiles, &bi, &mt, &nt);
+      kd_gemm_tile_of_g(t, m_tiles, n_tiles, Cfg::GROUP, &bi, &mt, &nt);
       const int m0 = (int)(mt * BM), n0 = (int)(nt * BN);
       const int za = a_batched ? (int)bi : 0, zb = b_batched ? (int)bi : 0;
       for (int64_t kt = 0; kt < k_tiles; kt++) {
@@ -374,48 +481,17 @@ kd_wg_gemm(const __grid_constant__ kd_tmap ta,
 
   kd_wg_regs_inc<240>();
   const int cw = wg - 1; /* rows 64 cw .. 64 cw + 63 of the tile */
-  int s = 0, ph = 0;
-  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    int64_t bi, mt, nt;
-    kd_gemm_tile_of(t, m_tiles, n_tiles, &bi, &mt, &nt);
-    float sum[BN / 2];
-    KD_UNROLL
-    for (int i = 0; i < BN / 2; i++) sum[i] = 0.0f;
-    if constexpr (Cfg::MODE == KD_WG_UNPROMOTED) {
-      int prev = -1;
-      for (int64_t kt = 0; kt < k_tiles; kt++) {
-        kd_mbar_wait(&full[s], ph);
-        const unsigned char *sa = slots + s * Cfg::STAGE_BYTES;
-        kd_wg_fence_regs(sum);
-        kd_wg_fence();
-        KD_UNROLL
-        for (int j = 0; j < Cfg::CHUNKS; j++)
-          kd_wg_chunk<T, Cfg, AKC, BKC>(
-              *reinterpret_cast<float(*)[Cfg::CW / 2]>(sum + Cfg::CW / 2 * j),
-              sa, cw, j, 1);
-        kd_wg_commit();
-        kd_wg_wait<1>();
-        kd_wg_fence_regs(sum);
-        if (prev >= 0) kd_wg_release<S, 1>(empty, prev, 1);
-        prev = s;
-        if (++s == S) s = 0, ph ^= 1;
-      }
-      kd_wg_wait<0>();
-      kd_wg_fence_regs(sum);
-      if (prev >= 0) kd_wg_release<S, 1>(empty, prev, 1);
-    } else {
-      kd_wg_promoted<T, Cfg, AKC, BKC>(sum, slots, full, empty, s, ph,
-                                       (int)k_tiles, cw);
+  /* Staggered, each consumer its own copy of the loop: a group length
+   * that depends on cw inside one loop is a divergent path to ptxas, and
+   * it serializes the multiplies there (C7520). */
+  if constexpr ((Cfg::FLAGS & KD_WG_STAGGER) != 0) {
+    if (cw == 1) {
+      kd_wg_consume<T, Cfg, AKC, BKC, Cfg::EVERY / 2>(slots, full, empty, c,
+                                                      d, cw);
+      return;
     }
-    const int64_t row0 = mt * BM + 64 * cw, col0 = nt * BN;
-    const int64_t cb = bi * c.batch_stride;
-    if (c.dtype == KE_F16)
-      kd_wg_epilogue<Cfg>((kd_half *)c.data + cb, c.ld, sum, row0, col0, d);
-    else if (c.dtype == KE_BF16)
-      kd_wg_epilogue<Cfg>((kd_bf16 *)c.data + cb, c.ld, sum, row0, col0, d);
-    else
-      kd_wg_epilogue<Cfg>((float *)c.data + cb, c.ld, sum, row0, col0, d);
   }
+  kd_wg_consume<T, Cfg, AKC, BKC, Cfg::EVERY>(slots, full, empty, c, d, cw);
 }
 
 /* Launches the kernel for one layout, its maps built (kd_wg_gemm_maps). */

@@ -37,21 +37,28 @@
 
 /* Tile t of a grid-stride walk over batch x m_tiles x n_tiles tiles, as
  * (batch, tile row, tile column): batch-major, and inside a batch in
- * groups of KD_GEMM_GROUP_M tile rows, column by column, so that the
- * blocks running at once share their A and B tiles in L2. */
-__device__ __forceinline__ void kd_gemm_tile_of(int64_t t, int64_t m_tiles,
-                                                int64_t n_tiles, int64_t *bi,
-                                                int64_t *mt, int64_t *nt) {
+ * groups of `group` tile rows, column by column, so that the blocks
+ * running at once share their A and B tiles in L2. */
+__device__ __forceinline__ void kd_gemm_tile_of_g(int64_t t, int64_t m_tiles,
+                                                  int64_t n_tiles,
+                                                  int64_t group, int64_t *bi,
+                                                  int64_t *mt, int64_t *nt) {
   const int64_t per_batch = m_tiles * n_tiles;
   *bi = t / per_batch;
   const int64_t r = t - *bi * per_batch;
-  const int64_t span = (int64_t)KD_GEMM_GROUP_M * n_tiles;
-  const int64_t first = r / span * KD_GEMM_GROUP_M;
-  const int64_t rows = m_tiles - first < KD_GEMM_GROUP_M ? m_tiles - first
-                                                          : KD_GEMM_GROUP_M;
+  const int64_t span = group * n_tiles;
+  const int64_t first = r / span * group;
+  const int64_t rows = m_tiles - first < group ? m_tiles - first : group;
   const int64_t in = r - r / span * span;
   *mt = first + in % rows;
   *nt = in / rows;
+}
+
+/* kd_gemm_tile_of_g in groups of KD_GEMM_GROUP_M tile rows. */
+__device__ __forceinline__ void kd_gemm_tile_of(int64_t t, int64_t m_tiles,
+                                                int64_t n_tiles, int64_t *bi,
+                                                int64_t *mt, int64_t *nt) {
+  kd_gemm_tile_of_g(t, m_tiles, n_tiles, KD_GEMM_GROUP_M, bi, mt, nt);
 }
 
 /* ---- Four consecutive elements ---------------------------------------- */

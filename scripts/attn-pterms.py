@@ -117,7 +117,7 @@ def main(d):
             call = mask
         try:
             t = call()
-        except RuntimeError as err:  # this torch refuses the bias: the mask
+        except (RuntimeError, ValueError) as err:  # refused: the boolean mask
             print(f"<!-- {name}: {how} refused ({str(err)[:80]}); boolean mask -->")
             call, how = mask, "mask"
             t = call()

@@ -1,10 +1,11 @@
 // The Hopper GEMM (kernels/kd-gemm-wgmma.h) measured on an H100 beside the
-// mma.sync kernel: its promotion variants (serial or overlapped, every 1-4
-// BK slabs) and tiles swept with sampled checks against double, and the
-// inputs and outputs of the long-K accuracy table for each promotion
-// interval, written for scripts/gemm-hopper.py (which adds float64 and
-// torch on the same inputs). A measuring tool for docs/performance.md, not
-// part of the engine.
+// mma.sync kernel: every variant of kernels/kd-gemm-wgmma-variants.h
+// (promotion mode and interval, tile, L2 grouping of the tile walk,
+// staggered consumers, the measuring-only ones) swept with sampled checks
+// against double, and the inputs and outputs of the long-K accuracy table
+// for each promotion interval, written for scripts/gemm-hopper.py (which
+// adds float64 and torch on the same inputs). A measuring tool for
+// docs/performance.md, not part of the engine.
 //
 //   built by `scripts/gpu-run.sh stage` into .device/gemm-hopper:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
@@ -15,30 +16,18 @@
 // --only runs the variants whose tag contains TAG (the tags are printed);
 // --once launches each once at 4096^3 bf16, untimed (for a profiler).
 //
-// Timing as scripts/gemm-tune.cu's (whose helpers it includes): operand
-// sets over 2x L2, 5 warm-ups, the median of 30 event-timed launches.
+// Timing as the perf suite's and scripts/torch-compare.py's: operand sets
+// over 2x L2, 5 warm-ups, then 30 launches queued back to back, each
+// between two events, the median (tune_times_queued). One variant
+// (256s4-serial-e2) is also timed as gemm-tune times (a synchronize after
+// each launch: its host setup inside the events), marked "synced".
 #define GEMM_TUNE_LIBRARY
 #include "gemm-tune.cu"
 
 #include <errno.h>
 #include <sys/stat.h>
 
-#include "kd-gemm-wgmma.h"
-
-// Serial promotion every 1, 2 or 4 slabs, overlapped promotion over
-// 64-column chunks of a 128 x 256 tile or over whole 128 x 128 tiles, and
-// the unpromoted measuring variant. The engine's (gemm_sm90.hip):
-// wg_256_e2 and wg_128_ovl_e2.
-typedef kd_wg_cfg<256, 4> wg_256_e1;
-typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2> wg_256_e2;
-typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 4> wg_256_e4;
-typedef kd_wg_cfg<256, 4, 64, KD_WG_OVERLAP, 1> wg_256_ovl_e1;
-typedef kd_wg_cfg<256, 4, 64, KD_WG_OVERLAP, 2> wg_256_ovl_e2;
-typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 1> wg_128_ovl_e1;
-typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 2> wg_128_ovl_e2;
-typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 3> wg_128_ovl_e3;
-typedef kd_wg_cfg<128, 6> wg_128_e1;
-typedef kd_wg_cfg<256, 4, 128, KD_WG_UNPROMOTED> wg_256_raw;
+#include "kd-gemm-wgmma-variants.h"
 
 static const char *g_only;
 static bool g_once;
@@ -62,6 +51,7 @@ static int wg_launch(const void *a, const void *b, void *c, int cdt,
     fprintf(stderr, "tensor maps refused\n");
     exit(1);
   }
+  /* A [M, K] only: kd_wg_gemm_run would build all four layouts. */
   return kd_wg_gemm_launch<T, Cfg, true, BKC>(0, ta, tb, co, d, ab, bb);
 }
 
@@ -83,12 +73,22 @@ static void run_wg(const char *tag, problem<T> &p,
     printf("launched %s once\n", tag);
     return;
   }
-  const float ms = time_ms(p.sets, launch);
+  auto checked = [&](int s) { CHECK((cudaError_t)launch(s)); };
+  const float ms = tune_times_queued(p.sets, 5, g_iters, checked)[g_iters / 2];
+  const bool synced = std::is_same<Cfg, kd_wgv_256_e2>::value;
+  const float ms_synced =
+      synced ? tune_times(p.sets, 5, g_iters, checked)[g_iters / 2] : 0;
   CHECK((cudaError_t)launch(0));
   CHECK(cudaDeviceSynchronize());
   const double err = check_rows(p, p.c[0], dt_of<T>() == KE_F16 ? 1e-3 : 1.6e-2, bh);
-  report("wgmma", tag, dtype_name<T>(), BKC ? "NT" : "NN", p.m, p.n, p.k,
-         ms, err);
+  const char *layout = BKC ? "NT" : "NN";
+  report("wgmma", tag, dtype_name<T>(), layout, p.m, p.n, p.k, ms, err);
+  if (synced) {
+    char name[64];
+    snprintf(name, sizeof name, "%s synced", tag);
+    report("wgmma", name, dtype_name<T>(), layout, p.m, p.n, p.k, ms_synced,
+           err);
+  }
 }
 
 // Every variant of the Hopper kernel on one problem; `all` adds the
@@ -97,26 +97,20 @@ template <typename T, bool BKC>
 static void sweep(int64_t m, int64_t n, int64_t k, bool all) {
   problem<T> p = make_problem<T>(m, n, k, false, BKC, !g_once);
   const std::vector<float> bh = g_once ? std::vector<float>() : host_b(p);
-  run_wg<wg_256_e1, T, BKC>("256s4-serial-e1", p, bh);
-  run_wg<wg_256_e2, T, BKC>("256s4-serial-e2", p, bh);
-  run_wg<wg_256_e4, T, BKC>("256s4-serial-e4", p, bh);
-  run_wg<wg_256_ovl_e1, T, BKC>("256s4-ovl64-e1", p, bh);
-  run_wg<wg_256_ovl_e2, T, BKC>("256s4-ovl64-e2", p, bh);
-  run_wg<wg_128_ovl_e1, T, BKC>("128s6-ovl-e1", p, bh);
-  run_wg<wg_128_ovl_e2, T, BKC>("128s6-ovl-e2", p, bh);
-  run_wg<wg_128_ovl_e3, T, BKC>("128s6-ovl-e3", p, bh);
-  run_wg<wg_128_e1, T, BKC>("128s6-serial-e1", p, bh);
-  run_wg<wg_256_raw, T, BKC>("256s4-unpromoted", p, bh);
+#define KD_WG_RUN(cfg, tag) run_wg<cfg, T, BKC>(tag, p, bh);
+  KD_WG_VARIANTS(KD_WG_RUN)
+#undef KD_WG_RUN
   if (all && !g_once && !g_only)
     run_mm<kd_mm_nv_large, T, true, BKC>("mma.sync 128x128x64 s3", p, bh);
   free_problem(p);
 }
 
 // Accuracy inputs: A [256, K], B [K, 256] of T from the tool's generator;
-// C in f32 from the Hopper kernel promoting every 1, 2 and 4 slabs and
-// unpromoted (128 x 256 tiles, serial: the arithmetic is the interval's,
-// not the mode's), and from the mma.sync kernel. Written raw to
-// DIR/acc-<dtype>-<K>.{a,b,wg-e1,wg-e2,wg-e4,wg-raw,mma}.
+// C in f32 from the Hopper kernel promoting every 1, 2 and 4 slabs, every
+// 2 staggered (consumer 1's intervals a slab later) and unpromoted (128 x
+// 256 tiles, serial: the arithmetic is the intervals', not the mode's),
+// and from the mma.sync kernel. Written raw to
+// DIR/acc-<dtype>-<K>.{a,b,wg-e1,wg-e2,wg-e4,wg-e2-stagger,wg-raw,mma}.
 template <typename T> static void dump(const char *dir, int64_t k) {
   const int64_t m = 256, n = 256;
   problem<T> p = make_problem<T>(m, n, k, false, false, false);
@@ -145,19 +139,17 @@ template <typename T> static void dump(const char *dir, int64_t k) {
   put("a", ha.data(), ha.size() * 2);
   put("b", hb.data(), hb.size() * 2);
   CHECK(cudaMemset(c, 0xff, hc.size() * 4));
-  int rc;
-  rc = wg_launch<wg_256_e1, T, false>(p.a[0], p.b[0], c, KE_F32, m, n, k);
-  CHECK((cudaError_t)rc);
-  fetch("wg-e1");
-  rc = wg_launch<wg_256_e2, T, false>(p.a[0], p.b[0], c, KE_F32, m, n, k);
-  CHECK((cudaError_t)rc);
-  fetch("wg-e2");
-  rc = wg_launch<wg_256_e4, T, false>(p.a[0], p.b[0], c, KE_F32, m, n, k);
-  CHECK((cudaError_t)rc);
-  fetch("wg-e4");
-  rc = wg_launch<wg_256_raw, T, false>(p.a[0], p.b[0], c, KE_F32, m, n, k);
-  CHECK((cudaError_t)rc);
-  fetch("wg-raw");
+  auto wg = [&](auto cfg, const char *ext) {
+    typedef decltype(cfg) Cfg;
+    const int rc = wg_launch<Cfg, T, false>(p.a[0], p.b[0], c, KE_F32, m, n, k);
+    CHECK((cudaError_t)rc);
+    fetch(ext);
+  };
+  wg(kd_wgv_256_e1(), "wg-e1");
+  wg(kd_wgv_256_e2(), "wg-e2");
+  wg(kd_wgv_256_e4(), "wg-e4");
+  wg(kd_wgv_256_e2_stagger(), "wg-e2-stagger");
+  wg(kd_wgv_256_raw(), "wg-raw");
   {
     typedef kd_mm_nv_small Cfg;
     typedef kd_mm_dense_stager<Cfg::WARPS * 32, Cfg::BM, Cfg::BK, true, true> SA;

@@ -8,7 +8,8 @@ max relative error max |x - e| / max(|e|, rms(e)) against float64 of kiln's
 Hopper kernel at each promotion interval (and unpromoted), kiln's mma.sync
 kernel and torch's matmul with f32 output on the very same inputs (NaN,
 an unwritten output, shows as nan). Speed: torch.matmul at 4096^3 and 8192^3 with operand
-sets rotated over 2x L2, 5 warm-ups, the median of 30 event-timed calls.
+sets rotated over 2x L2, 5 warm-ups, the median of 30 event-timed calls,
+queued (torch-compare.py's method, the one to compare with) and synced.
 """
 import os
 import sys
@@ -31,13 +32,14 @@ def torch_f32_out(a, b):
         return None, "no f32-output 16-bit GEMM in this torch"
 
 
-VARIANTS = ("wg-e1", "wg-e2", "wg-e4", "wg-raw")  # gemm-hopper's dump
+VARIANTS = ("wg-e1", "wg-e2", "wg-e4", "wg-e2-stagger", "wg-raw")  # gemm-hopper's dump
 
 
 def accuracy(d):
     dev = "cuda"
     names = {"wg-e1": "wgmma every 64 k", "wg-e2": "every 128 k",
-             "wg-e4": "every 256 k", "wg-raw": "unpromoted"}
+             "wg-e4": "every 256 k", "wg-e2-stagger": "every 128 k, staggered",
+             "wg-raw": "unpromoted"}
     print("| inputs | K | " + " | ".join(names[v] for v in VARIANTS) +
           " | kiln mma.sync | torch | torch call |")
     print("| --- | ---: | " + " | ".join("---:" for _ in VARIANTS) + " | ---: | ---: | --- |")
@@ -63,10 +65,14 @@ def accuracy(d):
 
 
 def speed():
+    """torch.matmul timed two ways: queued (events around each call, one
+    synchronize at the end: scripts/torch-compare.py's and the perf suite's
+    method) and synced (a synchronize after each call: the Python call's
+    host time then falls inside the events)."""
     dev = "cuda"
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    print("| case | torch TFLOP/s |")
-    print("| --- | ---: |")
+    print("| case | torch TFLOP/s, queued | torch TFLOP/s, synced |")
+    print("| --- | ---: | ---: |")
     for s in (4096, 8192):
         for dt, tdt in (("bf16", torch.bfloat16), ("f16", torch.float16)):
             set_bytes = 3 * s * s * 2
@@ -74,19 +80,24 @@ def speed():
             a = [torch.randn(s, s, device=dev, dtype=tdt) for _ in range(n)]
             b = [torch.randn(s, s, device=dev, dtype=tdt) for _ in range(n)]
             c = [torch.empty(s, s, device=dev, dtype=tdt) for _ in range(n)]
-            for i in range(5):
-                torch.matmul(a[i % n], b[i % n], out=c[i % n])
-            ts = []
-            for i in range(30):
-                e0 = torch.cuda.Event(enable_timing=True)
-                e1 = torch.cuda.Event(enable_timing=True)
-                e0.record()
-                torch.matmul(a[i % n], b[i % n], out=c[i % n])
-                e1.record()
-                e1.synchronize()
-                ts.append(e0.elapsed_time(e1))
-            ms = sorted(ts)[len(ts) // 2]
-            print(f"| GEMM {s}^3 {dt} NN | {2 * s ** 3 / ms / 1e9:.1f} |")
+            fig = []
+            for synced in (False, True):
+                for i in range(5):
+                    torch.matmul(a[i % n], b[i % n], out=c[i % n])
+                ev = []
+                for i in range(30):
+                    e0 = torch.cuda.Event(enable_timing=True)
+                    e1 = torch.cuda.Event(enable_timing=True)
+                    e0.record()
+                    torch.matmul(a[i % n], b[i % n], out=c[i % n])
+                    e1.record()
+                    if synced:
+                        e1.synchronize()
+                    ev.append((e0, e1))
+                torch.cuda.synchronize()
+                ms = sorted(x.elapsed_time(y) for x, y in ev)[len(ev) // 2]
+                fig.append(f"{2 * s ** 3 / ms / 1e9:.1f}")
+            print(f"| GEMM {s}^3 {dt} NN | {fig[0]} | {fig[1]} |")
             del a, b, c
             torch.cuda.empty_cache()
 

@@ -53,4 +53,33 @@ static std::vector<float> tune_times(int sets, int warmup, int iters, F launch) 
   return t;
 }
 
+// As tune_times, but the launches queued back to back (all events
+// recorded, one synchronize at the end), as the perf suite and
+// scripts/torch-compare.py time: each figure is then the kernel's time on
+// the device, with no host time (a launch's own setup, a Python call)
+// between its first event and its kernel.
+template <class F>
+static std::vector<float> tune_times_queued(int sets, int warmup, int iters,
+                                            F launch) {
+  for (int i = 0; i < warmup; i++) launch(i % sets);
+  std::vector<cudaEvent_t> e((size_t)(2 * iters));
+  for (auto &x : e) CHECK(cudaEventCreate(&x));
+  for (int i = 0; i < iters; i++) {
+    CHECK(cudaEventRecord(e[2 * i]));
+    launch((warmup + i) % sets);
+    CHECK(cudaEventRecord(e[2 * i + 1]));
+  }
+  CHECK(cudaEventSynchronize(e.back()));
+  CHECK(cudaGetLastError());
+  std::vector<float> t;
+  for (int i = 0; i < iters; i++) {
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, e[2 * i], e[2 * i + 1]));
+    t.push_back(ms);
+  }
+  for (auto &x : e) CHECK(cudaEventDestroy(x));
+  std::sort(t.begin(), t.end());
+  return t;
+}
+
 #endif

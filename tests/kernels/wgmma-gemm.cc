@@ -1,6 +1,7 @@
 /* The Hopper GEMM (kernels/kd-gemm-wgmma.h) on the host emulation at warp
  * 32, called directly (no engine): both tile configurations, the
- * promotion's intervals and modes (serial, overlapped), every layout
+ * promotion's intervals and modes (serial, staggered, overlapped), the
+ * tile walk's L2 groups (kd-gemm-wgmma-variants.h), every layout
  * of A and B, edges in M, N and K, a batch with one operand shared, alpha
  * and beta, against a double reference with the GEMM suite's f32-sum
  * bound. It runs wgmma through its descriptors and swizzle, TMA and the
@@ -14,7 +15,7 @@
 
 #include <vector>
 
-#include "kd-gemm-wgmma.h"
+#include "kd-gemm-wgmma-variants.h"
 
 static int g_failures;
 
@@ -23,10 +24,11 @@ static float rnd(uint64_t &s) {
   return (float)((s >> 40) & 0xffff) / 32768.0f - 1.0f;
 }
 
-/* C[b] (f32, ldc n + 3) = alpha A[b] B[b] + beta C[b]; A stored [M][K]
- * (akc) or [K][M], B [N][K] (bkc) or [K][N], rows padded to a multiple of
- * 8 elements. */
-template <typename T, class Cfg>
+/* C[b] (of Tc, ldc n + 3: rows of either parity, so paired stores meet
+ * aligned and unaligned pairs) = alpha A[b] B[b] + beta C[b]; A stored
+ * [M][K] (akc) or [K][M], B [N][K] (bkc) or [K][N], rows padded to a
+ * multiple of 8 elements. */
+template <typename T, class Cfg, typename Tc = float>
 static void one(int64_t batch, int64_t m, int64_t n, int64_t k, bool akc,
                 bool bkc, bool share_b, float alpha, float beta) {
   const int64_t lda = ((akc ? k : m) + 7) / 8 * 8;
@@ -34,23 +36,31 @@ static void one(int64_t batch, int64_t m, int64_t n, int64_t k, bool akc,
   const int64_t sa = lda * (akc ? m : k), sb = share_b ? 0 : ldb * (bkc ? n : k);
   const int64_t sc = ldc * m;
   uint16_t *a, *b;
-  float *c;
+  Tc *c;
   hipMalloc((void **)&a, (size_t)(sa * batch) * 2);
   hipMalloc((void **)&b, (size_t)((share_b ? ldb * (bkc ? n : k) : sb * batch)) * 2);
-  hipMalloc((void **)&c, (size_t)(sc * batch) * 4);
+  hipMalloc((void **)&c, (size_t)(sc * batch) * sizeof(Tc));
   uint64_t seed = (uint64_t)(m * 131 + n * 17 + k);
   const int64_t na = sa * batch, nb = share_b ? ldb * (bkc ? n : k) : sb * batch;
   for (int64_t i = 0; i < na; i++) a[i] = kd_from_float<T>(rnd(seed)).bits;
   for (int64_t i = 0; i < nb; i++) b[i] = kd_from_float<T>(rnd(seed)).bits;
-  for (int64_t i = 0; i < sc * batch; i++) c[i] = rnd(seed);
-  std::vector<float> c0(c, c + sc * batch);
+  std::vector<double> c0((size_t)(sc * batch));
+  for (int64_t i = 0; i < sc * batch; i++) {
+    c[i] = kd_from_float<Tc>(rnd(seed));
+    c0[(size_t)i] = kd_to_float(c[i]);
+  }
   auto val = [](uint16_t x) {
     T t;
     t.bits = x;
     return (double)kd_to_float(t);
   };
   const kd_mm_dense da = {a, lda, sa}, db = {b, ldb, sb};
-  const kd_mm_out co = {c, KE_F32, ldc, sc};
+  const int cdt = sizeof(Tc) == 4 ? KE_F32
+                  : (std::is_same<Tc, kd_half>::value ? KE_F16 : KE_BF16);
+  /* Tc's own rounding of the result, half an ulp (f32: inside 2 u). */
+  const double out_u = sizeof(Tc) == 4 ? 0 : (cdt == KE_F16 ? ldexp(1.0, -11)
+                                                            : ldexp(1.0, -8));
+  const kd_mm_out co = {c, cdt, ldc, sc};
   const kd_mm_dims d = {m, n, k, batch, alpha, beta};
   const int rc = kd_wg_gemm_run<T, Cfg>(0, da, akc, db, bkc, co, d);
   if (rc != 0 || hipStreamSynchronize(0) != hipSuccess) {
@@ -72,17 +82,19 @@ static void one(int64_t batch, int64_t m, int64_t n, int64_t k, bool akc,
         }
         const double e = alpha * s + beta * c0[bi * sc + i * ldc + j];
         const double tol = fabs(alpha) * 8 * u * sqrt(sq) +
-                           2 * u * (fabs(alpha * s) + fabs(beta) * 1.0) + 1e-30;
-        const double err = fabs(c[bi * sc + i * ldc + j] - e) / tol;
+                           2 * u * (fabs(alpha * s) + fabs(beta) * 1.0) +
+                           out_u * fabs(e) + 1e-30;
+        const double err = fabs(kd_to_float(c[bi * sc + i * ldc + j]) - e) / tol;
         if (!(err <= worst)) worst = err;
       }
   if (!(worst <= 1.0)) {
     if (g_failures < 20)
       fprintf(stderr,
               "wgmma-gemm: BN %d, chunks of %d, mode %d, every %d slabs, "
-              "batch %lld, %lldx%lldx%lld, A %s, B %s: "
+              "group %d, flags %d, C of %d bytes, batch %lld, %lldx%lldx%lld, A %s, B %s: "
               "worst error %.3g of the tolerance\n",
-              Cfg::BN, Cfg::CW, Cfg::MODE, Cfg::EVERY, (long long)batch, (long long)m, (long long)n,
+              Cfg::BN, Cfg::CW, Cfg::MODE, Cfg::EVERY, Cfg::GROUP,
+              Cfg::FLAGS, (int)sizeof(Tc), (long long)batch, (long long)m, (long long)n,
               (long long)k, akc ? "[M][K]" : "[K][M]", bkc ? "[N][K]" : "[K][N]",
               worst);
     g_failures++;
@@ -92,11 +104,11 @@ static void one(int64_t batch, int64_t m, int64_t n, int64_t k, bool akc,
   hipFree(c);
 }
 
-template <typename T, class Cfg>
+template <typename T, class Cfg, typename Tc = float>
 static void layouts(int64_t batch, int64_t m, int64_t n, int64_t k,
                     bool share_b) {
   for (int l = 0; l < 4; l++)
-    one<T, Cfg>(batch, m, n, k, l & 1, l >> 1, share_b, l == 3 ? -0.5f : 1.0f,
+    one<T, Cfg, Tc>(batch, m, n, k, l & 1, l >> 1, share_b, l == 3 ? -0.5f : 1.0f,
                 l == 3 ? 0.25f : 0.0f);
 }
 
@@ -113,22 +125,30 @@ int main() {
    * a 256-column tile, or of the whole 128 columns, the ring position
    * carried across a block's tiles. The UNPROMOTED measuring variant too,
    * for its indexing. */
-  typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2> big_e2;
-  typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 4> big_e4;
-  typedef kd_wg_cfg<256, 4, 64, KD_WG_OVERLAP, 1> big_ovl;
-  typedef kd_wg_cfg<256, 4, 64, KD_WG_OVERLAP, 2> big_ovl_e2;
-  typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 1> small_ovl;
-  typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 2> small_ovl_e2;
-  typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 3> small_ovl_e3;
   typedef kd_wg_cfg<256, 3, 128, KD_WG_UNPROMOTED> big_raw;
-  layouts<kd_bf16, big_e2>(1, 130, 300, 300, false);
-  layouts<kd_half, big_e4>(2, 70, 20, 136, true);
-  layouts<kd_bf16, big_ovl>(1, 130, 300, 300, false);
-  layouts<kd_half, big_ovl_e2>(2, 70, 20, 560, true);
-  layouts<kd_bf16, small_ovl>(1, 200, 300, 300, false);
-  layouts<kd_half, small_ovl_e2>(2, 70, 20, 560, true);
-  layouts<kd_bf16, small_ovl_e3>(1, 5, 9, 3, false);
+  layouts<kd_bf16, kd_wgv_256_e2>(1, 130, 300, 300, false);
+  layouts<kd_half, kd_wgv_256_e4>(2, 70, 20, 136, true);
+  layouts<kd_bf16, kd_wgv_256_ovl_e1>(1, 130, 300, 300, false);
+  layouts<kd_half, kd_wgv_256_ovl_e2>(2, 70, 20, 560, true);
+  layouts<kd_bf16, kd_wgv_128_ovl_e1>(1, 200, 300, 300, false);
+  layouts<kd_half, kd_wgv_128_ovl_e2>(2, 70, 20, 560, true);
+  layouts<kd_bf16, kd_wgv_128_ovl_e3>(1, 5, 9, 3, false);
   layouts<kd_bf16, big_raw>(1, 130, 300, 136, false);
+  /* The staggered promotion (consumer 1's groups a slab later: K of 1, 5
+   * and 6 slabs, so a group of one at either end) over several tiles a
+   * block, and the tile walk in L2 groups of 4 and 16 tile rows with a
+   * short last group (6 x 3 tiles batched, 9 x 2), edges in M and N. */
+  layouts<kd_bf16, kd_wgv_256_e2_stagger>(1, 130, 300, 300, false);
+  layouts<kd_half, kd_wgv_256_e2_g16_stagger>(2, 70, 20, 64, true);
+  layouts<kd_half, kd_wgv_256_e2_stagger>(3, 130, 520, 384, false);
+  layouts<kd_bf16, kd_wgv_256_e2_g4>(2, 700, 600, 70, false);
+  layouts<kd_bf16, kd_wgv_256_e2_g16>(1, 1100, 300, 70, false);
+  /* Paired stores: C in f32, f16 and bf16, N odd (a last column alone),
+   * beta on and off (layouts' fourth case). */
+  layouts<kd_bf16, kd_wgv_256_e2_g16_vec>(1, 130, 301, 136, false);
+  layouts<kd_half, kd_wgv_256_e2_g16_vec, kd_half>(2, 70, 263, 72, false);
+  layouts<kd_bf16, kd_wgv_256_e2_g16_vec, kd_bf16>(1, 130, 300, 136, false);
+  layouts<kd_bf16, kd_wgv_256_e2_g16, kd_bf16>(1, 130, 300, 136, false);
   if (g_failures) {
     fprintf(stderr, "wgmma-gemm: %d cases failed\n", g_failures);
     return 1;

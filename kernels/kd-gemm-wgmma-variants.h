@@ -1,0 +1,61 @@
+/* The Hopper GEMM's configurations (kernels/kd-gemm-wgmma.h, kd_wg_cfg)
+ * that the engine (gemm_sm90.hip), its emulated test
+ * (tests/kernels/wgmma-gemm.cc) and its measuring tool
+ * (scripts/gemm-hopper.cu) share: one list, so that the test runs the
+ * variants that are measured, and the engine picks among them by name.
+ * Names: tile columns, ring slots, mode, promotion interval in slabs of
+ * 64 k, then what differs from the defaults (L2 group of 8 tile rows).
+ */
+#ifndef KILN_KD_GEMM_WGMMA_VARIANTS_H
+#define KILN_KD_GEMM_WGMMA_VARIANTS_H
+
+#include "kd-gemm-wgmma.h"
+
+/* 128 x 256 tiles: serial promotion every 1, 2 or 4 slabs; every 2 with
+ * the tiles in L2 groups of 4 or 16 tile rows, with the consumers
+ * staggered, with paired stores (groups of 16), and without its epilogue
+ * (measuring only); overlapped over
+ * 64-column chunks; unpromoted (measuring only). */
+typedef kd_wg_cfg<256, 4> kd_wgv_256_e1;
+typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2> kd_wgv_256_e2;
+typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 4> kd_wgv_256_e4;
+typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2, 4> kd_wgv_256_e2_g4;
+typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2, 16> kd_wgv_256_e2_g16;
+typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2, 8, KD_WG_STAGGER>
+    kd_wgv_256_e2_stagger;
+typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2, 16, KD_WG_STAGGER>
+    kd_wgv_256_e2_g16_stagger;
+typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2, 8, KD_WG_NO_STORE>
+    kd_wgv_256_e2_nostore;
+typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2, 16, KD_WG_VEC_STORE>
+    kd_wgv_256_e2_g16_vec;
+typedef kd_wg_cfg<256, 4, 64, KD_WG_OVERLAP, 1> kd_wgv_256_ovl_e1;
+typedef kd_wg_cfg<256, 4, 64, KD_WG_OVERLAP, 2> kd_wgv_256_ovl_e2;
+typedef kd_wg_cfg<256, 4, 128, KD_WG_UNPROMOTED> kd_wgv_256_raw;
+/* 128 x 128 tiles: overlapped promotion every 1, 2 or 3 slabs, serial
+ * every slab. */
+typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 1> kd_wgv_128_ovl_e1;
+typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 2> kd_wgv_128_ovl_e2;
+typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 3> kd_wgv_128_ovl_e3;
+typedef kd_wg_cfg<128, 6> kd_wgv_128_e1;
+
+/* Every variant with its tag, for a sweep: X(config, "tag"). */
+#define KD_WG_VARIANTS(X)                                                  \
+  X(kd_wgv_256_e1, "256s4-serial-e1")                                      \
+  X(kd_wgv_256_e2, "256s4-serial-e2")                                      \
+  X(kd_wgv_256_e4, "256s4-serial-e4")                                      \
+  X(kd_wgv_256_e2_g4, "256s4-serial-e2-g4")                                \
+  X(kd_wgv_256_e2_g16, "256s4-serial-e2-g16")                              \
+  X(kd_wgv_256_e2_stagger, "256s4-serial-e2-stagger")                      \
+  X(kd_wgv_256_e2_g16_stagger, "256s4-serial-e2-g16-stagger")              \
+  X(kd_wgv_256_e2_nostore, "256s4-serial-e2-nostore")                      \
+  X(kd_wgv_256_e2_g16_vec, "256s4-serial-e2-g16-vec")                      \
+  X(kd_wgv_256_ovl_e1, "256s4-ovl64-e1")                                   \
+  X(kd_wgv_256_ovl_e2, "256s4-ovl64-e2")                                   \
+  X(kd_wgv_128_ovl_e1, "128s6-ovl-e1")                                     \
+  X(kd_wgv_128_ovl_e2, "128s6-ovl-e2")                                     \
+  X(kd_wgv_128_ovl_e3, "128s6-ovl-e3")                                     \
+  X(kd_wgv_128_e1, "128s6-serial-e1")                                      \
+  X(kd_wgv_256_raw, "256s4-unpromoted")
+
+#endif
