@@ -109,7 +109,8 @@ inline void kemu_mbar_complete_tx(uint32_t addr, int bytes) {
 inline bool kemu_mbar_test(uint32_t addr, int parity) {
   return (int)kemu__mbar_get(addr).phase != (parity & 1);
 }
-/* A phase that never completes is a hang on the GPU; here it is an abort
+/* A phase that never completes is a hang on the GPU; here it is an abort:
+ * the scheduler's deadlock report once no other thread can run, else
  * after every other thread had a few million chances to complete it. */
 inline void kemu_mbar_wait(uint32_t addr, int parity) {
   for (long spins = 0; !kemu_mbar_test(addr, parity); spins++) {

@@ -261,7 +261,9 @@ void release_warp(sched *s, warp_state *w) {
   }
 }
 
-[[noreturn]] void deadlock(sched *s) {
+/* `spinner`: the one thread still able to run spins on an mbarrier phase
+ * that only another thread could complete. */
+[[noreturn]] void deadlock(sched *s, const fiber *spinner = nullptr) {
   unsigned int at_block = 0, at_warp = 0, at_named = 0, done = 0;
   for (unsigned int i = 0; i < s->nthreads; i++) {
     at_block += s->fibers[i].state == AT_BLOCK;
@@ -295,13 +297,18 @@ void release_warp(sched *s, warp_state *w) {
                "; named barrier %u has %u of %u arrivals", id, b->arrived,
                b->count);
   }
+  char spin[96] = "";
+  if (spinner)
+    snprintf(spin, sizeof spin,
+             "; thread %u, the only one able to run, waits on an mbarrier",
+             spinner->tid.x);
   fflush(stdout);
   fprintf(stderr,
           "kiln host emulation: deadlock in kernel %s block (%u,%u,%u): %u "
           "threads at __syncthreads, %u at warp barrier, %u at named "
-          "barriers (bar.sync), %u returned (of %u)%s\n",
+          "barriers (bar.sync), %u returned (of %u)%s%s\n",
           s->desc->kernel, blockIdx.x, blockIdx.y, blockIdx.z, at_block,
-          at_warp, at_named, done, s->nthreads, detail);
+          at_warp, at_named, done, s->nthreads, detail, spin);
   abort();
 }
 
@@ -535,10 +542,9 @@ void kemu__yield() {
   fiber *me = s->cur;
   rq_push(s, me);
   fiber *next = rq_pop(s);
-  if (next == me) {
-    me->state = RUNNING;
-    return;
-  }
+  /* No other thread can run: none can complete the phase (TMA copies and
+   * wgmma complete at issue here). */
+  if (next == me) deadlock(s, me);
   me->state = READY;
   enter(s, next);
   kemu__ctx_switch(&me->ctx, &next->ctx);

@@ -184,6 +184,19 @@ __global__ void too_few(int *) {
   if (threadIdx.x < 64) kemu_bar_named(5, 128, true);
 }
 
+/* Thread 0 waits on an mbarrier phase no one completes, the others at a
+ * named barrier it never reaches: reported as soon as it is alone. */
+__global__ void mbar_alone(int *) {
+  HIP_DYNAMIC_SHARED(uint64_t, bar);
+  const uint32_t at = kemu_smem_addr(bar);
+  if (threadIdx.x == 0) kemu_mbar_init(at, 1);
+  __syncthreads();
+  if (threadIdx.x == 0)
+    kemu_mbar_wait(at, 0);
+  else
+    kemu_bar_named(4, 64, true);
+}
+
 static void test_fatal() {
   int *out = dev_ints(256);
   expect_abort("missing arrive",
@@ -206,6 +219,11 @@ static void test_fatal() {
   expect_abort("count over the block",
                [&] { hipLaunchKernelGGL(too_few, 1, 64, 0, 0, out); },
                "at most the block's 64 threads");
+  expect_abort("mbarrier wait alone",
+               [&] { hipLaunchKernelGGL(mbar_alone, 1, 64, 64, 0, out); },
+               "63 at named barriers (bar.sync), 0 returned (of 64); named "
+               "barrier 4 has 63 of 64 arrivals; thread 0, the only one able "
+               "to run, waits on an mbarrier");
   hipFree(out);
 }
 
