@@ -246,8 +246,8 @@ static int ke_dec_launch_mma(hipStream_t s, const void *q, const void *k,
   constexpr size_t smem = K::BYTES > mg ? K::BYTES : mg;
   const void *fn =
       (const void *)ke_attention_decode_mma_kernel<kd_mma_nv, T, RT, DP, S>;
-  const int err = (int)hipFuncSetAttribute(
-      fn, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  static int raised[KD_DEC_DEVICES];
+  const int err = kd_dec_raise_smem(raised, fn, smem);
   if (err != 0) return err;
   hipLaunchKernelGGL((ke_attention_decode_mma_kernel<kd_mma_nv, T, RT, DP, S>),
                      grid, dim3(KD_DEC_THREADS), smem, s, (const T *)q,
@@ -345,8 +345,8 @@ static int ke_dec_launch_stages(hipStream_t s, const void *q, const void *k,
   const size_t smem =
       sizeof(ke_dec_shared<T, L, RT, U, S>) + sizeof(kd_dec_ring<S>);
   const void *fn = (const void *)ke_attention_decode_kernel<T, L, RT, U, S, VEC>;
-  const int err = (int)hipFuncSetAttribute(
-      fn, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  static int raised[KD_DEC_DEVICES];
+  const int err = kd_dec_raise_smem(raised, fn, smem);
   if (err != 0) return err;
   hipLaunchKernelGGL((ke_attention_decode_kernel<T, L, RT, U, S, VEC>), grid,
                      dim3(KD_DEC_THREADS), smem, s, (const T *)q,

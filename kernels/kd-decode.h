@@ -45,6 +45,25 @@
 #define KD_DEC_THREADS 256
 #define KD_DEC_VEC 8 /* elements of a K/V row per lane */
 
+/* Raises a kernel's dynamic shared memory limit to bytes once per device
+ * (raised: the launcher's own array, one per kernel instantiation) rather
+ * than before every launch, where the runtime call sat between the timing
+ * events (measured neutral on the H100, docs/performance.md). A refusal
+ * is not remembered: the 4-stage launchers fall back on it. Racing
+ * callers agree. */
+#define KD_DEC_DEVICES 64
+static inline int kd_dec_raise_smem(int (&raised)[KD_DEC_DEVICES],
+                                    const void *fn, size_t bytes) {
+  int dev = 0;
+  if (hipGetDevice(&dev) != hipSuccess || dev < 0 || dev >= KD_DEC_DEVICES)
+    dev = -1;
+  if (dev >= 0 && __atomic_load_n(&raised[dev], __ATOMIC_RELAXED)) return 0;
+  const int err = (int)hipFuncSetAttribute(
+      fn, hipFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+  if (err == 0 && dev >= 0) __atomic_store_n(&raised[dev], 1, __ATOMIC_RELAXED);
+  return err;
+}
+
 /* Eight consecutive elements of a K or V row held raw: two 16-byte words
  * for f32, one for f16/bf16. */
 template <typename T> struct kd_dec_raw {

@@ -253,8 +253,8 @@ static int ke_pa_launch_mma(hipStream_t s, const ke__paged_attention_args *a) {
   constexpr size_t smem = K::BYTES > mg ? K::BYTES : mg;
   const void *fn =
       (const void *)ke_paged_attention_mma_kernel<kd_mma_nv, T, RT, DP, S>;
-  const int err = (int)hipFuncSetAttribute(
-      fn, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  static int raised[KD_DEC_DEVICES];
+  const int err = kd_dec_raise_smem(raised, fn, smem);
   if (err != 0) return err;
   hipLaunchKernelGGL((ke_paged_attention_mma_kernel<kd_mma_nv, T, RT, DP, S>),
                      grid, dim3(KD_DEC_THREADS), smem, s, *a);
@@ -333,8 +333,8 @@ static int ke_pa_launch_stages(hipStream_t s,
       sizeof(ke_pa_shared<Tkv, L, RT, U, S>) + sizeof(kd_dec_ring<S>);
   const void *fn = (const void *)ke_paged_attention_kernel<Tkv, L, RT, U, S,
                                                            FAST>;
-  const int err = (int)hipFuncSetAttribute(
-      fn, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+  static int raised[KD_DEC_DEVICES];
+  const int err = kd_dec_raise_smem(raised, fn, smem);
   if (err != 0) return err; /* also left as the last error */
   hipLaunchKernelGGL((ke_paged_attention_kernel<Tkv, L, RT, U, S, FAST>),
                      grid, dim3(KD_DEC_THREADS), smem, s, *a, x->grabs);
