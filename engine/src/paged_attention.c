@@ -16,6 +16,8 @@ void ke_paged_attention_params_init(ke_paged_attention_params *p) {
   p->scale = 0.0f;
   p->workspace = NULL;
   p->workspace_bytes = 0;
+  p->host_seq_lens = NULL;
+  p->host_block_tables = NULL;
 }
 
 /* The scale the kernel multiplies by, so that the reference uses the very
@@ -138,33 +140,50 @@ static int ke__paged_check_tensors(const ke_tensor *q, const ke_tensor *k,
   return ke__paged_rows_ok(out, "out");
 }
 
-/* Reads the lengths and the table back and checks every length and every
- * table entry a length uses; gives the longest length. */
+/* Checks every length and every table entry a length uses, on the
+ * caller's host copies when params has them, else on the device arrays
+ * read back; gives the longest length. */
 static int ke__paged_check_tables(ke_context *ctx, const int32_t *tables,
                                   const int32_t *lens, int64_t num_seqs,
                                   int64_t max_blocks, int64_t block_size,
-                                  int64_t num_blocks, int64_t *max_len) {
-  int32_t *h_lens = malloc((size_t)num_seqs * sizeof *h_lens);
-  int32_t *h_tables = malloc((size_t)(num_seqs * max_blocks) * sizeof *h_tables);
+                                  int64_t num_blocks,
+                                  const ke_paged_attention_params *params,
+                                  int64_t *max_len) {
+  int32_t *own_lens = NULL, *own_tables = NULL;
+  const int32_t *h_lens = params->host_seq_lens;
+  const int32_t *h_tables = params->host_block_tables;
   int st = KE_OK;
-  if (!h_lens || !h_tables) {
-    st = ke__fail(KE_ENOMEM, "paged_attention: host memory for the block "
-                             "table check");
-    goto done;
+  if (!h_lens != !h_tables)
+    return ke__fail(KE_EINVAL, "paged_attention: params give host_seq_lens "
+                               "%p and host_block_tables %p; give both or "
+                               "neither",
+                    (const void *)h_lens, (const void *)h_tables);
+  if (!h_lens) {
+    own_lens = malloc((size_t)num_seqs * sizeof *own_lens);
+    own_tables = malloc((size_t)(num_seqs * max_blocks) * sizeof *own_tables);
+    if (!own_lens || !own_tables) {
+      st = ke__fail(KE_ENOMEM, "paged_attention: host memory for the block "
+                               "table check");
+      goto done;
+    }
+    st = ke_copy_to_host(ctx, own_lens, lens,
+                         (size_t)num_seqs * sizeof *own_lens);
+    if (st != KE_OK) goto done;
+    st = ke_copy_to_host(ctx, own_tables, tables,
+                         (size_t)(num_seqs * max_blocks) * sizeof *own_tables);
+    if (st != KE_OK) goto done;
+    h_lens = own_lens;
+    h_tables = own_tables;
   }
-  st = ke_copy_to_host(ctx, h_lens, lens, (size_t)num_seqs * sizeof *h_lens);
-  if (st != KE_OK) goto done;
-  st = ke_copy_to_host(ctx, h_tables, tables,
-                       (size_t)(num_seqs * max_blocks) * sizeof *h_tables);
-  if (st != KE_OK) goto done;
+  const char *from = own_lens ? "" : "host_"; /* which arrays said so */
   *max_len = 0;
   for (int64_t s = 0; s < num_seqs; s++) {
     int64_t len = h_lens[s];
     if (len < 1 || len > max_blocks * block_size) {
-      st = ke__fail(KE_EINVAL, "paged_attention: seq_lens[%lld] = %lld; "
+      st = ke__fail(KE_EINVAL, "paged_attention: %sseq_lens[%lld] = %lld; "
                                "lengths must be 1..%lld (max_blocks_per_seq "
                                "%lld x block_size %lld)",
-                    (long long)s, (long long)len,
+                    from, (long long)s, (long long)len,
                     (long long)(max_blocks * block_size),
                     (long long)max_blocks, (long long)block_size);
       goto done;
@@ -172,9 +191,10 @@ static int ke__paged_check_tables(ke_context *ctx, const int32_t *tables,
     for (int64_t b = 0; b < ke__ceil_div(len, block_size); b++) {
       int32_t blk = h_tables[s * max_blocks + b];
       if (blk < 0 || blk >= num_blocks) {
-        st = ke__fail(KE_EINVAL, "paged_attention: block_tables[%lld][%lld] "
-                                 "= %d is outside the cache's %lld blocks",
-                      (long long)s, (long long)b, (int)blk,
+        st = ke__fail(KE_EINVAL, "paged_attention: %sblock_tables[%lld]"
+                                 "[%lld] = %d is outside the cache's %lld "
+                                 "blocks",
+                      from, (long long)s, (long long)b, (int)blk,
                       (long long)num_blocks);
         goto done;
       }
@@ -182,8 +202,8 @@ static int ke__paged_check_tables(ke_context *ctx, const int32_t *tables,
     if (len > *max_len) *max_len = len;
   }
 done:
-  free(h_lens);
-  free(h_tables);
+  free(own_lens);
+  free(own_tables);
   return st;
 }
 
@@ -298,7 +318,7 @@ int ke_paged_attention(ke_context *ctx, const ke_tensor *q,
   int64_t max_len = 0;
   KE__TRY(ke__paged_check_tables(ctx, block_tables, seq_lens, a.num_seqs,
                                  max_blocks_per_seq, a.block_size,
-                                 k_cache->shape[0], &max_len));
+                                 k_cache->shape[0], params, &max_len));
   KE__TRY(ke__paged_plan(ctx, params, max_len, &a, &ext));
   KE__TIMED_LAUNCH(ctx, "paged_attention",
                    ke__paged_attention_launch_ext(ctx->stream, &a, &ext));

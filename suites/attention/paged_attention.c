@@ -583,6 +583,48 @@ START_TEST(workspace_refusals) {
 }
 END_TEST
 
+/* Host copies of the lengths and tables in params: the read-back path's
+ * result, the copies are what is checked (a bad value there is refused
+ * while the device arrays are right), and one without the other is
+ * refused. */
+START_TEST(host_tables) {
+  static const int32_t lens[] = {1000, 7, 300};
+  pa_case c = pa_default(NELEM(lens), lens);
+  pa_inputs in;
+  pa_build(&c, &in);
+  ke_paged_attention_params p;
+  ke_paged_attention_params_init(&p);
+  p.host_seq_lens = in.lens;
+  p.host_block_tables = in.tables;
+  kt_assert_ok(pa_call(&in, &p));
+  double *ref = pa_reference(&in, &p);
+  /* spread: scale 1/sqrt(128) times |q| ~ sqrt(128) */
+  kt_assert_close("host_tables", &in.out, ref, pa_tol(c.out_dtype, 1.0));
+  free(ref);
+
+  const int64_t mb = in.dims.max_blocks_per_seq;
+  int32_t bad_lens[NELEM(lens)] = {1000, 0, 300};
+  p.host_seq_lens = bad_lens;
+  kt_assert_status(pa_call(&in, &p), KE_EINVAL);
+  bad_lens[1] = (int32_t)(mb * c.block_size + 1);
+  kt_assert_status(pa_call(&in, &p), KE_EINVAL);
+  p.host_seq_lens = in.lens;
+  int32_t *tbl = malloc((size_t)(NELEM(lens) * mb) * sizeof *tbl);
+  ck_assert_ptr_nonnull(tbl);
+  memcpy(tbl, in.tables, (size_t)(NELEM(lens) * mb) * sizeof *tbl);
+  tbl[2 * mb + 1] = (int32_t)in.dims.num_blocks; /* used by length 300 */
+  p.host_block_tables = tbl;
+  kt_assert_status(pa_call(&in, &p), KE_EINVAL);
+  free(tbl);
+  p.host_block_tables = NULL;
+  kt_assert_status(pa_call(&in, &p), KE_EINVAL);
+  p.host_seq_lens = NULL;
+  p.host_block_tables = in.tables;
+  kt_assert_status(pa_call(&in, &p), KE_EINVAL);
+  pa_release(&in);
+}
+END_TEST
+
 static const kt_test paged_attention_tests[] = {
     KT_TEST(block_sizes),
     KT_TEST(lengths),
@@ -604,6 +646,7 @@ static const kt_test paged_attention_tests[] = {
     KT_TEST(nan_in_real_kv_split),
     KT_TEST(refusals),
     KT_TEST(workspace_refusals),
+    KT_TEST(host_tables),
 };
 
 KT_SUITE(kt_suite_paged_attention, "paged_attention", "gpu,kernel",

@@ -73,7 +73,13 @@ extern "C" {
  * Validation reads seq_lens and block_tables back to the host (one
  * stream-synchronised copy of num_seqs * (max_blocks_per_seq + 1) int32s
  * per call) so that a bad length or block index is a refusal, never an
- * out-of-bounds read.
+ * out-of-bounds read. A caller that keeps host copies of both (a serving
+ * loop's scheduler does) passes them in params instead: they are checked
+ * the same way, nothing is read back, and the call does not synchronise
+ * the stream (the wait and the launch that follows it on an idle device
+ * cost several microseconds a call, docs/performance.md). The caller
+ * vouches that they hold what the device arrays hold when the kernel
+ * runs; a difference is an out-of-bounds read the check cannot see.
  *
  * Split over the tokens: a long sequence on a small batch is cut into
  * token ranges computed in parallel and merged ("flash-decoding"), as many
@@ -89,6 +95,11 @@ typedef struct ke_paged_attention_params {
   float scale;             /* default 0: 1 / sqrt(head_dim) */
   void *workspace;         /* (optional) device scratch; default NULL */
   size_t workspace_bytes;
+  /* (optional) host copies of seq_lens [num_seqs] and block_tables
+   * [num_seqs, max_blocks_per_seq], both or neither; default NULL: the
+   * device arrays are read back (above). */
+  const int32_t *host_seq_lens;
+  const int32_t *host_block_tables;
 } ke_paged_attention_params;
 
 /* The sizes the reference and the workspace query take. */
