@@ -48,8 +48,23 @@ k report show "$T/kill";       expect_rc 0 "report show of the rebuilt report"; 
 # exits 130 with the test recorded and every slot back.
 "$KILN" run --backend host --grace 0.3 -o "$T/spin" faults/spin_kernel >"$T/out.txt" 2>&1 &
 kiln_pid=$!
-for i in $(seq 50); do grep -qs 'never ends' "$T/spin/logs/faults/spin_kernel.log" && break
-  [ -n "$(pgrep -P $kiln_pid)" ] && sleep 0.3 && break; sleep 0.05; done
+# SIGINT only once the test body runs. Before kiln hands the test to a
+# runner (a sanitized runner starts slowly) there is no test to record;
+# before the body ignores SIGTERM, kiln's SIGTERM alone would end it. The
+# journal names the test's process when kiln hands it over; /proc then
+# shows SIGTERM ignored (bit 15 of SigIgn) once the body has begun.
+pid=""; body=""
+for i in $(seq 400); do
+  [ -z "$pid" ] && pid=$(sed -n 's/^start .*id=faults\/spin_kernel .*pid=\([0-9]*\).*/\1/p' \
+    "$T/spin/journal" 2>/dev/null)
+  if [ -n "$pid" ]; then
+    m=$(awk '/^SigIgn:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+    [ -n "$m" ] && (( (16#$m >> 14) & 1 )) && body=1 && break
+  fi
+  sleep 0.05
+done
+[ -n "$body" ] && ok "the spinning test's body runs (process $pid ignores SIGTERM)" \
+  || fail "the spinning test's body never started (process '$pid')"
 kill -INT $kiln_pid
 wait $kiln_pid; rc=$?
 expect_rc 130 "SIGINT during a spinning kernel"
