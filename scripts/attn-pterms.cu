@@ -33,19 +33,10 @@
 #include <vector>
 
 #include "attention_sm90.hip" // the engine's configurations and variants
+#include "tune-hip.h"
 
 static_assert(kd_fa3_pt<0> == 2 && kd_fa3_pt<1> == 1,
               "variant 0 keeps two terms of P, variant 1 one");
-
-#define CHECK(x)                                                             \
-  do {                                                                       \
-    hipError_t e_ = (x);                                                     \
-    if (e_ != hipSuccess) {                                                  \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,             \
-              hipGetErrorString(e_));                                        \
-      exit(2);                                                               \
-    }                                                                        \
-  } while (0)
 
 struct acase {
   const char *tag; // where the size comes from
@@ -250,13 +241,8 @@ static void one(const acase &c, int idx, const char *dir, double ref_cap,
     return;
   }
 #endif
-  ke__attention_desc a = {};
-  a.b = c.b, a.hq = c.hq, a.hkv = c.hkv, a.sq = c.sq, a.sk = c.sk, a.d = c.d;
+  ke__attention_desc a = tune_attn_desc(c.b, c.hq, c.hkv, c.sq, c.sk, c.d);
   a.scale = scale, a.causal = c.causal, a.offset = off;
-  const int64_t qs[3] = {c.hq * c.sq * c.d, c.sq * c.d, c.d};
-  const int64_t ks[3] = {c.hkv * c.sk * c.d, c.sk * c.d, c.d};
-  memcpy(a.q_stride, qs, sizeof qs), memcpy(a.o_stride, qs, sizeof qs);
-  memcpy(a.k_stride, ks, sizeof ks), memcpy(a.v_stride, ks, sizeof ks);
   void *dq, *dk, *dv, *dout;
   CHECK(hipMalloc(&dq, nq * 2));
   CHECK(hipMalloc(&dk, nk * 2));
@@ -281,25 +267,17 @@ static void one(const acase &c, int idx, const char *dir, double ref_cap,
   if (!strcmp(c.tag, "perf")) { // the median of 15 launches after 3 warm-ups
     for (int pt = 2; pt >= 1; pt--) {
       std::vector<float> ms;
-      hipEvent_t e0, e1;
-      CHECK(hipEventCreate(&e0));
-      CHECK(hipEventCreate(&e1));
-      for (int it = 0; it < 18; it++) {
-        CHECK(hipEventRecord(e0, 0));
-        if (pt == 2) ke_attn_sm90_by_d<T, 0>(0, dq, dk, dv, dout, &a);
-        else ke_attn_sm90_by_d<T, 1>(0, dq, dk, dv, dout, &a);
-        CHECK(hipEventRecord(e1, 0));
-        CHECK(hipEventSynchronize(e1));
-        float t;
-        CHECK(hipEventElapsedTime(&t, e0, e1));
-        if (it >= 3) ms.push_back(t);
+      const int rc = tune_attn_times(0, 3, 15, [&](int) {
+        return pt == 2 ? ke_attn_sm90_by_d<T, 0>(0, dq, dk, dv, dout, &a)
+                       : ke_attn_sm90_by_d<T, 1>(0, dq, dk, dv, dout, &a);
+      }, &ms);
+      if (rc != 0) {
+        fprintf(stderr, "attn-pterms: timed launch refused (%d) for case %d\n", rc, idx);
+        exit(2);
       }
-      std::sort(ms.begin(), ms.end());
       const double flop = 4.0 * c.b * c.hq * (double)c.sq * c.sk * c.d * (c.causal ? 0.5 : 1);
       printf("time %s %s%s p%d: %.3f ms, %.1f TFLOP/s\n", bf ? "bf16" : "f16", c.tag,
              c.causal ? " causal" : "", pt, ms[ms.size() / 2], flop / ms[ms.size() / 2] / 1e9);
-      CHECK(hipEventDestroy(e0));
-      CHECK(hipEventDestroy(e1));
     }
   }
 #endif

@@ -29,16 +29,7 @@
 #include "kd-attn-mma.h"
 #include "kd-attn-simt.h"
 #include "kiln/attention.h"
-
-#define CHECK(x)                                                             \
-  do {                                                                       \
-    hipError_t e_ = (x);                                                     \
-    if (e_ != hipSuccess) {                                                  \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x,             \
-              hipGetErrorString(e_));                                        \
-      exit(2);                                                               \
-    }                                                                        \
-  } while (0)
+#include "tune-hip.h"
 
 // ---- Configurations ---------------------------------------------------------
 
@@ -287,18 +278,7 @@ static int sweep(const problem &p, const std::vector<config> &cfgs,
     CHECK(hipMemcpyAsync(dk[i], rk.data(), nk * es, hipMemcpyHostToDevice, st));
     CHECK(hipMemcpyAsync(dv[i], rv.data(), nk * es, hipMemcpyHostToDevice, st));
   }
-  ke__attention_desc a = {};
-  a.b = p.b;
-  a.hq = p.hq;
-  a.hkv = p.hkv;
-  a.sq = a.sk = p.s;
-  a.d = p.d;
-  const int64_t qst[3] = {p.hq * p.s * p.d, p.s * p.d, p.d};
-  const int64_t kst[3] = {p.hkv * p.s * p.d, p.s * p.d, p.d};
-  memcpy(a.q_stride, qst, sizeof qst);
-  memcpy(a.o_stride, qst, sizeof qst);
-  memcpy(a.k_stride, kst, sizeof kst);
-  memcpy(a.v_stride, kst, sizeof kst);
+  ke__attention_desc a = tune_attn_desc(p.b, p.hq, p.hkv, p.s, p.s, p.d);
   a.scale = (float)(1.0 / sqrt((double)p.d));
   a.causal = p.causal;
   a.offset = 0;
@@ -336,30 +316,19 @@ static int sweep(const problem &p, const std::vector<config> &cfgs,
   int failed = 0;
   double best = 0, dflt = 0;
   std::vector<unsigned char> got(nq * es);
-  hipEvent_t e0, e1;
-  CHECK(hipEventCreate(&e0));
-  CHECK(hipEventCreate(&e1));
   for (const config &c : cfgs) {
     if (c.dtype != p.dtype || c.dp != pad_dp(c, p.d)) continue;
     std::vector<float> ms;
-    int err = 0;
-    for (int it = 0; it < o.warmup + o.iters && !err; it++) {
+    const int err = tune_attn_times(st, o.warmup, o.iters, [&](int it) {
       const int set = it % sets;
-      CHECK(hipEventRecord(e0, st));
-      err = c.launch(st, dq[set], dk[set], dv[set], dout[set], &a);
-      CHECK(hipEventRecord(e1, st));
-      CHECK(hipEventSynchronize(e1));
-      float t = 0;
-      CHECK(hipEventElapsedTime(&t, e0, e1));
-      if (it >= o.warmup) ms.push_back(t);
-    }
+      return c.launch(st, dq[set], dk[set], dv[set], dout[set], &a);
+    }, &ms);
     if (err) {
       printf("%-28s | %-4s %-52s | launch failed: %s\n", pname, c.kind,
              c.desc, hipGetErrorString((hipError_t)err));
       failed++;
       continue;
     }
-    std::sort(ms.begin(), ms.end());
     const double med = ms[ms.size() / 2];
     // The check: the last launch's output (set (warmup + iters - 1) % sets).
     const int last = (o.warmup + o.iters - 1) % sets;
@@ -406,8 +375,6 @@ static int sweep(const problem &p, const std::vector<config> &cfgs,
   }
   if (best > 0)
     printf("%-28s | best %.1f TFLOP/s, kiln's (*) %.1f\n", pname, best, dflt);
-  CHECK(hipEventDestroy(e0));
-  CHECK(hipEventDestroy(e1));
   for (int i = 0; i < sets; i++) {
     CHECK(hipFree(dq[i]));
     CHECK(hipFree(dk[i]));

@@ -1,44 +1,19 @@
 /* Test of the emulation's named barriers (PTX bar.sync / bar.arrive id,
  * count; launch.cc kemu_bar_named, called by kd-wgmma.h's kd_bar_sync and
- * kd_bar_arrive): meson test --suite emulation. Its own program because
- * test-emulation.cc is long enough already; the same style (CHECK, child
- * processes for the cases that must abort).
+ * kd_bar_arrive): meson test --suite emulation. A program of its own, in
+ * test-emulation.cc's style (test-check.h: CHECK, child processes for the
+ * cases that must abort).
  *
  * The fibers run in FIFO order, thread 0 first, so every kernel here puts
  * the threads that must wait before the ones they wait for: a barrier that
  * does not hold them lets them read what is not yet written.
  */
-#include <errno.h>
-#include <signal.h>
-#include <stdio.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <functional>
-#include <string>
-
-#include "hip-on-host.h"
-
-static std::atomic<int> g_failures;
-
-#define CHECK(cond, ...)                                                   \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__,     \
-              #cond);                                                      \
-      fprintf(stderr, __VA_ARGS__);                                        \
-      fputc('\n', stderr);                                                 \
-      g_failures++;                                                        \
-    }                                                                      \
-  } while (0)
+#include "test-check.h"
 
 static int *dev_ints(size_t n) {
-  void *p = nullptr;
-  CHECK(hipMalloc(&p, n * sizeof(int)) == hipSuccess, "hipMalloc %zu", n);
+  int *p = dev_alloc<int>(n);
   memset(p, 0, n * sizeof(int));
-  return (int *)p;
+  return p;
 }
 
 /* Warps 4-7 write, warps 0-3 wait for them with bar.sync 1, 256 and read;
@@ -124,46 +99,7 @@ static void test_semantics() {
   hipFree(out);
 }
 
-/* ==== Misuse aborts, in child processes ================================== */
-
-static int in_child(const std::function<void()> &fn, std::string *err) {
-  int pfd[2];
-  if (pipe(pfd) != 0) return -1;
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(pfd[0]);
-    dup2(pfd[1], 2);
-    fn();
-    _exit(0);
-  }
-  close(pfd[1]);
-  char buf[4096];
-  ssize_t got;
-  while ((got = read(pfd[0], buf, sizeof buf)) != 0) {
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    err->append(buf, (size_t)got);
-  }
-  close(pfd[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
-}
-
-static void expect_abort(const char *what, const std::function<void()> &fn,
-                         const char *needle) {
-  std::string err;
-  const int status = in_child(fn, &err);
-  CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
-        "%s: child status %#x, stderr: %s", what, status, err.c_str());
-  CHECK(err.find(needle) != std::string::npos,
-        "%s: stderr lacks \"%s\": %s", what, needle, err.c_str());
-}
+/* ==== Misuse aborts, in child processes (expect_abort) ================== */
 
 /* Group 1 forgets to open group 0's first turn. */
 __global__ void missing_arrive(int *out) {
