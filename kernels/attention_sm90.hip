@@ -116,11 +116,13 @@ static int ke_attn_sm90_by_d(hipStream_t s, const void *q, const void *k,
   if (a->d <= 192) return kd_fa3_run<T, kd_fa3_d192<VAR>>(s, q, k, v, o, a);
   return kd_fa3_run<T, kd_fa3_d256<VAR>>(s, q, k, v, o, a);
 }
+/* VAR: the variant asked for; round_p (kiln/attention.h) takes its
+ * one-term form. */
 template <typename T, int VAR = 0>
 static int ke_attn_sm90(hipStream_t s, const void *q, const void *k,
                         const void *v, void *o, const ke__attention_desc *a) {
   if constexpr (VAR + 1 < 2 * KD_FA3_SCHEDULES)
-    if (ke_attn_sm90_variant() != VAR)
+    if ((ke_attn_sm90_variant() | (a->round_p ? 1 : 0)) != VAR)
       return ke_attn_sm90<T, VAR + 1>(s, q, k, v, o, a);
   return ke_attn_sm90_by_d<T, VAR>(s, q, k, v, o, a);
 }

@@ -76,7 +76,7 @@ def read_table(path=TABLE):
     for r in re.finditer(r"\{([^{}]*)\}", m[1]):
         pos = m.start(1) + r.start()
         row = {"seq": 0, "seq_host": 0, "batch": 0, "cols": 0, "heads": 0,
-               "heads_host": 0, "kv_heads": 0, "head_dim": 0, "causal": 0,
+               "heads_host": 0, "kv_heads": 0, "head_dim": 0, "causal": 0, "round_p": 0,
                "fmt": None}
         for field in filter(None, (x.strip() for x in r[1].split(","))):
             f = re.fullmatch(r'\.(\w+)\s*=\s*("([^"]*)"|\d+|[A-Z0-9_|\s]+)', field)

@@ -29,6 +29,7 @@ void ke_attention_params_init(ke_attention_params *p) {
   p->causal = 0;
   p->causal_offset = -1;
   p->kernel = KE_ATTN_KERNEL_AUTO;
+  p->round_p = 0;
 }
 
 /* The kernel family that runs: the caller's, or by rows per kv head. */
@@ -142,6 +143,9 @@ static int ke__attention_check(const ke_tensor *q, const ke_tensor *k,
       p->kernel != KE_ATTN_KERNEL_ROWS)
     return ke__fail(KE_EINVAL, "attention: kernel %d is not AUTO (0), TILED "
                                "(1) or ROWS (2)", (int)p->kernel);
+  if (p->round_p != 0 && p->round_p != 1)
+    return ke__fail(KE_EINVAL, "attention: round_p %d is not 0 or 1",
+                    p->round_p);
   return KE_OK;
 }
 
@@ -174,6 +178,7 @@ int ke_attention(ke_context *ctx, const ke_tensor *q, const ke_tensor *k,
   a.scale = ke__attention_scale(params, a.d);
   a.causal = params->causal != 0;
   a.offset = params->causal_offset < 0 ? a.sk - a.sq : params->causal_offset;
+  a.round_p = params->round_p;
   /* Few query rows per KV head (decode), unless the caller pinned a
    * kernel: the split-key kernel. */
   if (params->kernel == KE_ATTN_KERNEL_AUTO &&

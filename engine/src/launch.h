@@ -155,6 +155,7 @@ typedef struct ke__attention_desc {
   int causal;
   int64_t offset;
   int kernel;
+  int round_p; /* P may be rounded once to the input dtype (kiln/attention.h) */
 } ke__attention_desc;
 int ke__attention_launch(void *stream, ke_dtype dtype, const void *q,
                          const void *k, const void *v, void *o,

@@ -41,6 +41,11 @@
  * and max_nmse is about 10x the u^2 / 3 that uniform rounding gives
  * (1e-6 for f16, 5e-5 for bf16). max|v| is over the finite values: a
  * planted NaN or Inf must not make the bound infinite.
+ *
+ * With round_p a kernel may round each p_j to the input dtype before P·V
+ * (kiln/attention.h): a relative error of at most u_T (2^-11 for f16,
+ * 2^-8 for bf16) in each weight of the numerator, and in l if it sums the
+ * rounded weights, so at most 2 u_T max|v| more in atol.
  */
 #define LAMBDA 6.0
 #define U32 5.9604644775390625e-08
@@ -77,6 +82,7 @@ kt_tol attn_tol(const attn_case *c, const double *q, const double *k,
     t.atol = t.atol > 1e-5 ? t.atol : 1e-5;
     t.rtol = c->dtype == KE_F16 ? 1e-3 : 1.6e-2;
     t.max_nmse = c->dtype == KE_F16 ? 1e-6 : 5e-5;
+    if (c->round_p) t.atol += 2.0 * ldexp(1.0, c->dtype == KE_F16 ? -11 : -8) * v_max;
   }
   return t;
 }
@@ -88,6 +94,7 @@ ke_attention_params attn_params(const attn_case *c) {
   p.causal = c->causal;
   p.causal_offset = c->offset;
   p.kernel = c->kernel;
+  p.round_p = c->round_p;
   return p;
 }
 
@@ -104,6 +111,8 @@ void attn_case_name(const attn_case *c, char *buf, size_t n) {
   if (c->kernel != KE_ATTN_KERNEL_AUTO)
     snprintf(buf + len, n - len, "%s",
              c->kernel == KE_ATTN_KERNEL_TILED ? "_tiled" : "_rows");
+  len = strlen(buf);
+  if (c->round_p) snprintf(buf + len, n - len, "_round_p");
 }
 
 /* ---- Inputs ----------------------------------------------------------------- */

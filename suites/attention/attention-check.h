@@ -24,12 +24,13 @@ typedef struct attn_case {
   ke_attention_kernel kernel; /* AUTO unless a test pins one */
   int64_t splits;          /* key ranges forced on the decode kernel
                               (kiln/test-tuning.h); 0: the engine's choice */
+  int round_p;             /* kiln/attention.h: P may be rounded once */
 } attn_case;
 
 kt_tol attn_tol(const attn_case *c, const double *q, const double *k,
                 const double *v);
 ke_attention_params attn_params(const attn_case *c);
-/* attn_<dtype>_b.._h<hq>/<hkv>_sq.._sk.._d..[_causal][_off..][_tiled|_rows] */
+/* attn_<dtype>_b.._h<hq>/<hkv>_sq.._sk.._d..[_causal][_off..][_tiled|_rows][_round_p] */
 void attn_case_name(const attn_case *c, char *buf, size_t n);
 
 /* Q and O of shape qs, K and V of shape ks, all of dtype dt (kt_alloc:

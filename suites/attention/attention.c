@@ -23,7 +23,7 @@ static void check(attn_case c) { (void)attn_run(&c, 0); }
 static attn_case mk(ke_dtype dt, int64_t b, int64_t hq, int64_t hkv,
                     int64_t sq, int64_t sk, int64_t d, int causal) {
   attn_case c = {dt, b, hq, hkv, sq, sk, d, causal, -1, 0.0f, 1.0f,
-                 KE_ATTN_KERNEL_AUTO, 0};
+                 KE_ATTN_KERNEL_AUTO, 0, 0};
   return c;
 }
 
@@ -544,6 +544,10 @@ START_TEST(refusals) {
   p.kernel = (ke_attention_kernel)7;
   kt_assert_status(ke_attention(ctx, &q, &k2, &v2, &o, &p), KE_EINVAL);
   ck_assert_msg(strstr(ke_last_error(), "kernel 7"), "%s", ke_last_error());
+  ke_attention_params_init(&p);
+  p.round_p = 2;
+  kt_assert_status(ke_attention(ctx, &q, &k2, &v2, &o, &p), KE_EINVAL);
+  ck_assert_msg(strstr(ke_last_error(), "round_p 2"), "%s", ke_last_error());
   kt_assert_status(ke_attention(ctx, &q, NULL, &v2, &o, NULL), KE_EINVAL);
   kt_assert_status(ke_attention(NULL, &q, &k2, &v2, &o, NULL), KE_EINVAL);
   kt_free(&v2);

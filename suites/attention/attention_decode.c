@@ -59,7 +59,7 @@ static void dec_check(dec_case c) {
 static dec_case mk(ke_dtype dt, int64_t b, int64_t hq, int64_t hkv,
                    int64_t sq, int64_t sk, int64_t d, int64_t splits) {
   dec_case c = {dt, b, hq, hkv, sq, sk, d, 0, -1, 0.0f, 1.0f,
-                KE_ATTN_KERNEL_AUTO, splits};
+                KE_ATTN_KERNEL_AUTO, splits, 0};
   return c;
 }
 

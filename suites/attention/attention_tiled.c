@@ -24,7 +24,7 @@
 static attn_case tiled(ke_dtype dt, int64_t b, int64_t hq, int64_t hkv,
                        int64_t sq, int64_t sk, int64_t d, int causal) {
   attn_case c = {dt, b, hq, hkv, sq, sk, d, causal, -1, 0.0f, 1.0f,
-                 KE_ATTN_KERNEL_TILED, 0};
+                 KE_ATTN_KERNEL_TILED, 0, 0};
   return c;
 }
 
@@ -147,6 +147,30 @@ START_TEST(scales_and_sharp_scores) {
     c.q_std = 8.0f;
     run(c);
   }
+}
+END_TEST
+
+/* P rounded once to the input dtype where a kernel takes round_p (the
+ * Hopper kernel; kiln/attention.h), at the awkward sizes above: keys 17
+ * and 3001, D 40 to 256, GQA, causal offsets negative and positive, sharp
+ * scores; held to the bound with round_p's 2 u max|v| (attention-check.c).
+ * f32 ignores round_p. */
+START_TEST(rounded_p) {
+  static const struct { int64_t b, hq, hkv, sq, sk, d; int causal; float scale, q_std; } cs[] = {
+      {1, 2, 1, 130, 17, 64, 0, 0.0f, 1.0f},   {1, 2, 1, 37, 3001, 64, 1, 0.0f, 1.0f},
+      {2, 4, 1, 37, 37, 40, 1, 0.2f, 1.0f},    {1, 2, 1, 77, 150, 200, 1, 0.0f, 1.0f},
+      {2, 8, 2, 37, 150, 128, 0, 0.0f, 1.0f},  {1, 4, 2, 150, 60, 64, 1, 0.0f, 1.0f},
+      {1, 2, 1, 130, 700, 128, 1, 0.0f, 8.0f}, {1, 2, 1, 77, 150, 256, 0, 0.0f, 1.0f},
+  };
+  for (size_t t = 0; t < 3; t++)
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+      attn_case c = tiled(kAll[t], cs[i].b, cs[i].hq, cs[i].hkv, cs[i].sq, cs[i].sk,
+                          cs[i].d, cs[i].causal);
+      c.scale = cs[i].scale;
+      c.q_std = cs[i].q_std;
+      c.round_p = 1;
+      run(c);
+    }
 }
 END_TEST
 
@@ -315,6 +339,7 @@ static const kt_test attention_tiled_tests[] = {
     KT_TEST(causal_grid_order),
     KT_TEST(causal_offsets),
     KT_TEST(scales_and_sharp_scores),
+    KT_TEST(rounded_p),
     KT_TEST(packed_qkv_views),
     KT_TEST(special_values),
     KT_TEST(long_sequences, .tags = "slow", .timeout_s = 1800),

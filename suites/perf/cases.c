@@ -71,6 +71,20 @@ const perf_case perf_cases[] = {
     {.test = "attention", .bench = "attention_d256", .dtypes = PERF_BF16,
      .heads = 16, .heads_host = 2, .seq = 4096, .seq_host = 128,
      .head_dim = 256},
+    /* The same with round_p: P rounded once to the input dtype, as torch's
+     * fused kernels do. */
+    {.test = "attention", .bench = "attention_round_p", .dtypes = PERF_F16 | PERF_BF16,
+     .heads = 16, .heads_host = 2, .seq = 4096, .seq_host = 128,
+     .head_dim = 128, .round_p = 1},
+    {.test = "attention", .bench = "attention_causal_round_p",
+     .dtypes = PERF_F16 | PERF_BF16, .heads = 16, .heads_host = 2, .seq = 4096,
+     .seq_host = 128, .head_dim = 128, .causal = 1, .round_p = 1},
+    {.test = "attention", .bench = "attention_d64_round_p", .dtypes = PERF_BF16,
+     .heads = 16, .heads_host = 2, .seq = 4096, .seq_host = 128,
+     .head_dim = 64, .round_p = 1},
+    {.test = "attention", .bench = "attention_d256_round_p", .dtypes = PERF_BF16,
+     .heads = 16, .heads_host = 2, .seq = 4096, .seq_host = 128,
+     .head_dim = 256, .round_p = 1},
 
     /* Decode: one query token per sequence over a KV cache of S tokens,
      * heads query heads over kv_heads; the bytes that count are K and V.

@@ -116,7 +116,7 @@ static void dec_check(const perf_cfg *c, const perf_run *r, dec_bench *d,
     double *vd = dec_kv_doubles(d, &d->v.t[0], b, hk);
     ke_attention_ref(qd + (size_t)i * D, kd, vd, ref + (size_t)i * D, 1, 1, 1,
                      1, S, D, &p);
-    kt_tol t = perf_attn_tol(r->dt, qd + (size_t)i * D, 1, kd, vd, S, D);
+    kt_tol t = perf_attn_tol(r->dt, qd + (size_t)i * D, 1, kd, vd, S, D, 0);
     if (t.atol > tol.atol) tol.atol = t.atol;
     if (t.rtol > tol.rtol) tol.rtol = t.rtol;
     free(vd);

@@ -139,9 +139,10 @@ static double perf_max_norm(const double *x, int64_t rows, int64_t d) {
 
 /* The bound of docs/kernels.md (fused attention, Tolerances) with lambda 6:
  * score error e_s = 6 sqrt(D) u |scale| max|q| max|k|, sums over Sk keys
- * 6 sqrt(Sk) u; f16/bf16 are their output rounding. */
+ * 6 sqrt(Sk) u; f16/bf16 are their output rounding, plus 2 u_T max|v|
+ * with round_p (suites/attention/attention-check.c says why). */
 kt_tol perf_attn_tol(ke_dtype dt, const double *q, int nq, const double *k,
-                     const double *v, int64_t sk, int64_t d) {
+                     const double *v, int64_t sk, int64_t d, int round_p) {
   const double u = ldexp(1.0, -24), lambda = 6.0;
   double scale = 1.0 / sqrt((double)d);
   double s_max = scale * perf_max_norm(q, nq, d) * perf_max_norm(k, sk, d);
@@ -154,6 +155,7 @@ kt_tol perf_attn_tol(ke_dtype dt, const double *q, int nq, const double *k,
   if (dt != KE_F32) {
     t.atol = t.atol > 1e-5 ? t.atol : 1e-5;
     t.rtol = kt_tol_default(dt).rtol;
+    if (round_p) t.atol += 2.0 * ldexp(1.0, dt == KE_F16 ? -11 : -8) * v_max;
   }
   return t;
 }
@@ -186,6 +188,7 @@ void perf_attention_case(const perf_cfg *c, perf_run *r) {
   perf_set_alloc(&a.o, r->nsets, r->dt, 4, shape, 0);
   ke_attention_params_init(&a.p);
   a.p.causal = causal;
+  a.p.round_p = r->pc->round_p;
 
   double ms = perf_time(c, "attention", attn_launch, &a, r->nsets);
   snprintf(r->shape, sizeof r->shape, "1x%lldx%lldx%lld", (long long)H,
@@ -212,7 +215,8 @@ void perf_attention_case(const perf_cfg *c, perf_run *r) {
     const double *kh = kd + (size_t)(h * S * D), *vh = vd + (size_t)(h * S * D);
     ke_attention_ref(qd + (size_t)i * D, kh, vh, ref + (size_t)i * D, 1, 1, 1,
                      1, sk, D, &p);
-    kt_tol t = perf_attn_tol(r->dt, qd + (size_t)i * D, 1, kh, vh, sk, D);
+    kt_tol t = perf_attn_tol(r->dt, qd + (size_t)i * D, 1, kh, vh, sk, D,
+                             r->pc->round_p);
     if (t.atol > tol.atol) tol.atol = t.atol;
     if (t.rtol > tol.rtol) tol.rtol = t.rtol;
   }

@@ -33,6 +33,7 @@ typedef struct perf_case {
   int64_t kv_heads;         /* K/V heads (kv_repeat, decode) */
   int64_t head_dim;         /* D */
   int causal;               /* attention: causal mask */
+  int round_p;              /* attention: P may be rounded (kiln/attention.h) */
   const char *fmt;          /* MX element format: "mxfp4", "mxfp6_e2m3" */
 } perf_case;
 
@@ -156,9 +157,10 @@ void perf_gemm_case(const perf_cfg *c, perf_run *r);
 void perf_mx_gemm_case(const perf_cfg *c, perf_run *r);
 void perf_attention_case(const perf_cfg *c, perf_run *r);
 /* Fused attention's bound (docs/kernels.md) for nq query rows over sk
- * keys, widened to the dtype's defaults for 16-bit outputs. */
+ * keys, widened to the dtype's defaults for 16-bit outputs, and for P's
+ * rounding where round_p. */
 kt_tol perf_attn_tol(ke_dtype dt, const double *q, int nq, const double *k,
-                     const double *v, int64_t sk, int64_t d);
+                     const double *v, int64_t sk, int64_t d, int round_p);
 /* decode.c */
 void perf_decode_case(const perf_cfg *c, perf_run *r);
 void perf_decode_sweep(void);

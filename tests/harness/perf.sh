@@ -54,6 +54,9 @@ want_flop += ["mxfp4_gemm_s128.bf16"]
 want_flop += [f"{b}_s{s}.{dt}" for b in ("attention", "attention_causal")
               for s in (64, 128) for dt in ("f32", "f16", "bf16")]
 want_flop += ["attention_d64_s128.bf16", "attention_d256_s128.bf16"]
+want_flop += [f"{b}_round_p_s128.{dt}" for b in ("attention", "attention_causal")
+              for dt in ("f16", "bf16")]
+want_flop += ["attention_d64_round_p_s128.bf16", "attention_d256_round_p_s128.bf16"]
 for k in want:
     for q in ("GBps", "ratio_to_copy", "ms", "bytes", "rotation_bytes"):
         v = vals[f"{k}.{q}"]
@@ -244,9 +247,9 @@ if python3 - "$T/table.md" <<'PY'
 import sys
 lines = [l for l in open(sys.argv[1]) if l.startswith("| ") and not l.startswith("| kernel") and "---" not in l]
 rows = {tuple(c.strip() for c in l.strip().strip("|").split("|")[:2]): l for l in lines}
-# copy, fill, 8 memory benches x 3, 6 GEMM, 1 MX GEMM and 14 attention FLOP
-# cases, 16 decode
-assert len(rows) == 2 + 8 * 3 + 6 + 1 + 14 + 16, len(rows)
+# copy, fill, 8 memory benches x 3, 6 GEMM, 1 MX GEMM, 14 attention FLOP
+# cases and 6 more with round_p, 16 decode
+assert len(rows) == 2 + 8 * 3 + 6 + 1 + 14 + 6 + 16, len(rows)
 assert "below 0.9x torch" in rows[("decode_b8_s256", "bf16")]
 assert "meets targets" not in rows[("paged_decode_b1_s32", "f16")]
 assert "reference" in rows[("copy", "f32")]

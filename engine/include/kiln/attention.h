@@ -124,6 +124,13 @@ typedef struct ke_attention_params {
   int causal;              /* default 0 */
   int64_t causal_offset;   /* default -1: Sk - Sq */
   ke_attention_kernel kernel; /* default KE_ATTN_KERNEL_AUTO */
+  /* default 0: the softmax weights P reach P·V to f32 accuracy (two 16-bit
+   * terms on the matrix units). 1 lets a kernel round P once to the input
+   * dtype first, as FlashAttention and PyTorch's fused kernels do: faster
+   * on the Hopper path (the only kernel that takes it today), with each
+   * output off by at most 2 u max|V| more (u: the dtype's unit roundoff;
+   * docs/kernels.md, "P in two 16-bit terms"). f32 inputs ignore it. */
+  int round_p;
 } ke_attention_params;
 
 void ke_attention_params_init(ke_attention_params *p);
