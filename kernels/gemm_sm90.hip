@@ -13,10 +13,12 @@
  * serially with its tiles walked in L2 groups of 16 tile rows, the small
  * one overlapped: the fastest variants measured on an H100 whose error
  * stays under torch's at every K (docs/performance.md, "The Hopper GEMM
- * on the H100"). The large one stores C in aligned pairs: its epilogue,
- * with the tensor cores idle, was 23 % of the kernel at 4096^3 in single
- * 2-byte stores. */
-struct kd_wg_large : kd_wgv_256_e2_g16_vec {};
+ * on the H100"). The large one's consumers take turns (ping-pong), so
+ * that one's promotion adds run under the other's multiplies, and it
+ * writes 16-bit C through shared memory and TMA stores while the next
+ * tile starts (elsewhere in aligned pairs): together +15-17 % at 4096^3
+ * ("The Hopper GEMM with ping-pong and TMA stores"). */
+struct kd_wg_large : kd_wgv_256_e2_g16_pp_tma {};
 struct kd_wg_small : kd_wgv_128_ovl_e2 {};
 
 template <typename T>

@@ -14,8 +14,8 @@
 /* 128 x 256 tiles: serial promotion every 1, 2 or 4 slabs; every 2 with
  * the tiles in L2 groups of 4 or 16 tile rows, with the consumers
  * staggered, with paired stores (groups of 16), and without its epilogue
- * (measuring only); overlapped over
- * 64-column chunks; unpromoted (measuring only). */
+ * (measuring only); overlapped over 64-column chunks; unpromoted
+ * (measuring only). */
 typedef kd_wg_cfg<256, 4> kd_wgv_256_e1;
 typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2> kd_wgv_256_e2;
 typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 4> kd_wgv_256_e4;
@@ -29,6 +29,21 @@ typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2, 8, KD_WG_NO_STORE>
     kd_wgv_256_e2_nostore;
 typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2, 16, KD_WG_VEC_STORE>
     kd_wgv_256_e2_g16_vec;
+/* The same with the consumers' turns in ping-pong, with the epilogue
+ * through TMA stores, and both; the unpromoted kernel with TMA stores
+ * (measuring only). */
+typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2, 16,
+                  KD_WG_VEC_STORE | KD_WG_PINGPONG>
+    kd_wgv_256_e2_g16_pp;
+typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2, 16,
+                  KD_WG_VEC_STORE | KD_WG_TMA_STORE>
+    kd_wgv_256_e2_g16_tma;
+typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2, 16,
+                  KD_WG_VEC_STORE | KD_WG_PINGPONG | KD_WG_TMA_STORE>
+    kd_wgv_256_e2_g16_pp_tma;
+typedef kd_wg_cfg<256, 4, 128, KD_WG_UNPROMOTED, 1, 16,
+                  KD_WG_VEC_STORE | KD_WG_TMA_STORE>
+    kd_wgv_256_raw_tma;
 typedef kd_wg_cfg<256, 4, 64, KD_WG_OVERLAP, 1> kd_wgv_256_ovl_e1;
 typedef kd_wg_cfg<256, 4, 64, KD_WG_OVERLAP, 2> kd_wgv_256_ovl_e2;
 typedef kd_wg_cfg<256, 4, 128, KD_WG_UNPROMOTED> kd_wgv_256_raw;
@@ -50,6 +65,10 @@ typedef kd_wg_cfg<128, 6> kd_wgv_128_e1;
   X(kd_wgv_256_e2_g16_stagger, "256s4-serial-e2-g16-stagger")              \
   X(kd_wgv_256_e2_nostore, "256s4-serial-e2-nostore")                      \
   X(kd_wgv_256_e2_g16_vec, "256s4-serial-e2-g16-vec")                      \
+  X(kd_wgv_256_e2_g16_pp, "256s4-serial-e2-g16-vec-pp")                    \
+  X(kd_wgv_256_e2_g16_tma, "256s4-serial-e2-g16-tma")                      \
+  X(kd_wgv_256_e2_g16_pp_tma, "256s4-serial-e2-g16-pp-tma")                \
+  X(kd_wgv_256_raw_tma, "256s4-unpromoted-tma")                            \
   X(kd_wgv_256_ovl_e1, "256s4-ovl64-e1")                                   \
   X(kd_wgv_256_ovl_e2, "256s4-ovl64-e2")                                   \
   X(kd_wgv_128_ovl_e1, "128s6-ovl-e1")                                     \

@@ -55,8 +55,25 @@ enum { KD_WG_SERIAL, KD_WG_OVERLAP, KD_WG_UNPROMOTED };
  *   NO_STORE  the epilogue skipped (it stores only a NaN sum): for
  *             measuring the epilogue's cost only; the engine never uses it;
  *   VEC_STORE the epilogue writes each in-range, aligned element pair with
- *             one 4-byte (16-bit C) or 8-byte (f32) store, not two. */
-enum { KD_WG_STAGGER = 1, KD_WG_NO_STORE = 2, KD_WG_VEC_STORE = 4 };
+ *             one 4-byte (16-bit C) or 8-byte (f32) store, not two;
+ *   PINGPONG  (SERIAL) the consumers take turns issuing their multiplies
+ *             (named barriers), so that one waits for and adds its partial
+ *             while the other's multiplies keep the tensor cores busy;
+ *   TMA_STORE where C is 16-bit, beta 0 and TMA can write it, the
+ *             epilogue goes through shared memory and TMA stores
+ *             (kd_wg_epilogue_tma), and the consumers go on to the next
+ *             tile while the stores drain; elsewhere the register
+ *             epilogue (VEC_STORE's where that flag is set too). */
+enum {
+  KD_WG_STAGGER = 1,
+  KD_WG_NO_STORE = 2,
+  KD_WG_VEC_STORE = 4,
+  KD_WG_PINGPONG = 8,
+  KD_WG_TMA_STORE = 16
+};
+/* Named barriers: the ping-pong's turns (consumer cw syncs on 1 + cw and
+ * arrives on 2 - cw) and each consumer's epilogue buffers (3 + cw). */
+enum { KD_WG_BAR_TURN = 1, KD_WG_BAR_EPI = 3 };
 
 /* BN columns a tile, STAGES slots, chunks of CW columns per multiply
  * (wgmma N), MODE as above, a promotion every EVERY slabs of BK, tiles
@@ -75,8 +92,13 @@ struct kd_wg_cfg {
   static constexpr int THREADS = 384, CHUNKS = BN / CW;
   static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
-  /* Slots, then the barriers; 1024 bytes to align the slots. */
-  static constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + 2 * STAGES * 8;
+  /* TMA_STORE: two 8 KiB buffers ([64 rows][64 columns] of C) a consumer. */
+  static constexpr int EPI_BYTES = (FLAGS & KD_WG_TMA_STORE) ? 2 * 2 * 8192 : 0;
+  /* Slots, the epilogue's buffers, then the barriers; 1024 bytes to align
+   * the slots. */
+  static constexpr int SMEM =
+      1024 + STAGES * STAGE_BYTES + EPI_BYTES + 2 * STAGES * 8;
+  static_assert(SMEM <= 227 * 1024, "an sm_90 block's shared memory");
   static_assert(BN % 64 == 0 && BN <= 256 && (CW == 64 || CW == 128) &&
                     BN % CW == 0,
                 "whole chunks of 64 or 128 columns");
@@ -91,6 +113,9 @@ struct kd_wg_cfg {
                      EVERY + EVERY / 2 <= STAGES),
                 "a staggered promotion: serial, EVERY even, in the ring");
   static_assert(GROUP >= 1, "tile rows per L2 group");
+  static_assert(!(FLAGS & KD_WG_PINGPONG) ||
+                    (MODE == KD_WG_SERIAL && !(FLAGS & KD_WG_STAGGER)),
+                "ping-pong turns: the serial promotion, not staggered");
 };
 
 /* The map of a dense operand for tiles of ROWS rows: K-major, boxes of
@@ -168,6 +193,49 @@ kd_wg_epilogue(Tc *c, int64_t ldc, const float (&sum)[Cfg::BN / 2],
     const int64_t col = col0 + 128 * (i / 64) + 8 * (e / 4) + 2 * (l % 4);
     kd_wg_store2<(Cfg::FLAGS & KD_WG_VEC_STORE) != 0>(c, ldc, row, col,
                                                       sum[i], sum[i + 1], d);
+  }
+}
+
+/* The epilogue through shared memory (TMA_STORE): alpha * sum in C's
+ * 16-bit dtype, 64 columns at a time into one of the consumer's two
+ * buffers (buf, 16 KiB; [64 rows][64 columns] each, the 128-byte
+ * swizzle), each written to C at (col0 + 64 q, row0, z) by one TMA store
+ * while the next is filled; a buffer is filled again once the store two
+ * quarters back is done reading it. TMA leaves out the rows and columns
+ * past C's edges. */
+template <class Cfg, typename Tc>
+__device__ __forceinline__ void
+kd_wg_epilogue_tma(const kd_tmap *tc, unsigned char *buf,
+                   const float (&sum)[Cfg::BN / 2], int row0, int col0,
+                   int z, float alpha, int cw) {
+  const int t = (int)threadIdx.x % 128, w = t / 32, l = t % 32;
+  KD_UNROLL
+  for (int q = 0; q < Cfg::BN / 64; q++) {
+    unsigned char *b = buf + (q % 2) * 8192;
+#if defined(KE_PLANTED_BUG_EPI)
+    /* Planted bug (mutant builds only, tests must catch it): b written
+     * while the store two quarters back may still be reading it. */
+    if (t == 0) kd_bulk_wait_read<2>();
+#else
+    if (t == 0) kd_bulk_wait_read<1>();
+#endif
+    kd_bar_sync(KD_WG_BAR_EPI + cw, 128); /* b is free */
+    /* Quarter q: sum elements 32 q .. 32 q + 31 (kd_wg_epilogue's map). */
+    KD_UNROLL
+    for (int i = 32 * q; i < 32 * q + 32; i += 2) {
+      const int r = 16 * w + l / 4 + 8 * ((i / 2) % 2);
+      const int c = 8 * ((i % 32) / 4) + 2 * (l % 4);
+      const uint32_t v = (uint32_t)kd_from_float<Tc>(alpha * sum[i]).bits |
+                         (uint32_t)kd_from_float<Tc>(alpha * sum[i + 1]).bits
+                             << 16;
+      *(uint32_t *)(void *)(b + kd_sw128(r, c)) = v;
+    }
+    kd_fence_proxy_async();
+    kd_bar_sync(KD_WG_BAR_EPI + cw, 128); /* b is written */
+    if (t == 0) {
+      kd_tma_store(tc, col0 + 64 * q, row0, z, b);
+      kd_bulk_commit();
+    }
   }
 }
 
@@ -273,9 +341,12 @@ kd_wg_group(float (&sum)[Cfg::BN / 2],
   KD_UNROLL
   for (int j = 0; j < CH; j++) {
     if constexpr (Cfg::MODE != KD_WG_OVERLAP) {
+      constexpr bool PP = (Cfg::FLAGS & KD_WG_PINGPONG) != 0;
+      if constexpr (PP) kd_bar_sync(KD_WG_BAR_TURN + cw, 256);
       kd_wg_interval<T, Cfg, AKC, BKC>(part[0], slots, full, s0, ph0, n, cw,
                                        j, j == 0);
       kd_wg_commit();
+      if constexpr (PP) kd_bar_arrive(KD_WG_BAR_TURN + 1 - cw, 256);
       kd_wg_wait<0>();
       /* The slabs' last multiplies are complete: the producer may refill
        * them while this warpgroup adds. */
@@ -370,12 +441,19 @@ kd_wg_promoted(float (&sum)[Cfg::BN / 2], const unsigned char *slots,
 template <typename T, class Cfg, bool AKC, bool BKC, int FIRST>
 __device__ __forceinline__ void
 kd_wg_consume(const unsigned char *slots, uint64_t *full, uint64_t *empty,
-              const kd_mm_out &c, const kd_mm_dims &d, int cw) {
+              unsigned char *epi, const kd_tmap *tc, const kd_mm_out &c,
+              const kd_mm_dims &d, int cw) {
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::STAGES;
+  constexpr bool PP = (Cfg::FLAGS & KD_WG_PINGPONG) != 0;
   const int64_t m_tiles = (d.m + BM - 1) / BM, n_tiles = (d.n + BN - 1) / BN;
   const int64_t k_tiles = d.alpha != 0.0f ? (d.k + BK - 1) / BK : 0;
   const int64_t tiles = m_tiles * n_tiles * d.batch;
   int s = 0, ph = 0;
+  /* Ping-pong: consumer 0 takes the first turn (consumer 1 hands it over
+   * up front), and takes consumer 1's last hand-over at the end, so both
+   * barriers end their last phase complete. */
+  if constexpr (PP)
+    if (cw == 1) kd_bar_arrive(KD_WG_BAR_TURN, 256);
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     int64_t bi, mt, nt;
     kd_gemm_tile_of_g(t, m_tiles, n_tiles, Cfg::GROUP, &bi, &mt, &nt);
@@ -412,6 +490,18 @@ kd_wg_consume(const unsigned char *slots, uint64_t *full, uint64_t *empty,
      * stay live. */
     if ((Cfg::FLAGS & KD_WG_NO_STORE) && !(sum[0] != sum[0])) continue;
     const int64_t row0 = mt * BM + 64 * cw, col0 = nt * BN;
+    if constexpr ((Cfg::FLAGS & KD_WG_TMA_STORE) != 0) {
+      if (epi) {
+        unsigned char *buf = epi + 16384 * cw;
+        if (c.dtype == KE_F16)
+          kd_wg_epilogue_tma<Cfg, kd_half>(tc, buf, sum, (int)row0,
+                                           (int)col0, (int)bi, d.alpha, cw);
+        else
+          kd_wg_epilogue_tma<Cfg, kd_bf16>(tc, buf, sum, (int)row0,
+                                           (int)col0, (int)bi, d.alpha, cw);
+        continue;
+      }
+    }
     const int64_t cb = bi * c.batch_stride;
     if (c.dtype == KE_F16)
       kd_wg_epilogue<Cfg>((kd_half *)c.data + cb, c.ld, sum, row0, col0, d);
@@ -420,20 +510,28 @@ kd_wg_consume(const unsigned char *slots, uint64_t *full, uint64_t *empty,
     else
       kd_wg_epilogue<Cfg>((float *)c.data + cb, c.ld, sum, row0, col0, d);
   }
+  if constexpr (PP)
+    if (cw == 0) kd_bar_sync(KD_WG_BAR_TURN, 256);
+  /* The block's shared memory must outlive the stores' reads of it. */
+  if (epi && threadIdx.x % 128 == 0) kd_bulk_wait_read<0>();
 }
 
 template <typename T, class Cfg, bool AKC, bool BKC>
 __global__ void __launch_bounds__(384, 1)
 kd_wg_gemm(const __grid_constant__ kd_tmap ta,
-           const __grid_constant__ kd_tmap tb, kd_mm_out c, kd_mm_dims d,
-           int a_batched, int b_batched) {
+           const __grid_constant__ kd_tmap tb,
+           const __grid_constant__ kd_tmap tc, kd_mm_out c, kd_mm_dims d,
+           int a_batched, int b_batched, int c_tma) {
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::STAGES;
   HIP_DYNAMIC_SHARED(uint4, kd_wg_smem);
   /* Slots 1024-byte aligned in the shared window (the swizzle's period). */
   unsigned char *const raw = (unsigned char *)kd_wg_smem;
   unsigned char *const slots =
       raw + ((1024 - kd_smem_addr(raw) % 1024) % 1024);
-  uint64_t *const full = (uint64_t *)(slots + S * Cfg::STAGE_BYTES);
+  /* c_tma: C written through the epilogue's buffers and tc (TMA_STORE). */
+  unsigned char *const epi = c_tma ? slots + S * Cfg::STAGE_BYTES : nullptr;
+  uint64_t *const full =
+      (uint64_t *)(slots + S * Cfg::STAGE_BYTES + Cfg::EPI_BYTES);
   uint64_t *const empty = full + S;
 
   const int wg = (int)threadIdx.x / 128;
@@ -486,19 +584,21 @@ kd_wg_gemm(const __grid_constant__ kd_tmap ta,
    * it serializes the multiplies there (C7520). */
   if constexpr ((Cfg::FLAGS & KD_WG_STAGGER) != 0) {
     if (cw == 1) {
-      kd_wg_consume<T, Cfg, AKC, BKC, Cfg::EVERY / 2>(slots, full, empty, c,
-                                                      d, cw);
+      kd_wg_consume<T, Cfg, AKC, BKC, Cfg::EVERY / 2>(slots, full, empty, epi,
+                                                      &tc, c, d, cw);
       return;
     }
   }
-  kd_wg_consume<T, Cfg, AKC, BKC, Cfg::EVERY>(slots, full, empty, c, d, cw);
+  kd_wg_consume<T, Cfg, AKC, BKC, Cfg::EVERY>(slots, full, empty, epi, &tc,
+                                              c, d, cw);
 }
 
 /* Launches the kernel for one layout, its maps built (kd_wg_gemm_maps). */
 template <typename T, class Cfg, bool AKC, bool BKC>
 static int kd_wg_gemm_launch(hipStream_t stream, const kd_tmap &ta,
-                             const kd_tmap &tb, const kd_mm_out &c,
-                             const kd_mm_dims &d, int ab, int bb) {
+                             const kd_tmap &tb, const kd_tmap &tc,
+                             const kd_mm_out &c, const kd_mm_dims &d, int ab,
+                             int bb, int c_tma) {
   auto kernel = kd_wg_gemm<T, Cfg, AKC, BKC>;
   static int raised; /* per kernel and process; racing callers agree */
   if (!__atomic_load_n(&raised, __ATOMIC_RELAXED)) {
@@ -513,24 +613,42 @@ static int kd_wg_gemm_launch(hipStream_t stream, const kd_tmap &ta,
   const int64_t sms = kd_mm_multiprocessors();
   const unsigned grid = (unsigned)(tiles < sms ? tiles : sms);
   hipLaunchKernelGGL((kd_wg_gemm<T, Cfg, AKC, BKC>), dim3(grid),
-                     dim3(Cfg::THREADS), Cfg::SMEM, stream, ta, tb, c, d, ab,
-                     bb);
+                     dim3(Cfg::THREADS), Cfg::SMEM, stream, ta, tb, tc, c, d,
+                     ab, bb, c_tma);
   return (int)hipGetLastError();
 }
 
-/* The tensor maps of A and B and whether each has a matrix per batch; -1
- * when TMA cannot read an operand. */
+/* TMA_STORE: the map of C for the epilogue's stores, boxes of [64 rows][64
+ * columns]; 1 where C is 16-bit, beta 0 and TMA can write it, else 0 (the
+ * register epilogue: beta needs C read, and f32 C's boxes would not fit). */
+template <class Cfg>
+static int kd_wg_c_map(kd_tmap *tc, const kd_mm_out &c, const kd_mm_dims &d) {
+  memset(tc, 0, sizeof *tc);
+  if (!(Cfg::FLAGS & KD_WG_TMA_STORE) || d.beta != 0.0f ||
+      (c.dtype != KE_F16 && c.dtype != KE_BF16))
+    return 0;
+  const kd_mm_dense cd = {(const uint16_t *)c.data, c.ld, c.batch_stride};
+  if (!kd_wg_gemm_fits(cd, d.m, d.n) || c.ld < d.n ||
+      (d.batch > 1 && c.batch_stride < c.ld * d.m))
+    return 0;
+  /* kd_wg_map's K-major form: C's rows [m][n] as [rows][k]. */
+  return kd_wg_map(tc, cd, true, d.m, d.n, d.batch, 64) == 0;
+}
+
+/* The tensor maps of A and B and whether each has a matrix per batch, and
+ * C's (kd_wg_c_map); -1 when TMA cannot read an operand. */
 template <class Cfg>
 static int kd_wg_gemm_maps(const kd_mm_dense &a, bool akc,
-                           const kd_mm_dense &b, bool bkc,
+                           const kd_mm_dense &b, bool bkc, const kd_mm_out &c,
                            const kd_mm_dims &d, kd_tmap *ta, kd_tmap *tb,
-                           int *ab, int *bb) {
+                           kd_tmap *tc, int *ab, int *bb, int *c_tma) {
   if (!kd_wg_gemm_fits(a, d.m, d.k) || !kd_wg_gemm_fits(b, d.n, d.k) ||
       kd_wg_map(ta, a, akc, d.m, d.k, d.batch, Cfg::BM) != 0 ||
       kd_wg_map(tb, b, bkc, d.n, d.k, d.batch, Cfg::BN) != 0)
     return -1;
   *ab = d.batch > 1 && a.batch_stride != 0;
   *bb = d.batch > 1 && b.batch_stride != 0;
+  *c_tma = kd_wg_c_map<Cfg>(tc, c, d);
   return 0;
 }
 
@@ -540,19 +658,20 @@ template <typename T, class Cfg>
 static int kd_wg_gemm_run(hipStream_t stream, const kd_mm_dense &a, bool akc,
                           const kd_mm_dense &b, bool bkc, const kd_mm_out &c,
                           const kd_mm_dims &d) {
-  kd_tmap ta, tb;
-  int ab, bb;
-  if (kd_wg_gemm_maps<Cfg>(a, akc, b, bkc, d, &ta, &tb, &ab, &bb) != 0)
+  kd_tmap ta, tb, tc;
+  int ab, bb, ct;
+  if (kd_wg_gemm_maps<Cfg>(a, akc, b, bkc, c, d, &ta, &tb, &tc, &ab, &bb,
+                           &ct) != 0)
     return -1;
   if (akc)
-    return bkc ? kd_wg_gemm_launch<T, Cfg, true, true>(stream, ta, tb, c, d,
-                                                       ab, bb)
-               : kd_wg_gemm_launch<T, Cfg, true, false>(stream, ta, tb, c,
-                                                        d, ab, bb);
-  return bkc ? kd_wg_gemm_launch<T, Cfg, false, true>(stream, ta, tb, c, d,
-                                                      ab, bb)
-             : kd_wg_gemm_launch<T, Cfg, false, false>(stream, ta, tb, c, d,
-                                                       ab, bb);
+    return bkc ? kd_wg_gemm_launch<T, Cfg, true, true>(stream, ta, tb, tc, c,
+                                                       d, ab, bb, ct)
+               : kd_wg_gemm_launch<T, Cfg, true, false>(stream, ta, tb, tc,
+                                                        c, d, ab, bb, ct);
+  return bkc ? kd_wg_gemm_launch<T, Cfg, false, true>(stream, ta, tb, tc, c,
+                                                      d, ab, bb, ct)
+             : kd_wg_gemm_launch<T, Cfg, false, false>(stream, ta, tb, tc, c,
+                                                       d, ab, bb, ct);
 }
 
 #endif

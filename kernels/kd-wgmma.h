@@ -263,6 +263,45 @@ __device__ __forceinline__ void kd_tma_load4(void *dst, const kd_tmap *map,
 #endif
 }
 
+/* Copies the box at element coordinates (x, y, z) of the tensor from
+ * shared memory at src (1024-byte aligned, the map's swizzle), elements
+ * out of range not written, in this thread's open bulk group. One thread,
+ * after the writers' kd_fence_proxy_async and a barrier. */
+__device__ __forceinline__ void kd_tma_store(const kd_tmap *map, int x, int y,
+                                             int z, const void *src) {
+#if KD_WG__OK
+  asm volatile(
+      "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group"
+      " [%0, {%2, %3, %4}], [%1];\n" ::"l"(map),
+      "r"(kd_smem_addr(src)), "r"(x), "r"(y), "r"(z)
+      : "memory");
+#elif KD_WG__EMU
+  const int32_t c[3] = {x, y, z};
+  kemu_tma_store(map, c, kd_smem_addr(src));
+#else
+  (void)map, (void)x, (void)y, (void)z, (void)src;
+  KD_MMA__UNAVAILABLE();
+#endif
+}
+/* Closes this thread's open bulk group. */
+__device__ __forceinline__ void kd_bulk_commit() {
+#if KD_WG__OK
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#elif KD_WG__EMU
+  kemu_bulk_commit();
+#endif
+}
+/* Waits until at most N of this thread's committed bulk groups still read
+ * their shared-memory sources: the others' may be written again. A block
+ * waits for all of its stores (N = 0) before it ends. */
+template <int N> __device__ __forceinline__ void kd_bulk_wait_read() {
+#if KD_WG__OK
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+#elif KD_WG__EMU
+  kemu_bulk_wait_read(N);
+#endif
+}
+
 /* Makes this thread's ordinary shared-memory stores visible to the async
  * proxy (wgmma, TMA); a barrier among the writers and readers follows. */
 __device__ __forceinline__ void kd_fence_proxy_async() {

@@ -11,9 +11,9 @@
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
 //        -DKILN_BACKEND_CUDA -DKD_SM90A -Ikernels -Iengine/include \
 //        -Iengine/src scripts/gemm-hopper.cu -o gemm-hopper
-//   ./gemm-hopper [--quick] [--dump DIR] [--only TAG] [--once]
+//   ./gemm-hopper [--quick] [--dump DIR] [--only TAG[,TAG...]] [--once]
 // --dump creates DIR (not its parents) if missing.
-// --only runs the variants whose tag contains TAG (the tags are printed);
+// --only runs the variants whose tag contains one of the TAGs (printed);
 // --once launches each once at 4096^3 bf16, untimed (for a profiler).
 //
 // Timing as the perf suite's and scripts/torch-compare.py's: operand sets
@@ -45,18 +45,30 @@ static int wg_launch(const void *a, const void *b, void *c, int cdt,
   const kd_mm_dense db = {(const uint16_t *)b, BKC ? k : n, 0};
   const kd_mm_out co = {c, cdt, n, 0};
   const kd_mm_dims d = {m, n, k, 1, 1.0f, 0.0f};
-  kd_tmap ta, tb;
-  int ab, bb;
-  if (kd_wg_gemm_maps<Cfg>(da, true, db, BKC, d, &ta, &tb, &ab, &bb) != 0) {
+  kd_tmap ta, tb, tc;
+  int ab, bb, ct;
+  if (kd_wg_gemm_maps<Cfg>(da, true, db, BKC, co, d, &ta, &tb, &tc, &ab, &bb,
+                           &ct) != 0) {
     fprintf(stderr, "tensor maps refused\n");
     exit(1);
   }
   /* A [M, K] only: kd_wg_gemm_run would build all four layouts. */
-  return kd_wg_gemm_launch<T, Cfg, true, BKC>(0, ta, tb, co, d, ab, bb);
+  return kd_wg_gemm_launch<T, Cfg, true, BKC>(0, ta, tb, tc, co, d, ab, bb,
+                                              ct);
 }
 
+// --only's comma-separated list: a tag is wanted where it contains one.
 static bool wanted(const char *tag) {
-  return !g_only || strstr(tag, g_only) != nullptr;
+  if (!g_only) return true;
+  for (const char *p = g_only; *p;) {
+    const char *e = strchr(p, ',');
+    const size_t len = e ? (size_t)(e - p) : strlen(p);
+    for (const char *t = tag; len && strlen(t) >= len; t++)
+      if (!strncmp(t, p, len)) return true;
+    if (!e) break;
+    p = e + 1;
+  }
+  return false;
 }
 
 template <class Cfg, typename T, bool BKC>
@@ -177,7 +189,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
     else if (!strcmp(argv[i], "--once")) g_once = true;
     else {
-      fprintf(stderr, "usage: %s [--quick] [--dump DIR] [--only TAG] [--once]\n",
+      fprintf(stderr, "usage: %s [--quick] [--dump DIR] [--only TAG[,TAG...]] [--once]\n",
               argv[0]);
       return 2;
     }

@@ -25,14 +25,16 @@ static float rnd(uint64_t &s) {
 }
 
 /* C[b] (of Tc, ldc n + 3: rows of either parity, so paired stores meet
- * aligned and unaligned pairs) = alpha A[b] B[b] + beta C[b]; A stored
+ * aligned and unaligned pairs; with c16, rows of a multiple of 16 bytes
+ * past n, which TMA can write) = alpha A[b] B[b] + beta C[b]; A stored
  * [M][K] (akc) or [K][M], B [N][K] (bkc) or [K][N], rows padded to a
  * multiple of 8 elements. */
 template <typename T, class Cfg, typename Tc = float>
 static void one(int64_t batch, int64_t m, int64_t n, int64_t k, bool akc,
-                bool bkc, bool share_b, float alpha, float beta) {
+                bool bkc, bool share_b, float alpha, float beta, bool c16) {
   const int64_t lda = ((akc ? k : m) + 7) / 8 * 8;
-  const int64_t ldb = ((bkc ? k : n) + 7) / 8 * 8, ldc = n + 3;
+  const int64_t ldb = ((bkc ? k : n) + 7) / 8 * 8;
+  const int64_t ldc = c16 ? (n + 7) / 8 * 8 + 8 : n + 3;
   const int64_t sa = lda * (akc ? m : k), sb = share_b ? 0 : ldb * (bkc ? n : k);
   const int64_t sc = ldc * m;
   uint16_t *a, *b;
@@ -91,10 +93,11 @@ static void one(int64_t batch, int64_t m, int64_t n, int64_t k, bool akc,
     if (g_failures < 20)
       fprintf(stderr,
               "wgmma-gemm: BN %d, chunks of %d, mode %d, every %d slabs, "
-              "group %d, flags %d, C of %d bytes, batch %lld, %lldx%lldx%lld, A %s, B %s: "
-              "worst error %.3g of the tolerance\n",
+              "group %d, flags %d, C of %d bytes (ldc %lld), batch %lld, "
+              "%lldx%lldx%lld, A %s, B %s: worst error %.3g of the tolerance\n",
               Cfg::BN, Cfg::CW, Cfg::MODE, Cfg::EVERY, Cfg::GROUP,
-              Cfg::FLAGS, (int)sizeof(Tc), (long long)batch, (long long)m, (long long)n,
+              Cfg::FLAGS, (int)sizeof(Tc), (long long)ldc, (long long)batch,
+              (long long)m, (long long)n,
               (long long)k, akc ? "[M][K]" : "[K][M]", bkc ? "[N][K]" : "[K][N]",
               worst);
     g_failures++;
@@ -106,10 +109,11 @@ static void one(int64_t batch, int64_t m, int64_t n, int64_t k, bool akc,
 
 template <typename T, class Cfg, typename Tc = float>
 static void layouts(int64_t batch, int64_t m, int64_t n, int64_t k,
-                    bool share_b) {
+                    bool share_b, bool c16 = false) {
   for (int l = 0; l < 4; l++)
-    one<T, Cfg, Tc>(batch, m, n, k, l & 1, l >> 1, share_b, l == 3 ? -0.5f : 1.0f,
-                l == 3 ? 0.25f : 0.0f);
+    one<T, Cfg, Tc>(batch, m, n, k, l & 1, l >> 1, share_b,
+                    l == 3 ? -0.5f : (l == 2 ? 0.75f : 1.0f),
+                    l == 3 ? 0.25f : 0.0f, c16);
 }
 
 int main() {
@@ -149,6 +153,25 @@ int main() {
   layouts<kd_half, kd_wgv_256_e2_g16_vec, kd_half>(2, 70, 263, 72, false);
   layouts<kd_bf16, kd_wgv_256_e2_g16_vec, kd_bf16>(1, 130, 300, 136, false);
   layouts<kd_bf16, kd_wgv_256_e2_g16, kd_bf16>(1, 130, 300, 136, false);
+  /* The consumers' turns in ping-pong (K of 1 to 5 slabs, several tiles a
+   * block), and the epilogue through TMA stores: C in f16 and bf16 with
+   * rows TMA can write, several tiles a block (each consumer's two
+   * buffers reused across them), M and N off the tile edges, batched;
+   * beta (layouts' fourth case), f32 C and rows TMA cannot write (ldc n +
+   * 3) through the register epilogue instead. */
+  layouts<kd_bf16, kd_wgv_256_e2_g16_pp>(1, 130, 300, 300, false);
+  layouts<kd_half, kd_wgv_256_e2_g16_pp, kd_half>(3, 70, 520, 64, false, true);
+  layouts<kd_bf16, kd_wgv_256_e2_g16_pp>(2, 700, 600, 70, true);
+  layouts<kd_bf16, kd_wgv_256_e2_g16_tma, kd_bf16>(1, 700, 601, 136, false,
+                                                   true);
+  layouts<kd_half, kd_wgv_256_e2_g16_tma, kd_half>(2, 70, 263, 72, true, true);
+  layouts<kd_half, kd_wgv_256_e2_g16_tma, kd_half>(1, 130, 300, 136, false);
+  layouts<kd_bf16, kd_wgv_256_e2_g16_tma>(1, 130, 301, 136, false, true);
+  layouts<kd_bf16, kd_wgv_256_e2_g16_pp_tma, kd_bf16>(3, 130, 520, 330, false,
+                                                      true);
+  layouts<kd_half, kd_wgv_256_e2_g16_pp_tma, kd_half>(1, 700, 600, 64, false,
+                                                      true);
+  layouts<kd_bf16, kd_wgv_256_raw_tma, kd_bf16>(1, 300, 300, 136, false, true);
   if (g_failures) {
     fprintf(stderr, "wgmma-gemm: %d cases failed\n", g_failures);
     return 1;

@@ -16,6 +16,13 @@
  *               swizzle (128-byte only), and the copy completes its full
  *               box size of bytes on the mbarrier. On the host it is done
  *               at issue.
+ *   TMA stores  the same box from shared memory to the tensor, elements out
+ *               of range not written, in bulk groups (commit_group,
+ *               wait_group.read N). The global writes are done at issue;
+ *               the source must still hold the same bytes when its group
+ *               is waited for (the GPU reads it at some time in between),
+ *               and must be waited for before the block ends: either
+ *               mistake aborts, naming it.
  *   wgmma       wgmma.mma_async m64nNk16 f32 += f16/bf16 x f16/bf16, both
  *               operands read from shared memory through 64-bit matrix
  *               descriptors (start address, leading and stride byte
@@ -137,15 +144,17 @@ inline uint32_t kemu_swizzle128(uint32_t addr) {
   return addr ^ (((addr >> 7) & 7u) << 4);
 }
 
-inline void kemu_tma_load(uint32_t dst, const void *map, const int32_t *coord,
-                          uint32_t mbar) {
-  kemu_tmap m;
-  memcpy(&m, map, sizeof m);
+/* The box of map at coord as TMA walks it: calls f(shared-memory byte
+ * address of the element, its global address or null where out of
+ * range), innermost first. */
+template <class F>
+inline uint32_t kemu__tma_box(const kemu_tmap &m, uint32_t smem,
+                              const int32_t *coord, const char *op, F f) {
   if (m.elem_bytes != 2 || m.rank < 1 || m.rank > 5)
-    kemu__die_op("cp.async.bulk.tensor: the emulation has 16-bit maps of rank 1-5");
+    kemu__die_op(op); /* the callers' message names the form */
   if (m.swizzle != 128 && m.swizzle != 0)
     kemu__die_op("cp.async.bulk.tensor: the emulation has the 128-byte swizzle only");
-  if (m.swizzle && (dst % 1024 != 0 || m.box[0] * m.elem_bytes != 128))
+  if (m.swizzle && (smem % 1024 != 0 || m.box[0] * m.elem_bytes != 128))
     kemu__die_op("cp.async.bulk.tensor: 128-byte swizzle needs 128-byte box "
                  "rows at a 1024-byte aligned address");
   uint32_t box[5] = {1, 1, 1, 1, 1};
@@ -158,19 +167,129 @@ inline void kemu_tma_load(uint32_t dst, const void *map, const int32_t *coord,
   uint32_t ix[5] = {0, 0, 0, 0, 0};
   for (uint32_t off = 0; off < bytes; off += 2) {
     bool in = true;
-    const unsigned char *src = (const unsigned char *)m.base;
+    unsigned char *g = (unsigned char *)m.base;
     for (uint32_t i = 0; i < m.rank; i++) {
-      const int64_t g = (int64_t)coord[i] + ix[i];
-      in = in && g >= 0 && (uint64_t)g < m.dims[i];
-      src += (uint64_t)(in ? g : 0) * (i ? m.strides[i] : m.elem_bytes);
+      const int64_t c = (int64_t)coord[i] + ix[i];
+      in = in && c >= 0 && (uint64_t)c < m.dims[i];
+      g += (uint64_t)(in ? c : 0) * (i ? m.strides[i] : m.elem_bytes);
     }
-    uint16_t v = 0;
-    if (in) memcpy(&v, src, 2);
-    const uint32_t a = dst + off;
-    memcpy(kemu__smem_at(m.swizzle ? kemu_swizzle128(a) : a), &v, 2);
+    const uint32_t a = smem + off;
+    f(m.swizzle ? kemu_swizzle128(a) : a, in ? g : nullptr);
     for (uint32_t i = 0; i < 5 && ++ix[i] == box[i]; i++) ix[i] = 0;
   }
+  return bytes;
+}
+
+/* cp.async.bulk.tensor shared <- global: the box, zeros out of range,
+ * its bytes completed on the mbarrier at issue. */
+inline void kemu_tma_load(uint32_t dst, const void *map, const int32_t *coord,
+                          uint32_t mbar) {
+  kemu_tmap m;
+  memcpy(&m, map, sizeof m);
+  const uint32_t bytes = kemu__tma_box(
+      m, dst, coord,
+      "cp.async.bulk.tensor: the emulation has 16-bit maps of rank 1-5",
+      [](uint32_t a, const unsigned char *g) {
+        uint16_t v = 0;
+        if (g) memcpy(&v, g, 2);
+        memcpy(kemu__smem_at(a), &v, 2);
+      });
   kemu_mbar_complete_tx(mbar, (int)bytes);
+}
+
+/* ---- TMA stores and their bulk groups --------------------------------------- */
+
+/* A thread's bulk stores not yet waited for: the source's shared-memory
+ * range and its bytes as they were at issue, and the group that commits
+ * them (`open` while not yet committed). */
+struct kemu__bulk_store {
+  uint32_t smem, bytes, group;
+  unsigned char data[16384];
+};
+enum { KEMU__BULK_PENDING = 8 };
+struct kemu__bulk_thread {
+  unsigned long block;
+  uint32_t open;
+  int n;
+  kemu__bulk_store s[KEMU__BULK_PENDING];
+};
+struct kemu__bulk_owner {
+  kemu__bulk_thread *t[1024] = {};
+  ~kemu__bulk_owner() {
+    for (kemu__bulk_thread *p : t) delete p;
+  }
+};
+inline thread_local kemu__bulk_owner kemu__bulk_states;
+
+inline kemu__bulk_thread &kemu__bulk_self() {
+  const unsigned i =
+      threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  kemu__bulk_thread *&p = kemu__bulk_states.t[i];
+  if (!p) p = new kemu__bulk_thread();
+  if (p->block != kemu__block_seq) {
+    /* The GPU frees a block's shared memory when it ends: a store still
+     * reading it then reads whatever comes next. */
+    if (p->n > 0)
+      kemu__die_op("cp.async.bulk: a block ended with a store's shared-memory "
+                   "source not waited for (cp.async.bulk.wait_group.read)");
+    p->block = kemu__block_seq;
+    p->open = 0;
+  }
+  return *p;
+}
+
+/* cp.async.bulk.tensor global <- shared::cta, bulk_group: the box from
+ * shared memory at src (the map's swizzle) to the tensor at coord; elements
+ * out of range are not written. The global writes are done at issue; the
+ * source is also remembered, and must read the same when the group is
+ * waited for: the GPU reads it at some time in between, so a kernel that
+ * writes it before cp.async.bulk.wait_group.read aborts here. */
+inline void kemu_tma_store(const void *map, const int32_t *coord,
+                           uint32_t src) {
+  kemu_tmap m;
+  memcpy(&m, map, sizeof m);
+  kemu__bulk_thread &t = kemu__bulk_self();
+  if (t.n == KEMU__BULK_PENDING)
+    kemu__die_op("cp.async.bulk: more stores in flight than the emulation holds");
+  kemu__bulk_store &st = t.s[t.n];
+  uint32_t lo = UINT32_MAX, hi = 0;
+  const uint32_t bytes = kemu__tma_box(
+      m, src, coord,
+      "cp.async.bulk.tensor: the emulation has 16-bit maps of rank 1-5",
+      [&](uint32_t a, unsigned char *g) {
+        if (g) memcpy(g, kemu__smem_at(a), 2);
+        lo = a < lo ? a : lo;
+        hi = a + 2 > hi ? a + 2 : hi;
+      });
+  if (hi - lo != bytes || bytes > sizeof st.data)
+    kemu__die_op("cp.async.bulk: a store's source is not one range the emulation holds");
+  st.smem = lo;
+  st.bytes = bytes;
+  st.group = t.open;
+  memcpy(st.data, kemu__smem_at(lo), bytes);
+  t.n++;
+}
+
+/* cp.async.bulk.commit_group: closes this thread's open bulk group. */
+inline void kemu_bulk_commit() { kemu__bulk_self().open++; }
+
+/* cp.async.bulk.wait_group.read N: every committed group but the newest N
+ * is done reading its sources, which must still hold what they held at
+ * issue. */
+inline void kemu_bulk_wait_read(int n) {
+  kemu__bulk_thread &t = kemu__bulk_self();
+  for (int e = 0; e < t.n;) {
+    kemu__bulk_store &st = t.s[e];
+    if (st.group + (uint32_t)n < t.open) {
+      if (memcmp(st.data, kemu__smem_at(st.smem), st.bytes) != 0)
+        kemu__die_op("cp.async.bulk: a store's shared-memory source was "
+                     "written before cp.async.bulk.wait_group.read");
+      t.n--;
+      if (e != t.n) memcpy(&st, &t.s[t.n], sizeof st);
+    } else {
+      e++;
+    }
+  }
 }
 
 /* ---- wgmma ------------------------------------------------------------------- */
