@@ -231,6 +231,46 @@ START_TEST(dynamic_steps) {
 }
 END_TEST
 
+/* The matrix-unit kernels (kd-decode-mma.h: 16-bit caches, D up to 128
+ * padded to 64 or 128) with 3 stages, the knob's other setting, then the
+ * default 2: block sizes 8 to 32, lengths that end mid-tile, shorter than
+ * one block, a single token, a few tiles; GQA 1, 4, 8 and 12 (a group that
+ * is not a whole number of row tiles), MQA; the split path; peaked scores
+ * that rescale across tiles. The caches' unused slots are NaN (pa_build),
+ * so a tile read past a sequence's end fails the check. */
+START_TEST(matrix_path) {
+  static const int32_t lens[] = {1000, 1, 113, 7, 33, 257, 3001};
+  static const int modes[] = {3, 2};
+  static const struct {
+    int64_t head_dim, block_size, heads, kv_heads;
+    ke_dtype dt;
+    int workspace;
+    float q_std;
+  } cfg[] = {{128, 16, 8, 2, KE_BF16, 0, 0},  {64, 8, 16, 2, KE_F16, 0, 0},
+             {80, 32, 2, 2, KE_BF16, 0, 0},   {96, 16, 24, 2, KE_F16, 0, 0},
+             {96, 8, 12, 1, KE_BF16, 1, 0},   {128, 32, 8, 2, KE_F16, 1, 6.0f},
+             {64, 32, 20, 1, KE_BF16, 0, 0}};
+  for (int m = 0; m < NELEM(modes); m++) {
+    ke__decode_tuning t;
+    kt_assert_ok(ke__decode_tuning_get(kt_ctx(), &t));
+    t.matrix = modes[m];
+    kt_assert_ok(ke__decode_tuning_set(kt_ctx(), &t));
+    for (int i = 0; i < NELEM(cfg); i++) {
+      pa_case c = pa_default(NELEM(lens), lens);
+      c.head_dim = cfg[i].head_dim;
+      c.block_size = cfg[i].block_size;
+      c.num_heads = cfg[i].heads;
+      c.num_kv_heads = cfg[i].kv_heads;
+      c.q_dtype = c.kv_dtype = c.out_dtype = cfg[i].dt;
+      c.workspace = cfg[i].workspace;
+      c.q_std = cfg[i].q_std;
+      pa_check(&c, modes[m] == 3 ? "matrix_3_stages" : "matrix_2_stages");
+    }
+  }
+  kt_assert_ok(ke__decode_tuning_set(kt_ctx(), NULL));
+}
+END_TEST
+
 /* ---- Long contexts (GPU-sized) ------------------------------------------- */
 
 START_TEST(long_8192) {
@@ -641,6 +681,7 @@ static const kt_test paged_attention_tests[] = {
     KT_TEST(split),
     KT_TEST(split_ranges),
     KT_TEST(dynamic_steps),
+    KT_TEST(matrix_path),
     KT_TEST(long_8192, .tags = "slow", .timeout_s = 600),
     KT_TEST(decode_bandwidth, .tags = "slow,perf", .timeout_s = 600),
     KT_TEST(strided_q_out),
