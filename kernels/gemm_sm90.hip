@@ -9,17 +9,17 @@
 #include "kd-gemm-wgmma-variants.h"
 
 /* 128 x 256 tiles in 4 slots where they fill every multiprocessor, else
- * 128 x 128 in 6; both promote every 128 k (two slabs), the large one
- * serially with its tiles walked in L2 groups of 16 tile rows, the small
- * one overlapped: the fastest variants measured on an H100 whose error
- * stays under torch's at every K (docs/performance.md, "The Hopper GEMM
- * on the H100"). The large one's consumers take turns (ping-pong), so
- * that one's promotion adds run under the other's multiplies, and it
- * writes 16-bit C through shared memory and TMA stores while the next
- * tile starts (elsewhere in aligned pairs): together +17-19 % at 4096^3
- * ("The Hopper GEMM with ping-pong and TMA stores"). */
+ * 128 x 128 in 6; both promote every 128 k (two slabs) serially, their
+ * consumers taking turns (ping-pong), so that one's promotion adds run
+ * under the other's multiplies, and write 16-bit C through shared memory
+ * and TMA stores while the next tile starts (elsewhere in aligned pairs);
+ * the large one walks its tiles in L2 groups of 16 tile rows. The fastest
+ * variants measured on an H100 whose error stays under torch's at every K
+ * (docs/performance.md, "The Hopper GEMM on the H100" and "... with
+ * ping-pong and TMA stores"): +17-19 % at 4096^3 and +27-37 % on the
+ * small tiles' shapes over the schedules before. */
 struct kd_wg_large : kd_wgv_256_e2_g16_pp_tma {};
-struct kd_wg_small : kd_wgv_128_ovl_e2 {};
+struct kd_wg_small : kd_wgv_128_e2_pp_tma {};
 
 template <typename T>
 static int ke_gemm_sm90(hipStream_t s, const kd_mm_dense &a, bool akc,

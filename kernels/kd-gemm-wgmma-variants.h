@@ -30,8 +30,8 @@ typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2, 8, KD_WG_NO_STORE>
 typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2, 16, KD_WG_VEC_STORE>
     kd_wgv_256_e2_g16_vec;
 /* The same with the consumers' turns in ping-pong, with the epilogue
- * through TMA stores, and both; the unpromoted kernel with TMA stores
- * (measuring only). */
+ * through TMA stores, and both (also promoting every 3 slabs); the
+ * unpromoted kernel with TMA stores (measuring only). */
 typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2, 16,
                   KD_WG_VEC_STORE | KD_WG_PINGPONG>
     kd_wgv_256_e2_g16_pp;
@@ -41,6 +41,9 @@ typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2, 16,
 typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 2, 16,
                   KD_WG_VEC_STORE | KD_WG_PINGPONG | KD_WG_TMA_STORE>
     kd_wgv_256_e2_g16_pp_tma;
+typedef kd_wg_cfg<256, 4, 128, KD_WG_SERIAL, 3, 16,
+                  KD_WG_VEC_STORE | KD_WG_PINGPONG | KD_WG_TMA_STORE>
+    kd_wgv_256_e3_g16_pp_tma;
 typedef kd_wg_cfg<256, 4, 128, KD_WG_UNPROMOTED, 1, 16,
                   KD_WG_VEC_STORE | KD_WG_TMA_STORE>
     kd_wgv_256_raw_tma;
@@ -53,6 +56,14 @@ typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 1> kd_wgv_128_ovl_e1;
 typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 2> kd_wgv_128_ovl_e2;
 typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 3> kd_wgv_128_ovl_e3;
 typedef kd_wg_cfg<128, 6> kd_wgv_128_e1;
+/* 128 x 128 with the epilogue through TMA stores: overlapped every 2
+ * slabs; serial every 2 with the consumers in ping-pong. */
+typedef kd_wg_cfg<128, 6, 128, KD_WG_OVERLAP, 2, KD_GEMM_GROUP_M,
+                  KD_WG_VEC_STORE | KD_WG_TMA_STORE>
+    kd_wgv_128_ovl_e2_tma;
+typedef kd_wg_cfg<128, 6, 128, KD_WG_SERIAL, 2, KD_GEMM_GROUP_M,
+                  KD_WG_VEC_STORE | KD_WG_PINGPONG | KD_WG_TMA_STORE>
+    kd_wgv_128_e2_pp_tma;
 
 /* Every variant with its tag, for a sweep: X(config, "tag"). */
 #define KD_WG_VARIANTS(X)                                                  \
@@ -68,6 +79,7 @@ typedef kd_wg_cfg<128, 6> kd_wgv_128_e1;
   X(kd_wgv_256_e2_g16_pp, "256s4-serial-e2-g16-vec-pp")                    \
   X(kd_wgv_256_e2_g16_tma, "256s4-serial-e2-g16-tma")                      \
   X(kd_wgv_256_e2_g16_pp_tma, "256s4-serial-e2-g16-pp-tma")                \
+  X(kd_wgv_256_e3_g16_pp_tma, "256s4-serial-e3-g16-pp-tma")                \
   X(kd_wgv_256_raw_tma, "256s4-unpromoted-tma")                            \
   X(kd_wgv_256_ovl_e1, "256s4-ovl64-e1")                                   \
   X(kd_wgv_256_ovl_e2, "256s4-ovl64-e2")                                   \
@@ -75,6 +87,8 @@ typedef kd_wg_cfg<128, 6> kd_wgv_128_e1;
   X(kd_wgv_128_ovl_e2, "128s6-ovl-e2")                                     \
   X(kd_wgv_128_ovl_e3, "128s6-ovl-e3")                                     \
   X(kd_wgv_128_e1, "128s6-serial-e1")                                      \
+  X(kd_wgv_128_ovl_e2_tma, "128s6-ovl-e2-tma")                             \
+  X(kd_wgv_128_e2_pp_tma, "128s6-serial-e2-pp-tma")                        \
   X(kd_wgv_256_raw, "256s4-unpromoted")
 
 #endif

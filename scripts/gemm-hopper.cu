@@ -12,9 +12,11 @@
 //        -DKILN_BACKEND_CUDA -DKD_SM90A -Ikernels -Iengine/include \
 //        -Iengine/src scripts/gemm-hopper.cu -o gemm-hopper
 //   ./gemm-hopper [--quick] [--dump DIR] [--only TAG[,TAG...]] [--once]
+//                 [--shape MxNxK]
 // --dump creates DIR (not its parents) if missing.
 // --only runs the variants whose tag contains one of the TAGs (printed);
 // --once launches each once at 4096^3 bf16, untimed (for a profiler).
+// --shape times one problem (bf16 and f16, B [K, N]) instead of the sweep's.
 //
 // Timing as the perf suite's and scripts/torch-compare.py's: operand sets
 // over 2x L2, 5 warm-ups, then 30 launches queued back to back, each
@@ -183,13 +185,23 @@ template <typename T> static void dump(const char *dir, int64_t k) {
 int main(int argc, char **argv) {
   bool quick = false;
   const char *dir = nullptr;
+  long long sm = 0, sn = 0, sk = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) quick = true;
+    else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+      if (sscanf(argv[++i], "%lldx%lldx%lld", &sm, &sn, &sk) != 3 || sm < 1 ||
+          sn < 1 || sk < 1) {
+        fprintf(stderr, "--shape %s: expected MxNxK, each at least 1\n", argv[i]);
+        return 2;
+      }
+    }
     else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dir = argv[++i];
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
     else if (!strcmp(argv[i], "--once")) g_once = true;
     else {
-      fprintf(stderr, "usage: %s [--quick] [--dump DIR] [--only TAG[,TAG...]] [--once]\n",
+      fprintf(stderr,
+              "usage: %s [--quick] [--dump DIR] [--only TAG[,TAG...]] "
+              "[--once] [--shape MxNxK]\n",
               argv[0]);
       return 2;
     }
@@ -209,6 +221,11 @@ int main(int argc, char **argv) {
   }
   if (g_once) {
     sweep<kd_bf16, false>(4096, 4096, 4096, false);
+    return 0;
+  }
+  if (sm) { /* one problem, both dtypes, instead of the sweep's */
+    sweep<kd_bf16, false>(sm, sn, sk, false);
+    sweep<kd_half, false>(sm, sn, sk, false);
     return 0;
   }
   sweep<kd_bf16, false>(4096, 4096, 4096, true);

@@ -172,6 +172,15 @@ int main() {
   layouts<kd_half, kd_wgv_256_e2_g16_pp_tma, kd_half>(1, 700, 600, 64, false,
                                                       true);
   layouts<kd_bf16, kd_wgv_256_raw_tma, kd_bf16>(1, 300, 300, 136, false, true);
+  /* Every 3 slabs (K of 1 to 6 slabs: groups of 1 and 2 at the end), and
+   * the 128 x 128 tile's two TMA-store forms. */
+  layouts<kd_half, kd_wgv_256_e3_g16_pp_tma, kd_half>(2, 130, 300, 330, false,
+                                                      true);
+  layouts<kd_bf16, kd_wgv_256_e3_g16_pp_tma>(1, 700, 600, 64, false);
+  layouts<kd_bf16, kd_wgv_128_ovl_e2_tma, kd_bf16>(2, 200, 300, 300, false,
+                                                   true);
+  layouts<kd_half, kd_wgv_128_e2_pp_tma, kd_half>(1, 330, 270, 200, true,
+                                                  true);
   if (g_failures) {
     fprintf(stderr, "wgmma-gemm: %d cases failed\n", g_failures);
     return 1;
