@@ -59,7 +59,8 @@ enum { KD_WG_SERIAL, KD_WG_OVERLAP, KD_WG_UNPROMOTED };
  *   PINGPONG  (SERIAL) the consumers take turns issuing their multiplies
  *             (named barriers), so that one waits for and adds its partial
  *             while the other's multiplies keep the tensor cores busy;
- *   TMA_STORE where C is 16-bit, beta 0 and TMA can write it, the
+ *   TMA_STORE where C is 16-bit, beta 0, N a multiple of 8 and TMA can
+ *             write it, the
  *             epilogue goes through shared memory and TMA stores
  *             (kd_wg_epilogue_tma), and the consumers go on to the next
  *             tile while the stores drain; elsewhere the register
@@ -620,12 +621,15 @@ static int kd_wg_gemm_launch(hipStream_t stream, const kd_tmap &ta,
 
 /* TMA_STORE: the map of C for the epilogue's stores, boxes of [64 rows][64
  * columns]; 1 where C is 16-bit, beta 0 and TMA can write it, else 0 (the
- * register epilogue: beta needs C read, and f32 C's boxes would not fit). */
+ * register epilogue: beta needs C read, and f32 C's boxes would not fit).
+ * N a multiple of 8 too: where a row's last column ends inside 16 bytes,
+ * an H100 wrote the box's columns past it up to the 16-byte boundary (the
+ * emulation refuses such a store, port/host/hopper-on-host.h). */
 template <class Cfg>
 static int kd_wg_c_map(kd_tmap *tc, const kd_mm_out &c, const kd_mm_dims &d) {
   memset(tc, 0, sizeof *tc);
   if (!(Cfg::FLAGS & KD_WG_TMA_STORE) || d.beta != 0.0f ||
-      (c.dtype != KE_F16 && c.dtype != KE_BF16))
+      (c.dtype != KE_F16 && c.dtype != KE_BF16) || d.n % 8 != 0)
     return 0;
   const kd_mm_dense cd = {(const uint16_t *)c.data, c.ld, c.batch_stride};
   if (!kd_wg_gemm_fits(cd, d.m, d.n) || c.ld < d.n ||

@@ -143,9 +143,10 @@ END_TEST
  * widths (128 x 256 where four tiles fill the emulation's four
  * multiprocessors, else 128 x 128), edges in M, N and K, k shorter than a
  * slab and over several, batches with own and shared operands, alpha,
- * beta and every C dtype, 16-bit C in rows TMA can write (the 128 x 256
- * kernel's epilogue stores those with TMA). Elsewhere they are ordinary
- * matrix-core cases. */
+ * beta and every C dtype, 16-bit C in rows TMA can write (the epilogue
+ * stores those with TMA) and in rows whose last column ends inside 16
+ * bytes (written from registers: TMA would write past it, and C's gaps
+ * are checked). Elsewhere they are ordinary matrix-core cases. */
 static const mm_row kWgRows[] = {
     {"wg 130x290x66, 128x256 tiles", 1, 130, 290, 66, KE_BF16, KE_F32, 1, 0,
      .pad_a = 6, .pad_b = 6},
@@ -164,7 +165,9 @@ static const mm_row kWgRows[] = {
      .share_a = 2},
     {"wg batch, strided", 2, 32, 24, 48, KE_F16, KE_F32, 1, 0, .pad_a = 8,
      .pad_b = 16, .pad_c = 5},
-    {"wg 16-bit C by TMA stores, batch, edges", 2, 130, 290, 66, KE_BF16,
+    {"wg 16-bit C by TMA stores, batch, edges", 2, 136, 296, 72, KE_BF16,
+     KE_F16, 0.5f, 0, .pad_a = 8, .pad_b = 8, .pad_c = 8},
+    {"wg 16-bit C, rows ending inside 16 bytes", 2, 130, 290, 66, KE_BF16,
      KE_F16, 0.5f, 0, .pad_a = 6, .pad_b = 6, .pad_c = 6},
 };
 

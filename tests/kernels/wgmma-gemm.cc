@@ -157,11 +157,14 @@ int main() {
    * block), and the epilogue through TMA stores: C in f16 and bf16 with
    * rows TMA can write, several tiles a block (each consumer's two
    * buffers reused across them), M and N off the tile edges, batched;
-   * beta (layouts' fourth case), f32 C and rows TMA cannot write (ldc n +
-   * 3) through the register epilogue instead. */
+   * beta (layouts' fourth case), f32 C, rows TMA cannot write (ldc n + 3)
+   * and N not a multiple of 8 (a row ending inside 16 bytes) through the
+   * register epilogue instead. */
   layouts<kd_bf16, kd_wgv_256_e2_g16_pp>(1, 130, 300, 300, false);
   layouts<kd_half, kd_wgv_256_e2_g16_pp, kd_half>(3, 70, 520, 64, false, true);
   layouts<kd_bf16, kd_wgv_256_e2_g16_pp>(2, 700, 600, 70, true);
+  layouts<kd_bf16, kd_wgv_256_e2_g16_tma, kd_bf16>(1, 700, 608, 136, false,
+                                                   true);
   layouts<kd_bf16, kd_wgv_256_e2_g16_tma, kd_bf16>(1, 700, 601, 136, false,
                                                    true);
   layouts<kd_half, kd_wgv_256_e2_g16_tma, kd_half>(2, 70, 263, 72, true, true);
@@ -171,15 +174,15 @@ int main() {
                                                       true);
   layouts<kd_half, kd_wgv_256_e2_g16_pp_tma, kd_half>(1, 700, 600, 64, false,
                                                       true);
-  layouts<kd_bf16, kd_wgv_256_raw_tma, kd_bf16>(1, 300, 300, 136, false, true);
+  layouts<kd_bf16, kd_wgv_256_raw_tma, kd_bf16>(1, 300, 304, 136, false, true);
   /* Every 3 slabs (K of 1 to 6 slabs: groups of 1 and 2 at the end), and
    * the 128 x 128 tile's two TMA-store forms. */
-  layouts<kd_half, kd_wgv_256_e3_g16_pp_tma, kd_half>(2, 130, 300, 330, false,
+  layouts<kd_half, kd_wgv_256_e3_g16_pp_tma, kd_half>(2, 130, 296, 330, false,
                                                       true);
   layouts<kd_bf16, kd_wgv_256_e3_g16_pp_tma>(1, 700, 600, 64, false);
-  layouts<kd_bf16, kd_wgv_128_ovl_e2_tma, kd_bf16>(2, 200, 300, 300, false,
+  layouts<kd_bf16, kd_wgv_128_ovl_e2_tma, kd_bf16>(2, 200, 296, 300, false,
                                                    true);
-  layouts<kd_half, kd_wgv_128_e2_pp_tma, kd_half>(1, 330, 270, 200, true,
+  layouts<kd_half, kd_wgv_128_e2_pp_tma, kd_half>(1, 330, 264, 200, true,
                                                   true);
   if (g_failures) {
     fprintf(stderr, "wgmma-gemm: %d cases failed\n", g_failures);

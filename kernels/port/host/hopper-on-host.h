@@ -18,11 +18,13 @@
  *               at issue.
  *   TMA stores  the same box from shared memory to the tensor, elements out
  *               of range not written, in bulk groups (commit_group,
- *               wait_group.read N). The global writes are done at issue;
- *               the source must still hold the same bytes when its group
- *               is waited for (the GPU reads it at some time in between),
- *               and must be waited for before the block ends: either
- *               mistake aborts, naming it.
+ *               wait_group.read N); a box that crosses an inner edge
+ *               ending inside 16 bytes aborts (an H100 wrote past such
+ *               an edge up to the 16-byte boundary). The global writes
+ *               are done at issue; the source must still hold the same
+ *               bytes when its group is waited for (the GPU reads it at
+ *               some time in between), and must be waited for before the
+ *               block ends: either mistake aborts, naming it.
  *   wgmma       wgmma.mma_async m64nNk16 f32 += f16/bf16 x f16/bf16, both
  *               operands read from shared memory through 64-bit matrix
  *               descriptors (start address, leading and stride byte
@@ -248,6 +250,13 @@ inline void kemu_tma_store(const void *map, const int32_t *coord,
                            uint32_t src) {
   kemu_tmap m;
   memcpy(&m, map, sizeof m);
+  /* An H100 wrote a store's columns past the tensor's inner edge up to the
+   * next 16 bytes where that edge ends inside them (C's gap columns
+   * overwritten, 2026-11-27); here such a store is refused, not emulated. */
+  if (m.rank >= 1 && (m.dims[0] * m.elem_bytes) % 16 != 0 &&
+      (int64_t)coord[0] + m.box[0] > (int64_t)m.dims[0])
+    kemu__die_op("cp.async.bulk.tensor store: a box past an inner edge that "
+                 "ends inside 16 bytes (the GPU writes past it)");
   kemu__bulk_thread &t = kemu__bulk_self();
   if (t.n == KEMU__BULK_PENDING)
     kemu__die_op("cp.async.bulk: more stores in flight than the emulation holds");
