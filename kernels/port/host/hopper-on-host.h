@@ -151,9 +151,9 @@ inline uint32_t kemu_swizzle128(uint32_t addr) {
  * range), innermost first. */
 template <class F>
 inline uint32_t kemu__tma_box(const kemu_tmap &m, uint32_t smem,
-                              const int32_t *coord, const char *op, F f) {
+                              const int32_t *coord, F f) {
   if (m.elem_bytes != 2 || m.rank < 1 || m.rank > 5)
-    kemu__die_op(op); /* the callers' message names the form */
+    kemu__die_op("cp.async.bulk.tensor: the emulation has 16-bit maps of rank 1-5");
   if (m.swizzle != 128 && m.swizzle != 0)
     kemu__die_op("cp.async.bulk.tensor: the emulation has the 128-byte swizzle only");
   if (m.swizzle && (smem % 1024 != 0 || m.box[0] * m.elem_bytes != 128))
@@ -189,15 +189,36 @@ inline void kemu_tma_load(uint32_t dst, const void *map, const int32_t *coord,
   kemu_tmap m;
   memcpy(&m, map, sizeof m);
   const uint32_t bytes = kemu__tma_box(
-      m, dst, coord,
-      "cp.async.bulk.tensor: the emulation has 16-bit maps of rank 1-5",
-      [](uint32_t a, const unsigned char *g) {
+      m, dst, coord, [](uint32_t a, const unsigned char *g) {
         uint16_t v = 0;
         if (g) memcpy(&v, g, 2);
         memcpy(kemu__smem_at(a), &v, 2);
       });
   kemu_mbar_complete_tx(mbar, (int)bytes);
 }
+
+/* ---- Per-thread state of the asynchronous units ---------------------------- */
+
+/* One T per emulated thread of a block (T has a `block` field), made on
+ * first use; self() hands this thread's, first passing it to reset when a
+ * new block started on it. Bulk stores and wgmma groups keep theirs here. */
+template <class T> struct kemu__per_thread {
+  T *t[1024] = {}; /* a block's most threads */
+  ~kemu__per_thread() {
+    for (T *p : t) delete p;
+  }
+  template <class R> T &self(R reset) {
+    const unsigned i =
+        threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    T *&p = t[i];
+    if (!p) p = new T();
+    if (p->block != kemu__block_seq) {
+      reset(*p);
+      p->block = kemu__block_seq;
+    }
+    return *p;
+  }
+};
 
 /* ---- TMA stores and their bulk groups --------------------------------------- */
 
@@ -215,29 +236,17 @@ struct kemu__bulk_thread {
   int n;
   kemu__bulk_store s[KEMU__BULK_PENDING];
 };
-struct kemu__bulk_owner {
-  kemu__bulk_thread *t[1024] = {};
-  ~kemu__bulk_owner() {
-    for (kemu__bulk_thread *p : t) delete p;
-  }
-};
-inline thread_local kemu__bulk_owner kemu__bulk_states;
+inline thread_local kemu__per_thread<kemu__bulk_thread> kemu__bulk_states;
 
 inline kemu__bulk_thread &kemu__bulk_self() {
-  const unsigned i =
-      threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-  kemu__bulk_thread *&p = kemu__bulk_states.t[i];
-  if (!p) p = new kemu__bulk_thread();
-  if (p->block != kemu__block_seq) {
+  return kemu__bulk_states.self([](kemu__bulk_thread &p) {
     /* The GPU frees a block's shared memory when it ends: a store still
      * reading it then reads whatever comes next. */
-    if (p->n > 0)
+    if (p.n > 0)
       kemu__die_op("cp.async.bulk: a block ended with a store's shared-memory "
                    "source not waited for (cp.async.bulk.wait_group.read)");
-    p->block = kemu__block_seq;
-    p->open = 0;
-  }
-  return *p;
+    p.open = 0;
+  });
 }
 
 /* cp.async.bulk.tensor global <- shared::cta, bulk_group: the box from
@@ -263,9 +272,7 @@ inline void kemu_tma_store(const void *map, const int32_t *coord,
   kemu__bulk_store &st = t.s[t.n];
   uint32_t lo = UINT32_MAX, hi = 0;
   const uint32_t bytes = kemu__tma_box(
-      m, src, coord,
-      "cp.async.bulk.tensor: the emulation has 16-bit maps of rank 1-5",
-      [&](uint32_t a, unsigned char *g) {
+      m, src, coord, [&](uint32_t a, unsigned char *g) {
         if (g) memcpy(g, kemu__smem_at(a), 2);
         lo = a < lo ? a : lo;
         hi = a + 2 > hi ? a + 2 : hi;
@@ -346,26 +353,14 @@ struct kemu__wg_thread {
   uint32_t group[KEMU__WG_PENDING];
   float v[KEMU__WG_PENDING][KEMU__WG_MAXD];
 };
-struct kemu__wg_owner {
-  kemu__wg_thread *t[1024] = {}; /* a block's most threads */
-  ~kemu__wg_owner() {
-    for (kemu__wg_thread *p : t) delete p;
-  }
-};
-inline thread_local kemu__wg_owner kemu__wg_states;
+inline thread_local kemu__per_thread<kemu__wg_thread> kemu__wg_states;
 
 /* This emulated thread's state, reset when a new block started. */
 inline kemu__wg_thread &kemu__wg_self() {
-  const unsigned i =
-      threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-  kemu__wg_thread *&p = kemu__wg_states.t[i];
-  if (!p) p = new kemu__wg_thread();
-  if (p->block != kemu__block_seq) {
-    p->block = kemu__block_seq;
-    p->open = 0;
-    p->n = 0;
-  }
-  return *p;
+  return kemu__wg_states.self([](kemu__wg_thread &p) {
+    p.open = 0;
+    p.n = 0;
+  });
 }
 
 /* The pending values of accumulator d (n floats), created from the
