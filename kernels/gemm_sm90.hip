@@ -6,6 +6,7 @@
  * device, or operands TMA cannot read), and the caller goes on to the
  * mma.sync kernel.
  */
+#include "kd-gemm-wgmma-mx.h"
 #include "kd-gemm-wgmma-variants.h"
 
 /* 128 x 256 tiles in 4 slots where they fill every multiprocessor, else
@@ -50,5 +51,48 @@ extern "C" int ke__gemm_sm90_launch(void *stream, const ke__gemm_operand *a,
                                  b->k_contiguous != 0, *c, *d);
   return ke_gemm_sm90<kd_bf16>(s, da, a->k_contiguous != 0, db,
                                b->k_contiguous != 0, *c, *d);
+#endif
+}
+
+/* The MX GEMM (kernels/mxfp.hip) on the Hopper GEMM: bf16 X, W decoded by
+ * the producer warpgroup (kd-gemm-wgmma-mx.h), on the 128 x 128 tile at
+ * every size: its producer threads own one row of W each, and the codes
+ * of two rows a thread, a slab ahead, would not fit the producer's
+ * registers. -1 where it does not apply. */
+template <int F>
+static int ke_mxfp_gemm_sm90(hipStream_t s, const kd_mm_dense &x,
+                             const kd_mx_mm &w, const kd_mm_out &y,
+                             const kd_mm_dims &d) {
+  return kd_wg_mx_gemm_run<F, kd_wg_small>(s, x, w, y, d);
+}
+
+extern "C" int ke__mxfp_gemm_sm90_launch(void *stream,
+                                         const ke__gemm_operand *x,
+                                         int format, const void *w_data,
+                                         const void *w_scales,
+                                         const kd_mm_out *y,
+                                         const kd_mm_dims *d) {
+#if defined(KILN_BACKEND_HIP)
+  (void)stream, (void)x, (void)format, (void)w_data, (void)w_scales;
+  (void)y, (void)d;
+  return -1;
+#else
+  if (x->dtype != KE_BF16 || !x->k_contiguous || !kd_wg_available())
+    return -1;
+  const kd_mm_dense dx = {(const uint16_t *)x->data, x->ld, x->batch_stride};
+  hipStream_t s = (hipStream_t)stream;
+  auto run = [&](auto f) {
+    constexpr int F = decltype(f)::value;
+    const kd_mx_mm w = {(const uint8_t *)w_data, (const uint8_t *)w_scales,
+                        d->k * kd_mx_traits<F>::bits / 8, d->k / KE_MX_BLOCK,
+                        1};
+    return ke_mxfp_gemm_sm90<F>(s, dx, w, *y, *d);
+  };
+  switch (format) {
+  case KE_MXFP4_E2M1: return run(std::integral_constant<int, KE_MXFP4_E2M1>());
+  case KE_MXFP6_E2M3: return run(std::integral_constant<int, KE_MXFP6_E2M3>());
+  case KE_MXFP6_E3M2: return run(std::integral_constant<int, KE_MXFP6_E3M2>());
+  default: return -1;
+  }
 #endif
 }

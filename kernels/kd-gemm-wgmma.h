@@ -517,13 +517,61 @@ kd_wg_consume(const unsigned char *slots, uint64_t *full, uint64_t *empty,
   if (epi && threadIdx.x % 128 == 0) kd_bulk_wait_read<0>();
 }
 
-template <typename T, class Cfg, bool AKC, bool BKC>
+/* Where B's slabs come from (the kernel's BS): its parameter, the
+ * producer warpgroup's loop, the arrivals that complete a slot's "full"
+ * barrier, and the register budgets of the producer and the consumers
+ * (setmaxnreg; 128 x P + 256 x C within the 64 K registers). This one:
+ * B by TMA beside A, one thread of the producer at work. The MX GEMM's
+ * (B decoded from MX elements by the whole producer warpgroup) is in
+ * kd-gemm-wgmma-mx.h. */
+struct kd_wg_b_tma {
+  typedef kd_tmap param;
+  static constexpr int FULL_ARRIVALS = 1, PRODUCER_REGS = 24,
+                       CONSUMER_REGS = 240;
+
+  template <class Cfg, bool AKC, bool BKC>
+  static __device__ __forceinline__ void
+  produce(const kd_tmap *ta, const kd_tmap *tb, unsigned char *slots,
+          uint64_t *full, uint64_t *empty, const kd_mm_dims &d,
+          int a_batched, int b_batched) {
+    constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::STAGES;
+    if (threadIdx.x != 0) return;
+    const int64_t m_tiles = (d.m + BM - 1) / BM, n_tiles = (d.n + BN - 1) / BN;
+    const int64_t k_tiles = d.alpha != 0.0f ? (d.k + BK - 1) / BK : 0;
+    const int64_t tiles = m_tiles * n_tiles * d.batch;
+    int s = 0, ph = 0;
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+      int64_t bi, mt, nt;
+      kd_gemm_tile_of_g(t, m_tiles, n_tiles, Cfg::GROUP, &bi, &mt, &nt);
+      const int m0 = (int)(mt * BM), n0 = (int)(nt * BN);
+      const int za = a_batched ? (int)bi : 0, zb = b_batched ? (int)bi : 0;
+      for (int64_t kt = 0; kt < k_tiles; kt++) {
+        const int k0 = (int)(kt * BK);
+        kd_mbar_wait(&empty[s], ph ^ 1);
+        kd_mbar_arrive_tx(&full[s], Cfg::STAGE_BYTES);
+        unsigned char *sa = slots + s * Cfg::STAGE_BYTES;
+        unsigned char *sb = sa + Cfg::A_BYTES;
+        if constexpr (AKC) kd_tma_load(sa, ta, k0, m0, za, &full[s]);
+        else
+          for (int j = 0; j < BM / 64; j++)
+            kd_tma_load(sa + j * BK * 128, ta, m0 + 64 * j, k0, za, &full[s]);
+        if constexpr (BKC) kd_tma_load(sb, tb, k0, n0, zb, &full[s]);
+        else
+          for (int j = 0; j < BN / 64; j++)
+            kd_tma_load(sb + j * BK * 128, tb, n0 + 64 * j, k0, zb, &full[s]);
+        if (++s == S) s = 0, ph ^= 1;
+      }
+    }
+  }
+};
+
+template <typename T, class Cfg, bool AKC, bool BKC, class BS = kd_wg_b_tma>
 __global__ void __launch_bounds__(384, 1)
 kd_wg_gemm(const __grid_constant__ kd_tmap ta,
-           const __grid_constant__ kd_tmap tb,
+           const __grid_constant__ typename BS::param tb,
            const __grid_constant__ kd_tmap tc, kd_mm_out c, kd_mm_dims d,
            int a_batched, int b_batched, int c_tma) {
-  constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::STAGES;
+  constexpr int S = Cfg::STAGES;
   HIP_DYNAMIC_SHARED(uint4, kd_wg_smem);
   /* Slots 1024-byte aligned in the shared window (the swizzle's period). */
   unsigned char *const raw = (unsigned char *)kd_wg_smem;
@@ -538,47 +586,21 @@ kd_wg_gemm(const __grid_constant__ kd_tmap ta,
   const int wg = (int)threadIdx.x / 128;
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; s++) {
-      kd_mbar_init(&full[s], 1);
+      kd_mbar_init(&full[s], BS::FULL_ARRIVALS);
       kd_mbar_init(&empty[s], 8); /* each consumer warp */
     }
     kd_mbar_init_fence();
   }
   __syncthreads();
 
-  const int64_t m_tiles = (d.m + BM - 1) / BM, n_tiles = (d.n + BN - 1) / BN;
-  const int64_t k_tiles = d.alpha != 0.0f ? (d.k + BK - 1) / BK : 0;
-  const int64_t tiles = m_tiles * n_tiles * d.batch;
-
   if (wg == 0) {
-    kd_wg_regs_dec<24>(); /* 128 x 24 + 256 x 240 of the 64 K registers */
-    if (threadIdx.x != 0) return;
-    int s = 0, ph = 0;
-    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-      int64_t bi, mt, nt;
-      kd_gemm_tile_of_g(t, m_tiles, n_tiles, Cfg::GROUP, &bi, &mt, &nt);
-      const int m0 = (int)(mt * BM), n0 = (int)(nt * BN);
-      const int za = a_batched ? (int)bi : 0, zb = b_batched ? (int)bi : 0;
-      for (int64_t kt = 0; kt < k_tiles; kt++) {
-        const int k0 = (int)(kt * BK);
-        kd_mbar_wait(&empty[s], ph ^ 1);
-        kd_mbar_arrive_tx(&full[s], Cfg::STAGE_BYTES);
-        unsigned char *sa = slots + s * Cfg::STAGE_BYTES;
-        unsigned char *sb = sa + Cfg::A_BYTES;
-        if constexpr (AKC) kd_tma_load(sa, &ta, k0, m0, za, &full[s]);
-        else
-          for (int j = 0; j < BM / 64; j++)
-            kd_tma_load(sa + j * BK * 128, &ta, m0 + 64 * j, k0, za, &full[s]);
-        if constexpr (BKC) kd_tma_load(sb, &tb, k0, n0, zb, &full[s]);
-        else
-          for (int j = 0; j < BN / 64; j++)
-            kd_tma_load(sb + j * BK * 128, &tb, n0 + 64 * j, k0, zb, &full[s]);
-        if (++s == S) s = 0, ph ^= 1;
-      }
-    }
+    kd_wg_regs_dec<BS::PRODUCER_REGS>();
+    BS::template produce<Cfg, AKC, BKC>(&ta, &tb, slots, full, empty, d,
+                                        a_batched, b_batched);
     return;
   }
 
-  kd_wg_regs_inc<240>();
+  kd_wg_regs_inc<BS::CONSUMER_REGS>();
   const int cw = wg - 1; /* rows 64 cw .. 64 cw + 63 of the tile */
   /* Staggered, each consumer its own copy of the loop: a group length
    * that depends on cw inside one loop is a divergent path to ptxas, and
@@ -595,12 +617,12 @@ kd_wg_gemm(const __grid_constant__ kd_tmap ta,
 }
 
 /* Launches the kernel for one layout, its maps built (kd_wg_gemm_maps). */
-template <typename T, class Cfg, bool AKC, bool BKC>
+template <typename T, class Cfg, bool AKC, bool BKC, class BS = kd_wg_b_tma>
 static int kd_wg_gemm_launch(hipStream_t stream, const kd_tmap &ta,
-                             const kd_tmap &tb, const kd_tmap &tc,
+                             const typename BS::param &tb, const kd_tmap &tc,
                              const kd_mm_out &c, const kd_mm_dims &d, int ab,
                              int bb, int c_tma) {
-  auto kernel = kd_wg_gemm<T, Cfg, AKC, BKC>;
+  auto kernel = kd_wg_gemm<T, Cfg, AKC, BKC, BS>;
   static int raised; /* per kernel and process; racing callers agree */
   if (!__atomic_load_n(&raised, __ATOMIC_RELAXED)) {
     const hipError_t e = hipFuncSetAttribute(
@@ -613,7 +635,7 @@ static int kd_wg_gemm_launch(hipStream_t stream, const kd_tmap &ta,
                         ((d.n + Cfg::BN - 1) / Cfg::BN) * d.batch;
   const int64_t sms = kd_mm_multiprocessors();
   const unsigned grid = (unsigned)(tiles < sms ? tiles : sms);
-  hipLaunchKernelGGL((kd_wg_gemm<T, Cfg, AKC, BKC>), dim3(grid),
+  hipLaunchKernelGGL((kd_wg_gemm<T, Cfg, AKC, BKC, BS>), dim3(grid),
                      dim3(Cfg::THREADS), Cfg::SMEM, stream, ta, tb, tc, c, d,
                      ab, bb, c_tma);
   return (int)hipGetLastError();

@@ -250,6 +250,15 @@ static int ke_mxfp_gemm_try_mm(hipStream_t s, const ke__gemm_operand *x,
   return -1;
 }
 
+/* kernels/gemm_sm90.hip: bf16 X on the Hopper GEMM, -1 where it does not
+ * apply. */
+extern "C" int ke__mxfp_gemm_sm90_launch(void *stream,
+                                         const ke__gemm_operand *x,
+                                         int format, const void *w_data,
+                                         const void *w_scales,
+                                         const kd_mm_out *y,
+                                         const kd_mm_dims *d);
+
 extern "C" int ke__mxfp_gemm_launch(void *stream, const ke__gemm_operand *x,
                                     int format, const void *w_data,
                                     const void *w_scales, ke_dtype y_dtype,
@@ -259,6 +268,9 @@ extern "C" int ke__mxfp_gemm_launch(void *stream, const ke__gemm_operand *x,
   hipStream_t s = (hipStream_t)stream;
   const kd_mm_out yo = {y, (int)y_dtype, ldy, y_batch_stride};
   const kd_mm_dims d = {m, n, k, batch, 1.0f, 0.0f};
+  const int rc90 =
+      ke__mxfp_gemm_sm90_launch(stream, x, format, w_data, w_scales, &yo, &d);
+  if (rc90 >= 0) return rc90;
   KE_MX_DISPATCH(format, F,
     const int rc = ke_mxfp_gemm_try_mm<F>(s, x, w_data, w_scales, yo, d);
     if (rc >= 0) return rc;

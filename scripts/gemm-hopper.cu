@@ -12,11 +12,15 @@
 //        -DKILN_BACKEND_CUDA -DKD_SM90A -Ikernels -Iengine/include \
 //        -Iengine/src scripts/gemm-hopper.cu -o gemm-hopper
 //   ./gemm-hopper [--quick] [--dump DIR] [--only TAG[,TAG...]] [--once]
-//                 [--shape MxNxK]
+//                 [--shape MxNxK] [--mx]
 // --dump creates DIR (not its parents) if missing.
 // --only runs the variants whose tag contains one of the TAGs (printed);
 // --once launches each once at 4096^3 bf16, untimed (for a profiler).
 // --shape times one problem (bf16 and f16, B [K, N]) instead of the sweep's.
+// --mx times the MX GEMM's Hopper kernel (kd-gemm-wgmma-mx.h: bf16 X, W
+// of each MX format decoded by the producer, bf16 Y) beside the engine's
+// 128 x 128 dense kernel on B [N, K], at --shape's problem or 4096^3; no
+// check (the suites check it: mxfp/gemm_*).
 //
 // Timing as the perf suite's and scripts/torch-compare.py's: operand sets
 // over 2x L2, 5 warm-ups, then 30 launches queued back to back, each
@@ -29,6 +33,7 @@
 #include <errno.h>
 #include <sys/stat.h>
 
+#include "kd-gemm-wgmma-mx.h"
 #include "kd-gemm-wgmma-variants.h"
 
 static const char *g_only;
@@ -119,6 +124,54 @@ static void sweep(int64_t m, int64_t n, int64_t k, bool all) {
   free_problem(p);
 }
 
+// --mx: the MX GEMM beside the dense kernel on the same tile, NT. W's
+// codes random bytes, scales 2^-2 .. 2^2 (the table path); operand sets
+// over 2x L2 as the sweep's.
+template <int F> static void mx_one(problem<kd_bf16> &p) {
+  constexpr int BITS = kd_mx_traits<F>::bits;
+  const int64_t rb = p.k * BITS / 8, nb = p.k / KE_MX_BLOCK;
+  std::vector<uint8_t *> codes, scales;
+  std::vector<uint8_t> h((size_t)(p.n * rb)), hs((size_t)(p.n * nb));
+  uint64_t r = 12345 + F;
+  for (auto &x : h) x = (uint8_t)((r = r * 6364136223846793005ull + 1) >> 56);
+  for (auto &x : hs) x = (uint8_t)(125 + ((r = r * 6364136223846793005ull + 1) >> 61) % 5);
+  for (int s = 0; s < p.sets; s++) {
+    uint8_t *c, *sc;
+    CHECK(cudaMalloc(&c, h.size()));
+    CHECK(cudaMalloc(&sc, hs.size()));
+    CHECK(cudaMemcpy(c, h.data(), h.size(), cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(sc, hs.data(), hs.size(), cudaMemcpyHostToDevice));
+    codes.push_back(c);
+    scales.push_back(sc);
+  }
+  auto launch = [&](int s) {
+    const kd_mm_dense dx = {(const uint16_t *)p.a[s], p.k, 0};
+    const kd_mx_mm w = {codes[s], scales[s], rb, nb, 1};
+    const kd_mm_out y = {p.c[s], KE_BF16, p.n, 0};
+    const kd_mm_dims d = {p.m, p.n, p.k, 1, 1.0f, 0.0f};
+    const int rc = kd_wg_mx_gemm_run<F, kd_wgv_128_e2_pp_tma>(0, dx, w, y, d);
+    CHECK((cudaError_t)rc);
+  };
+  const float ms = tune_times_queued(p.sets, 5, g_iters, launch)[g_iters / 2];
+  static const char *const names[] = {"mx e2m1 128s6-pp-tma", "mx e2m3 128s6-pp-tma",
+                                      "mx e3m2 128s6-pp-tma"};
+  report("wgmma", names[F], "bf16", "NT", p.m, p.n, p.k, ms, 0.0);
+  for (int s = 0; s < p.sets; s++) {
+    CHECK(cudaFree(codes[s]));
+    CHECK(cudaFree(scales[s]));
+  }
+}
+
+static void mx(int64_t m, int64_t n, int64_t k) {
+  problem<kd_bf16> p = make_problem<kd_bf16>(m, n, k, false, true, true);
+  const std::vector<float> bh = host_b(p);
+  run_wg<kd_wgv_128_e2_pp_tma, kd_bf16, true>("128s6-serial-e2-pp-tma", p, bh);
+  mx_one<KE_MXFP4_E2M1>(p);
+  mx_one<KE_MXFP6_E2M3>(p);
+  mx_one<KE_MXFP6_E3M2>(p);
+  free_problem(p);
+}
+
 // Accuracy inputs: A [256, K], B [K, 256] of T from the tool's generator;
 // C in f32 from the Hopper kernel promoting every 1, 2 and 4 slabs, every
 // 2 staggered (consumer 1's intervals a slab later) and unpromoted (128 x
@@ -183,7 +236,7 @@ template <typename T> static void dump(const char *dir, int64_t k) {
 }
 
 int main(int argc, char **argv) {
-  bool quick = false;
+  bool quick = false, do_mx = false;
   const char *dir = nullptr;
   long long sm = 0, sn = 0, sk = 0;
   for (int i = 1; i < argc; i++) {
@@ -198,10 +251,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--dump") && i + 1 < argc) dir = argv[++i];
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
     else if (!strcmp(argv[i], "--once")) g_once = true;
+    else if (!strcmp(argv[i], "--mx")) do_mx = true;
     else {
       fprintf(stderr,
               "usage: %s [--quick] [--dump DIR] [--only TAG[,TAG...]] "
-              "[--once] [--shape MxNxK]\n",
+              "[--once] [--shape MxNxK] [--mx]\n",
               argv[0]);
       return 2;
     }
@@ -218,6 +272,11 @@ int main(int argc, char **argv) {
       dump<kd_bf16>(dir, k);
       dump<kd_half>(dir, k);
     }
+  }
+  if (do_mx) {
+    if (sm) mx(sm, sn, sk);
+    else mx(4096, 4096, 4096);
+    return 0;
   }
   if (g_once) {
     sweep<kd_bf16, false>(4096, 4096, 4096, false);

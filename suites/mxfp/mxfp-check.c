@@ -324,13 +324,3 @@ void check_mx_gemm(ke_mxfp_format f, const mx_gemm_case *c) {
   mx_host_free(&w);
 }
 
-/* Whether ke_gemm takes the Hopper path for 16-bit operands here (a
- * compute capability 9.0 GPU; KILN_EMU_SM=90 at warp 32 in emulation),
- * where its sums run in another order than the fused MX kernel's. */
-int gemm_on_hopper_path(void) {
-  const ke_device_info *d = ke_context_device(kt_ctx());
-  const char *e = getenv("KILN_EMU_SM");
-  return strcmp(d->arch, "sm_90") == 0 ||
-         (strcmp(ke_backend_name(), "host") == 0 && d->warp_size == 32 && e &&
-          strcmp(e, "90") == 0);
-}

@@ -83,8 +83,4 @@ typedef struct mx_gemm_case {
 } mx_gemm_case;
 void check_mx_gemm(ke_mxfp_format f, const mx_gemm_case *c);
 
-/* Whether ke_gemm takes the Hopper path for 16-bit operands here (a
- * compute capability 9.0 GPU; KILN_EMU_SM=90 at warp 32 in emulation). */
-int gemm_on_hopper_path(void);
-
 #endif

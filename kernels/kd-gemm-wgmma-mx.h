@@ -1,0 +1,207 @@
+/* The MX GEMM on the Hopper GEMM (kd-gemm-wgmma.h): Y = X W^T with X bf16
+ * [M, K] (k contiguous, a batch of them or one) and W an [N, K] MX matrix
+ * (kiln/mxfp.h) shared by the batch, f32 sums, Y f32/f16/bf16.
+ *
+ * The consumers are the GEMM's, unchanged; only the producer warpgroup
+ * differs (kd_wg_b_mx, the kernel's B source). Per slab of 64 k:
+ *   thread 0 waits for the slot, counts A's bytes on its "full" barrier
+ *     and brings A in by TMA, as the GEMM's producer does;
+ *   every thread of the warpgroup owns BN / 128 rows of W: it loads their
+ *     packed codes (32 or 48 bytes a row) and two scales into registers
+ *     one slab ahead, decodes the current slab's to bf16 and writes each
+ *     row's 64 values into the slot as TMA would have (the 128-byte
+ *     swizzle, kd_sw128), then makes its stores visible to wgmma (the
+ *     async proxy); each warp arrives on the "full" barrier once its lanes
+ *     are done.
+ * bf16 holds every MX value exactly (kd-mx.h), so the product is the dense
+ * GEMM's on the dequantised W, bit for bit: the same slots, the same
+ * multiplies and promotion. Rows past N and k past K are zeros, as TMA's
+ * fill. W's rows must be 16-byte (4-bit codes) or 8-byte (6-bit) aligned;
+ * K is a multiple of 32 (kiln/mxfp.h), so each row's slab is too.
+ */
+#ifndef KILN_KD_GEMM_WGMMA_MX_H
+#define KILN_KD_GEMM_WGMMA_MX_H
+
+#include "kd-gemm-wgmma.h"
+#include "kd-mx.h"
+
+/* The producer's named barrier: its four warps, after the value table. */
+enum { KD_WG_BAR_PRODUCER = 5 };
+
+template <int F> struct kd_wg_b_mx {
+  typedef kd_mx_mm param;
+  /* A's copy (thread 0's arrive with its bytes) and each producer warp's. */
+  static constexpr int FULL_ARRIVALS = 1 + 4, PRODUCER_REGS = 56,
+                       CONSUMER_REGS = 224;
+  static constexpr int BITS = kd_mx_traits<F>::bits;
+  static constexpr int WORDS = 64 * BITS / 32; /* a row's slab: 8 or 12 */
+
+  /* Whether the kernel can read W: rows aligned for its loads. */
+  static bool fits(const kd_mx_mm &w) {
+    const uintptr_t need = BITS == 4 ? 16 : 8;
+    return (uintptr_t)w.data % need == 0 && w.row_bytes % (int64_t)need == 0;
+  }
+
+  /* One thread's rows of a slab: codes as little-endian words (code i at
+   * bits BITS i of the row's slab) and the two blocks' scales (bytes 0, 1). */
+  template <int ROWS> struct slab {
+    uint32_t raw[ROWS][WORDS];
+    uint32_t sc[ROWS];
+  };
+
+  template <int ROWS>
+  static __device__ __forceinline__ void load(slab<ROWS> &v, const kd_mx_mm &w,
+                                              int64_t r0, int64_t k0,
+                                              const kd_mm_dims &d) {
+    KD_UNROLL
+    for (int j = 0; j < ROWS; j++) {
+      const int64_t r = r0 + 128 * j;
+      KD_UNROLL
+      for (int i = 0; i < WORDS; i++) v.raw[j][i] = 0u;
+      v.sc[j] = 127u | 127u << 8; /* code 0 at unit scale: +0 */
+      if (r >= d.n) continue;
+      const uint8_t *p = w.data + r * w.row_bytes + k0 * BITS / 8;
+      const uint8_t *q = w.scales + r * w.row_blocks + k0 / KE_MX_BLOCK;
+      /* K a multiple of 32: the slab's second block is there or not. */
+      const int halves = k0 + KE_MX_BLOCK < d.k ? 2 : 1;
+      KD_UNROLL
+      for (int h = 0; h < 2; h++) {
+        if (h >= halves) break;
+        /* A block's codes: 16 bytes (4-bit) or 24 (6-bit, three words of
+         * 8 bytes: W's rows are 8-byte aligned only). */
+        uint32_t *o = v.raw[j] + h * WORDS / 2;
+        const uint8_t *b = p + h * 4 * BITS;
+#if defined(KILN_BACKEND_HOST)
+        memcpy(o, b, 4 * BITS);
+#else
+        if constexpr (BITS == 4) {
+          const uint4 x = *(const uint4 *)(const void *)b;
+          o[0] = x.x, o[1] = x.y, o[2] = x.z, o[3] = x.w;
+        } else {
+          KD_UNROLL
+          for (int e = 0; e < 3; e++) {
+            const uint2 x = ((const uint2 *)(const void *)b)[e];
+            o[2 * e] = x.x, o[2 * e + 1] = x.y;
+          }
+        }
+#endif
+      }
+      v.sc[j] = (uint32_t)q[0] | (uint32_t)(halves == 2 ? q[1] : 127u) << 8;
+    }
+  }
+
+  /* Decodes one thread's rows into the slot's B tile ([BN][64 k], rows r0
+   * + 128 j of it). Chunk c (codes 8 c .. 8 c + 7, one scale) is one
+   * 16-byte store. */
+  template <int ROWS>
+  static __device__ __forceinline__ void store(const slab<ROWS> &v,
+                                               unsigned char *sb, int r0,
+                                               const float *table) {
+    KD_UNROLL
+    for (int j = 0; j < ROWS; j++) {
+      const int r = r0 + 128 * j;
+      KD_UNROLL
+      for (int c = 0; c < 8; c++) {
+        const unsigned s = v.sc[j] >> (8 * (c / 4)) & 0xffu;
+        uint32_t code[8];
+        KD_UNROLL
+        for (int e = 0; e < 8; e++) {
+          const int bit = (8 * c + e) * BITS, word = bit / 32, sh = bit % 32;
+          uint32_t u = v.raw[j][word] >> sh;
+          if (sh + BITS > 32) u |= v.raw[j][word + 1] << (32 - sh);
+          code[e] = u & ((1u << BITS) - 1u);
+        }
+        uint32_t bits[8];
+        if (s >= 5u && s <= 254u) {
+          /* The unit value times 2^(s - 127): exact, normal or zero or
+           * Inf, so its bf16 is its f32's top half. */
+          const float mul = kd_bits_f32(s << 23);
+          KD_UNROLL
+          for (int e = 0; e < 8; e++)
+            bits[e] = kd_f32_bits(table[code[e]] * mul) >> 16;
+        } else {
+          KD_UNROLL
+          for (int e = 0; e < 8; e++)
+            bits[e] = kd_f32_bits(kd_mx_decode<F>(code[e], s)) >> 16;
+        }
+#if defined(KE_PLANTED_BUG_MX)
+        /* Planted bug (mutant builds only, tests must catch it): the chunk
+         * written where the tile would be without the swizzle. */
+        const uint32_t at = 128u * (uint32_t)r + 16u * (uint32_t)c;
+#else
+        const uint32_t at = kd_sw128(r, 8 * c);
+#endif
+        *(uint4 *)(void *)(sb + at) =
+            make_uint4(bits[0] | bits[1] << 16, bits[2] | bits[3] << 16,
+                       bits[4] | bits[5] << 16, bits[6] | bits[7] << 16);
+      }
+    }
+  }
+
+  template <class Cfg, bool AKC, bool BKC>
+  static __device__ __forceinline__ void
+  produce(const kd_tmap *ta, const kd_mx_mm *w, unsigned char *slots,
+          uint64_t *full, uint64_t *empty, const kd_mm_dims &d,
+          int a_batched, int) {
+    static_assert(AKC && BKC, "X and W both k-contiguous");
+    constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::STAGES;
+    constexpr int ROWS = BN / 128;
+    static_assert(BK == 64 && BN % 128 == 0, "whole rows a thread");
+    __shared__ float table[1 << BITS];
+    const int t = (int)threadIdx.x; /* 0 .. 127 */
+    for (int i = t; i < (1 << BITS); i += 128)
+      table[i] = kd_mx_decode<F>((unsigned)i, 127u);
+    kd_bar_sync(KD_WG_BAR_PRODUCER, 128);
+
+    const int64_t m_tiles = (d.m + BM - 1) / BM, n_tiles = (d.n + BN - 1) / BN;
+    const int64_t k_tiles = d.alpha != 0.0f ? (d.k + BK - 1) / BK : 0;
+    const int64_t tiles = m_tiles * n_tiles * d.batch;
+    int s = 0, ph = 0;
+    for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+      int64_t bi, mt, nt;
+      kd_gemm_tile_of_g(tile, m_tiles, n_tiles, Cfg::GROUP, &bi, &mt, &nt);
+      const int m0 = (int)(mt * BM);
+      const int64_t r0 = nt * BN + t;
+      const int za = a_batched ? (int)bi : 0;
+      slab<ROWS> cur, next;
+      if (k_tiles > 0) load(cur, *w, r0, 0, d);
+      for (int64_t kt = 0; kt < k_tiles; kt++) {
+        kd_mbar_wait(&empty[s], ph ^ 1);
+        unsigned char *sa = slots + s * Cfg::STAGE_BYTES;
+        if (t == 0) {
+          kd_mbar_arrive_tx(&full[s], Cfg::A_BYTES);
+          kd_tma_load(sa, ta, (int)(kt * BK), m0, za, &full[s]);
+        }
+        /* The next slab's codes in flight while this one is decoded. */
+        if (kt + 1 < k_tiles) load(next, *w, r0, (kt + 1) * BK, d);
+        store(cur, sa + Cfg::A_BYTES, t, table);
+        kd_fence_proxy_async();
+#if !defined(KILN_BACKEND_HIP) /* (never launched on AMD) */
+        __syncwarp();
+#endif
+        if (t % 32 == 0) kd_mbar_arrive(&full[s]);
+        if (kt + 1 < k_tiles) cur = next;
+        if (++s == S) s = 0, ph ^= 1;
+      }
+    }
+  }
+};
+
+/* Y = X W^T on the Hopper GEMM with configuration Cfg; -1 where it does
+ * not apply (X or W not readable as it needs: the caller uses another
+ * kernel), else a hipError_t. */
+template <int F, class Cfg>
+static int kd_wg_mx_gemm_run(hipStream_t stream, const kd_mm_dense &x,
+                             const kd_mx_mm &w, const kd_mm_out &y,
+                             const kd_mm_dims &d) {
+  kd_tmap ta, tc;
+  if (!kd_wg_b_mx<F>::fits(w) || !kd_wg_gemm_fits(x, d.m, d.k) ||
+      kd_wg_map(&ta, x, true, d.m, d.k, d.batch, Cfg::BM) != 0)
+    return -1;
+  const int ab = d.batch > 1 && x.batch_stride != 0;
+  const int ct = kd_wg_c_map<Cfg>(&tc, y, d);
+  return kd_wg_gemm_launch<kd_bf16, Cfg, true, true, kd_wg_b_mx<F>>(
+      stream, ta, w, tc, y, d, ab, 0, ct);
+}
+
+#endif
