@@ -8,11 +8,12 @@
  *     and brings A in by TMA, as the GEMM's producer does;
  *   every thread of the warpgroup owns BN / 128 rows of W: it loads their
  *     packed codes (32 or 48 bytes a row) and two scales into registers
- *     one slab ahead, decodes the current slab's to bf16 and writes each
- *     row's 64 values into the slot as TMA would have (the 128-byte
- *     swizzle, kd_sw128), then makes its stores visible to wgmma (the
- *     async proxy); each warp arrives on the "full" barrier once its lanes
- *     are done.
+ *     one slab ahead, decodes the current slab's to bf16 (a table of bf16
+ *     pairs at unit scale, by byte for 4-bit codes, then one bf16x2
+ *     multiply by the scale per pair) and writes each row's 64 values into
+ *     the slot as TMA would have (the 128-byte swizzle, kd_sw128), then
+ *     makes its stores visible to wgmma (the async proxy); each warp
+ *     arrives on the "full" barrier once its lanes are done.
  * bf16 holds every MX value exactly (kd-mx.h), so the product is the dense
  * GEMM's on the dequantised W, bit for bit: the same slots, the same
  * multiplies and promotion. Rows past N and k past K are zeros, as TMA's
@@ -31,8 +32,8 @@ enum { KD_WG_BAR_PRODUCER = 5 };
 template <int F> struct kd_wg_b_mx {
   typedef kd_mx_mm param;
   /* A's copy (thread 0's arrive with its bytes) and each producer warp's. */
-  static constexpr int FULL_ARRIVALS = 1 + 4, PRODUCER_REGS = 56,
-                       CONSUMER_REGS = 224;
+  static constexpr int FULL_ARRIVALS = 1 + 4, PRODUCER_REGS = 64,
+                       CONSUMER_REGS = 216;
   static constexpr int BITS = kd_mx_traits<F>::bits;
   static constexpr int WORDS = 64 * BITS / 32; /* a row's slab: 8 or 12 */
 
@@ -90,13 +91,42 @@ template <int F> struct kd_wg_b_mx {
     }
   }
 
+  /* The table: bf16 bit pairs at unit scale, code c0 in the low half and
+   * c1 in the high one; indexed by a byte (c0 | c1 << 4: two 4-bit codes,
+   * 256 entries) for 4-bit codes, by one code (c0 only, 64 entries) for
+   * 6-bit ones. */
+  static constexpr int TABLE = BITS == 4 ? 256 : 64;
+  static __device__ __forceinline__ uint32_t table_entry(int i) {
+    auto h = [](unsigned c) {
+      return kd_f32_bits(kd_mx_decode<F>(c, 127u)) >> 16; /* exact */
+    };
+    return BITS == 4 ? h((unsigned)i & 15u) | h((unsigned)i >> 4) << 16
+                     : h((unsigned)i);
+  }
+
+  /* Two bf16 values (a pair) times 2^(s - 127), s in 5 .. 254: the
+   * products are normal, zero or overflow to Inf (kd-mx.h), so the bf16
+   * multiply is exact, as the f32 one is. */
+  static __device__ __forceinline__ uint32_t scale2(uint32_t v, uint32_t s) {
+#if defined(KILN_BACKEND_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const uint32_t m = (s << 7) | (s << 23); /* 2^(s - 127), both halves */
+    uint32_t o;
+    asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(o) : "r"(v), "r"(m));
+    return o;
+#else
+    const float m = kd_bits_f32(s << 23);
+    return kd_f32_bits(kd_bits_f32(v << 16) * m) >> 16 |
+           (kd_f32_bits(kd_bits_f32(v & 0xffff0000u) * m) & 0xffff0000u);
+#endif
+  }
+
   /* Decodes one thread's rows into the slot's B tile ([BN][64 k], rows r0
    * + 128 j of it). Chunk c (codes 8 c .. 8 c + 7, one scale) is one
    * 16-byte store. */
   template <int ROWS>
   static __device__ __forceinline__ void store(const slab<ROWS> &v,
                                                unsigned char *sb, int r0,
-                                               const float *table) {
+                                               const uint32_t *table) {
     KD_UNROLL
     for (int j = 0; j < ROWS; j++) {
       const int r = r0 + 128 * j;
@@ -111,18 +141,22 @@ template <int F> struct kd_wg_b_mx {
           if (sh + BITS > 32) u |= v.raw[j][word + 1] << (32 - sh);
           code[e] = u & ((1u << BITS) - 1u);
         }
-        uint32_t bits[8];
+        uint32_t pair[4];
         if (s >= 5u && s <= 254u) {
-          /* The unit value times 2^(s - 127): exact, normal or zero or
-           * Inf, so its bf16 is its f32's top half. */
-          const float mul = kd_bits_f32(s << 23);
           KD_UNROLL
-          for (int e = 0; e < 8; e++)
-            bits[e] = kd_f32_bits(table[code[e]] * mul) >> 16;
+          for (int e = 0; e < 4; e++) {
+            const uint32_t t =
+                BITS == 4 ? table[code[2 * e] | code[2 * e + 1] << 4]
+                          : table[code[2 * e]] | table[code[2 * e + 1]] << 16;
+            pair[e] = scale2(t, s);
+          }
         } else {
+          /* Subnormal results and NaN: the integer decoding. */
           KD_UNROLL
-          for (int e = 0; e < 8; e++)
-            bits[e] = kd_f32_bits(kd_mx_decode<F>(code[e], s)) >> 16;
+          for (int e = 0; e < 4; e++)
+            pair[e] = kd_f32_bits(kd_mx_decode<F>(code[2 * e], s)) >> 16 |
+                      (kd_f32_bits(kd_mx_decode<F>(code[2 * e + 1], s)) &
+                       0xffff0000u);
         }
 #if defined(KE_PLANTED_BUG_MX)
         /* Planted bug (mutant builds only, tests must catch it): the chunk
@@ -132,8 +166,7 @@ template <int F> struct kd_wg_b_mx {
         const uint32_t at = kd_sw128(r, 8 * c);
 #endif
         *(uint4 *)(void *)(sb + at) =
-            make_uint4(bits[0] | bits[1] << 16, bits[2] | bits[3] << 16,
-                       bits[4] | bits[5] << 16, bits[6] | bits[7] << 16);
+            make_uint4(pair[0], pair[1], pair[2], pair[3]);
       }
     }
   }
@@ -147,10 +180,9 @@ template <int F> struct kd_wg_b_mx {
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::STAGES;
     constexpr int ROWS = BN / 128;
     static_assert(BK == 64 && BN % 128 == 0, "whole rows a thread");
-    __shared__ float table[1 << BITS];
+    __shared__ uint32_t table[TABLE];
     const int t = (int)threadIdx.x; /* 0 .. 127 */
-    for (int i = t; i < (1 << BITS); i += 128)
-      table[i] = kd_mx_decode<F>((unsigned)i, 127u);
+    for (int i = t; i < TABLE; i += 128) table[i] = table_entry(i);
     kd_bar_sync(KD_WG_BAR_PRODUCER, 128);
 
     const int64_t m_tiles = (d.m + BM - 1) / BM, n_tiles = (d.n + BN - 1) / BN;
@@ -163,25 +195,30 @@ template <int F> struct kd_wg_b_mx {
       const int m0 = (int)(mt * BM);
       const int64_t r0 = nt * BN + t;
       const int za = a_batched ? (int)bi : 0;
-      slab<ROWS> cur, next;
-      if (k_tiles > 0) load(cur, *w, r0, 0, d);
-      for (int64_t kt = 0; kt < k_tiles; kt++) {
+      /* Slab kt from `cur` while slab kt + 1's codes load into `nxt`: two
+       * buffers taking turns (a copy between them would wait for the
+       * loads). */
+      auto step = [&](slab<ROWS> &cur, slab<ROWS> &nxt, int64_t kt) {
         kd_mbar_wait(&empty[s], ph ^ 1);
         unsigned char *sa = slots + s * Cfg::STAGE_BYTES;
         if (t == 0) {
           kd_mbar_arrive_tx(&full[s], Cfg::A_BYTES);
           kd_tma_load(sa, ta, (int)(kt * BK), m0, za, &full[s]);
         }
-        /* The next slab's codes in flight while this one is decoded. */
-        if (kt + 1 < k_tiles) load(next, *w, r0, (kt + 1) * BK, d);
+        if (kt + 1 < k_tiles) load(nxt, *w, r0, (kt + 1) * BK, d);
         store(cur, sa + Cfg::A_BYTES, t, table);
         kd_fence_proxy_async();
 #if !defined(KILN_BACKEND_HIP) /* (never launched on AMD) */
         __syncwarp();
 #endif
         if (t % 32 == 0) kd_mbar_arrive(&full[s]);
-        if (kt + 1 < k_tiles) cur = next;
         if (++s == S) s = 0, ph ^= 1;
+      };
+      slab<ROWS> b0, b1;
+      if (k_tiles > 0) load(b0, *w, r0, 0, d);
+      for (int64_t kt = 0; kt < k_tiles; kt += 2) {
+        step(b0, b1, kt);
+        if (kt + 1 < k_tiles) step(b1, b0, kt + 1);
       }
     }
   }
