@@ -29,7 +29,11 @@
 /* The producer's named barrier: its four warps, after the value table. */
 enum { KD_WG_BAR_PRODUCER = 5 };
 
-template <int F> struct kd_wg_b_mx {
+/* PROBE (measuring only, scripts/gemm-hopper.cu --mx; the engine never
+ * sets it): 1 no loads of W (the codes of the first slab again), 2 no
+ * decode (each chunk stores its raw words), 3 no fence.proxy.async; the
+ * results are then wrong. */
+template <int F, int PROBE = 0> struct kd_wg_b_mx {
   typedef kd_mx_mm param;
   /* A's copy (thread 0's arrive with its bytes) and each producer warp's. */
   static constexpr int FULL_ARRIVALS = 1 + 4, PRODUCER_REGS = 64,
@@ -130,9 +134,14 @@ template <int F> struct kd_wg_b_mx {
     KD_UNROLL
     for (int j = 0; j < ROWS; j++) {
       const int r = r0 + 128 * j;
+      const uint32_t s0 = v.sc[j] & 0xffu, s1 = v.sc[j] >> 8 & 0xffu;
+      /* Both blocks' scales in 5 .. 254 (the common case): the table path
+       * for all eight chunks, no branch between them, so their lookups
+       * and multiplies interleave. */
+      const bool fast = s0 - 5u <= 249u && s1 - 5u <= 249u;
       KD_UNROLL
       for (int c = 0; c < 8; c++) {
-        const unsigned s = v.sc[j] >> (8 * (c / 4)) & 0xffu;
+        const unsigned s = c < 4 ? s0 : s1;
         uint32_t code[8];
         KD_UNROLL
         for (int e = 0; e < 8; e++) {
@@ -142,21 +151,28 @@ template <int F> struct kd_wg_b_mx {
           code[e] = u & ((1u << BITS) - 1u);
         }
         uint32_t pair[4];
-        if (s >= 5u && s <= 254u) {
+        if (fast) {
           KD_UNROLL
           for (int e = 0; e < 4; e++) {
+            /* 4-bit: codes 2e, 2e + 1 are byte e of the chunk's word. */
             const uint32_t t =
-                BITS == 4 ? table[code[2 * e] | code[2 * e + 1] << 4]
+                BITS == 4 ? table[v.raw[j][c] >> (8 * e) & 0xffu]
                           : table[code[2 * e]] | table[code[2 * e + 1]] << 16;
             pair[e] = scale2(t, s);
           }
         } else {
-          /* Subnormal results and NaN: the integer decoding. */
+          /* A scale of 0 .. 4 or 255 in the row's slab: per chunk, the
+           * table or the integer decoding (subnormal results, NaN). */
+          const bool cf = s - 5u <= 249u;
           KD_UNROLL
-          for (int e = 0; e < 4; e++)
-            pair[e] = kd_f32_bits(kd_mx_decode<F>(code[2 * e], s)) >> 16 |
-                      (kd_f32_bits(kd_mx_decode<F>(code[2 * e + 1], s)) &
-                       0xffff0000u);
+          for (int e = 0; e < 4; e++) {
+            auto one = [&](unsigned x) {
+              return cf ? kd_f32_bits(kd_bits_f32(table1(table, x) << 16) *
+                                      kd_bits_f32(s << 23)) >> 16
+                        : kd_f32_bits(kd_mx_decode<F>(x, s)) >> 16;
+            };
+            pair[e] = one(code[2 * e]) | one(code[2 * e + 1]) << 16;
+          }
         }
 #if defined(KE_PLANTED_BUG_MX)
         /* Planted bug (mutant builds only, tests must catch it): the chunk
@@ -169,6 +185,12 @@ template <int F> struct kd_wg_b_mx {
             make_uint4(pair[0], pair[1], pair[2], pair[3]);
       }
     }
+  }
+
+  /* One code's bf16 bits at unit scale from the table. */
+  static __device__ __forceinline__ uint32_t table1(const uint32_t *table,
+                                                    unsigned x) {
+    return BITS == 4 ? table[x] & 0xffffu : table[x];
   }
 
   template <class Cfg, bool AKC, bool BKC>
@@ -205,9 +227,17 @@ template <int F> struct kd_wg_b_mx {
           kd_mbar_arrive_tx(&full[s], Cfg::A_BYTES);
           kd_tma_load(sa, ta, (int)(kt * BK), m0, za, &full[s]);
         }
-        if (kt + 1 < k_tiles) load(nxt, *w, r0, (kt + 1) * BK, d);
-        store(cur, sa + Cfg::A_BYTES, t, table);
-        kd_fence_proxy_async();
+        if (PROBE != 1 && kt + 1 < k_tiles) load(nxt, *w, r0, (kt + 1) * BK, d);
+        if constexpr (PROBE == 2) {
+          KD_UNROLL
+          for (int c = 0; c < 8; c++)
+            *(uint4 *)(void *)(sa + Cfg::A_BYTES + kd_sw128(t, 8 * c)) =
+                make_uint4(cur.raw[0][c % WORDS], cur.raw[0][(c + 1) % WORDS],
+                           cur.sc[0], cur.raw[0][(c + 2) % WORDS]);
+        } else {
+          store(cur, sa + Cfg::A_BYTES, t, table);
+        }
+        if constexpr (PROBE != 3) kd_fence_proxy_async();
 #if !defined(KILN_BACKEND_HIP) /* (never launched on AMD) */
         __syncwarp();
 #endif
@@ -216,6 +246,7 @@ template <int F> struct kd_wg_b_mx {
       };
       slab<ROWS> b0, b1;
       if (k_tiles > 0) load(b0, *w, r0, 0, d);
+      if (PROBE == 1) b1 = b0;
       for (int64_t kt = 0; kt < k_tiles; kt += 2) {
         step(b0, b1, kt);
         if (kt + 1 < k_tiles) step(b1, b0, kt + 1);
@@ -227,17 +258,17 @@ template <int F> struct kd_wg_b_mx {
 /* Y = X W^T on the Hopper GEMM with configuration Cfg; -1 where it does
  * not apply (X or W not readable as it needs: the caller uses another
  * kernel), else a hipError_t. */
-template <int F, class Cfg>
+template <int F, class Cfg, int PROBE = 0>
 static int kd_wg_mx_gemm_run(hipStream_t stream, const kd_mm_dense &x,
                              const kd_mx_mm &w, const kd_mm_out &y,
                              const kd_mm_dims &d) {
   kd_tmap ta, tc;
-  if (!kd_wg_b_mx<F>::fits(w) || !kd_wg_gemm_fits(x, d.m, d.k) ||
+  if (!kd_wg_b_mx<F, PROBE>::fits(w) || !kd_wg_gemm_fits(x, d.m, d.k) ||
       kd_wg_map(&ta, x, true, d.m, d.k, d.batch, Cfg::BM) != 0)
     return -1;
   const int ab = d.batch > 1 && x.batch_stride != 0;
   const int ct = kd_wg_c_map<Cfg>(&tc, y, d);
-  return kd_wg_gemm_launch<kd_bf16, Cfg, true, true, kd_wg_b_mx<F>>(
+  return kd_wg_gemm_launch<kd_bf16, Cfg, true, true, kd_wg_b_mx<F, PROBE>>(
       stream, ta, w, tc, y, d, ab, 0, ct);
 }
 

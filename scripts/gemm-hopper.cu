@@ -127,7 +127,7 @@ static void sweep(int64_t m, int64_t n, int64_t k, bool all) {
 // --mx: the MX GEMM beside the dense kernel on the same tile, NT. W's
 // codes random bytes, scales 2^-2 .. 2^2 (the table path); operand sets
 // over 2x L2 as the sweep's.
-template <int F> static void mx_one(problem<kd_bf16> &p) {
+template <int F, int PROBE = 0> static void mx_one(problem<kd_bf16> &p) {
   constexpr int BITS = kd_mx_traits<F>::bits;
   const int64_t rb = p.k * BITS / 8, nb = p.k / KE_MX_BLOCK;
   std::vector<uint8_t *> codes, scales;
@@ -149,13 +149,18 @@ template <int F> static void mx_one(problem<kd_bf16> &p) {
     const kd_mx_mm w = {codes[s], scales[s], rb, nb, 1};
     const kd_mm_out y = {p.c[s], KE_BF16, p.n, 0};
     const kd_mm_dims d = {p.m, p.n, p.k, 1, 1.0f, 0.0f};
-    const int rc = kd_wg_mx_gemm_run<F, kd_wgv_128_e2_pp_tma>(0, dx, w, y, d);
+    const int rc =
+        kd_wg_mx_gemm_run<F, kd_wgv_128_e2_pp_tma, PROBE>(0, dx, w, y, d);
     CHECK((cudaError_t)rc);
   };
   const float ms = tune_times_queued(p.sets, 5, g_iters, launch)[g_iters / 2];
   static const char *const names[] = {"mx e2m1 128s6-pp-tma", "mx e2m3 128s6-pp-tma",
                                       "mx e3m2 128s6-pp-tma"};
-  report("wgmma", names[F], "bf16", "NT", p.m, p.n, p.k, ms, 0.0);
+  static const char *const probes[] = {"", " no-W-loads", " no-decode",
+                                       " no-fence"};
+  char name[64];
+  snprintf(name, sizeof name, "%s%s", names[F], probes[PROBE]);
+  report("wgmma", name, "bf16", "NT", p.m, p.n, p.k, ms, 0.0);
   for (int s = 0; s < p.sets; s++) {
     CHECK(cudaFree(codes[s]));
     CHECK(cudaFree(scales[s]));
@@ -169,6 +174,13 @@ static void mx(int64_t m, int64_t n, int64_t k) {
   mx_one<KE_MXFP4_E2M1>(p);
   mx_one<KE_MXFP6_E2M3>(p);
   mx_one<KE_MXFP6_E3M2>(p);
+  /* Measuring probes (kd_wg_b_mx's PROBE; wrong results, unchecked): the
+   * producer without W's loads, without the decode, without the fence. */
+  mx_one<KE_MXFP4_E2M1, 1>(p);
+  mx_one<KE_MXFP4_E2M1, 2>(p);
+  mx_one<KE_MXFP4_E2M1, 3>(p);
+  mx_one<KE_MXFP6_E2M3, 1>(p);
+  mx_one<KE_MXFP6_E2M3, 2>(p);
   free_problem(p);
 }
 
