@@ -207,13 +207,12 @@ template <int F, int PROBE = 0> struct kd_wg_b_mx {
     for (int i = t; i < TABLE; i += 128) table[i] = table_entry(i);
     kd_bar_sync(KD_WG_BAR_PRODUCER, 128);
 
-    const int64_t m_tiles = (d.m + BM - 1) / BM, n_tiles = (d.n + BN - 1) / BN;
-    const int64_t k_tiles = d.alpha != 0.0f ? (d.k + BK - 1) / BK : 0;
-    const int64_t tiles = m_tiles * n_tiles * d.batch;
+    const kd_wg_walk<Cfg> walk(d);
+    const int64_t k_tiles = walk.k_tiles;
     int s = 0, ph = 0;
-    for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    for (int64_t tile = blockIdx.x; tile < walk.tiles; tile += gridDim.x) {
       int64_t bi, mt, nt;
-      kd_gemm_tile_of_g(tile, m_tiles, n_tiles, Cfg::GROUP, &bi, &mt, &nt);
+      walk.at(tile, &bi, &mt, &nt);
       const int m0 = (int)(mt * BM);
       const int64_t r0 = nt * BN + t;
       const int za = a_batched ? (int)bi : 0;

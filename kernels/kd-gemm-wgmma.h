@@ -436,6 +436,22 @@ kd_wg_promoted(float (&sum)[Cfg::BN / 2], const unsigned char *slots,
   s = r.s, ph = r.ph;
 }
 
+/* The tiles of one GEMM as every warpgroup of a block walks them
+ * (persistent: tiles blockIdx.x, + gridDim.x, ...): their counts, and
+ * tile t's batch, tile row and tile column in the L2-grouped order. */
+template <class Cfg> struct kd_wg_walk {
+  int64_t m_tiles, n_tiles, k_tiles, tiles;
+  __device__ __forceinline__ explicit kd_wg_walk(const kd_mm_dims &d)
+      : m_tiles((d.m + Cfg::BM - 1) / Cfg::BM),
+        n_tiles((d.n + Cfg::BN - 1) / Cfg::BN),
+        k_tiles(d.alpha != 0.0f ? (d.k + Cfg::BK - 1) / Cfg::BK : 0),
+        tiles(m_tiles * n_tiles * d.batch) {}
+  __device__ __forceinline__ void at(int64_t t, int64_t *bi, int64_t *mt,
+                                     int64_t *nt) const {
+    kd_gemm_tile_of_g(t, m_tiles, n_tiles, Cfg::GROUP, bi, mt, nt);
+  }
+};
+
 /* A consumer warpgroup's walk over its block's tiles: rows 64 cw .. 64 cw
  * + 63 of each, the promotion's first group FIRST slabs long, then the
  * epilogue. */
@@ -444,20 +460,19 @@ __device__ __forceinline__ void
 kd_wg_consume(const unsigned char *slots, uint64_t *full, uint64_t *empty,
               unsigned char *epi, const kd_tmap *tc, const kd_mm_out &c,
               const kd_mm_dims &d, int cw) {
-  constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::STAGES;
+  constexpr int BM = Cfg::BM, BN = Cfg::BN, S = Cfg::STAGES;
   constexpr bool PP = (Cfg::FLAGS & KD_WG_PINGPONG) != 0;
-  const int64_t m_tiles = (d.m + BM - 1) / BM, n_tiles = (d.n + BN - 1) / BN;
-  const int64_t k_tiles = d.alpha != 0.0f ? (d.k + BK - 1) / BK : 0;
-  const int64_t tiles = m_tiles * n_tiles * d.batch;
+  const kd_wg_walk<Cfg> walk(d);
+  const int64_t k_tiles = walk.k_tiles;
   int s = 0, ph = 0;
   /* Ping-pong: consumer 0 takes the first turn (consumer 1 hands it over
    * up front), and takes consumer 1's last hand-over at the end, so both
    * barriers end their last phase complete. */
   if constexpr (PP)
     if (cw == 1) kd_bar_arrive(KD_WG_BAR_TURN, 256);
-  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+  for (int64_t t = blockIdx.x; t < walk.tiles; t += gridDim.x) {
     int64_t bi, mt, nt;
-    kd_gemm_tile_of_g(t, m_tiles, n_tiles, Cfg::GROUP, &bi, &mt, &nt);
+    walk.at(t, &bi, &mt, &nt);
     float sum[BN / 2];
     KD_UNROLL
     for (int i = 0; i < BN / 2; i++) sum[i] = 0.0f;
@@ -536,13 +551,12 @@ struct kd_wg_b_tma {
           int a_batched, int b_batched) {
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::STAGES;
     if (threadIdx.x != 0) return;
-    const int64_t m_tiles = (d.m + BM - 1) / BM, n_tiles = (d.n + BN - 1) / BN;
-    const int64_t k_tiles = d.alpha != 0.0f ? (d.k + BK - 1) / BK : 0;
-    const int64_t tiles = m_tiles * n_tiles * d.batch;
+    const kd_wg_walk<Cfg> walk(d);
+    const int64_t k_tiles = walk.k_tiles;
     int s = 0, ph = 0;
-    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    for (int64_t t = blockIdx.x; t < walk.tiles; t += gridDim.x) {
       int64_t bi, mt, nt;
-      kd_gemm_tile_of_g(t, m_tiles, n_tiles, Cfg::GROUP, &bi, &mt, &nt);
+      walk.at(t, &bi, &mt, &nt);
       const int m0 = (int)(mt * BM), n0 = (int)(nt * BN);
       const int za = a_batched ? (int)bi : 0, zb = b_batched ? (int)bi : 0;
       for (int64_t kt = 0; kt < k_tiles; kt++) {
