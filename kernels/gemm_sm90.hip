@@ -59,13 +59,6 @@ extern "C" int ke__gemm_sm90_launch(void *stream, const ke__gemm_operand *a,
  * every size: its producer threads own one row of W each, and the codes
  * of two rows a thread, a slab ahead, would not fit the producer's
  * registers. -1 where it does not apply. */
-template <int F>
-static int ke_mxfp_gemm_sm90(hipStream_t s, const kd_mm_dense &x,
-                             const kd_mx_mm &w, const kd_mm_out &y,
-                             const kd_mm_dims &d) {
-  return kd_wg_mx_gemm_run<F, kd_wg_small>(s, x, w, y, d);
-}
-
 extern "C" int ke__mxfp_gemm_sm90_launch(void *stream,
                                          const ke__gemm_operand *x,
                                          int format, const void *w_data,
@@ -86,7 +79,7 @@ extern "C" int ke__mxfp_gemm_sm90_launch(void *stream,
     const kd_mx_mm w = {(const uint8_t *)w_data, (const uint8_t *)w_scales,
                         d->k * kd_mx_traits<F>::bits / 8, d->k / KE_MX_BLOCK,
                         1};
-    return ke_mxfp_gemm_sm90<F>(s, dx, w, *y, *d);
+    return kd_wg_mx_gemm_run<F, kd_wg_small>(s, dx, w, *y, *d);
   };
   switch (format) {
   case KE_MXFP4_E2M1: return run(std::integral_constant<int, KE_MXFP4_E2M1>());
