@@ -23,7 +23,7 @@
 #ifndef KILN_KD_GEMM_WGMMA_MX_H
 #define KILN_KD_GEMM_WGMMA_MX_H
 
-#include "kd-gemm-wgmma.h"
+#include "kd-gemm-wgmma-launch.h"
 #include "kd-mx.h"
 
 /* The producer's named barrier: its four warps, after the value table. */

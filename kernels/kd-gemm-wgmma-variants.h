@@ -9,7 +9,7 @@
 #ifndef KILN_KD_GEMM_WGMMA_VARIANTS_H
 #define KILN_KD_GEMM_WGMMA_VARIANTS_H
 
-#include "kd-gemm-wgmma.h"
+#include "kd-gemm-wgmma-launch.h"
 
 /* 128 x 256 tiles: serial promotion every 1, 2 or 4 slabs; every 2 with
  * the tiles in L2 groups of 4 or 16 tile rows, with the consumers
