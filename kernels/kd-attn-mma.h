@@ -226,7 +226,7 @@ template <class Arch, typename T, class C> struct kd_attn_mma {
         mx = Arch::row_reduce(mx, kd_max_op());
         const float mn = fmaxf(m[mu][sl], mx);
         sub[mu][sl] = mn == -INFINITY ? 0.0f : mn;
-        const float alpha = exp2f(m[mu][sl] - sub[mu][sl]);
+        const float alpha = kd_exp2_weight(m[mu][sl] - sub[mu][sl]);
         m[mu][sl] = mn;
         l[mu][sl] *= alpha;
         KD_UNROLL
@@ -242,7 +242,7 @@ template <class Arch, typename T, class C> struct kd_attn_mma {
         KD_UNROLL
         for (int e = 0; e < CE; e++) {
           const int sl = Arch::c_slot(e);
-          const float p = exp2f(s[mu][n].v[e] - sub[mu][sl]);
+          const float p = kd_exp2_weight(s[mu][n].v[e] - sub[mu][sl]);
           s[mu][n].v[e] = p;
           l[mu][sl] += p;
         }

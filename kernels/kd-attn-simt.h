@@ -26,7 +26,9 @@
  * kv_end on are zero-filled and never loaded; S is masked, and P V skips a
  * row's hidden keys, only in tiles that cross a row's limit; exp(-inf) = 0
  * with m = -inf handled; l = 0 writes zeros; a NaN or +inf score poisons l.
- * exp is expf for f32 outputs, the approximate one for 16-bit outputs.
+ * Scores are scaled by scale log2(e) and the weights are exp2 of them less
+ * the row's max (kd_exp2_weight, one instruction on NVIDIA, within 2^-22:
+ * suites/attention/attention-check.c's bound counts it).
  * D is padded to DP (a multiple of 64) with zeros; any D <= DP works.
  */
 #ifndef KILN_KD_ATTN_SIMT_H
@@ -235,6 +237,8 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
   }
 
   const int ntiles = (int)(((int64_t)g.kv_end + BN - 1) / BN);
+  /* exp2 of log2(e) scale s is exp(scale s). */
+  const float scale_log2 = a.scale * 1.4426950408889634f;
   K::load_q(a, g, async, qs);
   if (ntiles > 0)
     K::template load_kv<true>(a, g, async, g.k, a.k_stride[2], 0, ks);
@@ -292,7 +296,7 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
       float mx = -INFINITY;
       KD_UNROLL
       for (int j = 0; j < RN; j++) {
-        float x = s[i][j] * a.scale;
+        float x = s[i][j] * scale_log2;
         if (masked && tx + 16 * j >= lim_r[i] - k0) x = -INFINITY;
         s[i][j] = x;
         mx = fmaxf(mx, x); /* a NaN is caught by its weight */
@@ -301,7 +305,7 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
       for (int off = 1; off < 16; off *= 2) mx = fmaxf(mx, __shfl_xor(mx, off));
       const float mn = fmaxf(m[i], mx);
       const float sub = mn == -INFINITY ? 0.0f : mn;
-      const float alpha = kd_exp_for<T>(m[i] - sub); /* 0 while m is -inf */
+      const float alpha = kd_exp2_weight(m[i] - sub); /* 0 while m is -inf */
       m[i] = mn;
       l[i] *= alpha;
       KD_UNROLL
@@ -313,7 +317,7 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
       }
       KD_UNROLL
       for (int j = 0; j < RN; j++) {
-        const float p = kd_exp_for<T>(s[i][j] - sub);
+        const float p = kd_exp2_weight(s[i][j] - sub);
         l[i] += p;
         ps[(ty + TY * i) * BN + tx + 16 * j] = p;
       }

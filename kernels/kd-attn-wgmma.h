@@ -35,10 +35,13 @@
  *
  * Requirements (attention_sm90.hip checks them): f16 or bf16, D a multiple
  * of 8 and at most DP, rows of Q and O 16-byte aligned, K and V bases and
- * strides multiples of 16 bytes that a tensor map holds.
+ * strides multiples of 16 bytes that a tensor map holds, a finite nonzero
+ * scale (kd_fa3_run).
  */
 #ifndef KILN_KD_ATTN_WGMMA_H
 #define KILN_KD_ATTN_WGMMA_H
+
+#include <float.h>
 
 #include "kd-attn.h"
 #include "kd-wgmma.h"
@@ -99,9 +102,11 @@ template <typename T, class C> struct kd_fa3 {
   typedef kd_attn_block<T> geom;
 
   /* Q rows [0, 128) into [128][64] tiles, one per 64 columns, at the
-   * swizzled addresses TMA would use; zeros past the rows and past D. */
+   * swizzled addresses TMA would use; zeros past the rows and past D.
+   * neg: Q negated (sign bits flipped, exact), so that the scores are
+   * scaled by |scale| (kd_fa3_consume). */
   static __device__ __forceinline__ void load_q(const ke__attention_desc &a,
-                                                const geom &g,
+                                                const geom &g, bool neg,
                                                 unsigned char *qs) {
     constexpr int CH = DP / 8;
     for (int idx = threadIdx.x; idx < C::BM * CH; idx += C::THREADS) {
@@ -110,6 +115,10 @@ template <typename T, class C> struct kd_fa3 {
       uint4 v = make_uint4(0, 0, 0, 0);
       if (rr < g.rows_total && 8 * c < a.d)
         v = kd_ld16(g.row(g.q, a.q_stride, rr) + 8 * c);
+      if (neg) {
+        v.x ^= 0x80008000u, v.y ^= 0x80008000u;
+        v.z ^= 0x80008000u, v.w ^= 0x80008000u;
+      }
       kd_fa3_put(qs + (c / 8) * (C::BM * 128) + kd_sw128(r, 8 * (c % 8)), v);
     }
   }
@@ -263,13 +272,16 @@ __device__ __forceinline__ int kd_fa3_nvis(const ke__attention_desc &a,
  * same number of turns (the larger of the two warpgroups' tiles: one that
  * sees fewer takes its last turns without multiplies), and warpgroup 1
  * does not arrive after the last, so every phase of both barriers
- * completes. */
+ * completes.
+ *
+ * c = |scale| log2(e) > 0 (Q was negated for a negative scale): a weight
+ * is exp2(c s - m), m the row's scaled max so far. */
 template <typename T, class C>
 __device__ __forceinline__ void
 kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
                const unsigned char *qs, const unsigned char *slots,
                const unsigned char *zv, kd_fa3_bars b, int ntiles, int cw,
-               float scale_log2) {
+               float c) {
   typedef kd_fa3<T, C> K;
   constexpr int BN = C::BN, DP = C::DP, S = C::STAGES, OW = C::OW,
                 ON = C::ON, NP = BN / 16;
@@ -364,10 +376,10 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
     kd_wg_fence_regs(sacc);
     if (l == 0) kd_mbar_arrive(&b.empty_k[s]); /* K read */
 
-    /* Scores in the log2 domain, masked where the tile crosses a limit
-     * (key positions relative to k0: no int overflow near 2^31). */
-    KD_UNROLL
-    for (int i = 0; i < BN / 2; i++) sacc[i] *= scale_log2;
+    /* Scores masked where the tile crosses a limit (key positions
+     * relative to k0: no int overflow near 2^31). They stay unscaled: c > 0
+     * keeps their order, so a row's max is taken first and scaled once, and
+     * each weight is one fma and one exp2 from its score. */
     if (MASK == 1 || (MASK == 2 && BN > wg_min_lim - k0)) {
       KD_UNROLL
       for (int i = 0; i < BN / 2; i++)
@@ -384,16 +396,18 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
         if ((i / 2) % 2 == h) mx = fmaxf(mx, sacc[i]);
       mx = fmaxf(mx, __shfl_xor(mx, 1));
       mx = fmaxf(mx, __shfl_xor(mx, 2));
-      const float mn = fmaxf(m[h], mx);
+      /* m in the log2 domain, as rounded: alpha is exactly 1 while the
+       * max holds, and the weights telescope over the rescalings. */
+      const float mn = fmaxf(m[h], mx * c);
       sub[h] = mn == -INFINITY ? 0.0f : mn;
-      alpha[h] = exp2f(m[h] - sub[h]);
+      alpha[h] = kd_exp2_weight(m[h] - sub[h]);
       m[h] = mn;
       lsum[h] *= alpha[h];
     }
     KD_UNROLL
     for (int i = 0; i < BN / 2; i++) {
       const int h = (i / 2) % 2;
-      sacc[i] = exp2f(sacc[i] - sub[h]);
+      sacc[i] = kd_exp2_weight(fmaf(sacc[i], c, -sub[h]));
       lsum[h] += sacc[i];
     }
 
@@ -451,16 +465,10 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
       /* P to A registers: hi (and lo) per 16 keys, for the next round. */
       KD_UNROLL
       for (int kk = 0; kk < NP; kk++) {
-        kd_wg_acc_to_a<T>(phi[kk], sacc + 8 * kk);
-        if constexpr (K::SPLIT) {
-          float lo[8];
-          KD_UNROLL
-          for (int e = 0; e < 8; e++) {
-            const float x = sacc[8 * kk + e];
-            lo[e] = x - kd_to_float(kd_from_float<T>(x));
-          }
-          kd_wg_acc_to_a<T>(plo[kk], lo);
-        }
+        if constexpr (K::SPLIT)
+          kd_wg_acc_to_a2<T>(phi[kk], plo[kk], sacc + 8 * kk);
+        else
+          kd_wg_acc_to_a<T>(phi[kk], sacc + 8 * kk);
         kd_wg_fence_a(phi[kk]);
         if constexpr (K::SPLIT) kd_wg_fence_a(plo[kk]);
       }
@@ -570,7 +578,7 @@ kd_fa3_fwd(const __grid_constant__ kd_tmap tk,
     }
     kd_mbar_init_fence();
   }
-  K::load_q(a, g, qs);
+  K::load_q(a, g, scale_log2 < 0.0f, qs);
   for (int i = (int)threadIdx.x; i < C::KV_BYTES / 16; i += C::THREADS)
     kd_fa3_put(zv + 16 * i, make_uint4(0, 0, 0, 0));
   kd_fence_proxy_async(); /* Q's and the zeros' stores are read by wgmma */
@@ -585,7 +593,8 @@ kd_fa3_fwd(const __grid_constant__ kd_tmap tk,
       kd_fa3_produce<T, C>(&tk, &tv, slots, b, ntiles);
   } else {
     kd_wg_regs_inc<240>();
-    kd_fa3_consume<T, C>(a, g, qs, slots, zv, b, ntiles, wg - 1, scale_log2);
+    kd_fa3_consume<T, C>(a, g, qs, slots, zv, b, ntiles, wg - 1,
+                         fabsf(scale_log2));
   }
 }
 
@@ -627,8 +636,11 @@ static int kd_fa3_run(hipStream_t stream, const void *q, const void *k,
     if (e != hipSuccess) return (int)e;
     __atomic_store_n(&raised, 1, __ATOMIC_RELAXED);
   }
-  /* exp2 of log2(e) * scale * s is exp(scale * s). */
+  /* exp2 of log2(e) * scale * s is exp(scale * s). The kernel scales
+   * by its magnitude (Q negated where it is negative): a scale of 0, or
+   * one that is not finite, is the mma.sync kernel's. */
   const float scale_log2 = a->scale * 1.4426950408889634f;
+  if (!(scale_log2 != 0.0f && fabsf(scale_log2) <= FLT_MAX)) return -1;
   hipLaunchKernelGGL((kd_fa3_fwd<T, C>), kd_attn_grid(a, C::BM),
                      dim3(C::THREADS), C::SMEM, stream, tk, tv, (const T *)q,
                      (const T *)k, (const T *)v, (T *)o, *a, scale_log2);

@@ -589,6 +589,18 @@ __device__ __forceinline__ void kd_wg_rs(float (&d)[N / 2],
 }
 #undef KD_WG__RS
 
+/* The accumulator pair register r of the A fragment takes. */
+__device__ __forceinline__ constexpr int kd_wg__a_pair(int r) {
+#if defined(KE_PLANTED_BUG) || defined(KE_PLANTED_BUG_RS)
+  /* Planted bug (mutant builds only, tests must catch it): registers 1
+   * and 2 swapped, the second row of eight taken for the second eight
+   * columns. */
+  return r == 1 ? 2 : (r == 2 ? 1 : r);
+#else
+  return r;
+#endif
+}
+
 /* The A registers of the RS form for k columns 16 kk .. 16 kk + 15 of a
  * 64 x N accumulator (kd_wg_ss's d), each element rounded to T: the
  * accumulator's element i sits at row 16 w + l / 4 + 8 ((i / 2) % 2),
@@ -599,16 +611,26 @@ __device__ __forceinline__ void kd_wg_acc_to_a(uint32_t (&a)[4],
                                                const float *acc8) {
   KD_UNROLL
   for (int r = 0; r < 4; r++) {
-#if defined(KE_PLANTED_BUG) || defined(KE_PLANTED_BUG_RS)
-    /* Planted bug (mutant builds only, tests must catch it): registers 1
-     * and 2 swapped, the second row of eight taken for the second eight
-     * columns. */
-    const int q = r == 1 ? 2 : (r == 2 ? 1 : r);
-#else
-    const int q = r;
-#endif
-    a[r] = (uint32_t)kd_from_float<T>(acc8[2 * q]).bits |
-           (uint32_t)kd_from_float<T>(acc8[2 * q + 1]).bits << 16;
+    const int q = kd_wg__a_pair(r);
+    a[r] = kd_pack2<T>(acc8[2 * q], acc8[2 * q + 1]);
+  }
+}
+
+/* The same registers for x in two T terms, hi = x rounded and lo = x - hi
+ * rounded (exact before its rounding): hi's pair is converted once and
+ * read back for the difference. */
+template <typename T>
+__device__ __forceinline__ void kd_wg_acc_to_a2(uint32_t (&hi)[4],
+                                                uint32_t (&lo)[4],
+                                                const float *acc8) {
+  KD_UNROLL
+  for (int r = 0; r < 4; r++) {
+    const int q = kd_wg__a_pair(r);
+    const float x0 = acc8[2 * q], x1 = acc8[2 * q + 1];
+    hi[r] = kd_pack2<T>(x0, x1);
+    float h[2];
+    kd_unpack2(T(), hi[r], h);
+    lo[r] = kd_pack2<T>(x0 - h[0], x1 - h[1]);
   }
 }
 

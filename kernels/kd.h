@@ -103,6 +103,21 @@ template <typename Tout> __device__ __forceinline__ float kd_exp_for(float x) {
   else return expf(x);
 }
 
+/* 2^x for the weights of a softmax, x <= 0 after its max is taken out:
+ * one MUFU.EX2 on NVIDIA (ex2.approx.ftz: within 2^-22 relative; a result
+ * under 2^-126 comes out 0, which beside a row sum of at least 1 is far
+ * below any tolerance). The plain ex2.approx that exp2f compiles to keeps
+ * such results, at four instructions per call. exp2f elsewhere. */
+__device__ __forceinline__ float kd_exp2_weight(float x) {
+#if defined(KILN_BACKEND_CUDA) && defined(__CUDA_ARCH__)
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#else
+  return exp2f(x);
+#endif
+}
+
 /* Calls F<Tin, Tout>::run(args...) for the dtype pair chosen at run time.
  * Returns KE_EDTYPE for a dtype outside f32/f16/bf16. */
 #define KD_DISPATCH_IN(dt, T, ...)                                            \

@@ -150,9 +150,10 @@ static stats measure(const acase &c, int64_t off, float scale,
     }
     kn = fmax(kn, sqrt(s));
   }
-  const double es = lam * sqrt((double)c.d) * u * fabs(scale) * qn * kn;
-  const double atol = fmax(
-      1e-5, (2 * (es + 2 * u) + lam * sqrt((double)c.sk) * u + 4 * u) * vmax);
+  const double smax = fabs(scale) * qn * kn;
+  const double es = lam * sqrt((double)c.d) * u * smax;
+  const double atol = fmax(1e-5, (2 * (es + 3 * u * smax + 4 * u) +
+                                  lam * sqrt((double)c.sk) * u + 4 * u) * vmax);
   const bool bf = std::is_same<T, kd_bf16>::value;
   const double rtol = bf ? 1.6e-2 : 1e-3, max_nmse = bf ? 5e-5 : 1e-6;
   double maxe = 0, ref2 = 0, err2 = 0, tol = 0, rel = 0;

@@ -98,8 +98,9 @@ def main(d):
         qn = q.double().norm(dim=-1).max().item()
         kn = k.double().norm(dim=-1).max().item()
         vmax = v.double().abs().max().item()
-        es = LAM * math.sqrt(dd) * U * abs(scale) * qn * kn
-        atol = max(1e-5, (2 * (es + 2 * U) + LAM * math.sqrt(sk) * U + 4 * U) * vmax)
+        smax = abs(scale) * qn * kn
+        es = LAM * math.sqrt(dd) * U * smax
+        atol = max(1e-5, (2 * (es + 3 * U * smax + 4 * U) + LAM * math.sqrt(sk) * U + 4 * U) * vmax)
         rtol, max_nmse = (1.6e-2, 5e-5) if dt == "bf16" else (1e-3, 1e-6)
         mask = lambda: F.scaled_dot_product_attention(q, kr, vr, attn_mask=vis, scale=scale)
         how = "mask"

@@ -236,10 +236,11 @@ static void reference_row(const problem &p, const std::vector<double> &q,
   }
   for (int64_t e = 0; e < d; e++) out[e] /= sum;
   const double u = ldexp(1.0, -24), lambda = 6.0;
-  const double es = lambda * sqrt((double)d) * u * scale * sqrt(qn) * sqrt(kn);
+  const double smax = scale * sqrt(qn) * sqrt(kn);
+  const double es = lambda * sqrt((double)d) * u * smax;
   const double sums = lambda * sqrt((double)n) * u;
   *v_max = vmax;
-  *atol = (2 * (es + 2 * u) + sums + 4 * u) * vmax;
+  *atol = (2 * (es + 3 * u * smax + 4 * u) + sums + 4 * u) * vmax;
   *rtol = sums;
   if (p.dtype != KE_F32) {
     *atol = std::max(*atol, 1e-5);

@@ -22,17 +22,20 @@
  *
  *  - a score s = scale * q.k of D terms is off by at most
  *    e_s = lambda sqrt(D) u S, with S = |scale| max ||q|| max ||k|| bounding
- *    sum_d |scale q_d k_d| (Cauchy-Schwarz); exp turns it into a relative
- *    error e_s + 2u of p_j (expf is within 2 ulp). Relative errors of at
- *    most e in the weights move a convex combination by at most
- *    2 e max|v|;
+ *    sum_d |scale q_d k_d| (Cauchy-Schwarz). The kernels take p_j as
+ *    exp2(c s_j - m) with c = scale log2(e) rounded (u relative) and the
+ *    product and the difference rounded (at most u/2 of log2(e) S and of
+ *    2 log2(e) S), and exp2 is the hardware's (within 2^-22 = 4u): a
+ *    relative error of p_j of at most e_p = e_s + 3uS + 4u (log2(e) ln 2
+ *    = 1). Relative errors of at most e in the weights move a convex
+ *    combination by at most 2 e max|v|;
  *  - the sums l and acc = sum p_j v_j over n visible keys carry about
  *    lambda sqrt(n) u relative to sum p_j |v_j| <= l max|v|, and the
  *    rescalings of the online softmax add a few u more (the decode
  *    kernel's split adds one more rescaled sum per key range, far inside
  *    them).
  *
- * So f32 atol = (2 (e_s + 2u) + lambda sqrt(n) u + 4u) max|v| and rtol =
+ * So f32 atol = (2 e_p + lambda sqrt(n) u + 4u) max|v| and rtol =
  * lambda sqrt(n) u (the error of l scales o itself). These are bounds: the
  * NMSE limit, 1e-10 (an rms error of 1e-5 of the output's rms), is the
  * tight check on the typical error. For f16 and bf16 outputs the rounding
@@ -76,8 +79,8 @@ kt_tol attn_tol(const attn_case *c, const double *q, const double *k,
   const double v_max = max_finite_abs(v, c->b * c->hkv * c->sk * c->d);
   const double e_s = LAMBDA * sqrt((double)c->d) * U32 * s_max;
   const double sums = LAMBDA * sqrt((double)c->sk) * U32;
-  kt_tol t = {(2.0 * (e_s + 2.0 * U32) + sums + 4.0 * U32) * v_max, sums,
-              1e-10, 0};
+  const double e_p = e_s + 3.0 * U32 * s_max + 4.0 * U32;
+  kt_tol t = {(2.0 * e_p + sums + 4.0 * U32) * v_max, sums, 1e-10, 0};
   if (c->dtype != KE_F32) {
     t.atol = t.atol > 1e-5 ? t.atol : 1e-5;
     t.rtol = c->dtype == KE_F16 ? 1e-3 : 1.6e-2;

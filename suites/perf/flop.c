@@ -138,8 +138,9 @@ static double perf_max_norm(const double *x, int64_t rows, int64_t d) {
 }
 
 /* The bound of docs/kernels.md (fused attention, Tolerances) with lambda 6:
- * score error e_s = 6 sqrt(D) u |scale| max|q| max|k|, sums over Sk keys
- * 6 sqrt(Sk) u; f16/bf16 are their output rounding, plus 2 u_T max|v|
+ * score error e_s = 6 sqrt(D) u |scale| max|q| max|k|, weights off by
+ * e_p = e_s + 3 u S + 4 u, sums over Sk keys 6 sqrt(Sk) u; f16/bf16 are
+ * their output rounding, plus 2 u_T max|v|
  * with round_p (suites/attention/attention-check.c says why). */
 kt_tol perf_attn_tol(ke_dtype dt, const double *q, int nq, const double *k,
                      const double *v, int64_t sk, int64_t d, int round_p) {
@@ -151,7 +152,8 @@ kt_tol perf_attn_tol(ke_dtype dt, const double *q, int nq, const double *k,
     if (fabs(v[i]) > v_max) v_max = fabs(v[i]);
   double e_s = lambda * sqrt((double)d) * u * s_max;
   double sums = lambda * sqrt((double)sk) * u;
-  kt_tol t = {(2.0 * (e_s + 2.0 * u) + sums + 4.0 * u) * v_max, sums, 0.0, 0};
+  double e_p = e_s + 3.0 * u * s_max + 4.0 * u; /* the weights (exp2) */
+  kt_tol t = {(2.0 * e_p + sums + 4.0 * u) * v_max, sums, 0.0, 0};
   if (dt != KE_F32) {
     t.atol = t.atol > 1e-5 ? t.atol : 1e-5;
     t.rtol = kt_tol_default(dt).rtol;

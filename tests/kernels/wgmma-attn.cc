@@ -119,7 +119,9 @@ static void one(const shape &p, float scale, bool entry = false) {
    * uT vmax: added to the bound, which then checks the indexing. */
   const double ut = std::is_same<T, kd_bf16>::value ? ldexp(1.0, -8)
                                                      : ldexp(1.0, -11);
-  const double atol = fmax(1e-5, (2 * (es + 2 * u) + lam * sqrt((double)p.sk) * u +
+  const double smax = fabs(scale) * qmax * kmax;
+  const double atol = fmax(1e-5, (2 * (es + 3 * u * smax + 4 * u) +
+                                  lam * sqrt((double)p.sk) * u +
                                   4 * u + (C::PTERMS == 1 ? ut : 0)) * vmax);
   const double rtol = std::is_same<T, kd_bf16>::value ? 1.6e-2 : 1e-3;
   double worst = 0;
