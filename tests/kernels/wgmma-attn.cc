@@ -211,6 +211,10 @@ template <typename T> static void all() {
   one<T, c192>({1, 3, 1, 45, 129, 192, 1, 0, false, -1}, 0.07f);
   one<T, c256>({1, 2, 1, 66, 1, 256, 0, 0, false, -1}, 0.0625f);
   one<T, c256>({1, 2, 2, 130, 130, 200, 1, 5, true, -1}, 0.0625f);
+  /* A negative scale: the kernel scales by its magnitude and stages Q
+   * negated (kd_fa3::load_q); without that its max would be a min. */
+  one<T, c128>({1, 2, 1, 70, 150, 128, 1, 80, false, -1}, -0.3f);
+  one<T, c64>({1, 2, 2, 50, 90, 64, 0, 0, false, -1}, -0.125f);
   /* Key 20 is hidden from rows 0-19 of the first warpgroup and seen by
    * its others: the lane-by-lane P V. */
   one<T, c128>({1, 1, 1, 64, 64, 128, 1, 0, false, 20}, 0.0884f);
