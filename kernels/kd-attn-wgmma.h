@@ -617,9 +617,10 @@ static inline int kd_fa3_map(kd_tmap *m, const void *base,
   return kd_tmap_encode_rank(m, base, 4, dims, strides, box);
 }
 
-/* Runs the kernel with configuration C: -1 when TMA cannot read K or V
- * (the caller goes on to the mma.sync kernel), else a hipError_t. The
- * caller has checked T, D <= C::DP, Q's and O's rows. */
+/* Runs the kernel with configuration C: -1 when TMA cannot read K or V,
+ * or the scale is zero or not finite (the caller goes on to the mma.sync
+ * kernel), else a hipError_t. The caller has checked T, D <= C::DP, Q's
+ * and O's rows. */
 template <typename T, class C>
 static int kd_fa3_run(hipStream_t stream, const void *q, const void *k,
                       const void *v, void *o, const ke__attention_desc *a) {
