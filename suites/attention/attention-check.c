@@ -70,6 +70,14 @@ static double max_finite_abs(const double *x, int64_t n) {
   return best;
 }
 
+kt_tol attn_tol_f32(double s_max, double v_max, int64_t d, int64_t n) {
+  const double e_s = LAMBDA * sqrt((double)d) * U32 * s_max;
+  const double sums = LAMBDA * sqrt((double)n) * U32;
+  const double e_p = e_s + 3.0 * U32 * s_max + 4.0 * U32;
+  kt_tol t = {(2.0 * e_p + sums + 4.0 * U32) * v_max, sums, 1e-10, 0};
+  return t;
+}
+
 kt_tol attn_tol(const attn_case *c, const double *q, const double *k,
                 const double *v) {
   const double scale =
@@ -77,10 +85,7 @@ kt_tol attn_tol(const attn_case *c, const double *q, const double *k,
   const double s_max = scale * max_row_norm(q, c->b * c->hq * c->sq, c->d) *
                        max_row_norm(k, c->b * c->hkv * c->sk, c->d);
   const double v_max = max_finite_abs(v, c->b * c->hkv * c->sk * c->d);
-  const double e_s = LAMBDA * sqrt((double)c->d) * U32 * s_max;
-  const double sums = LAMBDA * sqrt((double)c->sk) * U32;
-  const double e_p = e_s + 3.0 * U32 * s_max + 4.0 * U32;
-  kt_tol t = {(2.0 * e_p + sums + 4.0 * U32) * v_max, sums, 1e-10, 0};
+  kt_tol t = attn_tol_f32(s_max, v_max, c->d, c->sk);
   if (c->dtype != KE_F32) {
     t.atol = t.atol > 1e-5 ? t.atol : 1e-5;
     t.rtol = c->dtype == KE_F16 ? 1e-3 : 1.6e-2;

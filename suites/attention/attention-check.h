@@ -29,6 +29,10 @@ typedef struct attn_case {
 
 kt_tol attn_tol(const attn_case *c, const double *q, const double *k,
                 const double *v);
+/* The f32 bound (atol, rtol, NMSE 1e-10) for scores whose magnitudes sum
+ * to at most s_max (|scale| max||q|| max||k||), V's finite values at most
+ * v_max, head dimension d and n keys; attn_tol builds on it. */
+kt_tol attn_tol_f32(double s_max, double v_max, int64_t d, int64_t n);
 ke_attention_params attn_params(const attn_case *c);
 /* attn_<dtype>_b.._h<hq>/<hkv>_sq.._sk.._d..[_causal][_off..][_tiled|_rows][_round_p] */
 void attn_case_name(const attn_case *c, char *buf, size_t n);
