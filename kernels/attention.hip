@@ -524,6 +524,20 @@ static int ke_attention_tiled(hipStream_t s, const void *q, const void *k,
   return ke_attn_simt<T>(s, q, k, v, o, a);
 }
 
+extern "C" size_t ke__attention_sm90_work_bytes(ke_dtype dtype,
+                                               const ke__attention_desc *a);
+
+extern "C" size_t ke__attention_work_bytes(ke_dtype dtype,
+                                           const ke__attention_desc *desc) {
+#if KD_MMA_HAS_NV
+  if (desc->kernel == KE_ATTN_KERNEL_TILED &&
+      kd_mma_device_kind() == KD_MMA_NV)
+    return ke__attention_sm90_work_bytes(dtype, desc);
+#endif
+  (void)dtype, (void)desc;
+  return 0;
+}
+
 extern "C" int ke__attention_launch(void *stream, ke_dtype dtype,
                                     const void *q, const void *k,
                                     const void *v, void *o,

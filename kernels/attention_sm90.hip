@@ -28,8 +28,12 @@
  *   PP64: ping-pong, D 128 on 64-key tiles in four slots, two loops (the
  *     overlap kept); other D as PP.
  *   SERIAL: the default's shape with P V waited for before the softmax.
- * Each in two forms: P in two 16-bit terms (the kernel's) or one (timing
- * only: it misses the suite's tolerance, docs/kernels.md). */
+ * Each in three forms of P: the kernel's (f16: two 16-bit terms; bf16: V
+ * converted to f16 and P rounded once to f16, kd_fa3<T, C, TV>, where the
+ * engine gave the workspace, else two terms), "p1" (one term of the
+ * input's type, as round_p asks; it misses the suite's tolerance,
+ * docs/kernels.md) and "p2" (two terms for bf16 too, the kernel before
+ * V in f16; timing only). */
 enum { KD_FA3_DEFAULT, KD_FA3_NOPP, KD_FA3_PP, KD_FA3_PP_SERIAL, KD_FA3_PP64,
        KD_FA3_SERIAL, KD_FA3_SCHEDULES };
 /* The default schedule of each padded D. */
@@ -37,9 +41,11 @@ constexpr int kd_fa3_default_sched(int dp) {
   return dp == 64 ? KD_FA3_PP : dp == 128 ? KD_FA3_PP : dp == 192 ? KD_FA3_PP
                                                                   : KD_FA3_PP;
 }
-/* VAR = 2 schedule + (P in one term). */
+/* VAR = 3 schedule + the form of P: 0 the kernel's, 1 p1, 2 p2. */
+enum { KD_FA3_FORMS = 3 };
 constexpr int kd_fa3_sched(int var, int dp) {
-  return var / 2 == KD_FA3_DEFAULT ? kd_fa3_default_sched(dp) : var / 2;
+  return var / KD_FA3_FORMS == KD_FA3_DEFAULT ? kd_fa3_default_sched(dp)
+                                              : var / KD_FA3_FORMS;
 }
 constexpr bool kd_fa3_pp(int var, int dp) {
   return kd_fa3_sched(var, dp) == KD_FA3_SERIAL
@@ -50,7 +56,11 @@ constexpr bool kd_fa3_serial(int var, int dp) {
   return kd_fa3_sched(var, dp) == KD_FA3_SERIAL ||
          kd_fa3_sched(var, dp) == KD_FA3_PP_SERIAL;
 }
-template <int VAR> constexpr int kd_fa3_pt = VAR % 2 ? 1 : 2;
+template <int VAR> constexpr int kd_fa3_pt = VAR % KD_FA3_FORMS == 1 ? 1 : 2;
+/* V in f16 for bf16 T: the kernel's form of P, given a workspace. */
+template <typename T, int VAR>
+constexpr bool kd_fa3_v16 =
+    std::is_same<T, kd_bf16>::value && VAR % KD_FA3_FORMS == 0;
 template <int VAR = 0>
 using kd_fa3_d64 = kd_fa3_cfg<64, 128, 3, kd_fa3_pt<VAR>,
                               !kd_fa3_serial(VAR, 64), true, kd_fa3_pp(VAR, 64)>;
@@ -71,8 +81,9 @@ using kd_fa3_d256 = kd_fa3_cfg<256, 64, 2, kd_fa3_pt<VAR>, false, false,
 
 /* Timing variants, KILN_FA3_VARIANT (read once per process; measuring
  * only, docs/performance.md): a schedule, "nopp", "pp", "pp-serial",
- * "pp64" or "serial", or none, then "-p1" for P rounded once ("p1" alone:
- * the default schedule so). Anything else: the kernel. */
+ * "pp64" or "serial", or none, then "-p1" for P rounded once or "-p2" for
+ * two terms in bf16 too ("p1" or "p2" alone: the default schedule so).
+ * Anything else: the kernel. */
 static int ke_attn_sm90_variant() {
   static int known; /* 1 + variant */
   int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
@@ -85,8 +96,9 @@ static int ke_attn_sm90_variant() {
       const size_t n = strlen(names[i]);
       if (strncmp(e, names[i], n) != 0) continue;
       const char *rest = e + n;
-      if (*rest == 0) var = 2 * i;
-      else if (strcmp(rest, n ? "-p1" : "p1") == 0) var = 2 * i + 1;
+      if (*rest == 0) var = KD_FA3_FORMS * i;
+      else if (strcmp(rest, n ? "-p1" : "p1") == 0) var = KD_FA3_FORMS * i + 1;
+      else if (strcmp(rest, n ? "-p2" : "p2") == 0) var = KD_FA3_FORMS * i + 2;
     }
     k = 1 + var;
     __atomic_store_n(&known, k, __ATOMIC_RELAXED);
@@ -107,24 +119,42 @@ static bool ke_attn_sm90_wanted() {
   return k == 2;
 }
 
-template <typename T, int VAR>
+template <typename T, typename TV, int VAR>
 static int ke_attn_sm90_by_d(hipStream_t s, const void *q, const void *k,
                              const void *v, void *o,
                              const ke__attention_desc *a) {
-  if (a->d <= 64) return kd_fa3_run<T, kd_fa3_d64<VAR>>(s, q, k, v, o, a);
-  if (a->d <= 128) return kd_fa3_run<T, kd_fa3_d128<VAR>>(s, q, k, v, o, a);
-  if (a->d <= 192) return kd_fa3_run<T, kd_fa3_d192<VAR>>(s, q, k, v, o, a);
-  return kd_fa3_run<T, kd_fa3_d256<VAR>>(s, q, k, v, o, a);
+  void *w = a->work;
+  if (a->d <= 64) return kd_fa3_run<T, kd_fa3_d64<VAR>, TV>(s, q, k, v, o, a, w);
+  if (a->d <= 128)
+    return kd_fa3_run<T, kd_fa3_d128<VAR>, TV>(s, q, k, v, o, a, w);
+  if (a->d <= 192)
+    return kd_fa3_run<T, kd_fa3_d192<VAR>, TV>(s, q, k, v, o, a, w);
+  return kd_fa3_run<T, kd_fa3_d256<VAR>, TV>(s, q, k, v, o, a, w);
 }
-/* VAR: the variant asked for; round_p (kiln/attention.h) takes its
- * one-term form. */
+/* The variant asked for; round_p (kiln/attention.h) takes its one-term
+ * form. */
+static int ke_attn_sm90_var(const ke__attention_desc *a) {
+  const int var = ke_attn_sm90_variant();
+  return a->round_p ? var - var % KD_FA3_FORMS + 1 : var;
+}
+/* VAR: the variant to run. V in f16 where the engine gave the workspace
+ * (without it, the cap refused it: two terms). */
 template <typename T, int VAR = 0>
 static int ke_attn_sm90(hipStream_t s, const void *q, const void *k,
                         const void *v, void *o, const ke__attention_desc *a) {
-  if constexpr (VAR + 1 < 2 * KD_FA3_SCHEDULES)
-    if ((ke_attn_sm90_variant() | (a->round_p ? 1 : 0)) != VAR)
+  if constexpr (VAR + 1 < KD_FA3_FORMS * KD_FA3_SCHEDULES)
+    if (ke_attn_sm90_var(a) != VAR)
       return ke_attn_sm90<T, VAR + 1>(s, q, k, v, o, a);
-  return ke_attn_sm90_by_d<T, VAR>(s, q, k, v, o, a);
+  if constexpr (kd_fa3_v16<T, VAR>)
+    if (a->work) return ke_attn_sm90_by_d<T, kd_half, VAR>(s, q, k, v, o, a);
+  return ke_attn_sm90_by_d<T, T, VAR>(s, q, k, v, o, a);
+}
+
+/* Whether the kernel could run for dtype and a (the rows' alignment
+ * aside, which ke__attention_launch checks). */
+static bool ke_attn_sm90_applies(ke_dtype dtype, const ke__attention_desc *a) {
+  return (dtype == KE_F16 || dtype == KE_BF16) && a->d <= 256 &&
+         a->d % 8 == 0 && ke_attn_sm90_wanted() && kd_wg_available();
 }
 
 extern "C" int ke__attention_sm90_launch(void *stream, ke_dtype dtype,
@@ -135,11 +165,47 @@ extern "C" int ke__attention_sm90_launch(void *stream, ke_dtype dtype,
   (void)stream, (void)dtype, (void)q, (void)k, (void)v, (void)o, (void)a;
   return -1;
 #else
-  if ((dtype != KE_F16 && dtype != KE_BF16) || a->d > 256 || a->d % 8 != 0 ||
-      !ke_attn_sm90_wanted() || !kd_wg_available())
-    return -1;
+  if (!ke_attn_sm90_applies(dtype, a)) return -1;
   hipStream_t s = (hipStream_t)stream;
   if (dtype == KE_F16) return ke_attn_sm90<kd_half>(s, q, k, v, o, a);
   return ke_attn_sm90<kd_bf16>(s, q, k, v, o, a);
+#endif
+}
+
+/* Whether V in f16 pays for its copy: the copy costs about 2.5 us plus
+ * 1 us per MB of V on the H100, and saves about a fifth of the two-term
+ * kernel's time (docs/performance.md, "bf16 attention with V in f16": at
+ * B 1, H 16, D 128, S 4096 it saved 54 us for 18 us; at S 1024 it cost
+ * 1.6 us). So it is taken where each kv head's rows (halved when causal)
+ * number at least 2048, twice what the per-MB cost needs, and the call
+ * holds at least 16 GFLOP, about three times what the fixed cost needs.
+ * KILN_FA3_V16 (read once per process) overrides the choice: 1 always
+ * (the tests that need the path at small sizes), 0 never. */
+static bool ke_attn_sm90_v16_pays(const ke__attention_desc *a) {
+  static int known; /* 1 + setting: 0 by size, 1 never, 2 always */
+  int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+  if (k == 0) {
+    const char *e = getenv("KILN_FA3_V16");
+    k = 1 + (e && strcmp(e, "0") == 0 ? 1 : e && strcmp(e, "1") == 0 ? 2 : 0);
+    __atomic_store_n(&known, k, __ATOMIC_RELAXED);
+  }
+  if (k != 1) return k == 3;
+  const double rows = (double)(a->hq / a->hkv) * (double)a->sq *
+                      (a->causal ? 0.5 : 1.0);
+  const double flop = 4.0 * (double)(a->b * a->hq) * (double)a->sq *
+                      (double)a->sk * (double)a->d * (a->causal ? 0.5 : 1.0);
+  return rows >= 2048 && flop >= 16e9;
+}
+
+extern "C" size_t ke__attention_sm90_work_bytes(ke_dtype dtype,
+                                               const ke__attention_desc *a) {
+#if defined(KILN_BACKEND_HIP)
+  (void)dtype, (void)a;
+  return 0;
+#else
+  if (dtype != KE_BF16 || !ke_attn_sm90_applies(dtype, a) ||
+      ke_attn_sm90_var(a) % KD_FA3_FORMS != 0 || !ke_attn_sm90_v16_pays(a))
+    return 0;
+  return kd_fa3_v16_bytes(a);
 #endif
 }

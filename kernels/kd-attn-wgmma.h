@@ -22,7 +22,9 @@
  *     two shuffles) while P V may still be in flight (PIPE); then V of
  *     tile t - 1 is freed, O rescaled and P of tile t formed.
  * P is two T terms, hi + lo (PTERMS, as kd-attn-mma.h and docs/kernels.md
- * explain): two RS multiplies per 16 keys. O accumulates in the wgmma's f32
+ * explain): two RS multiplies per 16 keys; or, for bf16 with the engine's
+ * workspace, one f16 term against an f16 copy of V made first (TV,
+ * kd_fa3_v16_prep): one RS multiply. O accumulates in the wgmma's f32
  * registers; the epilogue divides by l and writes T pairs from registers.
  *
  * Masks, special values and edges are kd-attn-mma.h's: keys at or past Sk
@@ -95,10 +97,24 @@ template <typename U> __device__ __forceinline__ U kd_fa3_get(const void *p) {
 #endif
 }
 
-template <typename T, class C> struct kd_fa3 {
+/* T: the type of Q, K and O. TV: the type of V's tiles and of P, T or,
+ * for bf16 T, kd_half: V converted to f16 beforehand with a power-of-two
+ * scale per (batch, kv head) (kd_fa3_v16_prep, exact for every finite
+ * bf16 value at or above 2^-38 of the head's largest) and P rounded once
+ * to f16, 2^-11 relative, eight times finer than bf16's single rounding:
+ * one RS multiply per 16 keys. */
+template <typename T, class C, typename TV = T> struct kd_fa3 {
   static constexpr int BN = C::BN, DP = C::DP, OW = C::OW, ON = C::ON;
+  static constexpr bool V16 = !std::is_same<T, TV>::value;
+  static_assert(!V16 || (std::is_same<T, kd_bf16>::value &&
+                         std::is_same<TV, kd_half>::value),
+                "V in f16 for bf16 inputs only");
   /* P as hi + lo (two RS multiplies per 16 keys) or hi alone. */
-  static constexpr bool SPLIT = C::PTERMS == 2;
+  static constexpr bool SPLIT = C::PTERMS == 2 && !V16;
+  /* The exponent P's weights are raised by where P is f16: the largest is
+   * 2^15, so that f16's subnormal range (below 2^-14) starts at 2^-29 of
+   * it; l and O carry the same factor, which O / l cancels. */
+  static constexpr float P_SHIFT = V16 ? 15.0f : 0.0f;
   typedef kd_attn_block<T> geom;
 
   /* Q rows [0, 128) into [128][64] tiles, one per 64 columns, at the
@@ -126,7 +142,7 @@ template <typename T, class C> struct kd_fa3 {
   /* V element (key j, column d) of a slot's V tiles. */
   static __device__ __forceinline__ float v_at(const unsigned char *vs, int j,
                                                int d) {
-    T x;
+    TV x;
     x.bits = kd_fa3_get<uint16_t>(vs + (d / 64) * (BN * 128) +
                                   kd_sw128(j, d % 64));
     return kd_to_float(x);
@@ -137,7 +153,7 @@ template <typename T, class C> struct kd_fa3 {
   static __device__ __forceinline__ bool v_nonfinite(const unsigned char *vs,
                                                      int r0, int r1) {
     const unsigned expo =
-        std::is_same<T, kd_bf16>::value ? 0x7f80u : 0x7c00u;
+        std::is_same<TV, kd_bf16>::value ? 0x7f80u : 0x7c00u;
     bool bad = false;
     const int per_row = C::DCH * 8; /* 16-byte chunks a key row holds */
     for (int idx = (int)threadIdx.x % 32 + r0 * per_row; idx < r1 * per_row;
@@ -164,7 +180,7 @@ template <typename T, class C> struct kd_fa3 {
 #else
 #define KD_FA3_NOINLINE __noinline__
 #endif
-template <typename T, class C>
+template <typename T, class C, typename TV>
 __device__ KD_FA3_NOINLINE void kd_fa3_pv_exact(const unsigned char *vs,
                                                 int k0, const float *s,
                                                 float *o, int lim0,
@@ -179,7 +195,7 @@ __device__ KD_FA3_NOINLINE void kd_fa3_pv_exact(const unsigned char *vs,
       const int n = e / (OW / 2), i = e % (OW / 2), h = (i / 2) % 2;
       if (j >= (h ? lim1 : lim0) - k0) continue;
       const int d = OW * n + 8 * (i / 4) + 2 * (l % 4) + i % 2;
-      o[e] = fmaf(h ? p1 : p0, kd_fa3<T, C>::v_at(vs, j, d), o[e]);
+      o[e] = fmaf(h ? p1 : p0, kd_fa3<T, C, TV>::v_at(vs, j, d), o[e]);
     }
   }
 }
@@ -217,7 +233,7 @@ __device__ __forceinline__ void kd_fa3_produce(const kd_tmap *tk,
 
 /* O += P V for one tile: P's A registers (hi, and lo where SPLIT) times V
  * read MN-major from its slot; issued, not committed or waited for. */
-template <typename T, class C>
+template <typename T, class C, typename TV>
 __device__ __forceinline__ void
 kd_fa3_pv(float (&oacc)[C::ON][C::OW / 2], const uint32_t (&phi)[C::BN / 16][4],
           const uint32_t (&plo)[C::BN / 16][4], const unsigned char *vs) {
@@ -227,9 +243,9 @@ kd_fa3_pv(float (&oacc)[C::ON][C::OW / 2], const uint32_t (&phi)[C::BN / 16][4],
     KD_UNROLL
     for (int n = 0; n < C::ON; n++) {
       const uint64_t db = kd_wg_desc_mn<C::BN>(vs, OW * n, kk);
-      kd_wg_rs<T, OW, 1>(oacc[n], phi[kk], db, 1);
-      if constexpr (kd_fa3<T, C>::SPLIT)
-        kd_wg_rs<T, OW, 1>(oacc[n], plo[kk], db, 1);
+      kd_wg_rs<TV, OW, 1>(oacc[n], phi[kk], db, 1);
+      if constexpr (kd_fa3<T, C, TV>::SPLIT)
+        kd_wg_rs<TV, OW, 1>(oacc[n], plo[kk], db, 1);
     }
 }
 
@@ -276,13 +292,13 @@ __device__ __forceinline__ int kd_fa3_nvis(const ke__attention_desc &a,
  *
  * c = |scale| log2(e) > 0 (Q was negated for a negative scale): a weight
  * is exp2(c s - m), m the row's scaled max so far. */
-template <typename T, class C>
+template <typename T, class C, typename TV>
 __device__ __forceinline__ void
 kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
                const unsigned char *qs, const unsigned char *slots,
                const unsigned char *zv, kd_fa3_bars b, int ntiles, int cw,
-               float c) {
-  typedef kd_fa3<T, C> K;
+               float c, float vscale) {
+  typedef kd_fa3<T, C, TV> K;
   constexpr int BN = C::BN, DP = C::DP, S = C::STAGES, OW = C::OW,
                 ON = C::ON, NP = BN / 16;
   const int t128 = (int)threadIdx.x % 128;
@@ -365,7 +381,7 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
     }
     kd_wg_commit();
     /* The previous tile's O += P V, in flight during the softmax. */
-    kd_fa3_pv<T, C>(oacc, phi, plo, vp);
+    kd_fa3_pv<T, C, TV>(oacc, phi, plo, vp);
     kd_wg_commit();
     if constexpr (C::PINGPONG)
       if (!(cw == 1 && t == turns - 1)) kd_bar_arrive(bar_other, KD_FA3_BAR_COUNT);
@@ -407,7 +423,7 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
     KD_UNROLL
     for (int i = 0; i < BN / 2; i++) {
       const int h = (i / 2) % 2;
-      sacc[i] = kd_exp2_weight(fmaf(sacc[i], c, -sub[h]));
+      sacc[i] = kd_exp2_weight(fmaf(sacc[i], c, K::P_SHIFT - sub[h]));
       lsum[h] += sacc[i];
     }
 
@@ -457,7 +473,7 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
       for (int i = 0; i < BN / 2; i++) st[i] = sacc[i];
       KD_UNROLL
       for (int e = 0; e < ON * OW / 2; e++) ot[e] = oacc[e / (OW / 2)][e % (OW / 2)];
-      kd_fa3_pv_exact<T, C>(vs, k0, st, ot, lim[0], lim[1]);
+      kd_fa3_pv_exact<T, C, TV>(vs, k0, st, ot, lim[0], lim[1]);
       KD_UNROLL
       for (int e = 0; e < ON * OW / 2; e++) oacc[e / (OW / 2)][e % (OW / 2)] = ot[e];
       pv = -1;
@@ -468,7 +484,7 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
         if constexpr (K::SPLIT)
           kd_wg_acc_to_a2<T>(phi[kk], plo[kk], sacc + 8 * kk);
         else
-          kd_wg_acc_to_a<T>(phi[kk], sacc + 8 * kk);
+          kd_wg_acc_to_a<TV>(phi[kk], sacc + 8 * kk);
         kd_wg_fence_a(phi[kk]);
         if constexpr (K::SPLIT) kd_wg_fence_a(plo[kk]);
       }
@@ -494,7 +510,7 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
       vp = slots + (pv % S) * C::STAGE_BYTES + C::KV_BYTES;
     }
     kd_wg_fence();
-    kd_fa3_pv<T, C>(oacc, phi, plo, vp);
+    kd_fa3_pv<T, C, TV>(oacc, phi, plo, vp);
   }
   kd_wg_commit();
   kd_wg_wait<0>();
@@ -523,7 +539,8 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
     }
   }
 
-  /* O / l, rounded to T, written in element pairs from registers. */
+  /* O / l (times V's scale where V was converted), rounded to T, written
+   * in element pairs from registers. */
   KD_UNROLL
   for (int h = 0; h < 2; h++) {
     lsum[h] += __shfl_xor(lsum[h], 1);
@@ -542,22 +559,26 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
       for (int i = 2 * h; i < OW / 2; i += 4) {
         const int d = OW * n + 8 * (i / 4) + 2 * (l % 4);
         if (d >= a.d) continue;
-        const T v0 = kd_from_float<T>(inv == 0.0f ? 0.0f : oacc[n][i] * inv);
-        const T v1 =
-            kd_from_float<T>(inv == 0.0f ? 0.0f : oacc[n][i + 1] * inv);
+        float o0 = oacc[n][i] * inv, o1 = oacc[n][i + 1] * inv;
+        if constexpr (K::V16) o0 *= vscale, o1 *= vscale;
+        const T v0 = kd_from_float<T>(inv == 0.0f ? 0.0f : o0);
+        const T v1 = kd_from_float<T>(inv == 0.0f ? 0.0f : o1);
         const uint32_t pair = (uint32_t)v0.bits | (uint32_t)v1.bits << 16;
         kd_fa3_put(orow + d, pair);
       }
   }
 }
 
-template <typename T, class C>
+/* vscale: where TV is not T, the factor O takes back per (batch, kv head)
+ * (kd_fa3_v16_prep), else unused. */
+template <typename T, class C, typename TV>
 __global__ void __launch_bounds__(384, 1)
 kd_fa3_fwd(const __grid_constant__ kd_tmap tk,
            const __grid_constant__ kd_tmap tv, const T *__restrict__ q,
            const T *__restrict__ k, const T *__restrict__ v,
-           T *__restrict__ o, ke__attention_desc a, float scale_log2) {
-  typedef kd_fa3<T, C> K;
+           T *__restrict__ o, ke__attention_desc a, float scale_log2,
+           const float *__restrict__ vscale) {
+  typedef kd_fa3<T, C, TV> K;
   constexpr int BN = C::BN, S = C::STAGES;
   HIP_DYNAMIC_SHARED(uint4, kd_fa3_smem);
   unsigned char *const raw = (unsigned char *)kd_fa3_smem;
@@ -593,8 +614,9 @@ kd_fa3_fwd(const __grid_constant__ kd_tmap tk,
       kd_fa3_produce<T, C>(&tk, &tv, slots, b, ntiles);
   } else {
     kd_wg_regs_inc<240>();
-    kd_fa3_consume<T, C>(a, g, qs, slots, zv, b, ntiles, wg - 1,
-                         fabsf(scale_log2));
+    kd_fa3_consume<T, C, TV>(
+        a, g, qs, slots, zv, b, ntiles, wg - 1, fabsf(scale_log2),
+        K::V16 ? vscale[(int64_t)blockIdx.z * a.hkv + blockIdx.y] : 1.0f);
   }
 }
 
@@ -617,18 +639,145 @@ static inline int kd_fa3_map(kd_tmap *m, const void *base,
   return kd_tmap_encode_rank(m, base, 4, dims, strides, box);
 }
 
+/* ---- V in f16 for bf16 inputs (kd_fa3<T, C, TV>) ----
+ * Two launches over V before the kernel, into the caller's workspace,
+ * contiguous [B][Hkv][Sk][D]:
+ *   kd_fa3_v16_copy: each CH-key chunk of each (batch, kv head) rounded to
+ *     f16 as it is, and its largest finite |v|;
+ *   kd_fa3_v16_rescale: per (batch, kv head), from its largest finite |v|
+ *     (in [2^(e-1), 2^e)), a power of two 2^s: s = 0 where e is in
+ *     [-8, 15] (the copy stands: every value below 2^15, so none
+ *     overflows, and f16's subnormal step 2^-24 is under 2^-15 of the
+ *     largest), else s = 15 - e and the head's chunks are written again
+ *     scaled by 2^s (the largest in [2^14, 2^15)).
+ * So each value's f16 copy is off by at most 2^-25 2^-s absolute: under
+ * 2^-16 of the head's largest |v| (bf16 keeps 8 significant bits, f16 11
+ * down to 2^-14, then a fixed step of 2^-24); Inf and NaN stay what they
+ * are. The first block of each head leaves 2^-s, the factor O takes
+ * back, in vscale. */
+enum { KD_FA3_V16_CH = 128, KD_FA3_V16_THREADS = 256 };
+
+/* Bytes of the workspace for V in f16: the f16 copy, the chunks' maxima,
+ * the heads' factors. */
+static inline size_t kd_fa3_v16_bytes(const ke__attention_desc *a) {
+  const size_t heads = (size_t)(a->b * a->hkv);
+  const size_t nch = (size_t)((a->sk + KD_FA3_V16_CH - 1) / KD_FA3_V16_CH);
+  const size_t copy = heads * (size_t)a->sk * (size_t)a->d * 2;
+  return (copy + 15) / 16 * 16 + heads * (nch + 1) * sizeof(float);
+}
+
+/* Key j of V's (batch blockIdx.z, kv head blockIdx.y). */
+__device__ __forceinline__ const kd_bf16 *kd_fa3_v16_row(
+    const kd_bf16 *v, const ke__attention_desc &a, int64_t j) {
+  return v + (int64_t)blockIdx.z * a.v_stride[0] +
+         (int64_t)blockIdx.y * a.v_stride[1] + j * a.v_stride[2];
+}
+
+/* This block's chunk (blockIdx.x) of its head, times f1 f2, into v16;
+ * returns the largest finite |v| it read. */
+__device__ __forceinline__ float kd_fa3_v16_chunk(const kd_bf16 *v,
+                                                  const ke__attention_desc &a,
+                                                  kd_half *v16, float f1,
+                                                  float f2) {
+  const int64_t head = (int64_t)blockIdx.z * a.hkv + blockIdx.y;
+  const int per = (int)(a.d / 8); /* 16-byte chunks of a key */
+  const int64_t j0 = (int64_t)blockIdx.x * KD_FA3_V16_CH;
+  const int rows = a.sk - j0 < KD_FA3_V16_CH ? (int)(a.sk - j0) : KD_FA3_V16_CH;
+  float mx = 0.0f;
+  for (int idx = (int)threadIdx.x; idx < rows * per; idx += KD_FA3_V16_THREADS) {
+    const int64_t j = j0 + idx / per;
+    const uint4 u = kd_ld16(kd_fa3_v16_row(v, a, j) + 8 * (idx % per));
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+    uint32_t r[4];
+    KD_UNROLL
+    for (int i = 0; i < 4; i++) {
+      kd_bf16 x0, x1;
+      x0.bits = (uint16_t)(w[i] & 0xffffu);
+      x1.bits = (uint16_t)(w[i] >> 16);
+      const float y0 = kd_to_float(x0), y1 = kd_to_float(x1);
+      if (fabsf(y0) <= FLT_MAX) mx = fmaxf(mx, fabsf(y0)); /* finite only */
+      if (fabsf(y1) <= FLT_MAX) mx = fmaxf(mx, fabsf(y1));
+      r[i] = kd_pack2<kd_half>(y0 * f1 * f2, y1 * f1 * f2);
+    }
+    kd_fa3_put(v16 + (head * a.sk + j) * a.d + 8 * (idx % per),
+               make_uint4(r[0], r[1], r[2], r[3]));
+  }
+  return mx;
+}
+
+__global__ void __launch_bounds__(KD_FA3_V16_THREADS)
+kd_fa3_v16_copy(const kd_bf16 *__restrict__ v, ke__attention_desc a,
+                kd_half *__restrict__ v16, float *__restrict__ chunk_max) {
+  __shared__ float red[KD_REDUCE_SCRATCH];
+  float mx = kd_fa3_v16_chunk(v, a, v16, 1.0f, 1.0f);
+  mx = kd_block_reduce(mx, kd_max_op(), 0.0f, red);
+  const int64_t nch = (a.sk + KD_FA3_V16_CH - 1) / KD_FA3_V16_CH;
+  if (threadIdx.x == 0)
+    chunk_max[((int64_t)blockIdx.z * a.hkv + blockIdx.y) * nch + blockIdx.x] = mx;
+}
+
+__global__ void __launch_bounds__(KD_FA3_V16_THREADS)
+kd_fa3_v16_rescale(const kd_bf16 *__restrict__ v, ke__attention_desc a,
+                   const float *__restrict__ chunk_max,
+                   kd_half *__restrict__ v16, float *__restrict__ vscale) {
+  __shared__ float red[KD_REDUCE_SCRATCH];
+  const int64_t head = (int64_t)blockIdx.z * a.hkv + blockIdx.y;
+  const int64_t nch = (a.sk + KD_FA3_V16_CH - 1) / KD_FA3_V16_CH;
+  float mx = 0.0f;
+  for (int64_t i = threadIdx.x; i < nch; i += KD_FA3_V16_THREADS)
+    mx = fmaxf(mx, chunk_max[head * nch + i]);
+  mx = kd_block_reduce(mx, kd_max_op(), 0.0f, red);
+  int e = 0;
+  if (mx > 0.0f) frexpf(mx, &e);
+  const int s = mx > 0.0f && (e < -8 || e > 15) ? 15 - e : 0;
+  if (blockIdx.x == 0 && threadIdx.x == 0) vscale[head] = ldexpf(1.0f, -s);
+  if (s == 0) return;
+  /* The factor in two halves, each a normal f32 (|s| reaches 148). */
+  kd_fa3_v16_chunk(v, a, v16, ldexpf(1.0f, s / 2), ldexpf(1.0f, s - s / 2));
+}
+
+/* Fills the workspace work (kd_fa3_v16_bytes) from bf16 V; *v16 and
+ * *vscale point into it. */
+static inline int kd_fa3_v16_prep(hipStream_t stream, const void *v,
+                                  const ke__attention_desc *a, void *work,
+                                  kd_half **v16, float **vscale) {
+  const size_t heads = (size_t)(a->b * a->hkv);
+  const int64_t nch = (a->sk + KD_FA3_V16_CH - 1) / KD_FA3_V16_CH;
+  const size_t copy = heads * (size_t)a->sk * (size_t)a->d * 2;
+  *v16 = (kd_half *)work;
+  float *chunk_max = (float *)((char *)work + (copy + 15) / 16 * 16);
+  *vscale = chunk_max + heads * (size_t)nch;
+  const dim3 grid((unsigned)nch, (unsigned)a->hkv, (unsigned)a->b);
+  hipLaunchKernelGGL(kd_fa3_v16_copy, grid, dim3(KD_FA3_V16_THREADS), 0,
+                     stream, (const kd_bf16 *)v, *a, *v16, chunk_max);
+  hipError_t e = hipGetLastError();
+  if (e != hipSuccess) return (int)e;
+  hipLaunchKernelGGL(kd_fa3_v16_rescale, grid, dim3(KD_FA3_V16_THREADS), 0,
+                     stream, (const kd_bf16 *)v, *a, (const float *)chunk_max,
+                     *v16, *vscale);
+  return (int)hipGetLastError();
+}
+
 /* Runs the kernel with configuration C: -1 when TMA cannot read K or V,
  * or the scale is zero or not finite (the caller goes on to the mma.sync
  * kernel), else a hipError_t. The caller has checked T, D <= C::DP, Q's
- * and O's rows. */
-template <typename T, class C>
+ * and O's rows. TV kd_half (bf16 T): V goes to f16 first, in work
+ * (kd_fa3_v16_bytes of it). */
+template <typename T, class C, typename TV = T>
 static int kd_fa3_run(hipStream_t stream, const void *q, const void *k,
-                      const void *v, void *o, const ke__attention_desc *a) {
+                      const void *v, void *o, const ke__attention_desc *a,
+                      void *work = nullptr) {
+  constexpr bool V16 = kd_fa3<T, C, TV>::V16;
   kd_tmap tk, tv;
+  /* V as TMA could read it (for V16 that is what the conversion's 16-byte
+   * loads need), then the f16 copy's map (at the start of work). */
   if (kd_fa3_map(&tk, k, *a, a->k_stride, C::BN) != 0 ||
       kd_fa3_map(&tv, v, *a, a->v_stride, C::BN) != 0)
     return -1;
-  auto kernel = kd_fa3_fwd<T, C>;
+  const int64_t v16_stride[3] = {a->hkv * a->sk * a->d, a->sk * a->d, a->d};
+  if (V16 && (!work || kd_fa3_map(&tv, work, *a, v16_stride, C::BN) != 0))
+    return -1;
+  auto kernel = kd_fa3_fwd<T, C, TV>;
   static int raised; /* per kernel and process; racing callers agree */
   if (!__atomic_load_n(&raised, __ATOMIC_RELAXED)) {
     const hipError_t e = hipFuncSetAttribute(
@@ -642,9 +791,16 @@ static int kd_fa3_run(hipStream_t stream, const void *q, const void *k,
    * one that is not finite, is the mma.sync kernel's. */
   const float scale_log2 = a->scale * 1.4426950408889634f;
   if (!(scale_log2 != 0.0f && fabsf(scale_log2) <= FLT_MAX)) return -1;
-  hipLaunchKernelGGL((kd_fa3_fwd<T, C>), kd_attn_grid(a, C::BM),
+  float *vscale = nullptr;
+  if constexpr (V16) {
+    kd_half *v16 = nullptr;
+    const int rc = kd_fa3_v16_prep(stream, v, a, work, &v16, &vscale);
+    if (rc != 0) return rc;
+  }
+  hipLaunchKernelGGL((kd_fa3_fwd<T, C, TV>), kd_attn_grid(a, C::BM),
                      dim3(C::THREADS), C::SMEM, stream, tk, tv, (const T *)q,
-                     (const T *)k, (const T *)v, (T *)o, *a, scale_log2);
+                     (const T *)k, (const T *)v, (T *)o, *a, scale_log2,
+                     (const float *)vscale);
   return (int)hipGetLastError();
 }
 

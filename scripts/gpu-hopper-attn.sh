@@ -12,7 +12,8 @@
 #   3. speed: perf/attention (B 1, H 16, S 4096: D 128 f16/bf16 causal
 #      and not, D 64 and D 256 bf16) with the mma.sync kernel
 #      (KILN_HOPPER_ATTN=0), the default, every schedule with P in two
-#      terms and in one (-p1, timing only), and the default and the schedule
+#      terms and in one (-p1, timing only), bf16's earlier two terms
+#      (p2: the default's schedule without V in f16), and the default and the schedule
 #      before ping-pong once more (their spread is the noise), beside
 #      torch's F.scaled_dot_product_attention on the same inputs;
 #   4. one table line per case and variant, and Nsight Compute on one
@@ -62,7 +63,7 @@ done
 keep
 
 # 3. Speed: each variant's perf/attention, then torch.
-modes="mma default nopp pp pp-serial pp64 p1 nopp-p1 pp-p1 pp-serial-p1 pp64-p1 serial default.2 nopp.2"
+modes="mma default nopp pp pp-serial pp64 p1 nopp-p1 pp-p1 pp-serial-p1 pp64-p1 p2 serial default.2 nopp.2"
 perf_rc=0
 for mode in $modes; do
   v=${mode%.2}

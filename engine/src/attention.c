@@ -186,6 +186,18 @@ int ke_attention(ke_context *ctx, const ke_tensor *q, const ke_tensor *k,
     return ke__attention_decode(ctx, q->dtype, q->data, k->data, v->data,
                                 o->data, &a);
   a.kernel = ke__attention_kernel(params, &a);
+  /* The Hopper kernel's workspace for bf16 (V in f16); where the cap
+   * refuses it the launch runs without, slower, not wrong. */
+  const size_t work = ke__attention_work_bytes(q->dtype, &a);
+  if (work) {
+    unsigned *counters;
+    float *room;
+    const int st = ke__scratch_get(ctx, 0, work, &counters, &room);
+    if (st == KE_OK)
+      a.work = room;
+    else if (st != KE_ECAP && st != KE_ENOMEM)
+      return st;
+  }
   KE__TIMED_LAUNCH(ctx, "attention",
                    ke__attention_launch(ctx->stream, q->dtype, q->data,
                                         k->data, v->data, o->data, &a));

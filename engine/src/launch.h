@@ -156,10 +156,15 @@ typedef struct ke__attention_desc {
   int64_t offset;
   int kernel;
   int round_p; /* P may be rounded once to the input dtype (kiln/attention.h) */
+  void *work;  /* NULL, or ke__attention_work_bytes of device workspace */
 } ke__attention_desc;
 int ke__attention_launch(void *stream, ke_dtype dtype, const void *q,
                          const void *k, const void *v, void *o,
                          const ke__attention_desc *desc);
+/* Device workspace the launch of desc (kernel resolved) would use: the
+ * Hopper kernel's f16 copy of bf16 V (kernels/kd-attn-wgmma.h); 0 for
+ * none. Without it the launch still runs (P then in two bf16 terms). */
+size_t ke__attention_work_bytes(ke_dtype dtype, const ke__attention_desc *desc);
 
 /* ---- Decode, split over the keys (kernels/kd-decode.h) ---- */
 

@@ -48,7 +48,10 @@
  * With round_p a kernel may round each p_j to the input dtype before P·V
  * (kiln/attention.h): a relative error of at most u_T (2^-11 for f16,
  * 2^-8 for bf16) in each weight of the numerator, and in l if it sums the
- * rounded weights, so at most 2 u_T max|v| more in atol.
+ * rounded weights, so at most 2 u_T max|v| more in atol. Without it, bf16
+ * on the Hopper kernel rounds each p_j once to f16 and takes V's f16 copy,
+ * off by at most 2^-16 max|v| per value (kernels/kd-attn-wgmma.h):
+ * (2 2^-11 + 2^-16) max|v| more.
  */
 #define LAMBDA 6.0
 #define U32 5.9604644775390625e-08
@@ -86,12 +89,20 @@ kt_tol attn_tol(const attn_case *c, const double *q, const double *k,
                        max_row_norm(k, c->b * c->hkv * c->sk, c->d);
   const double v_max = max_finite_abs(v, c->b * c->hkv * c->sk * c->d);
   kt_tol t = attn_tol_f32(s_max, v_max, c->d, c->sk);
-  if (c->dtype != KE_F32) {
-    t.atol = t.atol > 1e-5 ? t.atol : 1e-5;
-    t.rtol = c->dtype == KE_F16 ? 1e-3 : 1.6e-2;
-    t.max_nmse = c->dtype == KE_F16 ? 1e-6 : 5e-5;
-    if (c->round_p) t.atol += 2.0 * ldexp(1.0, c->dtype == KE_F16 ? -11 : -8) * v_max;
-  }
+  return c->dtype == KE_F32 ? t : attn_tol_16(t, c->dtype, c->round_p, v_max);
+}
+
+kt_tol attn_tol_16(kt_tol t, ke_dtype dt, int round_p, double v_max) {
+  t.atol = t.atol > 1e-5 ? t.atol : 1e-5;
+  t.rtol = dt == KE_F16 ? 1e-3 : 1.6e-2;
+  t.max_nmse = dt == KE_F16 ? 1e-6 : 5e-5;
+  /* The relative error of each weight where P is rounded once, and of
+   * V's f16 copy (bf16 on the Hopper kernel) per value. */
+  const int v16 = !round_p && dt == KE_BF16;
+  const double u_p = round_p ? ldexp(1.0, dt == KE_F16 ? -11 : -8)
+                             : (v16 ? ldexp(1.0, -11) : 0.0);
+  const double e_v = v16 ? ldexp(1.0, -16) : 0.0;
+  t.atol += (2.0 * u_p + e_v) * v_max;
   return t;
 }
 

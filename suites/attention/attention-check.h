@@ -33,6 +33,9 @@ kt_tol attn_tol(const attn_case *c, const double *q, const double *k,
  * to at most s_max (|scale| max||q|| max||k||), V's finite values at most
  * v_max, head dimension d and n keys; attn_tol builds on it. */
 kt_tol attn_tol_f32(double s_max, double v_max, int64_t d, int64_t n);
+/* The f16 or bf16 bound built on the f32 one t: the output's rounding, and
+ * P's where a kernel rounds it once (round_p; bf16 P in f16). */
+kt_tol attn_tol_16(kt_tol t, ke_dtype dt, int round_p, double v_max);
 ke_attention_params attn_params(const attn_case *c);
 /* attn_<dtype>_b.._h<hq>/<hkv>_sq.._sk.._d..[_causal][_off..][_tiled|_rows][_round_p] */
 void attn_case_name(const attn_case *c, char *buf, size_t n);

@@ -311,6 +311,62 @@ START_TEST(special_values) {
 }
 END_TEST
 
+/* ---- V's range --------------------------------------------------------------------- */
+
+/* V far outside f16's range: a power-of-two factor per (batch, kv head),
+ * 2^40, 2^-100, 2^100 and 2^-60, and a third of each head's keys 2^-20
+ * smaller still (bf16 on the Hopper kernel takes V to f16 with a scale per
+ * (batch, kv head): a scale missing or taken from another head fails).
+ * Each kv head's rows are held against the tolerance of its own inputs. */
+static void wide_v_range(ke_dtype dt, int causal) {
+  enum { B = 2, HQ = 4, HKV = 2, SQ = 77, SK = 150, D = 128, R = HQ / HKV };
+  static const int kExp[B][HKV] = {{40, -100}, {100, -60}};
+  int64_t qs[4] = {B, HQ, SQ, D}, ks[4] = {B, HKV, SK, D};
+  ke_tensor q, k, v, o;
+  attn_alloc_qkvo(&q, &k, &v, &o, dt, qs, ks);
+  attn_fill_qkv(&q, &k, &v, 1.0f);
+  attn_host h;
+  attn_host_read(&h, &q, &k, &v);
+  for (int64_t a = 0; a < B; a++)
+    for (int64_t hk = 0; hk < HKV; hk++)
+      for (int64_t j = 0; j < SK; j++)
+        for (int64_t e = 0; e < D; e++) {
+          double *x = &h.v[((a * HKV + hk) * SK + j) * D + e];
+          *x = ldexp(*x, kExp[a][hk] - (j % 3 == 0 ? 20 : 0));
+        }
+  attn_host_write(&h, &q, &k, &v);
+  attn_case c = tiled(dt, B, HQ, HKV, SQ, SK, D, causal);
+  ke_attention_params p = attn_params(&c);
+  kt_assert_ok(ke_attention(kt_ctx(), &q, &k, &v, &o, &p));
+  double *ref = attn_ref(&c, &h, &p);
+  for (int64_t a = 0; a < B; a++)
+    for (int64_t hk = 0; hk < HKV; hk++) {
+      const attn_case one = tiled(dt, 1, R, 1, SQ, SK, D, causal);
+      const int64_t q0 = (a * HQ + hk * R) * SQ * D, k0 = (a * HKV + hk) * SK * D;
+      const kt_tol tol = attn_tol(&one, h.q + q0, h.k + k0, h.v + k0);
+      ke_tensor ov = o; /* this kv head's query heads, packed */
+      ov.shape[0] = 1;
+      ov.shape[1] = R;
+      ov.data = (char *)o.data +
+                (a * o.stride[0] + hk * R * o.stride[1]) * (int64_t)ke_dtype_size(dt);
+      char name[80];
+      snprintf(name, sizeof name, "wide_v_%s%s_b%lld_kvh%lld", ke_dtype_name(dt),
+               causal ? "_causal" : "", (long long)a, (long long)hk);
+      kt_assert_close(name, &ov, ref + q0, tol);
+    }
+  free(ref);
+  attn_host_free(&h);
+  attn_free_qkvo(&q, &k, &v, &o);
+}
+
+START_TEST(wide_v_range_bf16_f32) {
+  for (int causal = 0; causal < 2; causal++) {
+    wide_v_range(KE_BF16, causal);
+    wide_v_range(KE_F32, causal);
+  }
+}
+END_TEST
+
 /* ---- GPU sizes (slow) -------------------------------------------------------------- */
 
 START_TEST(long_sequences) {
@@ -342,6 +398,7 @@ static const kt_test attention_tiled_tests[] = {
     KT_TEST(rounded_p),
     KT_TEST(packed_qkv_views),
     KT_TEST(special_values),
+    KT_TEST(wide_v_range_bf16_f32),
     KT_TEST(long_sequences, .tags = "slow", .timeout_s = 1800),
 };
 

@@ -150,12 +150,8 @@ kt_tol perf_attn_tol(ke_dtype dt, const double *q, int nq, const double *k,
   for (int64_t i = 0; i < sk * d; i++)
     if (fabs(v[i]) > v_max) v_max = fabs(v[i]);
   kt_tol t = attn_tol_f32(s_max, v_max, d, sk);
+  if (dt != KE_F32) t = attn_tol_16(t, dt, round_p, v_max);
   t.max_nmse = 0.0;
-  if (dt != KE_F32) {
-    t.atol = t.atol > 1e-5 ? t.atol : 1e-5;
-    t.rtol = kt_tol_default(dt).rtol;
-    if (round_p) t.atol += 2.0 * ldexp(1.0, dt == KE_F16 ? -11 : -8) * v_max;
-  }
   return t;
 }
 

@@ -107,7 +107,12 @@ void ke_mask_apply_ref(double *scores, int64_t matrices, int64_t sq,
  * merges their partial results (docs/kernels.md, "Decode"): same semantics
  * and sizes as above. Its partial results live in the engine's scratch
  * (kiln/engine.h, ke_scratch_release), allocated on first need; if the
- * allocation cap refuses it, the call runs unsplit. */
+ * allocation cap refuses it, the call runs unsplit.
+ *
+ * bf16 on the Hopper kernel (compute capability 9.0): an f16 copy of V
+ * (values scaled by a power of two per batch and KV head where they need
+ * it) lives in the same scratch for the call; if the cap refuses it, P
+ * stays in two bf16 terms (slower, and more exact). */
 typedef enum ke_attention_kernel {
   KE_ATTN_KERNEL_AUTO = 0,
   /* Tiles of query rows against tiles of keys (prefill): f16/bf16 on the
@@ -125,10 +130,13 @@ typedef struct ke_attention_params {
   int64_t causal_offset;   /* default -1: Sk - Sq */
   ke_attention_kernel kernel; /* default KE_ATTN_KERNEL_AUTO */
   /* default 0: the softmax weights P reach P·V to f32 accuracy (two 16-bit
-   * terms on the matrix units). 1 lets a kernel round P once to the input
-   * dtype first, as FlashAttention and PyTorch's fused kernels do: faster
-   * on the Hopper path (the only kernel that takes it today), with each
-   * output off by at most 2 u max|V| more (u: the dtype's unit roundoff;
+   * terms on the matrix units), except bf16 on the Hopper kernel: P
+   * rounded once to f16 against V's f16 copy, each output off by at most
+   * (2 2^-11 + 2^-16) max|V| more, eight times less than one bf16
+   * rounding. 1 lets a kernel round P once to the input dtype first, as
+   * FlashAttention and PyTorch's fused kernels do: faster on the Hopper
+   * path (the only kernel that takes it today), with each output off by
+   * at most 2 u max|V| more (u: the dtype's unit roundoff;
    * docs/kernels.md, "P in two 16-bit terms"). f32 inputs ignore it. */
   int round_p;
 } ke_attention_params;
