@@ -28,12 +28,12 @@
  *   PP64: ping-pong, D 128 on 64-key tiles in four slots, two loops (the
  *     overlap kept); other D as PP.
  *   SERIAL: the default's shape with P V waited for before the softmax.
- * Each in three forms of P: the kernel's (f16: two 16-bit terms; bf16: V
- * converted to f16 and P rounded once to f16, kd_fa3<T, C, TV>, where the
- * engine gave the workspace, else two terms), "p1" (one term of the
- * input's type, as round_p asks; it misses the suite's tolerance,
- * docs/kernels.md) and "p2" (two terms for bf16 too, the kernel before
- * V in f16; timing only). */
+ * Each in three forms of P: the kernel's (P rounded once to f16, its
+ * weights raised by 2^15: f16 as it is; bf16 against V converted to f16,
+ * kd_fa3<T, C, TV>, where the engine gave the workspace, else two bf16
+ * terms), "p1" (one term of the input's type, P in [0, 1], as round_p
+ * asks; bf16 misses the suite's default tolerance, docs/kernels.md) and
+ * "p2" (two 16-bit terms, the kernel before P in f16; timing only). */
 enum { KD_FA3_DEFAULT, KD_FA3_NOPP, KD_FA3_PP, KD_FA3_PP_SERIAL, KD_FA3_PP64,
        KD_FA3_SERIAL, KD_FA3_SCHEDULES };
 /* The default schedule of each padded D. */
@@ -56,7 +56,8 @@ constexpr bool kd_fa3_serial(int var, int dp) {
   return kd_fa3_sched(var, dp) == KD_FA3_SERIAL ||
          kd_fa3_sched(var, dp) == KD_FA3_PP_SERIAL;
 }
-template <int VAR> constexpr int kd_fa3_pt = VAR % KD_FA3_FORMS == 1 ? 1 : 2;
+/* kd_fa3_cfg's PTERMS of a variant's form: the same numbers. */
+template <int VAR> constexpr int kd_fa3_pt = VAR % KD_FA3_FORMS;
 /* V in f16 for bf16 T: the kernel's form of P, given a workspace. */
 template <typename T, int VAR>
 constexpr bool kd_fa3_v16 =

@@ -21,11 +21,12 @@
  *     runs on S's accumulator registers (a row's four lanes reduce with
  *     two shuffles) while P V may still be in flight (PIPE); then V of
  *     tile t - 1 is freed, O rescaled and P of tile t formed.
- * P is two T terms, hi + lo (PTERMS, as kd-attn-mma.h and docs/kernels.md
- * explain): two RS multiplies per 16 keys; or, for bf16 with the engine's
- * workspace, one f16 term against an f16 copy of V made first (TV,
- * kd_fa3_v16_prep): one RS multiply. O accumulates in the wgmma's f32
- * registers; the epilogue divides by l and writes T pairs from registers.
+ * P is one f16 term, its weights raised by 2^15 (f16; bf16 against an f16
+ * copy of V made first with the engine's workspace: TV, kd_fa3_v16_prep):
+ * one RS multiply per 16 keys; or two T terms, hi + lo (bf16 without the
+ * workspace; as kd-attn-mma.h and docs/kernels.md explain): two. O
+ * accumulates in the wgmma's f32 registers; the epilogue divides by l and
+ * writes T pairs from registers.
  *
  * Masks, special values and edges are kd-attn-mma.h's: keys at or past Sk
  * come in as zeros (TMA's fill); keys a row must not see are masked to
@@ -49,14 +50,16 @@
 #include "kd-wgmma.h"
 
 /* DP padded head dimension (64, 128, 192, 256), BN keys per tile (64 or
- * 128), STAGES K/V slots; PTERMS the 16-bit terms of P: 2 (hi + lo, the
- * kernel's), or 1 for timing only (it misses the suite's tolerance in f16
- * and bf16: docs/kernels.md); PIPE: the softmax overlaps the previous
- * tile's P V (false: both are waited for first); SPLIT_LOOP: the tiles
- * that need a mask run in a loop of their own (kd_fa3_consume); PINGPONG:
- * the two consumer warpgroups take turns issuing their multiplies (named
- * barriers), so that one's softmax runs under the other's. */
-template <int DP_, int BN_, int STAGES_, int PTERMS_ = 2, bool PIPE_ = true,
+ * 128), STAGES K/V slots; PTERMS the form of P: 0 the kernel's (one f16
+ * term where V is f16, else two terms: kd_fa3::ONE16), 2 two terms (hi +
+ * lo) for timing, 1 one term of T, P in [0, 1] (round_p; it misses the
+ * suite's default tolerance in bf16: docs/kernels.md); PIPE: the softmax
+ * overlaps the previous tile's P V (false: both are waited for first);
+ * SPLIT_LOOP: the tiles that need a mask run in a loop of their own
+ * (kd_fa3_consume); PINGPONG: the two consumer warpgroups take turns
+ * issuing their multiplies (named barriers), so that one's softmax runs
+ * under the other's. */
+template <int DP_, int BN_, int STAGES_, int PTERMS_ = 0, bool PIPE_ = true,
           bool SPLIT_LOOP_ = true, bool PINGPONG_ = false>
 struct kd_fa3_cfg {
   static constexpr int DP = DP_, BN = BN_, STAGES = STAGES_;
@@ -100,21 +103,24 @@ template <typename U> __device__ __forceinline__ U kd_fa3_get(const void *p) {
 /* T: the type of Q, K and O. TV: the type of V's tiles and of P, T or,
  * for bf16 T, kd_half: V converted to f16 beforehand with a power-of-two
  * scale per (batch, kv head) (kd_fa3_v16_prep, exact for every finite
- * bf16 value at or above 2^-38 of the head's largest) and P rounded once
- * to f16, 2^-11 relative, eight times finer than bf16's single rounding:
- * one RS multiply per 16 keys. */
+ * bf16 value at or above 2^-38 of the head's largest). Where V is f16
+ * (f16 T, or that copy) the kernel's form rounds P once to f16, 2^-11
+ * relative (torch's rounding of P in f16, eight times finer than bf16's
+ * single one): one RS multiply per 16 keys. */
 template <typename T, class C, typename TV = T> struct kd_fa3 {
   static constexpr int BN = C::BN, DP = C::DP, OW = C::OW, ON = C::ON;
   static constexpr bool V16 = !std::is_same<T, TV>::value;
-  static_assert(!V16 || (std::is_same<T, kd_bf16>::value &&
-                         std::is_same<TV, kd_half>::value),
-                "V in f16 for bf16 inputs only");
+  /* P once in f16, raised (below). */
+  static constexpr bool ONE16 =
+      C::PTERMS == 0 && std::is_same<TV, kd_half>::value;
+  static_assert(!V16 || (std::is_same<T, kd_bf16>::value && ONE16),
+                "V in f16 for bf16 inputs and the kernel's form only");
   /* P as hi + lo (two RS multiplies per 16 keys) or hi alone. */
-  static constexpr bool SPLIT = C::PTERMS == 2 && !V16;
-  /* The exponent P's weights are raised by where P is f16: the largest is
-   * 2^15, so that f16's subnormal range (below 2^-14) starts at 2^-29 of
-   * it; l and O carry the same factor, which O / l cancels. */
-  static constexpr float P_SHIFT = V16 ? 15.0f : 0.0f;
+  static constexpr bool SPLIT = C::PTERMS == 2 || (C::PTERMS == 0 && !ONE16);
+  /* The exponent P's weights are raised by where P is one f16 term: the
+   * largest is 2^15, so that f16's subnormal range (below 2^-14) starts
+   * at 2^-29 of it; l and O carry the same factor, which O / l cancels. */
+  static constexpr float P_SHIFT = ONE16 ? 15.0f : 0.0f;
   typedef kd_attn_block<T> geom;
 
   /* Q rows [0, 128) into [128][64] tiles, one per 64 columns, at the

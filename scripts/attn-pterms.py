@@ -5,8 +5,9 @@
 
 For each dumped case (f16 or bf16 Q, K, V packed [B, H, S, D]): the float64
 reference, then the errors of kiln's Hopper attention kernel with P in two
-terms (p2), in the kernel's own form (pk: for bf16, V in f16 and P rounded
-once to f16; for f16 the same as p2) and rounded once (p1), and of
+terms (p2), in the kernel's own form (pk: P rounded once to f16, its weights
+raised by 2^15; bf16 against V in f16) and rounded once to the input type
+(p1), and of
 torch.nn.functional.
 scaled_dot_product_attention with its default backend on the very same
 inputs (K and V repeated over the query heads of a group; causal as
@@ -15,8 +16,8 @@ else a boolean mask): max |x - e| / max|v|, max |x - e| / max(|e|, rms(e)),
 the worst |x - e| / (atol + rtol |e|) against the two-term bound (attn_tol
 in suites/attention/attention-check.c without a term for P's rounding) and
 NMSE over its limit, over the rows that see at least one key; last, pk's
-worst against the suite's bound for it (bf16: (2 2^-11 + 2^-16) max|v|
-more, for P in f16 and V's f16 copy). The backend that ran is named from the CUDA
+worst against the suite's bound for it (2 2^-11 max|v| more for P in f16,
+and 2^-16 max|v| for bf16 V's f16 copy). The backend that ran is named from the CUDA
 kernels the profiler saw.
 """
 import math
@@ -132,7 +133,7 @@ def main(d):
         res = [metrics(load(d, name, p, (b, hq, sq, dd), tdt), e, rows, vmax, atol, rtol, max_nmse)
                for p in ("p2", "pk", "p1")]
         res.append(metrics(t, e, rows, vmax, atol, rtol, max_nmse))
-        extra = 2 * 2.0 ** -11 + 2.0 ** -16 if dt == "bf16" else 0.0
+        extra = 2 * 2.0 ** -11 + (2.0 ** -16 if dt == "bf16" else 0.0)
         own = metrics(load(d, name, "pk", (b, hq, sq, dd), tdt), e, rows, vmax,
                       atol + extra * vmax, rtol, max_nmse)
         cells = [f"{res[i][m]:.3g}" for m in range(4) for i in range(4)] + [f"{own[2]:.3g}"]

@@ -96,11 +96,11 @@ kt_tol attn_tol_16(kt_tol t, ke_dtype dt, int round_p, double v_max) {
   t.atol = t.atol > 1e-5 ? t.atol : 1e-5;
   t.rtol = dt == KE_F16 ? 1e-3 : 1.6e-2;
   t.max_nmse = dt == KE_F16 ? 1e-6 : 5e-5;
-  /* The relative error of each weight where P is rounded once, and of
-   * V's f16 copy (bf16 on the Hopper kernel) per value. */
+  /* The relative error of each weight where P is rounded once (round_p:
+   * to the input type; else to f16 on the Hopper kernel), and of V's f16
+   * copy (bf16 on the Hopper kernel) per value. */
   const int v16 = !round_p && dt == KE_BF16;
-  const double u_p = round_p ? ldexp(1.0, dt == KE_F16 ? -11 : -8)
-                             : (v16 ? ldexp(1.0, -11) : 0.0);
+  const double u_p = round_p && dt == KE_BF16 ? ldexp(1.0, -8) : ldexp(1.0, -11);
   const double e_v = v16 ? ldexp(1.0, -16) : 0.0;
   t.atol += (2.0 * u_p + e_v) * v_max;
   return t;

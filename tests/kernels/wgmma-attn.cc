@@ -132,9 +132,12 @@ static void one(const shape &p, float scale, bool entry = false,
    * uT vmax: added to the bound, which then checks the indexing. */
   const double ut = std::is_same<T, kd_bf16>::value ? ldexp(1.0, -8)
                                                      : ldexp(1.0, -11);
-  /* P rounded once to f16 and V's f16 copy: (2 2^-11 + 2^-16) vmax, as
-   * attn_tol has it for bf16. */
-  const double u16 = use_v16 ? 2 * ldexp(1.0, -11) + ldexp(1.0, -16) : 0;
+  /* P rounded once to f16 (the kernel's form where V is f16), and V's f16
+   * copy: 2 2^-11 vmax, and 2^-16 vmax for the copy, as attn_tol has
+   * them. */
+  const bool one16 = kd_fa3<T, C, TV>::ONE16 || (entry && use_v16);
+  const double u16 = (one16 ? 2 * ldexp(1.0, -11) : 0) +
+                     (use_v16 ? ldexp(1.0, -16) : 0);
   const double smax = fabs(scale) * qmax * kmax;
   const double atol = fmax(1e-5, (2 * (es + 3 * u * smax + 4 * u) +
                                   lam * sqrt((double)p.sk) * u +
@@ -215,8 +218,8 @@ static void one(const shape &p, float scale, bool entry = false,
     printf("ok  %s DP %d BN %d%s%s%s D %lld Sq %lld Sk %lld causal %d: worst "
            "%.3f of the tolerance\n",
            std::is_same<T, kd_bf16>::value ? "bf16" : "f16", C::DP, C::BN,
-           C::PINGPONG ? " ping-pong" : "", C::PTERMS == 1 ? " P1" : "",
-           use_v16 ? " V16" : "",
+           C::PINGPONG ? " ping-pong" : "", C::PTERMS == 1 ? " P1" :
+           one16 ? " P16" : "", use_v16 ? " V16" : "",
            (long long)p.d, (long long)p.sq, (long long)p.sk, p.causal, worst);
   }
   hipFree(q);
@@ -284,17 +287,26 @@ template <typename T> static void all() {
       {1, 2, 2, 130, 300, 64, 1, 40, false, -1}, 0.125f);
   one<T, kd_fa3_d256<KD_FA3_FORMS * KD_FA3_PP + 1>>(
       {1, 2, 2, 130, 130, 200, 1, 5, true, -1}, 0.0625f);
-  /* Other shapes of the loop: D 128 on 64-key tiles in two loops, D 64 in
-   * one, D 256 overlapped in one loop and in two (no ping-pong). */
-  one<T, kd_fa3_cfg<128, 64, 4, 2, true, true>>(
+  /* P in two terms for f16 too (the "p2" variant), with and without
+   * ping-pong. */
+  one<T, kd_fa3_d128<KD_FA3_FORMS * KD_FA3_PP + 2>>(
       {1, 4, 2, 200, 200, 128, 1, 0, false, -1}, 0.0884f);
-  one<T, kd_fa3_cfg<128, 64, 4, 2, true, true>>(
-      {1, 1, 1, 64, 300, 128, 1, 100, false, 110}, 0.0884f);
-  one<T, kd_fa3_cfg<64, 128, 3, 2, true, false>>(
+  one<T, kd_fa3_d64<KD_FA3_FORMS * KD_FA3_NOPP + 2>>(
       {1, 2, 2, 130, 300, 64, 1, 40, false, -1}, 0.125f);
-  one<T, kd_fa3_cfg<256, 64, 2, 2, true, false>>(
+  one<T, kd_fa3_d256<KD_FA3_FORMS * KD_FA3_PP + 2>>(
+      {1, 2, 1, 64, 130, 256, 1, 5, false, 20}, 0.0625f);
+  /* Other shapes of the loop, in the kernel's form: D 128 on 64-key tiles
+   * in two loops, D 64 in one, D 256 overlapped in one loop and in two (no
+   * ping-pong). */
+  one<T, kd_fa3_cfg<128, 64, 4, 0, true, true>>(
+      {1, 4, 2, 200, 200, 128, 1, 0, false, -1}, 0.0884f);
+  one<T, kd_fa3_cfg<128, 64, 4, 0, true, true>>(
+      {1, 1, 1, 64, 300, 128, 1, 100, false, 110}, 0.0884f);
+  one<T, kd_fa3_cfg<64, 128, 3, 0, true, false>>(
+      {1, 2, 2, 130, 300, 64, 1, 40, false, -1}, 0.125f);
+  one<T, kd_fa3_cfg<256, 64, 2, 0, true, false>>(
       {1, 2, 2, 130, 130, 200, 1, 5, true, -1}, 0.0625f);
-  one<T, kd_fa3_cfg<256, 64, 2, 2, true, true>>(
+  one<T, kd_fa3_cfg<256, 64, 2, 0, true, true>>(
       {1, 2, 2, 130, 130, 200, 1, 5, true, -1}, 0.0625f);
   if constexpr (std::is_same<T, kd_bf16>::value) {
     /* bf16 with V in f16 (the kernel's form, kd_fa3<T, C, TV>): every
@@ -344,6 +356,8 @@ static void routing() {
     printf("ok  KILN_HOPPER_ATTN=0 turns the Hopper kernel off\n");
   }
   one<kd_bf16, kd_fa3_d128<>>({1, 2, 1, 70, 90, 128, 1, 0, false, -1},
+                              0.0884f, true);
+  one<kd_half, kd_fa3_d128<>>({1, 2, 1, 70, 90, 128, 1, 0, false, -1},
                               0.0884f, true);
   /* With the workspace, as the engine gives it: V in f16. */
   one<kd_bf16, kd_fa3_d128<>>({1, 2, 2, 70, 90, 128, 1, 0, false, -1},

@@ -130,14 +130,16 @@ typedef struct ke_attention_params {
   int64_t causal_offset;   /* default -1: Sk - Sq */
   ke_attention_kernel kernel; /* default KE_ATTN_KERNEL_AUTO */
   /* default 0: the softmax weights P reach P·V to f32 accuracy (two 16-bit
-   * terms on the matrix units), except bf16 on the Hopper kernel: P
-   * rounded once to f16 against V's f16 copy, each output off by at most
-   * (2 2^-11 + 2^-16) max|V| more, eight times less than one bf16
-   * rounding. 1 lets a kernel round P once to the input dtype first, as
-   * FlashAttention and PyTorch's fused kernels do: faster on the Hopper
-   * path (the only kernel that takes it today), with each output off by
-   * at most 2 u max|V| more (u: the dtype's unit roundoff;
-   * docs/kernels.md, "P in two 16-bit terms"). f32 inputs ignore it. */
+   * terms on the matrix units), except on the Hopper kernel: P rounded
+   * once to f16 (bf16: against V's f16 copy), its weights raised so that
+   * none is an f16 subnormal above 2^-29 of the largest; each output off
+   * by at most 2 2^-11 max|V| more (bf16: + 2^-16 max|V|), eight times
+   * less than one bf16 rounding. 1 lets a kernel round P once to the
+   * input dtype first, weights in [0, 1], as FlashAttention and PyTorch's
+   * fused kernels do: faster for bf16 on the Hopper path (the only kernel
+   * that takes it today), with each output off by at most 2 u max|V| more
+   * (u: the dtype's unit roundoff; docs/kernels.md, "P in two 16-bit
+   * terms"). f32 inputs ignore it. */
   int round_p;
 } ke_attention_params;
 
