@@ -28,13 +28,20 @@
  * back, in vscale. */
 enum { KD_FA3_V16_CH = 128, KD_FA3_V16_THREADS = 256 };
 
-/* Bytes of the workspace for V in f16: the f16 copy, the chunks' maxima,
- * the heads' factors. */
+/* The workspace for V in f16, in order: the f16 copy (its bytes rounded
+ * up to 16), each head's chunk maxima (kd_fa3_v16_chunks of them), each
+ * head's factor. */
+KD_HOSTDEV int64_t kd_fa3_v16_chunks(int64_t sk) {
+  return (sk + KD_FA3_V16_CH - 1) / KD_FA3_V16_CH;
+}
+static inline size_t kd_fa3_v16_copy_bytes(const ke__attention_desc *a) {
+  return ((size_t)(a->b * a->hkv) * (size_t)a->sk * (size_t)a->d * 2 + 15) /
+         16 * 16;
+}
 static inline size_t kd_fa3_v16_bytes(const ke__attention_desc *a) {
   const size_t heads = (size_t)(a->b * a->hkv);
-  const size_t nch = (size_t)((a->sk + KD_FA3_V16_CH - 1) / KD_FA3_V16_CH);
-  const size_t copy = heads * (size_t)a->sk * (size_t)a->d * 2;
-  return (copy + 15) / 16 * 16 + heads * (nch + 1) * sizeof(float);
+  return kd_fa3_v16_copy_bytes(a) +
+         heads * ((size_t)kd_fa3_v16_chunks(a->sk) + 1) * sizeof(float);
 }
 
 /* Key j of V's (batch blockIdx.z, kv head blockIdx.y). */
@@ -82,7 +89,7 @@ kd_fa3_v16_copy(const kd_bf16 *__restrict__ v, ke__attention_desc a,
   __shared__ float red[KD_REDUCE_SCRATCH];
   float mx = kd_fa3_v16_chunk(v, a, v16, 1.0f, 1.0f);
   mx = kd_block_reduce(mx, kd_max_op(), 0.0f, red);
-  const int64_t nch = (a.sk + KD_FA3_V16_CH - 1) / KD_FA3_V16_CH;
+  const int64_t nch = kd_fa3_v16_chunks(a.sk);
   if (threadIdx.x == 0)
     chunk_max[((int64_t)blockIdx.z * a.hkv + blockIdx.y) * nch + blockIdx.x] = mx;
 }
@@ -93,7 +100,7 @@ kd_fa3_v16_rescale(const kd_bf16 *__restrict__ v, ke__attention_desc a,
                    kd_half *__restrict__ v16, float *__restrict__ vscale) {
   __shared__ float red[KD_REDUCE_SCRATCH];
   const int64_t head = (int64_t)blockIdx.z * a.hkv + blockIdx.y;
-  const int64_t nch = (a.sk + KD_FA3_V16_CH - 1) / KD_FA3_V16_CH;
+  const int64_t nch = kd_fa3_v16_chunks(a.sk);
   float mx = 0.0f;
   for (int64_t i = threadIdx.x; i < nch; i += KD_FA3_V16_THREADS)
     mx = fmaxf(mx, chunk_max[head * nch + i]);
@@ -112,12 +119,10 @@ kd_fa3_v16_rescale(const kd_bf16 *__restrict__ v, ke__attention_desc a,
 static inline int kd_fa3_v16_prep(hipStream_t stream, const void *v,
                                   const ke__attention_desc *a, void *work,
                                   kd_half **v16, float **vscale) {
-  const size_t heads = (size_t)(a->b * a->hkv);
-  const int64_t nch = (a->sk + KD_FA3_V16_CH - 1) / KD_FA3_V16_CH;
-  const size_t copy = heads * (size_t)a->sk * (size_t)a->d * 2;
+  const int64_t nch = kd_fa3_v16_chunks(a->sk);
   *v16 = (kd_half *)work;
-  float *chunk_max = (float *)((char *)work + (copy + 15) / 16 * 16);
-  *vscale = chunk_max + heads * (size_t)nch;
+  float *chunk_max = (float *)((char *)work + kd_fa3_v16_copy_bytes(a));
+  *vscale = chunk_max + (size_t)(a->b * a->hkv) * (size_t)nch;
   const dim3 grid((unsigned)nch, (unsigned)a->hkv, (unsigned)a->b);
   hipLaunchKernelGGL(kd_fa3_v16_copy, grid, dim3(KD_FA3_V16_THREADS), 0,
                      stream, (const kd_bf16 *)v, *a, *v16, chunk_max);

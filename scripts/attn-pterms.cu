@@ -5,7 +5,8 @@
 // the input type, P in [0, 1] (p1, the "p1" variant, round_p's),
 // measured against a double
 // reference at the attention suites' awkward sizes and the perf shape
-// (docs/performance.md, "P in one or two terms", "bf16 P in f16"). A
+// (docs/performance.md, "P in one or two terms", "bf16 attention with V
+// in f16", "f16 attention with P in one f16 term"). A
 // measuring tool, not part of the engine; the same source builds two ways:
 //
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a
