@@ -212,7 +212,7 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
 
   const int tid = threadIdx.x, ty = tid / 16, tx = tid % 16;
   typename K::geom g;
-  g.init(a, q, k, v, o, C::BM, true); /* causal: longest tiles first */
+  g.init(a, q, k, v, o, C::BM);
   const int blk_min_lim = g.lim(a, g.row0);
 #if defined(KE_PLANTED_BUG)
   /* Planted bug (mutant library only): the original engine's attention,

@@ -218,9 +218,9 @@ template <typename T, class C>
 __device__ __forceinline__ void kd_fa3_produce(const kd_tmap *tk,
                                                const kd_tmap *tv,
                                                unsigned char *slots,
-                                               kd_fa3_bars b, int ntiles) {
+                                               kd_fa3_bars b, int ntiles,
+                                               int hk, int bz) {
   constexpr int BN = C::BN, S = C::STAGES;
-  const int hk = (int)blockIdx.y, bz = (int)blockIdx.z;
   for (int t = 0; t < ntiles; t++) {
     const int s = t % S, ph = (t / S) & 1;
     unsigned char *ks = slots + s * C::STAGE_BYTES, *vs = ks + C::KV_BYTES;
@@ -617,12 +617,13 @@ kd_fa3_fwd(const __grid_constant__ kd_tmap tk,
   if (wg == 0) {
     kd_wg_regs_dec<24>();
     if (threadIdx.x == 0)
-      kd_fa3_produce<T, C>(&tk, &tv, slots, b, ntiles);
+      kd_fa3_produce<T, C>(&tk, &tv, slots, b, ntiles, (int)g.hk,
+                           (int)g.bz);
   } else {
     kd_wg_regs_inc<240>();
     kd_fa3_consume<T, C, TV>(
         a, g, qs, slots, zv, b, ntiles, wg - 1, fabsf(scale_log2),
-        K::V16 ? vscale[(int64_t)blockIdx.z * a.hkv + blockIdx.y] : 1.0f);
+        K::V16 ? vscale[g.bz * a.hkv + g.hk] : 1.0f);
   }
 }
 

@@ -1,4 +1,5 @@
-/* What the tiled attention kernels (kd-attn-mma.h, kd-attn-simt.h) share:
+/* What the tiled attention kernels (kd-attn-mma.h, kd-attn-simt.h,
+ * kd-attn-wgmma.h) share:
  * which rows a block owns, where they live, and which keys they see.
  *
  * Rows of a kv head are (query, query head of the kv head's group) pairs,
@@ -6,12 +7,12 @@
  * So a block's rows span the group's heads for a few queries, sharing every
  * K/V tile it loads, and their causal limits stay close. The grid is (row
  * tiles, Hkv, B); a causal grid starts with its last row tiles, the longest,
- * so that the short ones fill the tail. With `global_order` a block takes
- * its (row tile, kv head, batch) from its place in the launch order (x,
- * then y, then z), longest row tiles first over every head and batch:
- * otherwise the blocks run head by head, each head's short tiles ahead of
- * the next head's long ones, and a causal grid ends in a tail of long
- * tiles.
+ * so that the short ones fill the tail: a block takes its (row tile, kv
+ * head, batch) from its place in the launch order (x, then y, then z),
+ * longest row tiles first over every head and batch. Head by head, each
+ * head's short tiles would run ahead of the next head's long ones, and a
+ * causal grid would end in a tail of long tiles (the Hopper kernel's
+ * causal rows took 15-17 % longer so: docs/performance.md).
  */
 #ifndef KILN_KD_ATTN_H
 #define KILN_KD_ATTN_H
@@ -31,28 +32,32 @@ template <typename T> struct kd_attn_block {
   const T *q, *k, *v; /* q: this batch; k, v: this kv head */
   T *o;
   int kv_end;         /* keys past the last one any row sees are not loaded */
-  int64_t hk;         /* the kv head */
+  int64_t hk, bz;     /* the kv head and the batch */
 
   __device__ __forceinline__ void init(const ke__attention_desc &a,
                                        const T *q_, const T *k_,
-                                       const T *v_, T *o_, int bm,
-                                       bool global_order = false) {
+                                       const T *v_, T *o_, int bm) {
     int64_t b = blockIdx.z, tile = blockIdx.x;
     hk = blockIdx.y;
-    if (a.causal && global_order) {
-      const int64_t heads = (int64_t)gridDim.y * gridDim.z;
-      const int64_t lin =
-          blockIdx.x + (int64_t)gridDim.x * (blockIdx.y + (int64_t)gridDim.y *
-                                                              blockIdx.z);
+    /* In 32 bits (a grid of 2^32 blocks or more keeps the head-by-head
+     * order): with 64-bit divisions here, even untaken, the tensor-core
+     * kernels' non-causal grids ran 1-3 % slower (H200, 2026-11-28). */
+    if (a.causal &&
+        (uint64_t)gridDim.x * gridDim.y * gridDim.z <= UINT32_MAX) {
+      const unsigned heads = gridDim.y * gridDim.z;
+      const unsigned lin =
+          blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+      const unsigned head = lin % heads;
       tile = gridDim.x - 1 - lin / heads;
-      hk = lin % heads % gridDim.y;
-      b = lin % heads / gridDim.y;
+      hk = head % gridDim.y;
+      b = head / gridDim.y;
     } else if (a.causal) {
       tile = gridDim.x - 1 - blockIdx.x;
     }
     ratio = a.hq / a.hkv;
     rows_total = ratio * a.sq;
     row0 = tile * bm;
+    bz = b;
     q = q_ + b * a.q_stride[0];
     o = o_ + b * a.o_stride[0];
     k = k_ + b * a.k_stride[0] + hk * a.k_stride[1];
