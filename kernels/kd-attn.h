@@ -37,8 +37,9 @@ template <typename T> struct kd_attn_block {
   __device__ __forceinline__ void init(const ke__attention_desc &a,
                                        const T *q_, const T *k_,
                                        const T *v_, T *o_, int bm) {
-    int64_t b = blockIdx.z, tile = blockIdx.x;
+    int64_t tile = blockIdx.x;
     hk = blockIdx.y;
+    bz = blockIdx.z;
     /* In 32 bits (a grid of 2^32 blocks or more keeps the head-by-head
      * order): with 64-bit divisions here, even untaken, the tensor-core
      * kernels' non-causal grids ran 1-3 % slower (H200, 2026-11-28). */
@@ -50,18 +51,17 @@ template <typename T> struct kd_attn_block {
       const unsigned head = lin % heads;
       tile = gridDim.x - 1 - lin / heads;
       hk = head % gridDim.y;
-      b = head / gridDim.y;
+      bz = head / gridDim.y;
     } else if (a.causal) {
       tile = gridDim.x - 1 - blockIdx.x;
     }
     ratio = a.hq / a.hkv;
     rows_total = ratio * a.sq;
     row0 = tile * bm;
-    bz = b;
-    q = q_ + b * a.q_stride[0];
-    o = o_ + b * a.o_stride[0];
-    k = k_ + b * a.k_stride[0] + hk * a.k_stride[1];
-    v = v_ + b * a.v_stride[0] + hk * a.v_stride[1];
+    q = q_ + bz * a.q_stride[0];
+    o = o_ + bz * a.o_stride[0];
+    k = k_ + bz * a.k_stride[0] + hk * a.k_stride[1];
+    v = v_ + bz * a.v_stride[0] + hk * a.v_stride[1];
     const int64_t last = (row0 + bm < rows_total ? row0 + bm : rows_total) - 1;
     kv_end = lim(a, last);
   }
