@@ -4,6 +4,9 @@
 # run starts, then replaced by a new file (another inode) and a third run
 # starts. All three share one set: never more than two tests hold a slot
 # at once across the three reports, and the slots are back at full after.
+# And one set per file, however it is named: six runs on a 1-slot device,
+# each naming the key another way (., //, a relative name, a symbolic link
+# to the file, one to its folder), never hold the slot two at once.
 . "$(dirname "$0")/lib.sh"
 
 export KILN_FAULT_SLEEP_MS=1500
@@ -29,4 +32,26 @@ waits=$(cat "$T"/{b,c}/report.yaml | grep -E '^ +token_wait_ms:' | awk '$2 > 300
   fail "only $waits tests of runs b and c waited for a slot"
 expect_tokens_full "after the three runs"
 expect_no_runners "after the three runs"
+
+ln -s "$KEY" "$T/key-link"
+ln -s "$T" "$T/dir-link"
+names=("$KEY" "$T/./tokens" "$T//tokens" tokens "$T/key-link" "$T/dir-link/tokens")
+export KILN_FAULT_SLEEP_MS=300
+pids=()
+for i in "${!names[@]}"; do
+  KILN_TOKEN_KEY=${names[$i]} KILN_FAULT_SLEEP_LOG="$T/n$i.sleeps" "$KILN" run --backend host \
+    --slots 1 -j 1 --repeat 2 -o "$T/n$i" faults/sleeper >"$T/n$i.txt" 2>&1 &
+  pids+=($!)
+done
+rcs=""
+for p in "${pids[@]}"; do wait "$p"; rcs="$rcs$?"; done
+expect_eq "$rcs" 000000 "six runs, the key named six ways, pass"
+n=$("$KH_PROBE" overlap "$T"/n[0-5].sleeps)
+expect_eq "$n" 1 "one key file named six ways: at most 1 test held the 1 slot at once"
+for i in "${!names[@]}"; do
+  KILN_TOKEN_KEY=${names[$i]} k devices --backend host
+  expect_out 'slots 1 total, 1 free' "kiln devices with the key named ${names[$i]}: the one set"
+done
+# Sets that a name of its own made (before keys were canonical) go too.
+for i in "${!names[@]}"; do "$KH_PROBE" semrm "${names[$i]}" 2>/dev/null; done
 finish

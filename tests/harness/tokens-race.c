@@ -91,7 +91,7 @@ static int round_ok(const char *dir, int round) {
   int cap = krun_tokens_capacity(&t, 0), free_slots = krun_tokens_free(&t, 0);
   /* The set, its key file and holder folders go with the round. */
   semctl(t.semid, 0, IPC_RMID);
-  char sub[PATH_MAX + 8];
+  char sub[sizeof t.holders + 8];
   snprintf(sub, sizeof sub, "%s/0", t.holders);
   rmdir(sub), rmdir(t.holders), unlink(key);
   if (cap != WANT || free_slots != WANT || bad) {

@@ -354,13 +354,18 @@ void krun_plan_free(krun_plan *p);
 typedef struct krun_tokens {
   int semid;
   char key_path[PATH_MAX];
-  char holders[PATH_MAX];   /* key_path + ".d": <device>/<pid> files */
+  char holders[PATH_MAX + 8];  /* key_path + ".d": <device>/<pid> files */
 } krun_tokens;
 
 /* The key path: --token-key, $KILN_TOKEN_KEY, /tmp/kiln-tokens-<backend>. */
 char *krun_tokens_key(const char *flag, int backend);
-/* The System V key of a key path: a hash of its absolute name, the same
- * for every kiln on the host whether or not the file still exists. */
+/* The canonical name of a key path: absolute, every symbolic link
+ * followed (a dangling one too), no ".", ".." or "//"; where the file is
+ * not there, its folder's canonical name and its own. 0, or -1 (errno). */
+int krun_tokens_canon(const char *path, char *out, size_t n);
+/* The System V key of a key path: a hash of its canonical name, the same
+ * for every kiln on the host, whatever name it was given and whether or
+ * not the file still exists. */
 key_t krun_tokens_ipc_key(const char *path);
 /* Opens the set of the key path; create: make key file and set when
  * missing. 0; 1 (create 0) when there is no set yet; -1 with err. */

@@ -1,7 +1,9 @@
 /* Device tokens: a System V semaphore set shared by every kiln on the
- * host, keyed by a hash of PATH's absolute name (krun_tokens_ipc_key), not
- * by ftok's inode: a cleaner that deletes or replaces the file in /tmp
- * would otherwise give the next kiln a second set. System V rather than POSIX semaphores
+ * host, keyed by a hash of PATH's canonical name (krun_tokens_canon:
+ * absolute, symbolic links followed, ".", ".." and "//" gone), not by
+ * ftok's inode: a cleaner that deletes or replaces the file in /tmp would
+ * otherwise give the next kiln a second set, and two names of one file
+ * two sets. System V rather than POSIX semaphores
  * because SEM_UNDO lets the kernel return a dead process's slots, which no
  * other primitive does: a child takes its slots with SEM_UNDO (kiln's
  * runners do it themselves: KILN_TAKE_SLOTS, or a warm child's
@@ -46,13 +48,82 @@ char *krun_tokens_key(const char *flag, int backend) {
   return kh_asprintf("/tmp/kiln-tokens-%s", krun_backend_names[backend]);
 }
 
+/* Collapses "//", "/./" and "/../" of an absolute name in place. */
+static void lexical(char *p) {
+  char *out = p;
+  for (const char *in = p; *in;) {
+    while (*in == '/') in++;
+    const char *end = in + strcspn(in, "/");
+    size_t n = (size_t)(end - in);
+    if (n == 0 || (n == 1 && in[0] == '.')) {
+    } else if (n == 2 && in[0] == '.' && in[1] == '.') {
+      while (out > p && *--out != '/') {
+      }
+    } else {
+      *out++ = '/';
+      memmove(out, in, n);
+      out += n;
+    }
+    in = end;
+  }
+  if (out == p) *out++ = '/';
+  *out = '\0';
+}
+
+int krun_tokens_canon(const char *path, char *out, size_t n) {
+  char abs[2 * PATH_MAX], dir[PATH_MAX];
+  if (!path || !*path) return errno = EINVAL, -1;
+  if (path[0] == '/') snprintf(abs, sizeof abs, "%s", path);
+  else if (getcwd(dir, sizeof dir)) snprintf(abs, sizeof abs, "%s/%s", dir, path);
+  else return -1;
+  /* A dangling symbolic link names the file it would create. */
+  for (int hops = 0; hops < 40; hops++) {
+    char target[PATH_MAX];
+    ssize_t len = readlink(abs, target, sizeof target - 1);
+    if (len <= 0) break;
+    target[len] = '\0';
+    if (target[0] == '/') {
+      snprintf(abs, sizeof abs, "%s", target);
+    } else {
+      char *slash = strrchr(abs, '/');
+      slash[1] = '\0';
+      size_t used = strlen(abs);
+      snprintf(abs + used, sizeof abs - used, "%s", target);
+    }
+  }
+  char real[PATH_MAX];
+  if (realpath(abs, real)) {
+    if (strlen(real) >= n) return errno = ENAMETOOLONG, -1;
+    snprintf(out, n, "%s", real);
+    return 0;
+  }
+  /* The file is not there (yet): its folder resolved, then its name. */
+  char *slash = strrchr(abs, '/');
+  const char *base = slash + 1;
+  *slash = '\0';
+  int plain = *base && strcmp(base, ".") != 0 && strcmp(base, "..") != 0;
+  if (plain && realpath(*abs ? abs : "/", real)) {
+    if (strlen(real) + 1 + strlen(base) >= n) return errno = ENAMETOOLONG, -1;
+    snprintf(out, n, "%s%s%s", real, strcmp(real, "/") ? "/" : "", base);
+    return 0;
+  }
+  /* Not even its folder is there: the name itself, tidied. */
+  *slash = '/';
+  lexical(abs);
+  if (strlen(abs) >= n) return errno = ENAMETOOLONG, -1;
+  snprintf(out, n, "%s", abs);
+  return 0;
+}
+
 key_t krun_tokens_ipc_key(const char *path) {
-  char cwd[PATH_MAX] = "";
-  if (path[0] != '/' && !getcwd(cwd, sizeof cwd)) cwd[0] = '\0';
-  /* FNV-1a over "kiln-tokens:" CWD "/" PATH, 31 bits, never IPC_PRIVATE. */
+  char canon[PATH_MAX];
+  if (krun_tokens_canon(path, canon, sizeof canon) != 0)
+    snprintf(canon, sizeof canon, "%s", path);
+  /* FNV-1a over "kiln-tokens:" and the canonical name, 31 bits, never
+   * IPC_PRIVATE. */
   unsigned h = 2166136261u;
-  const char *parts[] = {"kiln-tokens:", cwd, *cwd ? "/" : "", path};
-  for (int i = 0; i < 4; i++)
+  const char *parts[] = {"kiln-tokens:", canon};
+  for (int i = 0; i < 2; i++)
     for (const unsigned char *p = (const unsigned char *)parts[i]; *p; p++)
       h = (h ^ *p) * 16777619u;
   h &= 0x7fffffffu;
@@ -78,10 +149,17 @@ static int wait_ready(int semid) {
   return errno = ETIMEDOUT, -1;
 }
 
+/* The holder files' folder: the canonical key's, so that every name of
+ * one key file finds the same holders. */
+static void name_set(krun_tokens *t, const char *path) {
+  if (krun_tokens_canon(path, t->key_path, sizeof t->key_path) != 0)
+    snprintf(t->key_path, sizeof t->key_path, "%s", path);
+  snprintf(t->holders, sizeof t->holders, "%s.d", t->key_path);
+}
+
 int krun_tokens_open(krun_tokens *t, const char *path, int create, kh_err *err) {
   memset(t, 0, sizeof *t);
-  snprintf(t->key_path, sizeof t->key_path, "%s", path);
-  snprintf(t->holders, sizeof t->holders, "%s.d", path);
+  name_set(t, path);
   if (!create) {
     /* Reading only: a key or a set that is not there is not made. */
     t->semid = semget(krun_tokens_ipc_key(path), 0, 0);
@@ -98,6 +176,7 @@ int krun_tokens_open(krun_tokens *t, const char *path, int create, kh_err *err) 
     return kh_errf(err, "token key %s: cannot create: %s", path,
                     strerror(errno));
   close(fd);
+  name_set(t, path);        /* a dangling link now names a file */
   key_t key = krun_tokens_ipc_key(path);
   t->semid = semget(key, NSEMS, IPC_CREAT | IPC_EXCL | 0660);
   if (t->semid >= 0) {
