@@ -203,11 +203,9 @@ ke_attention_fwd(const T *__restrict__ q, const T *__restrict__ k,
     kv_end = kv_end < 0 ? 0 : (kv_end > a.sk ? a.sk : kv_end);
   }
   if (!active) lim = 0;
-#if defined(KE_PLANTED_BUG)
-  /* Planted bug, built only into the mutant library that proves the tests
-   * can fail: the original engine's attention, right for at most 32 keys. */
-  if (kv_end > 32) kv_end = 32;
-#endif
+  /* Planted bug (kd.h): the original engine's attention, right for at
+   * most 32 keys. */
+  if (KD_PLANTED && kv_end > 32) kv_end = 32;
 
   float qr[DPT], acc[DPT];
   {

@@ -91,3 +91,9 @@ extern "C" int ke__fault_divergent_barrier_launch(void *stream, float *out) {
                      (hipStream_t)stream, out);
   return (int)hipGetLastError();
 }
+
+#if defined(KD_PLANTED_SWITCH) && defined(KILN_BACKEND_HOST) && !defined(KE_PLANTED_BUG)
+/* The switch of the planted bugs (kd.h): set only by the mutant runners
+ * (suites/planted.c). */
+extern "C" int kd_planted_bug = 0;
+#endif

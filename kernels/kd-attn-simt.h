@@ -214,11 +214,9 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
   typename K::geom g;
   g.init(a, q, k, v, o, C::BM);
   const int blk_min_lim = g.lim(a, g.row0);
-#if defined(KE_PLANTED_BUG)
-  /* Planted bug (mutant library only): the original engine's attention,
-   * right for at most 32 keys. */
-  if (g.kv_end > 32) g.kv_end = 32;
-#endif
+  /* Planted bug (kd.h): the original engine's attention, right for at
+   * most 32 keys. */
+  if (KD_PLANTED && g.kv_end > 32) g.kv_end = 32;
   int lim_r[RM];
   KD_UNROLL
   for (int i = 0; i < RM; i++) {

@@ -160,15 +160,10 @@ template <bool FAST> __device__ __forceinline__ float kd_dec_exp(float x) {
  * exp(-inf - -inf) would be NaN. */
 template <bool FAST>
 __device__ __forceinline__ float kd_dec_weight(float m, float big_m) {
-#if defined(KE_PLANTED_BUG)
-  /* Planted bug, built only into the mutant library that proves the tests
-   * can fail: partials are added without rescaling to the common maximum. */
-  (void)m;
-  (void)big_m;
-  return 1.0f;
-#else
+  /* Planted bug (kd.h): partials added without rescaling to the common
+   * maximum. */
+  if (KD_PLANTED) return 1.0f;
   return m == big_m ? 1.0f : kd_dec_exp<FAST>(m - big_m);
-#endif
 }
 
 /* One lane's rows: scale * q, the running max, sum and accumulator. */

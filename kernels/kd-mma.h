@@ -257,15 +257,12 @@ struct kd_mma_nv {
   static __device__ __forceinline__ void load_b(frag_b &b, const View &v,
                                                 int r0, int c0) {
     const int l = lane(), q = l / 8;
-#if defined(KE_PLANTED_BUG)
-    /* Planted bug (mutant builds only, tests must catch it): the register
-     * order of B's two n-halves and two k-halves swapped. */
-    kd_mma__ldmatrix_x4<false>(b.r, v.chunk(r0 + l % 8 + 8 * (q & 1),
-                                            c0 + (q >> 1)));
-#else
-    kd_mma__ldmatrix_x4<false>(b.r, v.chunk(r0 + l % 8 + 8 * (q >> 1),
-                                            c0 + (q & 1)));
-#endif
+    if (KD_PLANTED) /* planted bug (kd.h): B's n- and k-halves swapped */
+      kd_mma__ldmatrix_x4<false>(b.r, v.chunk(r0 + l % 8 + 8 * (q & 1),
+                                              c0 + (q >> 1)));
+    else
+      kd_mma__ldmatrix_x4<false>(b.r, v.chunk(r0 + l % 8 + 8 * (q >> 1),
+                                              c0 + (q & 1)));
   }
   /* B stored [k][n]: view rows are k (r0..r0+15), chunks along n. */
   template <class View>
@@ -423,13 +420,10 @@ struct kd_mma_cdna {
   static __device__ __forceinline__ void load_a(frag_a &a, const View &v,
                                                 int r0, int c0) {
     const int l = lane();
-#if defined(KE_PLANTED_BUG)
-    /* Planted bug (mutant builds only): a plausible but wrong A table,
-     * rows l / 4 with k 4 (l % 4). */
-    load4(a.r, v, r0 + l / 4, c0, 4 * (l % 4));
-#else
-    load4(a.r, v, r0 + l % 16, c0, 4 * (l / 16));
-#endif
+    if (KD_PLANTED) /* planted bug (kd.h): a plausible but wrong A table */
+      load4(a.r, v, r0 + l / 4, c0, 4 * (l % 4));
+    else
+      load4(a.r, v, r0 + l % 16, c0, 4 * (l / 16));
   }
   template <class View>
   static __device__ __forceinline__ void load_a_t(frag_a &a, const View &v,

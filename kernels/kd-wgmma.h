@@ -371,13 +371,10 @@ __device__ __forceinline__ uint64_t kd_wg_desc(uint32_t addr, uint32_t lbo,
 /* K-major tile [rows][64 k]: rows r0.. (r0 a multiple of 8), k 16 ks... */
 __device__ __forceinline__ uint64_t kd_wg_desc_k(const void *tile, int r0,
                                                  int ks) {
-#if defined(KE_PLANTED_BUG)
-  /* Planted bug (mutant builds only, tests must catch it): the stride
-   * between groups of eight rows one row short. */
-  return kd_wg_desc(kd_smem_addr(tile) + 128 * r0 + 32 * ks, 16, 896);
-#else
-  return kd_wg_desc(kd_smem_addr(tile) + 128 * r0 + 32 * ks, 16, 1024);
-#endif
+  /* Planted bug (kd.h): the stride between groups of eight rows one row
+   * short. */
+  return kd_wg_desc(kd_smem_addr(tile) + 128 * r0 + 32 * ks, 16,
+                    KD_PLANTED ? 896 : 1024);
 }
 /* A descriptor whose start address is `bytes` (a multiple of 16) further
  * on: the start field is the address over 16, and shared addresses stay
@@ -589,16 +586,22 @@ __device__ __forceinline__ void kd_wg_rs(float (&d)[N / 2],
 }
 #undef KD_WG__RS
 
-/* The accumulator pair register r of the A fragment takes. */
-__device__ __forceinline__ constexpr int kd_wg__a_pair(int r) {
-#if defined(KE_PLANTED_BUG) || defined(KE_PLANTED_BUG_RS)
-  /* Planted bug (mutant builds only, tests must catch it): registers 1
-   * and 2 swapped, the second row of eight taken for the second eight
-   * columns. */
-  return r == 1 ? 2 : (r == 2 ? 1 : r);
+/* The accumulator pair register r of the A fragment takes. Planted bug
+ * (kd.h; KE_PLANTED_BUG_RS alone in tests/kernels): registers 1 and 2
+ * swapped, the second row of eight taken for the second eight columns.
+ * Constant where the bug is fixed at build time, so that the GPUs index
+ * registers. */
+#if defined(KE_PLANTED_BUG_RS)
+#define KD_WG__A_PAIR_BUG 1
 #else
-  return r;
+#define KD_WG__A_PAIR_BUG KD_PLANTED
 #endif
+#if defined(KD_PLANTED_SWITCH) && defined(KILN_BACKEND_HOST) && !defined(KE_PLANTED_BUG)
+__device__ __forceinline__ int kd_wg__a_pair(int r) {
+#else
+__device__ __forceinline__ constexpr int kd_wg__a_pair(int r) {
+#endif
+  return KD_WG__A_PAIR_BUG && (r == 1 || r == 2) ? 3 - r : r;
 }
 
 /* The A registers of the RS form for k columns 16 kk .. 16 kk + 15 of a

@@ -24,6 +24,21 @@
 #include "kd-convert.h"
 #include "launch.h"
 
+/* Planted bugs: deliberately wrong forms of a kernel that prove its tests
+ * can fail (tests/planted-bug.sh). KE_PLANTED_BUG builds them in for good
+ * (the layer tests of tests/kernels); the host library of a build with
+ * planted bugs (KD_PLANTED_SWITCH) carries them behind kd_planted_bug,
+ * which only the mutant runners set, so that their tests need no second
+ * kernel library; elsewhere KD_PLANTED is 0 and the compiler drops them. */
+#if defined(KE_PLANTED_BUG)
+#define KD_PLANTED 1
+#elif defined(KD_PLANTED_SWITCH) && defined(KILN_BACKEND_HOST)
+extern "C" int kd_planted_bug;   /* kernels/faults.hip */
+#define KD_PLANTED (kd_planted_bug != 0)
+#else
+#define KD_PLANTED 0
+#endif
+
 /* Storage types. f16 and bf16 travel as raw 16-bit patterns so that the
  * same source builds where the vendors' half types differ. */
 struct kd_half { uint16_t bits; };

@@ -125,11 +125,10 @@ ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
     if (split >= parts) continue;
     const int64_t kb = split * a.chunk;
     int64_t ke = kb + a.chunk < len ? kb + a.chunk : len;
-#if defined(KE_PLANTED_BUG)
-    /* Planted bug, built only into the mutant library that proves the tests
-     * can fail: the last cache block is read whole, past the length. */
-    if (ke == len) ke = (ke + a.block_size - 1) / a.block_size * a.block_size;
-#endif
+    /* Planted bug (kd.h): the last cache block is read whole, past the
+     * length. */
+    if (KD_PLANTED && ke == len)
+      ke = (ke + a.block_size - 1) / a.block_size * a.block_size;
     const int n = (int)(ke - kb);
     const ke_pa_rows rows = {&a, seq, kv_head * group + rt * RT,
                              group - rt * RT < RT ? group - rt * RT : RT};
@@ -164,9 +163,8 @@ ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
     if (grab) {
       /* The sequence's blocks take steps of all of [0, len) in turn. */
       int dn = (int)len;
-#if defined(KE_PLANTED_BUG)
-      dn = (dn + a.block_size - 1) / a.block_size * a.block_size; /* above */
-#endif
+      if (KD_PLANTED) /* the planted bug above */
+        dn = (dn + a.block_size - 1) / a.block_size * a.block_size;
       int dlim[RT];
       KD_UNROLL
       for (int r = 0; r < RT; r++) dlim[r] = r < rows.gc ? dn : 0;
@@ -210,10 +208,9 @@ ke_paged_attention_mma_kernel(ke__paged_attention_args a) {
     if (split >= parts) continue;
     const int64_t kb = split * a.chunk;
     int64_t ke = kb + a.chunk < len ? kb + a.chunk : len;
-#if defined(KE_PLANTED_BUG)
     /* The planted bug of the SIMT kernel above, here too. */
-    if (ke == len) ke = (ke + a.block_size - 1) / a.block_size * a.block_size;
-#endif
+    if (KD_PLANTED && ke == len)
+      ke = (ke + a.block_size - 1) / a.block_size * a.block_size;
     const int n = (int)(ke - kb);
     const ke_pa_rows rows = {&a, seq, kv_head * group + rt * RT,
                              group - rt * RT < RT ? group - rt * RT : RT};

@@ -49,13 +49,10 @@ ke_rmsnorm_rows(Tx *x, int64_t x_stride, const Tx *res, int64_t res_stride,
       }
     }
     const float total = kd_block_reduce(ss, kd_sum_op(), 0.0f, scratch);
-#if defined(KE_PLANTED_BUG)
-    /* Planted bug (mutant build only): eps added after the square root, a
-     * classic slip that only shows on rows of small values. */
-    const float inv = 1.0f / (sqrtf(total / (float)cols) + eps);
-#else
-    const float inv = 1.0f / sqrtf(total / (float)cols + eps);
-#endif
+    /* Planted bug (kd.h): eps added after the square root, a classic slip
+     * that only shows on rows of small values. */
+    const float inv = KD_PLANTED ? 1.0f / (sqrtf(total / (float)cols) + eps)
+                                 : 1.0f / sqrtf(total / (float)cols + eps);
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
       const float wv = w ? kd_to_float(w[c]) : 1.0f;
       yr[c] = kd_from_float<Ty>(kd_to_float(xr[c]) * inv * wv);
@@ -131,11 +128,8 @@ KD_UNROLL
       ss += tv * tv;
     }
     const float total = kd_group_reduce(g, ss, kd_sum_op(), 0.0f, scratch);
-#if defined(KE_PLANTED_BUG)
-    const float inv = 1.0f / (sqrtf(total / (float)cols) + eps);
-#else
-    const float inv = 1.0f / sqrtf(total / (float)cols + eps);
-#endif
+    const float inv = KD_PLANTED ? 1.0f / (sqrtf(total / (float)cols) + eps)
+                                 : 1.0f / sqrtf(total / (float)cols + eps);
     /* Pass 2: scale and store; re-read x only when it did not fit. */
     for (int64_t base = 0; base < nvec; base += (int64_t)KE_RMS_VPT * g.size) {
 KD_UNROLL
@@ -247,11 +241,8 @@ KD_UNROLL
       ss += tv * tv;
     }
     const float total = kd_group_reduce(g, ss, kd_sum_op(), 0.0f, scratch);
-#if defined(KE_PLANTED_BUG)
-    const float inv = 1.0f / (sqrtf(total / (float)cols) + eps);
-#else
-    const float inv = 1.0f / sqrtf(total / (float)cols + eps);
-#endif
+    const float inv = KD_PLANTED ? 1.0f / (sqrtf(total / (float)cols) + eps)
+                                 : 1.0f / sqrtf(total / (float)cols + eps);
     /* Pass 2: convert again, scale and store; re-read x only when it did
      * not fit. */
     for (int64_t base = 0; base < nvec; base += (int64_t)KE_RMS_VPT * g.size) {

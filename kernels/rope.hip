@@ -55,13 +55,14 @@ __device__ __forceinline__ int64_t ke_rope_load_pos(const void *p, int i64,
 template <typename Ty>
 __device__ __forceinline__ void ke_rope_sincos(int64_t pos, double inv_freq,
                                                float *c, float *s) {
-#if defined(KE_PLANTED_BUG)
-  /* Planted bug (mutant build only): the naive f32 angle, which the
-   * large-position tests must catch. */
-  const float a = (float)pos * (float)inv_freq;
-  *c = cosf(a);
-  *s = sinf(a);
-#else
+  if (KD_PLANTED) {
+    /* Planted bug (kd.h): the naive f32 angle, which the large-position
+     * tests must catch. */
+    const float a = (float)pos * (float)inv_freq;
+    *c = cosf(a);
+    *s = sinf(a);
+    return;
+  }
   const double two_pi_hi = 6.283185307179586232;     /* double nearest 2 pi */
   const double two_pi_lo = 2.4492935982947064e-16;   /* 2 pi - two_pi_hi */
   const double inv_two_pi = 0.15915494309189533577;
@@ -76,7 +77,6 @@ __device__ __forceinline__ void ke_rope_sincos(int64_t pos, double inv_freq,
     *c = cosf(rf);
     *s = sinf(rf);
   }
-#endif
 }
 
 template <typename Tx, typename Ty>

@@ -59,11 +59,9 @@ ke_softmax_rows(const Tin *__restrict__ x, int64_t x_stride,
       limit = limit < 0 ? 0 : (limit > cols ? cols : limit);
     }
     int64_t end = limit;
-#if defined(KE_PLANTED_BUG)
-    /* Planted bug, built only into the mutant library that proves the
-     * tests can fail: the row's last partial warp never reaches the sum. */
-    end = limit - limit % warpSize;
-#endif
+    /* Planted bug (kd.h): the row's last partial warp never reaches the
+     * sum. */
+    if (KD_PLANTED) end = limit - limit % warpSize;
     float m = -INFINITY, s = 0.0f;
     for (int64_t c = threadIdx.x; c < end; c += blockDim.x)
       ke_softmax_accumulate(scale * kd_to_float(xr[c]), m, s);
@@ -140,11 +138,9 @@ ke_softmax_vec(const Tin *__restrict__ x, int64_t x_stride,
       limit = limit < 0 ? 0 : (limit > cols ? cols : limit);
     }
     int64_t end = limit;
-#if defined(KE_PLANTED_BUG)
-    /* Planted bug (mutant build only): the row's last partial warp never
-     * reaches the sum. */
-    end = limit - limit % warpSize;
-#endif
+    /* Planted bug (kd.h): the row's last partial warp never reaches the
+     * sum. */
+    if (KD_PLANTED) end = limit - limit % warpSize;
     float v[KE_SOFTMAX_VPT][KD_VEC];
     const bool has_tail = g.rank < tail && tail0 + g.rank < end;
     float tv = has_tail ? scale * kd_to_float(xr[tail0 + g.rank]) : -INFINITY;
@@ -316,11 +312,9 @@ ke_softmax_vec16(const Tin *__restrict__ x, int64_t x_stride,
       limit = limit < 0 ? 0 : (limit > cols ? cols : limit);
     }
     int64_t end = limit;
-#if defined(KE_PLANTED_BUG)
-    /* Planted bug (mutant build only): the row's last partial warp never
-     * reaches the sum. */
-    end = limit - limit % warpSize;
-#endif
+    /* Planted bug (kd.h): the row's last partial warp never reaches the
+     * sum. */
+    if (KD_PLANTED) end = limit - limit % warpSize;
     uint4 raw[VPT];
     int live[VPT]; /* unmasked elements of chunk k: 0 .. KD_VEC */
     KD_UNROLL
@@ -407,9 +401,7 @@ static bool ke_softmax_vec16_launch(hipStream_t stream, const void *x,
   const int64_t threads = (chunks + 63) / 64 * 64;
   if (threads > 512) return false;
   bool full = !causal && cols % KD_VEC == 0;
-#if defined(KE_PLANTED_BUG)
-  full = false; /* the planted bug lives in the masked form */
-#endif
+  if (KD_PLANTED) full = false; /* the planted bug lives in the masked form */
   const int64_t max_grid = (int64_t)1 << 20;
   const dim3 grid((unsigned)(rows < max_grid ? rows : max_grid));
   const dim3 block((unsigned)threads);

@@ -46,13 +46,9 @@ template <typename Tout> __device__ __forceinline__ float ke_silu_for(float v) {
 
 template <typename Tout>
 __device__ __forceinline__ float ke_swiglu_f(float g, float u) {
-#if defined(KE_PLANTED_BUG)
-  /* Planted bug (mutant build only): the original engine's form, the swish
-   * on up instead of gate. */
-  return g * ke_silu_for<Tout>(u);
-#else
-  return ke_silu_for<Tout>(g) * u;
-#endif
+  /* Planted bug (kd.h): the original engine's form, the swish on up
+   * instead of gate. */
+  return KD_PLANTED ? g * ke_silu_for<Tout>(u) : ke_silu_for<Tout>(g) * u;
 }
 
 template <typename Tin, typename Tout>

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs kiln's own tests (engine, kernels in host emulation, harness) with
-# meson test, building first if needed. Extra arguments go to `meson test`.
+# meson test, after installing what they need and building if needed.
+# Extra arguments go to `meson test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/install-deps.sh
 scripts/build.sh
 meson test -C build --print-errorlogs --num-processes 2 "$@"

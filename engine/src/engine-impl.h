@@ -128,10 +128,15 @@ int ke__tensor_rows(const ke_tensor *t, const char *op, const char *what,
 int ke__same_shape(const ke_tensor *a, const ke_tensor *b, const char *op,
                    const char *an, const char *bn);
 
-#ifdef KE_PLANTED_ONE_ELEMENT
-/* The one-element mutant's corruption of an output (faults.c). */
+#if defined(KE_PLANTED_SWITCH) && defined(KILN_BACKEND_HOST)
+/* The one-element mutant's corruption of an output (faults.c), on only in
+ * the runner that sets ke__planted_one_element_on (suites/planted.c). */
+extern int ke__planted_one_element_on;
 int ke__planted_one_element(ke_context *ctx, ke_tensor *t);
-#define KE__PLANTED_ONE_ELEMENT(ctx, t) KE__TRY(ke__planted_one_element(ctx, t))
+#define KE__PLANTED_ONE_ELEMENT(ctx, t)                                        \
+  do {                                                                         \
+    if (ke__planted_one_element_on) KE__TRY(ke__planted_one_element(ctx, t)); \
+  } while (0)
 #else
 #define KE__PLANTED_ONE_ELEMENT(ctx, t) ((void)0)
 #endif

@@ -52,8 +52,10 @@ int ke__fault_lose_device(ke_context *ctx) {
 #endif
 }
 
-#ifdef KE_PLANTED_ONE_ELEMENT
+#if defined(KE_PLANTED_SWITCH) && defined(KILN_BACKEND_HOST)
 #include <stdlib.h>
+
+int ke__planted_one_element_on;
 
 /* The one-element mutant (tests/meson.build, planted-bug-one-element): a
  * large output (at least KE__ONE_ELEMENT_MIN elements, contiguous) gets
