@@ -5,6 +5,17 @@ For each folder given, every .c file is a node; file A has an edge to file B
 when A names (calls, or takes the address of) a non-static function that B
 defines. A cycle means two files are peers that call back into each other,
 which the room's layering forbids. Prints each cycle found, exits 1 if any.
+
+With --sources DIR (the parent's folder), also: the sources of tests stay
+behind their tables. A source file is one that defines a krun__source_i
+table; every other .c/.h file under DIR is core, and a core file
+  - names no pytest or zygote (in code or comment): what a source needs
+    lives in its own file, its flags and keys in its table;
+  - names no type a source file defines (its struct in a cast, a
+    declaration or sizeof): the core sees a source's state only as the
+    void pointers of its view;
+  - names no function or table a source file defines, except the table
+    list in sources.c and kiln's own runner's lister (the default source).
 """
 import os
 import re
@@ -89,11 +100,64 @@ def cycles(edges):
     return out
 
 
+TABLE = re.compile(r"^const krun__source_i (\w+)\s*=", re.M)
+TYPE = re.compile(r"^typedef struct (\w+)\s*\{.*?\}\s*(\w+);", re.M | re.S)
+WORDS = re.compile(r"pytest|zygote", re.I)
+# Named by the core on purpose: kiln's own runner is the default source.
+ALLOWED = {"krun_registry_add_runner"}
+
+
+def sources_check(parent):
+    files = []
+    for root, _, names in os.walk(parent):
+        files += [os.path.join(root, n) for n in sorted(names) if n.endswith((".c", ".h"))]
+    text = {}
+    for f in files:
+        with open(f, encoding="utf-8") as fh:
+            text[f] = fh.read()
+    srcs = [f for f in files if TABLE.search(text[f])]
+    core = [f for f in files if f not in srcs]
+    types, funcs = set(), set()
+    for f in srcs:
+        code = strip(text[f])
+        for m in TYPE.finditer(code):
+            types.update(m.groups())
+        for line in code.split("\n"):
+            m = DEF.match(line) or VAR.match(line)
+            if m and not line.startswith(("typedef", "return", "extern")):
+                funcs.add(m.group(1))
+    funcs -= ALLOWED
+    bad = []
+    for f in core:
+        rel = os.path.relpath(f, parent)
+        table_list = os.path.basename(f) == "sources.c"
+        for n, line in enumerate(text[f].split("\n"), 1):
+            if WORDS.search(line) and not (table_list and re.search(r"krun__\w+_source", line)):
+                bad.append(f"{rel}:{n}: names a source: {line.strip()}")
+        code = strip(text[f])
+        for n, line in enumerate(code.split("\n"), 1):
+            for t in types:
+                if re.search(rf"\bstruct\s+{t}\b|\b{t}\s*\*+\s*[\w)]|sizeof\s*\(\s*{t}\s*\)", line):
+                    bad.append(f"{rel}:{n}: uses a source's type {t}: {line.strip()}")
+            for name in set(NAME.findall(line)) & funcs:
+                if not (table_list and name.endswith("_source")):
+                    bad.append(f"{rel}:{n}: calls into a source ({name}): {line.strip()}")
+    for b in bad:
+        print(b)
+    print(f"{parent}: {len(srcs)} source files, {len(core)} core files, "
+          f"{len(bad)} lines where the core reaches into a source")
+    return 1 if bad else 0
+
+
 def main(argv):
     if len(argv) < 2:
-        print("usage: layers.py FOLDER...", file=sys.stderr)
+        print("usage: layers.py FOLDER... [--sources PARENT]", file=sys.stderr)
         return 2
     bad = 0
+    if "--sources" in argv:
+        i = argv.index("--sources")
+        bad |= sources_check(argv[i + 1])
+        argv = argv[:i] + argv[i + 2:]
     for folder in argv[1:]:
         if not os.path.isdir(folder):
             print(f"layers.py: {folder}: not a folder", file=sys.stderr)

@@ -3,7 +3,8 @@
  *
  * A new subcommand is a row in the command table (commands.c) naming its
  * options, and a function here; a new option is a row in the option table
- * and a member of kcli__args (or a run setting). --help, `kiln help` and
+ * and a member of kcli__args (or a run setting), or, for a source of
+ * tests, a row of that source's own options. --help, `kiln help` and
  * usage errors follow from the rows.
  */
 #ifndef KILN_PARENT_CLI_IMPL_H
@@ -23,6 +24,8 @@ typedef enum {
   KCLI__FLAG,               /* an int member set to 1; no value */
   KCLI__INT,                /* an int member, in [lo, hi] */
   KCLI__DOUBLE,             /* a double member, in [lo, hi] */
+  KCLI__SOURCE,             /* a source's own option (run.h's krun_sopt),
+                               index lo */
 } kcli__kind;
 
 typedef struct kcli__opt {
@@ -75,7 +78,6 @@ typedef struct kcli__args {
   char *junit, *shard, *shard_durations, *shard_plan, *yaml, *slots_from;
   char *concurrency, *skip, *rss_tests, *format;
   kcli__strs history, sbatch;
-  kcli__strs gtest, manifest, pytest;   /* tests from GoogleTest binaries, manifests */
   kcli__given *given;
   int ngiven;
   int verbose, force;
@@ -92,9 +94,14 @@ typedef struct kcli__args {
 /* ---- The option table (options.c) -------------------------------------------- */
 
 extern const kcli__opt kcli__opts[];
+/* The rows of the sources' own options, {NULL} ended: a command whose
+ * options name `sources` takes them all. */
+const kcli__opt *kcli__source_opts(void);
 const kcli__opt *kcli__opt_by_id(const char *id);
 /* 1 when the command takes the option (by id). */
 int kcli__takes(const kcli__cmd *c, const char *id);
+/* 1 for a source's option whose values are paths. */
+int kcli__is_path(const kcli__opt *o);
 
 /* ---- Parsing and help (parse.c); the command table is commands.c's ------------ */
 

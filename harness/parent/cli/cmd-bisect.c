@@ -177,11 +177,14 @@ int kcli__bisect(kcli__args *a) {
   if (kcli__settings(a, &B.s, &config_path) != 0) return krun_settings_free(&B.s), KH_EXIT_USAGE;
   kh_err err;
   int rc = 0;
-  /* pytest tests are processes of their own: no shared process to bisect. */
-  if (B.s.npytest) {
-    fprintf(stderr, "kiln bisect: the config %s names pytest suites (pytest: %s); their tests "
+  /* A source whose tests are processes of their own: no shared process
+   * to bisect. */
+  const krun_sopt *alone = NULL;
+  const char *path = krun_sopt_alone(&B.s, &alone);
+  if (path) {
+    fprintf(stderr, "kiln bisect: the config %s names %s suites (%s: %s); their tests "
                     "cannot share a process: bisect a runner's tests (a config without "
-                    "pytest:)\n", config_path, B.s.pytest[0]);
+                    "%s:)\n", config_path, alone->name, alone->name, path, alone->name);
     rc = KH_EXIT_USAGE;
   }
   free(config_path);

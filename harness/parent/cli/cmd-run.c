@@ -65,28 +65,19 @@ void kcli__selectors(kcli__args *a, const krun_settings *s, char ***sel, int *ns
   else *sel = s->selection, *nsel = s->nselection;
 }
 
-/* The run's tests: from --runner, --gtest, --manifest and --pytest (else
- * the config's pytest suites) when given, else from kiln's own runner;
- * then the config's test rules. A program that cannot list its tests is
- * an infrastructure error; a manifest that does not read, a mark kiln
- * refuses, or ids that clash, a usage error. */
+/* The run's tests: from --runner and the paths the sources' options name
+ * (flags over a config's) when given, else from kiln's own runner; then
+ * the config's test rules. A program that cannot list its tests is an
+ * infrastructure error; a file that does not read, a mark kiln refuses,
+ * or ids that clash, a usage error. */
 static int load_tests(const kcli__args *a, const krun_settings *s, const char *own_runner,
                       krun_registry *reg) {
   kh_err err;
   int rc = 0, status = KH_EXIT_INFRA;
-  char **pytest = a->pytest.n ? a->pytest.v : s->pytest;
-  int npytest = a->pytest.n ? a->pytest.n : s->npytest;
   memset(reg, 0, sizeof *reg);
-  if (a->runner || !(a->gtest.n || a->manifest.n || npytest))
+  if (a->runner || !krun_registry_named(s))
     rc = krun_registry_add_runner(reg, a->runner ? a->runner : own_runner, &err);
-  for (int i = 0; rc == 0 && i < a->gtest.n; i++)
-    rc = krun_registry_add_gtest(reg, a->gtest.v[i], &err);
-  for (int i = 0; rc == 0 && i < a->manifest.n; i++)
-    if ((rc = krun_registry_add_manifest(reg, a->manifest.v[i], &err)) != 0)
-      status = rc == -3 ? KH_EXIT_INFRA : KH_EXIT_USAGE;
-  for (int i = 0; rc == 0 && i < npytest; i++)
-    if ((rc = krun_registry_add_pytest(reg, pytest[i], &err)) == -2)
-      status = KH_EXIT_USAGE;
+  if (rc == 0 && (rc = krun_registry_add_named(reg, s, &err)) == -2) status = KH_EXIT_USAGE;
   if (rc == 0 && (rc = krun_registry_finish(reg, s, &err)) != 0) status = KH_EXIT_USAGE;
   if (rc == 0) return 0;
   fprintf(stderr, "kiln: cannot list tests: %s\n", err.msg);
@@ -141,8 +132,8 @@ static int select_tests(const kcli__args *a, plan *p) {
 }
 
 /* --isolation none runs the selected tests in one process: they must all
- * come from one runner or one GoogleTest binary (commands are processes
- * of their own). */
+ * come from one source whose tests can share one (a runner, a GoogleTest
+ * binary; a command is a process of its own). */
 static int check_isolation(const plan *p) {
   if (p->s.isolation != KRUN_ISO_NONE) return 0;
   const krun_registry *reg = &p->reg;
@@ -150,12 +141,11 @@ static int check_isolation(const plan *p) {
   for (int i = 0; i < reg->n; i++) {
     if (!p->chosen[i]) continue;
     const krun_test *t = &reg->tests[i];
-    int kind = reg->sources[t->source].kind;
-    if (kind == KRUN_KIND_COMMAND || kind == KRUN_KIND_PYTEST) {
+    const char *alone = krun_kind_alone(reg->sources[t->source].kind);
+    if (alone) {
       fprintf(stderr, "kiln: --isolation none: '%s' is a %s from %s, a process of "
                       "its own; select tests of one runner or GoogleTest binary\n", t->id,
-              kind == KRUN_KIND_COMMAND ? "command" : "pytest test",
-              reg->sources[t->source].path);
+              alone, reg->sources[t->source].path);
       return KH_EXIT_USAGE;
     }
     if (source >= 0 && source != t->source) {

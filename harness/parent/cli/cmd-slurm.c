@@ -23,15 +23,16 @@
 
 /* The `kiln run` options each task is given as they were given here;
  * --out, --shard-plan, --runner-dir and --seed kiln slurm sets itself.
- * The tests' sources (--runner, --gtest, --manifest, --pytest) go to every
+ * The tests' sources (--runner, every source's own options) go to every
  * task, so the tasks list the same tests the plan was made from. */
 static const char task_opts[] = "jobs backend config timeout grace retries repeat "
                                 "isolation wrap warm allow-empty contain poison sanitize "
                                 "cap slots slots-from token-key leaks tolerance verbose "
-                                "runner gtest manifest pytest zygote";
-/* Options whose value is a path: absolute for the tasks, which start in
- * the same folder but may see a relative path through another link. */
-static const char path_opts[] = "runner gtest manifest pytest slots-from";
+                                "runner sources";
+/* Options whose value is a path (and the sources' paths): absolute for
+ * the tasks, which start in the same folder but may see a relative path
+ * through another link. */
+static const char path_opts[] = "runner slots-from";
 
 static char *absolute(const char *p) {
   char cwd[PATH_MAX];
@@ -54,7 +55,8 @@ static void task_args(const kcli__args *a, const char *config_path, char ***v, i
     kcli__cmd paths = {.opts = path_opts};
     /* The config as this kiln found it (a profile name, a relative path). */
     if (strcmp(g->o->id, "config") == 0 && config_path) push(v, n, absolute(config_path));
-    else push(v, n, kcli__takes(&paths, g->o->id) ? absolute(g->val) : kh_strdup(g->val));
+    else if (kcli__takes(&paths, g->o->id) || kcli__is_path(g->o)) push(v, n, absolute(g->val));
+    else push(v, n, kh_strdup(g->val));
   }
 }
 

@@ -16,13 +16,13 @@
 #define RUN_OPTS "jobs backend config report out timeout grace retries repeat " \
   "isolation wrap warm allow-empty contain poison sanitize seed cap slots slots-from "  \
   "resource-spec token-key leaks tolerance junit shard shard-durations shard-plan "     \
-  "runner-dir runner gtest manifest pytest zygote verbose"
+  "runner-dir runner sources verbose"
 
 #define SLURM_OPTS "slurm-out partition account time merge-time gpus-per-task tasks " \
   "sbatch dry-run no-wait resume follow merge poll base report junit shard-durations " \
   "jobs backend config timeout grace retries repeat isolation wrap warm allow-empty "   \
   "contain poison sanitize seed cap slots slots-from token-key leaks tolerance runner-dir " \
-  "runner gtest manifest pytest zygote verbose"
+  "runner sources verbose"
 
 static const char exit_run[] =
   "Exit status: 0 all passed (skips and flaky allowed), 1 a test did not\n"
@@ -47,13 +47,10 @@ static const kcli__cmd kcli__cmds[] = {
    "A run that tested nothing (its backend was asked for and has no device,\n"
    "or every selected test was skipped) exits 3 unless --allow-empty. What a\n"
    "test leaves running is found, killed and reported (--contain).\n"
-   "The tests are kiln's own suites, unless --runner, --gtest, --manifest or\n"
-   "--pytest (or a config's or manifest's pytest:) name others\n"
-   "(docs/third-party.md): a runner built against the installed kiln,\n"
-   "GoogleTest binaries (test ids as GoogleTest spells them, Suite.Name),\n"
-   "commands (pass: exit 0, skip: exit 77), pytest suites (ids the node ids,\n"
-   "path/test_x.py::test_y[param]; a test's needs from its mark\n"
-   "@pytest.mark.kiln(slots=N|'all', gpus=N, gpu=False, timeout=S)).",
+   "The tests are kiln's own suites, unless --runner (a runner built against\n"
+   "the installed kiln) or the options of other sources of tests below (or a\n"
+   "config's keys of the same names) name others: docs/third-party.md says\n"
+   "what each runs, how its test ids read and how a test says what it needs.",
    RUN_OPTS, 0, -1, 1, kcli__run, exit_run},
   {"list", "[SELECTOR...]", "what `kiln run` would run",
    "Lists exactly the tests `kiln run` with the same options and selectors\n"

@@ -1,8 +1,9 @@
 /* Configs: YAML run profiles (configs/NAME.yaml), loaded with kiln's
  * bounded loader (base/input.c: no aliases, limited nesting) so that every
  * error names file:line:column. A config's scalar keys are the run
- * settings (run/settings.c checks them); its lists are selection,
- * tolerances, devices, test rules, resources and pytest suites. The
+ * settings (run/settings.c checks them) and the sources' own keys (their
+ * tables declare them); its lists are selection, tolerances, devices,
+ * test rules and resources. The
  * reader takes any bytes: it is a fuzz target (tests/fuzz/fuzz-config.c),
  * as is the CTest resource-spec reader (spec.c).
  */
@@ -78,34 +79,45 @@ static int cfg_selection(cfg *c, yaml_node_t *v) {
   return 0;
 }
 
-/* `pytest:`: a path or a sequence of paths (pytest suites: folders or
- * files), each relative to the config's folder as a manifest's commands
- * are to the manifest's; one that is not there is an error here, before
- * any test runs. */
-static int cfg_pytest_path(cfg *c, yaml_node_t *n) {
+/* A source's own key (run.h's krun_sopt): a switch, or a
+ * path or a sequence of paths, each relative to the config's folder as a
+ * manifest's commands are to the manifest's; one that is not there is an
+ * error here, before any test runs. */
+static int cfg_sopt_path(cfg *c, int i, const krun_sopt *o, yaml_node_t *n) {
   if (n->type != YAML_SCALAR_NODE || !*scalar(n))
-    return fail(c, n, "'pytest' must be a path (a pytest folder or file) or a sequence of "
-                      "paths, not %s", n->type == YAML_SCALAR_NODE ? "an empty string"
-                                                               : node_kind[n->type]);
+    return fail(c, n, "'%s' must be a path (%s) or a sequence of paths, not %s", o->name,
+                o->what, n->type == YAML_SCALAR_NODE ? "an empty string" : node_kind[n->type]);
   const char *p = scalar(n), *slash = strrchr(c->name, '/');
   char *path = p[0] == '/' || !slash ? kh_strdup(p)
                : kh_asprintf("%.*s/%s", (int)(slash - c->name), c->name, p);
   int rc = 0;
+  kh_err e;
   if (access(path, F_OK) != 0)
-    rc = fail(c, n, "'pytest': '%s' (from the config's folder: %s): %s", p, path,
+    rc = fail(c, n, "'%s': '%s' (from the config's folder: %s): %s", o->name, p, path,
               strerror(errno));
-  else
-    krun_setting_add_pytest(c->s, path);
+  else if (krun_setting_sopt(c->s, i, path, &e) != 0)
+    rc = fail(c, n, "%s", e.msg);
   free(path);
   return rc;
 }
 
-static int cfg_pytest(cfg *c, yaml_node_t *v) {
-  if (v->type != YAML_SEQUENCE_NODE) return cfg_pytest_path(c, v);
+static int cfg_sopt(cfg *c, int i, const krun_sopt *o, yaml_node_t *v) {
+  if (o->type == KRUN_SOPT_BOOL) {
+    if (v->type != YAML_SCALAR_NODE)
+      return fail(c, v, "'%s' must be true or false, not %s", o->name, node_kind[v->type]);
+    if (!is_plain(v))
+      return fail(c, v, "'%s' must be true or false, not the quoted string \"%s\"", o->name,
+                  scalar(v));
+    kh_err e;
+    if (krun_setting_sopt(c->s, i, scalar(v), &e) != 0) return fail(c, v, "%s", e.msg);
+    return 0;
+  }
+  if (v->type != YAML_SEQUENCE_NODE) return cfg_sopt_path(c, i, o, v);
   if (v->data.sequence.items.top == v->data.sequence.items.start)
-    return fail(c, v, "'pytest' must name at least one path");
-  for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top; i++)
-    if (cfg_pytest_path(c, yaml_document_get_node(c->doc, *i)) != 0) return -1;
+    return fail(c, v, "'%s' must name at least one path", o->name);
+  for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+       it++)
+    if (cfg_sopt_path(c, i, o, yaml_document_get_node(c->doc, *it)) != 0) return -1;
   return 0;
 }
 
@@ -311,10 +323,16 @@ static int res_done(cfg *c, yaml_node_t *m, void *p) {
   return 0;
 }
 
-static const char known_keys[] =
-    "jobs, backend, slots, devices, timeout, grace, retries, repeat, "
-    "isolation, leaks, poison, seed, cap, wrap, warm, allow_empty, contain, "
-    "sanitize, zygote, selection, tolerances, tests, resources, pytest";
+/* The keys a config knows, for the error: the settings', the sources'. */
+static void known_keys(kh_buf *b) {
+  kh_buf_addf(b, "jobs, backend, slots, devices, timeout, grace, retries, repeat, "
+                 "isolation, leaks, poison, seed, cap, wrap, warm, allow_empty, contain, "
+                 "sanitize");
+  const krun_sopt *o;
+  for (int i = 0; (o = krun_sopt_at(i, NULL)); i++)
+    if (o->config) kh_buf_addf(b, ", %s", o->name);
+  kh_buf_addf(b, ", selection, tolerances, tests, resources");
+}
 
 static int cfg_key(cfg *c, yaml_node_t *k, yaml_node_t *v) {
   const char *key = scalar(k);
@@ -323,7 +341,8 @@ static int cfg_key(cfg *c, yaml_node_t *k, yaml_node_t *v) {
   if (krun_setting_expect(key, expect, sizeof expect, &textual))
     return cfg_scalar(c, key, expect, textual, v);
   if (strcmp(key, "selection") == 0) return cfg_selection(c, v);
-  if (strcmp(key, "pytest") == 0) return cfg_pytest(c, v);
+  int si = krun_sopt_index(key);
+  if (si >= 0 && krun_sopt_at(si, NULL)->config) return cfg_sopt(c, si, krun_sopt_at(si, NULL), v);
   tol_acc ta;
   dev_acc da;
   res_acc ra;
@@ -340,8 +359,11 @@ static int cfg_key(cfg *c, yaml_node_t *k, yaml_node_t *v) {
   if (strcmp(key, "tests") == 0)
     return cfg_entries(c, v, "tests", "match, tags, slots, timeout", rule_key, &rua,
                        sizeof rua, rule_done);
-  return fail(c, k, "unknown key '%s' (known: %s)", key,
-                      known_keys);
+  kh_buf known = {0};
+  known_keys(&known);
+  fail(c, k, "unknown key '%s' (known: %s)", key, known.data);
+  kh_buf_free(&known);
+  return -1;
 }
 
 static int cfg_root(cfg *c, yaml_node_t *root) {

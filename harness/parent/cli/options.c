@@ -2,7 +2,9 @@
  * A subcommand names its options by id (commands.c); two rows may share a
  * --name when their meaning differs by command (--out is a run folder for
  * `kiln run`, a file for `kiln report junit`). Parsing, --help and usage
- * errors read these rows (parse.c).
+ * errors read these rows (parse.c). The test sources' own options come
+ * from their tables (run.h's krun_sopt): rows made here from them, which a
+ * command takes with the id `sources`.
  */
 #include "cli-impl.h"
 
@@ -50,10 +52,6 @@ const kcli__opt kcli__opts[] = {
   STR("shard-plan", "shard-plan", 0, "FILE", shard_plan, "run this shard's tests of a plan (kiln slurm writes them)"),
   STR("runner-dir", "runner-dir", 0, "DIR", runner_dir, "where kiln-runner-<backend> lives (env KILN_RUNNER_DIR)"),
   STR("runner", "runner", 0, "PATH", runner, "a kiln runner a project built against the installed kiln: its tests, its backend"),
-  LIST("gtest", "PATH", gtest, "a GoogleTest binary: each of its tests in its own process (repeatable)"),
-  LIST("manifest", "FILE", manifest, "a YAML manifest of tests that are commands (repeatable)"),
-  LIST("pytest", "PATH", pytest, "a pytest suite (a folder or file): each node id in its own process (repeatable; replaces a config's pytest:; python: $KILN_PYTHON, else python3)"),
-  SET("zygote", 0, "B", "pytest: fork each test from a process that imported the suite's dependencies once (default true; false: a fresh interpreter each)"),
   FLAG("verbose", 'v', verbose, "more detail: child command lines, every test's message"),
   STR("format", "format", 0, "F", format, "text (default) or json: the plan as JSON for tools (docs/harness.md)"),
   /* Report tools */
@@ -94,13 +92,29 @@ const kcli__opt kcli__opts[] = {
   {NULL, NULL, 0, NULL, 0, NULL, 0, 0, 0, NULL},
 };
 
+/* Rows for the sources' options, made once, {NULL} ended. */
+const kcli__opt *kcli__source_opts(void) {
+  static kcli__opt *rows;
+  if (rows) return rows;
+  int n = 0;
+  while (krun_sopt_at(n, NULL)) n++;
+  rows = kh_xcalloc((size_t)n + 1, sizeof *rows);
+  for (int i = 0; i < n; i++) {
+    const krun_sopt *o = krun_sopt_at(i, NULL);
+    rows[i] = (kcli__opt){o->name, o->name, 0, o->arg, KCLI__SOURCE, o->name, 0, i, 0, o->help};
+  }
+  return rows;
+}
+
 const kcli__opt *kcli__opt_by_id(const char *id) {
   for (const kcli__opt *o = kcli__opts; o->id; o++)
+    if (strcmp(o->id, id) == 0) return o;
+  for (const kcli__opt *o = kcli__source_opts(); o->id; o++)
     if (strcmp(o->id, id) == 0) return o;
   return NULL;
 }
 
-int kcli__takes(const kcli__cmd *c, const char *id) {
+static int names(const kcli__cmd *c, const char *id) {
   size_t n = strlen(id);
   for (const char *p = c->opts; *p;) {
     size_t len = strcspn(p, " ");
@@ -108,4 +122,15 @@ int kcli__takes(const kcli__cmd *c, const char *id) {
     p += len + (p[len] == ' ');
   }
   return 0;
+}
+
+int kcli__takes(const kcli__cmd *c, const char *id) {
+  if (names(c, id)) return 1;
+  const kcli__opt *o = kcli__opt_by_id(id);
+  return o && o->kind == KCLI__SOURCE && names(c, "sources");
+}
+
+int kcli__is_path(const kcli__opt *o) {
+  const krun_sopt *so = o->kind == KCLI__SOURCE ? krun_sopt_at((int)o->lo, NULL) : NULL;
+  return so && so->type == KRUN_SOPT_PATHS;
 }

@@ -39,6 +39,12 @@ void kcli__help(const kcli__cmd *c, FILE *f) {
     char id[64], left[64];
     snprintf(id, sizeof id, "%.*s", (int)len, p);
     const kcli__opt *o = kcli__opt_by_id(id);
+    /* `sources`: every source's own options, in the sources' order. */
+    for (const kcli__opt *so = strcmp(id, "sources") == 0 ? kcli__source_opts() : NULL;
+         so && so->id; so++) {
+      opt_left(so, left, sizeof left);
+      fprintf(f, "  %-26s %s\n", left, so->help);
+    }
     if (o) {
       opt_left(o, left, sizeof left);
       fprintf(f, "  %-26s %s\n", left, o->help);
@@ -85,12 +91,13 @@ int kcli__usage_error(const kcli__cmd *c, const char *fmt, ...) {
 
 /* The command's option called --name (or -short when name is NULL). */
 static const kcli__opt *lookup(const kcli__cmd *c, const char *name, size_t len, char sh) {
-  for (const kcli__opt *o = kcli__opts; o->id; o++) {
-    if (!kcli__takes(c, o->id)) continue;
-    if (name ? strlen(o->name) == len && strncmp(o->name, name, len) == 0
-             : o->short_name == sh)
-      return o;
-  }
+  for (int t = 0; t < 2; t++)
+    for (const kcli__opt *o = t ? kcli__source_opts() : kcli__opts; o->id; o++) {
+      if (!kcli__takes(c, o->id)) continue;
+      if (name ? strlen(o->name) == len && strncmp(o->name, name, len) == 0
+               : o->short_name == sh)
+        return o;
+    }
   return NULL;
 }
 
@@ -102,6 +109,10 @@ static int apply(kcli__args *a, const kcli__opt *o, const char *val) {
   switch (o->kind) {
   case KCLI__SETTING:
     if (krun_setting_set(&a->flags, o->setting, val ? val : "true", &err) != 0)
+      return kcli__usage_error(a->cmd, "--%s: %s", o->name, err.msg);
+    return 0;
+  case KCLI__SOURCE:
+    if (krun_setting_sopt(&a->flags, (int)o->lo, val ? val : "true", &err) != 0)
       return kcli__usage_error(a->cmd, "--%s: %s", o->name, err.msg);
     return 0;
   case KCLI__TOLERANCE:

@@ -272,7 +272,8 @@ double krep_duration(const krep_report *rep);
 /* The n slowest final runs by wall time, slowest first, each with what
  * its time went to: the body's reference share (times.reference_ms), its
  * kernels' event time, the rest of the body, and the time outside the
- * body (process start, context, waits). Like pytest --durations. */
+ * body (process start, context, waits), as test runners list their
+ * slowest tests. */
 void krep_durations(const krep_report *rep, int n, FILE *out);
 
 /* ---- report.yaml ----------------------------------------------------------- */

@@ -15,6 +15,8 @@
 #include "kiln-config.h"
 #include "records.h"
 
+const char *const krun_backend_names[] = {"auto", "host", "hip", "cuda", NULL};
+
 /* ---- Runners --------------------------------------------------------------- */
 
 /* Where this kiln's own runners are, after the explicit places: beside a

@@ -54,7 +54,7 @@ typedef struct gtest {
   kp_record_out rec;        /* a record being made */
 } gtest;
 
-static gtest *gt_of(const krun__job *j) { return j->srcdata; }
+static gtest *gt_of(const krun__child *c) { return c->data; }
 
 /* ---- GoogleTest's JSON (read with libyaml: JSON is YAML) ------------------------ */
 
@@ -186,7 +186,11 @@ static void list_case(json *J, const char *suite, yaml_node_t *c, void *arg) {
   w->next = hit + 1;
 }
 
-int krun_registry_add_gtest(krun_registry *reg, const char *binary, kh_err *err) {
+/* A GoogleTest binary's tests (--gtest_list_tests): id SUITE.NAME as
+ * GoogleTest spells it, suite the GoogleTest suite; tests named DISABLED_
+ * get the tag `disabled`. */
+static int gtest_list(const krun__lister *L, const char *binary, kh_err *err) {
+  krun_registry *reg = L->reg;
   /* A bare name is a file here, not a command on the PATH. */
   char *path = strchr(binary, '/') ? kh_strdup(binary) : kh_asprintf("./%s", binary);
   if (access(path, X_OK) != 0) {
@@ -202,7 +206,7 @@ int krun_registry_add_gtest(krun_registry *reg, const char *binary, kh_err *err)
   char *argv[] = {path, "--gtest_list_tests", flag, NULL};
   char *out = NULL, *errs = NULL;
   int st = krun_capture(argv, 64u << 20, 120, &out, NULL, &errs);
-  int source = krun__registry_source(reg, KRUN_KIND_GTEST, path), first = reg->n, rc = 0;
+  int source = krun__registry_source(reg, L->kind, path), first = reg->n, rc = 0;
   if (st != 0) {
     size_t n = errs ? strlen(errs) : 0;
     while (n && errs[n - 1] == '\n') errs[--n] = '\0';
@@ -235,26 +239,26 @@ int krun_registry_add_gtest(krun_registry *reg, const char *binary, kh_err *err)
  * binary names thousands of tests. */
 #define FILTER_ARG_MAX 65536
 
-static void gtest_argv(krun__run *R, krun__job *j, char **argv, int *n) {
+static void gtest_argv(krun__child *c, char **argv, int *n) {
   gtest *gt = kh_xcalloc(1, sizeof *gt);
   kp_reader_init(&gt->rd);
   gt->capturing = -1;
-  gt->end = kh_xcalloc((size_t)j->ntests, sizeof *gt->end);
-  gt->json = kh_asprintf("%s.gtest.json", j->tmpdir);
-  j->srcdata = gt;
-  argv[(*n)++] = kh_strdup(R->o->reg->sources[j->defs[0]->source].path);
+  gt->end = kh_xcalloc((size_t)c->ntests, sizeof *gt->end);
+  gt->json = kh_asprintf("%s.gtest.json", c->tmpdir);
+  c->data = gt;
+  argv[(*n)++] = kh_strdup(c->src->path);
   /* Each name once: --isolation none repeats with --gtest_repeat. */
   kh_buf filter = {0};
   int any_disabled = 0;
-  for (int i = 0; i < j->ntests; i++) {
+  for (int i = 0; i < c->ntests; i++) {
     int seen = 0;
-    for (int k = 0; k < i && !seen; k++) seen = strcmp(j->tests[k]->id, j->tests[i]->id) == 0;
-    if (!seen) kh_buf_addf(&filter, "%s%s", filter.len ? ":" : "", j->tests[i]->id);
-    any_disabled |= ksel_has_tag(j->defs[i]->tags, "disabled");
+    for (int k = 0; k < i && !seen; k++) seen = strcmp(c->defs[k]->id, c->defs[i]->id) == 0;
+    if (!seen) kh_buf_addf(&filter, "%s%s", filter.len ? ":" : "", c->defs[i]->id);
+    any_disabled |= ksel_has_tag(c->defs[i]->tags, "disabled");
   }
   char *flag = kh_asprintf("--gtest_filter=%s", filter.data);
   kh_buf_free(&filter);
-  gt->flags = kh_asprintf("%s.gtest.flags", j->tmpdir);
+  gt->flags = kh_asprintf("%s.gtest.flags", c->tmpdir);
   if (strlen(flag) > FILTER_ARG_MAX && kh_write_atomic(gt->flags, flag, strlen(flag)) == 0) {
     free(flag);
     flag = kh_asprintf("--gtest_flagfile=%s", gt->flags);
@@ -263,22 +267,23 @@ static void gtest_argv(krun__run *R, krun__job *j, char **argv, int *n) {
   argv[(*n)++] = kh_asprintf("--gtest_output=json:%s", gt->json);
   argv[(*n)++] = kh_strdup("--gtest_color=no");
   if (any_disabled) argv[(*n)++] = kh_strdup("--gtest_also_run_disabled_tests");
-  if (j->ntests > 1 && R->s->repeat > 1) argv[(*n)++] = kh_asprintf("--gtest_repeat=%d", R->s->repeat);
+  if (c->ntests > 1 && c->run->s->repeat > 1)
+    argv[(*n)++] = kh_asprintf("--gtest_repeat=%d", c->run->s->repeat);
 }
 
-static void gtest_free(krun__job *j) {
-  gtest *gt = j->srcdata;
+static void gtest_free(krun__child *c) {
+  gtest *gt = c->data;
   if (!gt) return;
-  for (int i = 0; i < j->ntests; i++) free(gt->end[i].text);
+  for (int i = 0; i < c->ntests; i++) free(gt->end[i].text);
   free(gt->end), free(gt->json), free(gt->flags);
   kh_buf_free(&gt->cap);
   free(gt);
-  j->srcdata = NULL;
+  c->data = NULL;
 }
 
 /* ---- The console ------------------------------------------------------------------ */
 
-/* The record's text, for krun__ingest and emit. */
+/* The record's text, for emit. */
 static const char *line_of(kp_record_out *rec) {
   rec->buf[rec->len] = '\0';
   return rec->buf;
@@ -295,20 +300,20 @@ static int ends_test(const char *rest, const char *id, double *ms) {
   return 1;
 }
 
-static void console_line(krun__run *R, krun__job *j, const char *line, krun__emit *emit) {
-  gtest *gt = j->srcdata;
+static void console_line(krun__child *c, const char *line) {
+  gtest *gt = c->data;
   if (strncmp(line, RUN_MARK, strlen(RUN_MARK)) == 0) {
     /* The next run of that test that has not started (--isolation none
      * runs several): anything else is no test of this job. */
     const char *name = line + strlen(RUN_MARK);
     gt->capturing = -1;
-    for (int i = j->ntests > 1 ? j->cur + 1 : 0; i < j->ntests && gt->capturing < 0; i++)
-      if (!j->st[i].started && strcmp(j->tests[i]->id, name) == 0) gt->capturing = i;
+    for (int i = c->ntests > 1 ? c->cur + 1 : 0; i < c->ntests && gt->capturing < 0; i++)
+      if (!c->st[i].started && strcmp(c->defs[i]->id, name) == 0) gt->capturing = i;
     if (gt->capturing < 0) return;
     kp_begin(&gt->rec, "test");
     kp_add_str(&gt->rec, "id", name);
-    kp_add_int(&gt->rec, "pid", j->pid);
-    emit(R, j, line_of(&gt->rec));
+    kp_add_int(&gt->rec, "pid", c->pid);
+    c->emit(c, -1, line_of(&gt->rec));
     gt->cap.len = 0;
     return;
   }
@@ -316,7 +321,7 @@ static void console_line(krun__run *R, krun__job *j, const char *line, krun__emi
   console_end *e = &gt->end[gt->capturing];
   for (size_t k = 0; k < sizeof ends / sizeof ends[0]; k++)
     if (strncmp(line, ends[k].mark, strlen(ends[k].mark)) == 0 &&
-        ends_test(line + strlen(ends[k].mark), j->tests[gt->capturing]->id, &e->ms)) {
+        ends_test(line + strlen(ends[k].mark), c->defs[gt->capturing]->id, &e->ms)) {
       e->status = ends[k].status;
       e->text = kh_strndup(gt->cap.data ? gt->cap.data : "", gt->cap.len);
       gt->capturing = -1;
@@ -325,13 +330,12 @@ static void console_line(krun__run *R, krun__job *j, const char *line, krun__emi
   if (gt->cap.len < CAPTURE_MAX) kh_buf_addf(&gt->cap, "%s\n", line);
 }
 
-static void gtest_output(krun__run *R, krun__job *j, const char *data, size_t n,
-                         krun__emit *emit) {
-  gtest *gt = j->srcdata;
+static void gtest_output(krun__child *c, const char *data, size_t n) {
+  gtest *gt = c->data;
   if (!gt) return;
   for (size_t off = 0; off < n;) {
     off += kp_reader_feed(&gt->rd, data + off, n - off);
-    while (kp_reader_next(&gt->rd, R->line) > 0) console_line(R, j, R->line, emit);
+    while (kp_reader_next(&gt->rd, c->line) > 0) console_line(c, c->line);
   }
 }
 
@@ -362,11 +366,9 @@ static const char *location(const char *msg, char *file, size_t cap, long long *
 }
 
 /* Sends one record into test run i. */
-static void feed(krun__run *R, krun__job *j, int i) {
-  krun__ingest(&R->rep, j->tests[i], &j->st[i], line_of(&gt_of(j)->rec));
-}
+static void feed(krun__child *c, int i) { c->emit(c, i, line_of(&gt_of(c)->rec)); }
 
-static void result(krun__run *R, krun__job *j, int i, const char *status, const char *msg,
+static void result(krun__child *c, int i, const char *status, const char *msg,
                    const char *file, long long line) {
   kp_result r = {status, msg, file, line};
   char cut[MESSAGE_MAX + 64];
@@ -374,20 +376,20 @@ static void result(krun__run *R, krun__job *j, int i, const char *status, const 
     snprintf(cut, sizeof cut, "%.*s... (cut; the log has it all)", MESSAGE_MAX, msg);
     r.message = cut;
   }
-  kp_encode(&gt_of(j)->rec, &kp_rec_result, &r);
-  feed(R, j, i);
-  kp_encode(&gt_of(j)->rec, &kp_rec_end, &(kp_end){0});
-  feed(R, j, i);
+  kp_encode(&gt_of(c)->rec, &kp_rec_result, &r);
+  feed(c, i);
+  kp_encode(&gt_of(c)->rec, &kp_rec_end, &(kp_end){0});
+  feed(c, i);
 }
 
-static void note(krun__run *R, krun__job *j, int i, const char *key, const char *value) {
-  kp_encode(&gt_of(j)->rec, &kp_rec_note, &(kp_note){key, value});
-  feed(R, j, i);
+static void note(krun__child *c, int i, const char *key, const char *value) {
+  kp_encode(&gt_of(c)->rec, &kp_rec_note, &(kp_note){key, value});
+  feed(c, i);
 }
 
 /* The skip reason GoogleTest printed ("FILE:LINE: Skipped", the reason). */
-static void skipped(krun__run *R, krun__job *j, int i) {
-  const char *cap = gt_of(j)->end[i].text;
+static void skipped(krun__child *c, int i) {
+  const char *cap = gt_of(c)->end[i].text;
   if (!cap) cap = "";
   const char *at = strstr(cap, ": Skipped\n");
   while (at && at > cap && at[-1] != '\n') at--;
@@ -396,7 +398,7 @@ static void skipped(krun__run *R, krun__job *j, int i) {
   char *why = kh_strdup(at ? location(at, file, sizeof file, &line) : "");
   size_t n = strlen(why);
   while (n && why[n - 1] == '\n') why[--n] = '\0';
-  result(R, j, i, "skip", *why ? why : "skipped (GTEST_SKIP)", file, line);
+  result(c, i, "skip", *why ? why : "skipped (GTEST_SKIP)", file, line);
   free(why);
 }
 
@@ -412,20 +414,20 @@ static int own_key(const char *k) {
   return 0;
 }
 
-/* Test run i from its JSON case c; returns its time in ms (-1 unknown). */
-static double from_json(krun__run *R, krun__job *j, int i, json *J, yaml_node_t *c) {
-  double ms = seconds(text(get(J, c, "time"))) * 1e3;
+/* Test run i from its JSON case tc; returns its time in ms (-1 unknown). */
+static double from_json(krun__child *c, int i, json *J, yaml_node_t *tc) {
+  double ms = seconds(text(get(J, tc, "time"))) * 1e3;
   if (ms >= 0) {
-    kp_encode(&gt_of(j)->rec, &kp_rec_phase, &(kp_phase){"body", ms});
-    feed(R, j, i);
+    kp_encode(&gt_of(c)->rec, &kp_rec_phase, &(kp_phase){"body", ms});
+    feed(c, i);
   }
-  for (yaml_node_pair_t *p = c->data.mapping.pairs.start; p < c->data.mapping.pairs.top; p++) {
+  for (yaml_node_pair_t *p = tc->data.mapping.pairs.start; p < tc->data.mapping.pairs.top; p++) {
     const char *k = text(yaml_document_get_node(&J->doc, p->key));
     const char *v = text(yaml_document_get_node(&J->doc, p->value));
-    if (k && v && !own_key(k)) note(R, j, i, k, v);
+    if (k && v && !own_key(k)) note(c, i, k, v);
   }
-  const char *status = text(get(J, c, "status")), *res = text(get(J, c, "result"));
-  yaml_node_t *fails = get(J, c, "failures");
+  const char *status = text(get(J, tc, "status")), *res = text(get(J, tc, "result"));
+  yaml_node_t *fails = get(J, tc, "failures");
   int nfail = fails && fails->type == YAML_SEQUENCE_NODE
                   ? (int)(fails->data.sequence.items.top - fails->data.sequence.items.start) : 0;
   if (nfail > 0) {
@@ -437,34 +439,34 @@ static double from_json(krun__run *R, krun__job *j, int i, json *J, yaml_node_t 
     char *all = nfail > 1 ? kh_asprintf("%s\n(and %d more failure%s; see the log)", body,
                                         nfail - 1, nfail > 2 ? "s" : "")
                           : kh_strdup(body);
-    result(R, j, i, "fail", all, file, line);
+    result(c, i, "fail", all, file, line);
     free(all);
   } else if (res && strcmp(res, "SKIPPED") == 0) {
-    skipped(R, j, i);
+    skipped(c, i);
   } else if (status && strcmp(status, "RUN") == 0) {
-    result(R, j, i, "pass", "", "", 0);
+    result(c, i, "pass", "", "", 0);
   } else {
     char *msg = kh_asprintf("GoogleTest did not run it (status %s, result %s)",
                             status ? status : "?", res ? res : "?");
-    result(R, j, i, "error", msg, "", 0);
+    result(c, i, "error", msg, "", 0);
     free(msg);
   }
   return ms;
 }
 
 /* Test run i from the console alone (no JSON case for it). */
-static double from_console(krun__run *R, krun__job *j, int i, const char *why) {
-  console_end *e = &gt_of(j)->end[i];
-  if (why) note(R, j, i, "gtest_json", why);
-  if (e->status == 'p') result(R, j, i, "pass", "", "", 0);
-  else if (e->status == 's') skipped(R, j, i);
+static double from_console(krun__child *c, int i, const char *why) {
+  console_end *e = &gt_of(c)->end[i];
+  if (why) note(c, i, "gtest_json", why);
+  if (e->status == 'p') result(c, i, "pass", "", "", 0);
+  else if (e->status == 's') skipped(c, i);
   else {
     const char *at = strstr(e->text ? e->text : "", ": Failure\n");
     while (at && at > e->text && at[-1] != '\n') at--;
     char file[1024] = "";
     long long line = 0;
     const char *body = at ? location(at, file, sizeof file, &line) : "failed (see the log)";
-    result(R, j, i, "fail", body, file, line);
+    result(c, i, "fail", body, file, line);
   }
   return e->ms;
 }
@@ -484,34 +486,31 @@ static void find_case(json *J, const char *suite, yaml_node_t *c, void *arg) {
 
 /* Is run i the last run of its test that started (the one GoogleTest's
  * JSON describes when --gtest_repeat ran it more than once)? */
-static int last_run(const krun__job *j, int i) {
-  for (int k = i + 1; k < j->ntests; k++)
-    if (j->st[k].started && strcmp(j->tests[k]->id, j->tests[i]->id) == 0) return 0;
+static int last_run(const krun__child *c, int i) {
+  for (int k = i + 1; k < c->ntests; k++)
+    if (c->st[k].started && strcmp(c->defs[k]->id, c->defs[i]->id) == 0) return 0;
   return 1;
 }
 
-static void gtest_finish(krun__run *R, krun__job *j, krun__emit *emit) {
-  gtest *gt = j->srcdata;
+static void gtest_finish(krun__child *c) {
+  gtest *gt = c->data;
   if (!gt) return;
-  if (kp_reader_tail(&gt->rd, R->line) > 0) console_line(R, j, R->line, emit);
+  if (kp_reader_tail(&gt->rd, c->line) > 0) console_line(c, c->line);
   json J;
   int have = json_load(gt->json, &J) == 0;
-  int shared = j->ntests > 1;
-  for (int i = 0; i < j->ntests; i++) {
-    if (!j->st[i].started || j->st[i].ended) continue;
+  for (int i = 0; i < c->ntests; i++) {
+    if (!c->st[i].started || c->st[i].ended) continue;
     /* The test that was running when time ran out, or kiln stopped, is
      * decided as such. */
-    if (i == j->cur && (j->timed_out || j->interrupted)) continue;
-    lookup l = {j->tests[i]->id, NULL};
-    if (have && last_run(j, i)) each_case(&J, find_case, &l);
+    if (i == c->cur && (c->timed_out || c->interrupted)) continue;
+    lookup l = {c->defs[i]->id, NULL};
+    if (have && last_run(c, i)) each_case(&J, find_case, &l);
     double ms = -1;
-    if (l.hit) ms = from_json(R, j, i, &J, l.hit);
+    if (l.hit) ms = from_json(c, i, &J, l.hit);
     else if (gt->end[i].status)
-      ms = from_console(R, j, i, have ? NULL : J.why);
-    if (shared && ms >= 0 && j->st[i].ended) {
-      j->tests[i]->wall_ms = krep_round_ms(ms);
-      j->tests[i]->ended_s = j->tests[i]->started_s + ms / 1e3;
-    }
+      ms = from_console(c, i, have ? NULL : J.why);
+    /* A shared process's test took what GoogleTest says it took. */
+    c->took_ms[i] = ms;
   }
   json_free(&J);
   unlink(gt->json);
@@ -520,9 +519,7 @@ static void gtest_finish(krun__run *R, krun__job *j, krun__emit *emit) {
 
 /* ---- The source ------------------------------------------------------------------------ */
 
-static const char *program(const krun__run *R, const krun__job *j) {
-  return R->o->reg->sources[j->defs[0]->source].path;
-}
+static const char *program(const krun__child *c) { return c->src->path; }
 
 /* What a GoogleTest binary must not take from kiln's environment: its
  * own sharding (kiln selects and shards), brief output and repeats (kiln
@@ -531,9 +528,18 @@ static const char *program(const krun__run *R, const krun__job *j) {
 static const char *const unenv[] = {"GTEST_SHARD_INDEX", "GTEST_TOTAL_SHARDS",
     "GTEST_SHARD_STATUS_FILE", "GTEST_BRIEF", "GTEST_REPEAT", "XML_OUTPUT_FILE", NULL};
 
+/* --gtest PATH, repeatable. */
+static const krun_sopt opts[] = {
+    {.name = "gtest", .arg = "PATH", .type = KRUN_SOPT_PATHS, .lists = 1,
+     .help = "a GoogleTest binary: each of its tests in its own process, ids Suite.Name "
+             "as GoogleTest spells them (repeatable)"},
+    {NULL},
+};
+
 const krun__source_i krun__gtest_source = {
     .name = "gtest",
-    .list = krun_registry_add_gtest,
+    .opts = opts,
+    .list = gtest_list,
     .argv = gtest_argv,
     .program = program,
     .unenv = unenv,

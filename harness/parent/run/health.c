@@ -95,8 +95,8 @@ static int faulted(const krep_test *t) {
 void krun__health_after(krun__run *R, krun__job *j) {
   /* One shared process (--isolation none) has no device to hand on. */
   if (!j->ndevs || R->stopping || j->collateral || R->s->isolation == KRUN_ISO_NONE) return;
-  /* The host backend's devices live inside kiln's own runner: a GoogleTest
-   * binary, a command or a pytest test that crashes cannot hurt them. */
+  /* The host backend's devices live inside kiln's own runner: a test of
+   * any other source that crashes cannot hurt them. */
   if (R->o->bi->backend == KRUN_BACKEND_HOST && j->kind != KRUN_KIND_RUNNER) return;
   for (int i = 0; i < j->ntests; i++) {
     if (!faulted(j->tests[i])) continue;

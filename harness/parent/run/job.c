@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -61,6 +62,8 @@ void krun__job_init(krun__job *j, int ntests) {
   j->tests = kh_xcalloc((size_t)ntests, sizeof *j->tests);
   j->st = kh_xcalloc((size_t)ntests, sizeof *j->st);
   j->defs = kh_xcalloc((size_t)ntests, sizeof *j->defs);
+  j->took_ms = kh_xcalloc((size_t)ntests, sizeof *j->took_ms);
+  for (int i = 0; i < ntests; i++) j->took_ms[i] = -1;
   j->ntests = ntests;
   j->cur = ntests == 1 ? 0 : -1;
 }
@@ -73,12 +76,46 @@ static void close_fd(int *fd) {
 void krun__job_clear(krun__job *j) {
   close_fd(&j->fd_res), close_fd(&j->fd_out), close_fd(&j->fd_in);
   krun__contain_job_clear(j);
-  if (j->srcdata && krun__source(j->kind)->free) krun__source(j->kind)->free(j);
+  if (krun__source(j->kind)->free) krun__source(j->kind)->free(&j->view);
   krun__log_free(&j->log);
   free(j->rd), free(j->tmpdir), free(j->partial), free(j->probe_message);
-  free(j->tests), free(j->st), free(j->defs);
+  free(j->tests), free(j->st), free(j->defs), free(j->took_ms);
   memset(j, 0, sizeof *j);
   j->fd_res = j->fd_out = j->fd_in = j->cg_procs = -1;
+}
+
+/* A record a source made for test run i (-1: as the child's own). */
+static void view_emit(krun__child *c, int i, const char *line) {
+  krun__job *j = (krun__job *)(void *)((char *)c - offsetof(krun__job, view));
+  krun__run *R = c->run->core;
+  if (i < 0) {
+    R->route(R, j, line);
+    c->cur = j->cur;        /* a `test` record moves a shared process on */
+  } else if (i < j->ntests) krun__ingest(&R->rep, j->tests[i], &j->st[i], line);
+}
+
+krun__child *krun__job_view(krun__run *R, krun__job *j) {
+  krun__child *c = &j->view;
+  c->run = &R->srcrun;
+  c->ctx = R->srcctx ? R->srcctx[j->kind] : NULL;
+  c->source = j->ntests && j->defs[0] ? j->defs[0]->source : -1;
+  c->src = c->source >= 0 ? &R->o->reg->sources[c->source] : NULL;
+  c->ntests = j->ntests;
+  c->defs = j->defs;
+  c->st = j->st;
+  c->cur = j->cur;
+  c->warm = j->warm;
+  c->tmpdir = j->tmpdir;
+  c->pid = j->pid;
+  c->line = R->line;
+  c->exec_errno = j->exec_errno;
+  c->wstatus = j->wstatus;
+  c->timed_out = j->timed_out;
+  c->interrupted = j->interrupted;
+  c->log = &j->log;
+  c->took_ms = j->took_ms;
+  c->emit = view_emit;
+  return c;
 }
 
 krep_test *krun__job_test(const krun__job *j) {
@@ -156,7 +193,7 @@ static char **child_argv(krun__run *R, krun__job *j, int takes) {
     n += krun__sanitize_argv(R, argv + n, log);
     free(log), free(dir);
   }
-  src->argv(R, j, argv, &n);
+  src->argv(krun__job_view(R, j), argv, &n);
   return argv;
 }
 
@@ -354,8 +391,8 @@ static void retry_or_flaky(krun__run *R, krep_test *t, const krun_test *def) {
 }
 
 /* What kiln exec'd for the job (what a failed exec names). */
-static const char *program(const krun__run *R, const krun__job *j) {
-  return R->nwrap ? R->wrap[0] : krun__source(j->kind)->program(R, j);
+static const char *program(krun__run *R, krun__job *j) {
+  return R->nwrap ? R->wrap[0] : krun__source(j->kind)->program(krun__job_view(R, j));
 }
 
 void krun__test_done(krun__run *R, krep_test *t, const krun_test *def) {
@@ -363,7 +400,7 @@ void krun__test_done(krun__run *R, krep_test *t, const krun_test *def) {
   krun__publish(R, t);
 }
 
-static krun__exit exit_info(const krun__run *R, const krun__job *j, int i) {
+static krun__exit exit_info(krun__run *R, krun__job *j, int i) {
   krun__exit x = {0};
   x.runner = program(R, j);
   x.role = krun__source(j->kind)->protocol ? "runner" : "program";
@@ -417,7 +454,7 @@ static void write_log(krun__run *R, const krun__job *j, const char *name) {
   free(path);
 }
 
-void krun__job_finish(krun__run *R, krun__job *j, krun__emit *emit) {
+void krun__job_finish(krun__run *R, krun__job *j) {
   double now = kh_now_ms();
   /* What it left running, wherever it went, found before anything is
    * killed (so each is described as it was), then killed. */
@@ -431,7 +468,13 @@ void krun__job_finish(krun__run *R, krun__job *j, krun__emit *emit) {
     j->partial = kh_strdup(R->line);
   }
   /* A program that speaks no protocol: what it left, as records. */
-  if (krun__source(j->kind)->finish) krun__source(j->kind)->finish(R, j, emit);
+  if (krun__source(j->kind)->finish) krun__source(j->kind)->finish(krun__job_view(R, j));
+  /* A shared process's tests by the times its source knows. */
+  for (int i = 0; j->ntests > 1 && i < j->ntests; i++)
+    if (j->took_ms[i] >= 0 && j->st[i].ended) {
+      j->tests[i]->wall_ms = krep_round_ms(j->took_ms[i]);
+      j->tests[i]->ended_s = j->tests[i]->started_s + j->took_ms[i] / 1e3;
+    }
   R->nrunning--;
   for (int i = 0; i < j->ndevs; i++) {
     krun_tokens_holder_remove(&R->tok, R->o->bi->dev[j->devs[i]].physical, j->pid);

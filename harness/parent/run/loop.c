@@ -204,8 +204,8 @@ static void token_taken(krun__run *R, krun__job *j, krep_test *t, const char *li
   t->started_s += ms / 1e3;
 }
 
-/* A record line from the job's child, or made for it by its source (the
- * krun__emit a source is given): routed to its test run and ingested. */
+/* A record line from the job's child, or made for it by its source (its
+ * view's emit, through R->route): routed to its test run and ingested. */
 static void job_line(krun__run *R, krun__job *j, const char *line) {
   int shared = j->ntests > 1;
   if (j->probe && krun__health_line(R, j, line)) return;
@@ -272,7 +272,7 @@ static void read_output(krun__run *R, krun__job *j) {
     }
     krun__log_add(&j->log, chunk, (size_t)n);
     if (krun__source(j->kind)->output)
-      krun__source(j->kind)->output(R, j, chunk, (size_t)n, job_line);
+      krun__source(j->kind)->output(krun__job_view(R, j), chunk, (size_t)n);
     got += (size_t)n;
   }
 }
@@ -369,7 +369,7 @@ static void finish(krun__run *R, krun__job *j) {
     if (out >= 0) krun__warm_drop(R, out);
     return;
   }
-  krun__job_finish(R, j, job_line);
+  krun__job_finish(R, j);
   krun__health_after(R, j);
   for (int i = 0; i < j->ntests; i++)
     if (!krun__health_settle(R, j, i)) krun__test_done(R, j->tests[i], j->defs[i]);
@@ -436,6 +436,7 @@ void krun__loop(krun__run *R) {
   struct pollfd *pfd = kh_xcalloc((size_t)(1 + 2 * R->maxjobs), sizeof *pfd);
   krun__job **who = kh_xcalloc((size_t)(1 + 2 * R->maxjobs), sizeof *who);
   char *which = kh_xcalloc((size_t)(1 + 2 * R->maxjobs), 1);
+  R->route = job_line;      /* where the sources' records go */
   if (shared) start_shared(R);
   for (;;) {
     if (!shared && !R->stopping) {

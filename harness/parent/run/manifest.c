@@ -17,14 +17,16 @@
  *       needs_gpu: true      optional: false runs it with no device too
  *       timeout: 30          optional, whole seconds
  *       tags: [TAG, ...]     optional (a comma-separated string too)
- *   pytest: PATH | [PATH, ...]   optional: pytest suites, as --pytest
- *   zygote: true             optional: false starts a fresh interpreter
- *                            for each of those suites' tests
+ *   KEY: PATH | [PATH, ...]  optional: suites of another source, by its
+ *                            config key (pytest: tests/)
+ *   KEY: true|false          optional: another source's switch, for the
+ *                            suites this manifest names (zygote: false)
  *
  * Commands run in the manifest's folder; a program with a '/' in its name
- * is found from there, a bare name on the PATH; pytest paths are relative
- * to it too. A manifest names tests, pytest suites or both. The source's
- * table (source-impl.h) is at the end.
+ * is found from there, a bare name on the PATH; other sources' paths are
+ * relative to it too. A manifest names tests, other suites or both. The
+ * keys of other sources are theirs (their tables' opts): this file names
+ * none. The source's table (source-impl.h) is at the end.
  */
 #include "run-impl.h"
 
@@ -50,6 +52,11 @@ typedef struct mf {
   const char *suite;
   char *own_suite;          /* the suite key's, escaped */
   kh_buf tags;              /* the manifest's own tags */
+  const krun__lister *L;
+  /* Another source's suites a manifest may name instead of tests (for
+   * the errors): its key, or NULL. */
+  const krun_sopt *suites;
+  int suites_kind;
 } mf;
 
 /* A manifest lists commands: 16 MiB is far past any real one. */
@@ -241,54 +248,89 @@ static int one_test(mf *m, yaml_node_t *e) {
   return rc;
 }
 
-/* The manifest's pytest suites, after its commands (a new source may
- * move the registry's sources). -3: pytest could not list one (an
- * infrastructure error, as for --pytest). */
-static int pytest_path(mf *m, yaml_node_t *n, int zygote) {
-  const char *p = scalar(n);
+/* A key of another source that a manifest may name (a config key of
+ * that source): its suites, listed after the commands, or a switch for
+ * those suites alone. */
+#define OTHER_MAX 16
+typedef struct other {
+  const krun_sopt *o;
+  int kind;
+  yaml_node_t *v;
+} other;
+
+/* One path of another source's suites, relative to the manifest's
+ * folder. -3: that source could not list it (an infrastructure error). */
+static int other_path(mf *m, const other *x, yaml_node_t *n) {
+  const char *p = scalar(n), *key = x->o->name;
   if (!p || !*p)
-    return fail(m, n, "'pytest' must be a path (a pytest folder or file) or a sequence of "
-                      "paths");
+    return fail(m, n, "'%s' must be a path (%s) or a sequence of paths", key, x->o->what);
   char *path = p[0] == '/' ? kh_strdup(p)
                            : kh_asprintf("%s/%s", m->reg->sources[m->source].dir, p);
   kh_err e;
   int rc = 0;
   if (access(path, F_OK) != 0) {
-    rc = fail(m, n, "'pytest': '%s' (from the manifest's folder: %s): %s", p, path,
+    rc = fail(m, n, "'%s': '%s' (from the manifest's folder: %s): %s", key, p, path,
               strerror(errno));
-  } else if ((rc = krun_registry_add_pytest(m->reg, path, &e)) != 0) {
+  } else if ((rc = m->L->list(m->L, x->kind, path, &e)) != 0) {
     int usage = rc == -2;
     fail(m, n, "%s", e.msg);
     rc = usage ? -1 : -3;
-  } else {
-    m->reg->sources[m->reg->nsources - 1].no_zygote = !zygote;
   }
   free(path);
   return rc;
 }
 
-static int pytest_paths(mf *m, yaml_node_t *v, int zygote) {
-  if (v->type != YAML_SEQUENCE_NODE) return pytest_path(m, v, zygote);
+static int other_paths(mf *m, const other *x) {
+  yaml_node_t *v = x->v;
+  if (v->type != YAML_SEQUENCE_NODE) return other_path(m, x, v);
   if (v->data.sequence.items.top == v->data.sequence.items.start)
-    return fail(m, v, "'pytest' must name at least one path");
+    return fail(m, v, "'%s' must name at least one path", x->o->name);
   for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top; i++) {
-    int rc = pytest_path(m, node(m, *i), zygote);
+    int rc = other_path(m, x, node(m, *i));
     if (rc != 0) return rc;
   }
   return 0;
 }
 
+/* A switch of another source ("zygote: false") onto the sources of its
+ * kind that this manifest listed (first..), as "NAME=VALUE". */
+static void other_switch(mf *m, const other *x, int first) {
+  for (int k = first; k < m->reg->nsources; k++) {
+    krun_source *src = &m->reg->sources[k];
+    if (src->kind != x->kind) continue;
+    src->set = kh_xrealloc(src->set, (size_t)(src->nset + 1) * sizeof *src->set);
+    src->set[src->nset++] = kh_asprintf("%s=%s", x->o->name, scalar(x->v));
+  }
+}
+
+/* The keys a manifest knows, for the error; the first other source's
+ * suites it may name instead of tests. */
+static void known_keys(mf *m, kh_buf *b) {
+  kh_buf_addf(b, "suite, tags, skip_code, tests");
+  const krun_sopt *o;
+  int kind;
+  for (int i = 0; (o = m->L->option_at(i, &kind)); i++) {
+    if (!o->config || m->L->option(o->name, &kind) != o) continue;
+    kh_buf_addf(b, ", %s", o->name);
+    if (o->lists && !m->suites) m->suites = o, m->suites_kind = kind;
+  }
+}
+
 static int root(mf *m, yaml_node_t *r) {
   if (!r || r->type != YAML_MAPPING_NODE)
-    return r ? fail(m, r, "a manifest must be a mapping with 'tests' or 'pytest'")
+    return r ? fail(m, r, "a manifest must be a mapping with 'tests'%s%s%s",
+                    m->suites ? " or '" : "", m->suites ? m->suites->name : "",
+                    m->suites ? "'" : "")
              : kh_errf(m->err, "%s: the manifest is empty", m->path);
-  yaml_node_t *list = NULL, *pytest = NULL;
-  int zygote = 1;
-  krun_source *src = &m->reg->sources[m->source];
+  yaml_node_t *list = NULL;
+  other others[OTHER_MAX];
+  int nothers = 0, nsuites = 0;
   for (yaml_node_pair_t *p = r->data.mapping.pairs.start; p < r->data.mapping.pairs.top; p++) {
     yaml_node_t *k = node(m, p->key), *v = node(m, p->value);
     const char *key = scalar(k) ? scalar(k) : "";
     long long code;
+    int kind;
+    const krun_sopt *o;
     if (strcmp(key, "tests") == 0) list = v;
     else if (strcmp(key, "suite") == 0) {
       if (!scalar(v) || !name_word(v) || memchr(scalar(v), '/', v->data.scalar.length))
@@ -297,38 +339,65 @@ static int root(mf *m, yaml_node_t *r) {
       m->suite = m->own_suite = escaped(v);
     } else if (strcmp(key, "skip_code") == 0) {
       if (number(m, v, "skip_code", 1, 255, &code) != 0) return -1;
-      src->skip_code = (int)code;
+      *(int *)m->reg->sources[m->source].data = (int)code;
     } else if (strcmp(key, "tags") == 0) {
       if (tags(m, v, &m->tags) != 0) return -1;
-    } else if (strcmp(key, "pytest") == 0) {
-      pytest = v;
-    } else if (strcmp(key, "zygote") == 0) {
+    } else if ((o = m->L->option(key, &kind)) && nothers < OTHER_MAX &&
+               (o->type == KRUN_SOPT_BOOL || o->lists)) {
       const char *b = scalar(v) ? scalar(v) : "";
-      zygote = strcmp(b, "true") == 0 ? 1 : strcmp(b, "false") == 0 ? 0 : -1;
-      if (zygote < 0) return fail(m, v, "'zygote' must be true or false");
+      if (o->type == KRUN_SOPT_BOOL && strcmp(b, "true") != 0 && strcmp(b, "false") != 0)
+        return fail(m, v, "'%s' must be true or false", key);
+      others[nothers++] = (other){o, kind, v};
+      nsuites += o->lists;
     } else {
-      return fail(m, k, "unknown key '%s' (known: suite, tags, skip_code, tests, pytest, "
-                  "zygote)", key);
+      kh_buf known = {0};
+      known_keys(m, &known);
+      fail(m, k, "unknown key '%s' (known: %s)", key, known.data);
+      kh_buf_free(&known);
+      return -1;
     }
   }
-  if ((list || !pytest) &&
+  if ((list || !nsuites) &&
       (!list || list->type != YAML_SEQUENCE_NODE ||
        list->data.sequence.items.top == list->data.sequence.items.start))
-    return fail(m, list ? list : r, "'tests' must be a non-empty sequence of tests%s",
-                list ? "" : " (or 'pytest' name pytest suites)");
+  {
+    char alt[160] = "";
+    if (!list && m->suites)
+      snprintf(alt, sizeof alt, " (or '%s' name %s suites)", m->suites->name,
+               m->L->kind_name(m->suites_kind));
+    return fail(m, list ? list : r, "'tests' must be a non-empty sequence of tests%s", alt);
+  }
   for (yaml_node_item_t *i = list ? list->data.sequence.items.start : NULL;
        list && i < list->data.sequence.items.top; i++)
     if (one_test(m, node(m, *i)) != 0) return -1;
-  return pytest ? pytest_paths(m, pytest, zygote) : 0;
+  /* The other sources' suites, after the commands (a new source may move
+   * the registry's sources), then their switches. */
+  int first = m->reg->nsources;
+  for (int i = 0; i < nothers; i++) {
+    int rc = others[i].o->lists ? other_paths(m, &others[i]) : 0;
+    if (rc != 0) return rc;
+  }
+  for (int i = 0; i < nothers; i++)
+    if (!others[i].o->lists) other_switch(m, &others[i], first);
+  return 0;
 }
 
-int krun_registry_add_manifest(krun_registry *reg, const char *path, kh_err *err) {
+/* The commands of a YAML manifest, and the other sources' suites it
+ * names; errors name file:line:column. -2 a usage error, -3 a suite
+ * that could not be listed (an infrastructure error). */
+static int command_list(const krun__lister *L, const char *path, kh_err *err) {
+  krun_registry *reg = L->reg;
   FILE *f = fopen(path, "rb");
-  if (!f) return kh_errf(err, "--manifest %s: %s", path, strerror(errno));
-  mf m = {.path = path, .err = err, .reg = reg};
-  m.source = krun__registry_source(reg, KRUN_KIND_COMMAND, path);
+  if (!f) return kh_errf(err, "--manifest %s: %s", path, strerror(errno)), -2;
+  mf m = {.path = path, .err = err, .reg = reg, .L = L};
+  kh_buf known = {0};
+  known_keys(&m, &known);
+  kh_buf_free(&known);
+  m.source = krun__registry_source(reg, L->kind, path);
   krun_source *src = &reg->sources[m.source];
-  src->skip_code = 77;
+  src->data = kh_xmalloc(sizeof(int));
+  *(int *)src->data = 77;   /* the skip code */
+  src->data_free = free;
   /* The manifest's folder, absolute: commands run there. */
   char *copy = kh_strdup(path), *slash = strrchr(copy, '/');
   if (slash) *slash = '\0';
@@ -357,7 +426,7 @@ int krun_registry_add_manifest(krun_registry *reg, const char *path, kh_err *err
   fclose(f);
   kh_buf_free(&m.tags);
   free(copy), free(suite), free(m.own_suite);
-  return rc;
+  return rc == 0 ? 0 : rc == -3 ? -3 : -2;
 }
 
 /* ---- A command's end ------------------------------------------------------------------ */
@@ -373,33 +442,33 @@ static char *last_line(const krun__log *log) {
   return line;
 }
 
-static void feed(krun__run *R, krun__job *j, kp_record_out *rec) {
+static void feed(krun__child *c, kp_record_out *rec) {
   rec->buf[rec->len] = '\0';
-  krun__ingest(&R->rep, j->tests[0], &j->st[0], rec->buf);
+  c->emit(c, 0, rec->buf);
 }
 
-static void command_finish(krun__run *R, krun__job *j, krun__emit *emit) {
-  (void)emit;   /* it prints no records: what it left is its exit status */
-  if (j->exec_errno || j->st[0].started) return;
-  const krun_source *src = &R->o->reg->sources[j->defs[0]->source];
+/* It prints no records: what it left is its exit status. */
+static void command_finish(krun__child *c) {
+  if (c->exec_errno || c->st[0].started) return;
+  int skip_code = *(const int *)c->src->data;
   kp_record_out *rec = kh_xmalloc(sizeof *rec);
   kp_begin(rec, "test");
-  kp_add_str(rec, "id", j->tests[0]->id);
-  kp_add_int(rec, "pid", j->pid);
-  feed(R, j, rec);
+  kp_add_str(rec, "id", c->defs[0]->id);
+  kp_add_int(rec, "pid", c->pid);
+  feed(c, rec);
   /* A signal, the deadline, kiln stopping: decide.c says so. */
-  if (WIFEXITED(j->wstatus) && !j->timed_out && !j->interrupted) {
-    int code = WEXITSTATUS(j->wstatus);
-    char *said = last_line(&j->log);
+  if (WIFEXITED(c->wstatus) && !c->timed_out && !c->interrupted) {
+    int code = WEXITSTATUS(c->wstatus);
+    char *said = last_line(c->log);
     char *msg = code == 0 ? kh_strdup("")
-                : code == src->skip_code
+                : code == skip_code
                     ? (*said ? kh_strdup(said) : kh_asprintf("skipped (exit status %d)", code))
                     : kh_asprintf("exited with status %d%s%s", code, *said ? ": " : "", said);
-    kp_result r = {code == 0 ? "pass" : code == src->skip_code ? "skip" : "fail", msg, "", 0};
+    kp_result r = {code == 0 ? "pass" : code == skip_code ? "skip" : "fail", msg, "", 0};
     kp_encode(rec, &kp_rec_result, &r);
-    feed(R, j, rec);
+    feed(c, rec);
     kp_encode(rec, &kp_rec_end, &(kp_end){0});
-    feed(R, j, rec);
+    feed(c, rec);
     free(msg), free(said);
   }
   free(rec);
@@ -408,19 +477,25 @@ static void command_finish(krun__run *R, krun__job *j, krun__emit *emit) {
 /* ---- The source ------------------------------------------------------------------------ */
 
 /* Its argv as the manifest gave it. */
-static void command_argv(krun__run *R, krun__job *j, char **argv, int *n) {
-  (void)R;
-  for (char **a = j->defs[0]->argv; *a; a++) argv[(*n)++] = kh_strdup(*a);
+static void command_argv(krun__child *c, char **argv, int *n) {
+  for (char **a = c->defs[0]->argv; *a; a++) argv[(*n)++] = kh_strdup(*a);
 }
 
-static const char *program(const krun__run *R, const krun__job *j) {
-  (void)R;
-  return j->defs[0]->argv[0];
-}
+static const char *program(const krun__child *c) { return c->defs[0]->argv[0]; }
+
+/* --manifest FILE, repeatable. */
+static const krun_sopt opts[] = {
+    {.name = "manifest", .arg = "FILE", .type = KRUN_SOPT_PATHS, .lists = 1,
+     .help = "a YAML manifest of tests that are commands (pass: exit 0, skip: exit 77; "
+             "repeatable)"},
+    {NULL},
+};
 
 const krun__source_i krun__command_source = {
     .name = "command",
-    .list = krun_registry_add_manifest,
+    .alone = "command",
+    .opts = opts,
+    .list = command_list,
     .argv = command_argv,
     .program = program,
     .finish = command_finish,

@@ -1,7 +1,8 @@
 /* pytest suites under kiln (docs/third-party.md): each node id a test of
  * its own process, with the slots, narrowing, timeouts and reports every
- * test gets. The Python side is kiln's package kiln_pytest
- * (harness/python/, installed under share/kiln/python):
+ * test gets. Its flags and config keys (--pytest, --zygote) are its
+ * table's; its zygotes live in its context. The Python side is kiln's
+ * package kiln_pytest (harness/python/, installed under share/kiln/python):
  *
  *   python3 -m kiln_pytest collect PATH   pytest's own collection: a
  *       `pytest` record (protocol, rootdir), then the `test` records of a
@@ -11,7 +12,7 @@
  *       one test, in the rootdir, its records (test, phase, note, result,
  *       end) on fd 3 as a runner writes them, made from pytest's reports;
  *   python3 -m kiln_pytest zygote --socket S --rootdir DIR PATH
- *       per source for the run (run_start, run_end): imports what the
+ *       per source for the run (open, close): imports what the
  *       test files import from outside the project once, then forks a
  *       child per `run --zygote S` that asks; `run` falls back to its own
  *       interpreter where forking is unsafe.
@@ -86,7 +87,11 @@ static const char *last_line(char *text) {
 
 /* ---- Listing ------------------------------------------------------------------------- */
 
-int krun_registry_add_pytest(krun_registry *reg, const char *path, kh_err *err) {
+/* The tests pytest collects from PATH (kiln_pytest collect): id the node
+ * id, suite its file; slots, devices and needs_gpu from the tests' `kiln`
+ * mark. -2 for a mark kiln_pytest refused (a usage error). */
+static int pytest_list(const krun__lister *L, const char *path, kh_err *err) {
+  krun_registry *reg = L->reg;
   char *dir = package_dir(err);
   if (!dir) return -1;
   pythonpath(dir);
@@ -118,7 +123,7 @@ int krun_registry_add_pytest(krun_registry *reg, const char *path, kh_err *err) 
                      "use the kiln_pytest of this kiln (PYTHONPATH)", path, proto,
                      KP_VERSION);
       } else {
-        source = krun__registry_source(reg, KRUN_KIND_PYTEST, path);
+        source = krun__registry_source(reg, L->kind, path);
         reg->sources[source].dir = kh_strdup(root);
       }
       continue;
@@ -142,78 +147,24 @@ int krun_registry_add_pytest(krun_registry *reg, const char *path, kh_err *err) 
   return rc;
 }
 
-/* ---- A test's process ------------------------------------------------------------------ */
+/* ---- The run's zygotes (the source's context) ------------------------------------------ */
 
-static void pytest_argv(krun__run *R, krun__job *j, char **argv, int *n) {
-  int s = j->defs[0]->source;
-  const krun_source *src = &R->o->reg->sources[s];
-  argv[(*n)++] = kh_strdup(python());
-  argv[(*n)++] = kh_strdup("-m");
-  argv[(*n)++] = kh_strdup("kiln_pytest");
-  argv[(*n)++] = kh_strdup("run");
-  if (s < R->nzyg && R->zyg[s].sock) {
-    argv[(*n)++] = kh_strdup("--zygote");
-    argv[(*n)++] = kh_strdup(R->zyg[s].sock);
-  }
-  argv[(*n)++] = kh_strdup("--result-fd");
-  argv[(*n)++] = kh_strdup("3");
-  argv[(*n)++] = kh_strdup("--rootdir");
-  argv[(*n)++] = kh_strdup(src->dir);
-  argv[(*n)++] = kh_strdup("--");
-  /* pytest's node id: kiln's id less its escapes (a '%' in a parameter). */
-  const char *id = j->tests[0]->id;
-  char *raw = kh_xmalloc(strlen(id) + 1);
-  long len = ksel_id_unescape(id, raw, strlen(id));
-  if (len < 0 || memchr(raw, '\0', (size_t)len)) {
-    free(raw);
-    raw = kh_strdup(id);
-  } else {
-    raw[len] = '\0';
-  }
-  argv[(*n)++] = raw;
-}
+/* A source's zygote: its process and socket. */
+typedef struct zygote {
+  pid_t pid;                /* 0: none */
+  char *sock;
+} zygote;
 
-static const char *program(const krun__run *R, const krun__job *j) {
-  (void)R, (void)j;
-  return python();
-}
+typedef struct pyctx {
+  zygote *zyg;              /* by registry source */
+  int nzyg;
+} pyctx;
 
-static void feed(krun__run *R, krun__job *j, kp_record_out *rec, krun__emit *emit) {
-  rec->buf[rec->len] = '\0';
-  emit(R, j, rec->buf);
-}
-
-/* The interpreter ended before pytest started the test (a missing
- * module, a bad interpreter): why, as the test's error. A signal, the
- * deadline, kiln stopping: decide.c says so. */
-static void pytest_finish(krun__run *R, krun__job *j, krun__emit *emit) {
-  if (j->exec_errno || j->st[0].started || !WIFEXITED(j->wstatus) || j->timed_out ||
-      j->interrupted)
-    return;
-  char *tail = krun__log_tail(&j->log);
-  char *msg = kh_asprintf("%s exited with status %d before pytest started the test%s%s",
-                          python(), WEXITSTATUS(j->wstatus), *last_line(tail) ? ": " : "",
-                          last_line(tail));
-  kp_record_out *rec = kh_xmalloc(sizeof *rec);
-  kp_begin(rec, "test");
-  kp_add_str(rec, "id", j->tests[0]->id);
-  kp_add_int(rec, "pid", j->pid);
-  feed(R, j, rec, emit);
-  kp_encode(rec, &kp_rec_result, &(kp_result){"error", msg, "", 0});
-  feed(R, j, rec, emit);
-  kp_encode(rec, &kp_rec_end, &(kp_end){0});
-  feed(R, j, rec, emit);
-  free(rec), free(msg), free(tail);
-}
-
-/* ---- Zygotes ------------------------------------------------------------------------- */
-
-static void zygote_start(krun__run *R, int s) {
-  const krun_source *src = &R->o->reg->sources[s];
-  krun__zygote *z = &R->zyg[s];
-  z->sock = kh_asprintf("%s/pytest-zygote-%d.sock", R->o->out_dir, s);
-  char *log = kh_asprintf("%s/logs/pytest-zygote-%d.log", R->o->out_dir, s);
-  char *logs = kh_asprintf("%s/logs", R->o->out_dir);
+static void zygote_start(const krun__srcrun *run, int s, zygote *z) {
+  const krun_source *src = &run->reg->sources[s];
+  z->sock = kh_asprintf("%s/pytest-zygote-%d.sock", run->out_dir, s);
+  char *log = kh_asprintf("%s/logs/pytest-zygote-%d.log", run->out_dir, s);
+  char *logs = kh_asprintf("%s/logs", run->out_dir);
   kh_mkdir_p(logs, 0755);
   int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   char *argv[] = {(char *)python(), "-m", "kiln_pytest", "zygote", "--socket", z->sock,
@@ -226,7 +177,7 @@ static void zygote_start(krun__run *R, int s) {
   int exec_errno = 0;
   pid_t pid;
   if (fd < 0 || krun_spawn(&req, &pid, &exec_errno) != 0 || exec_errno) {
-    krun__console_note(&R->con, "kiln: no pytest zygote for %s (%s): each test starts an "
+    krun__console_note(run->con, "kiln: no pytest zygote for %s (%s): each test starts an "
                        "interpreter", src->path, strerror(exec_errno ? exec_errno : errno));
     free(z->sock), z->sock = NULL;
   } else {
@@ -242,23 +193,34 @@ static void zygote_start(krun__run *R, int s) {
   free(log), free(logs);
 }
 
-static void zygotes_start(krun__run *R) {
-  const krun_registry *reg = R->o->reg;
-  if (R->nzyg || R->s->zygote == 0 || R->s->isolation == KRUN_ISO_NONE) return;
-  R->nzyg = reg->nsources;
-  R->zyg = kh_xcalloc((size_t)reg->nsources + 1, sizeof *R->zyg);
-  for (int s = 0; s < reg->nsources; s++) {
-    if (reg->sources[s].kind != KRUN_KIND_PYTEST || reg->sources[s].no_zygote) continue;
-    int used = 0;
-    for (int q = R->qhead; q < R->qlen && !used; q++)
-      used = reg->tests[R->queue[q].test].source == s;
-    if (used) zygote_start(R, s);
-  }
+/* The source's own `zygote` for it (a manifest's zygote: false), else the
+ * run's. */
+static int wants_zygote(const krun_source *src, int run_wide) {
+  int on = run_wide;
+  for (int i = 0; i < src->nset; i++)
+    if (strncmp(src->set[i], "zygote=", 7) == 0) on = strcmp(src->set[i] + 7, "true") == 0;
+  return on;
 }
 
-static void zygotes_stop(krun__run *R) {
-  for (int s = 0; s < R->nzyg; s++) {
-    krun__zygote *z = &R->zyg[s];
+/* A zygote for each source of this kind whose tests are queued, unless
+ * --zygote false or --isolation none. vals: --pytest, --zygote. */
+static void *pytest_open(const krun__srcrun *run, int kind, const krun_sval *vals) {
+  const krun_registry *reg = run->reg;
+  pyctx *P = kh_xcalloc(1, sizeof *P);
+  P->nzyg = reg->nsources;
+  P->zyg = kh_xcalloc((size_t)reg->nsources + 1, sizeof *P->zyg);
+  if (run->s->isolation == KRUN_ISO_NONE) return P;
+  for (int s = 0; s < reg->nsources; s++)
+    if (reg->sources[s].kind == kind && wants_zygote(&reg->sources[s], vals[1].on) &&
+        run->queued[s])
+      zygote_start(run, s, &P->zyg[s]);
+  return P;
+}
+
+static void pytest_close(void *ctx) {
+  pyctx *P = ctx;
+  for (int s = 0; s < P->nzyg; s++) {
+    zygote *z = &P->zyg[s];
     if (z->pid > 0) {
       kill(-z->pid, SIGKILL);
       kill(z->pid, SIGKILL);
@@ -268,17 +230,96 @@ static void zygotes_stop(krun__run *R) {
     if (z->sock) unlink(z->sock);
     free(z->sock);
   }
-  free(R->zyg);
-  R->zyg = NULL, R->nzyg = 0;
+  free(P->zyg), free(P);
 }
+
+/* ---- A test's process ------------------------------------------------------------------ */
+
+static void pytest_argv(krun__child *c, char **argv, int *n) {
+  const pyctx *P = c->ctx;
+  argv[(*n)++] = kh_strdup(python());
+  argv[(*n)++] = kh_strdup("-m");
+  argv[(*n)++] = kh_strdup("kiln_pytest");
+  argv[(*n)++] = kh_strdup("run");
+  if (P && c->source < P->nzyg && P->zyg[c->source].sock) {
+    argv[(*n)++] = kh_strdup("--zygote");
+    argv[(*n)++] = kh_strdup(P->zyg[c->source].sock);
+  }
+  argv[(*n)++] = kh_strdup("--result-fd");
+  argv[(*n)++] = kh_strdup("3");
+  argv[(*n)++] = kh_strdup("--rootdir");
+  argv[(*n)++] = kh_strdup(c->src->dir);
+  argv[(*n)++] = kh_strdup("--");
+  /* pytest's node id: kiln's id less its escapes (a '%' in a parameter). */
+  const char *id = c->defs[0]->id;
+  char *raw = kh_xmalloc(strlen(id) + 1);
+  long len = ksel_id_unescape(id, raw, strlen(id));
+  if (len < 0 || memchr(raw, '\0', (size_t)len)) {
+    free(raw);
+    raw = kh_strdup(id);
+  } else {
+    raw[len] = '\0';
+  }
+  argv[(*n)++] = raw;
+}
+
+static const char *program(const krun__child *c) {
+  (void)c;
+  return python();
+}
+
+static void feed(krun__child *c, kp_record_out *rec) {
+  rec->buf[rec->len] = '\0';
+  c->emit(c, -1, rec->buf);
+}
+
+/* The interpreter ended before pytest started the test (a missing
+ * module, a bad interpreter): why, as the test's error. A signal, the
+ * deadline, kiln stopping: decide.c says so. */
+static void pytest_finish(krun__child *c) {
+  if (c->exec_errno || c->st[0].started || !WIFEXITED(c->wstatus) || c->timed_out ||
+      c->interrupted)
+    return;
+  char *tail = krun__log_tail(c->log);
+  char *msg = kh_asprintf("%s exited with status %d before pytest started the test%s%s",
+                          python(), WEXITSTATUS(c->wstatus), *last_line(tail) ? ": " : "",
+                          last_line(tail));
+  kp_record_out *rec = kh_xmalloc(sizeof *rec);
+  kp_begin(rec, "test");
+  kp_add_str(rec, "id", c->defs[0]->id);
+  kp_add_int(rec, "pid", c->pid);
+  feed(c, rec);
+  kp_encode(rec, &kp_rec_result, &(kp_result){"error", msg, "", 0});
+  feed(c, rec);
+  kp_encode(rec, &kp_rec_end, &(kp_end){0});
+  feed(c, rec);
+  free(rec), free(msg), free(tail);
+}
+
+/* ---- The source ------------------------------------------------------------------------ */
+
+static const krun_sopt opts[] = {
+    {.name = "pytest", .arg = "PATH", .type = KRUN_SOPT_PATHS, .lists = 1, .config = 1,
+     .what = "a pytest folder or file",
+     .help = "a pytest suite (a folder or file): each node id in its own process, ids "
+             "the node ids (path/test_x.py::test_y[param]), needs from the mark "
+             "@pytest.mark.kiln(slots=N|'all', gpus=N, gpu=False, timeout=S) (repeatable; "
+             "replaces a config's pytest:; python: $KILN_PYTHON, else python3)"},
+    {.name = "zygote", .arg = "B", .type = KRUN_SOPT_BOOL, .dflt = 1, .config = 1,
+     .help = "pytest: fork each test from a process that imported the suite's dependencies "
+             "once (default true; false: a fresh interpreter each)"},
+    {NULL},
+};
 
 const krun__source_i krun__pytest_source = {
     .name = "pytest",
-    .list = krun_registry_add_pytest,
+    .alone = "pytest test",
+    .opts = opts,
+    .list = pytest_list,
+    .open = pytest_open,
+    .close = pytest_close,
     .argv = pytest_argv,
     .program = program,
     .records = 1,
     .finish = pytest_finish,
-    .run_start = zygotes_start,
-    .run_end = zygotes_stop,
 };

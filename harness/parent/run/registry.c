@@ -1,5 +1,5 @@
 /* The registry of a run: every test of every source (kiln runners,
- * GoogleTest binaries, manifests; run.h), one list for selection, shards,
+ * GoogleTest binaries, manifests, ...; run.h), one list for selection, shards,
  * the queue and the report. The sources (source-impl.h) add their tests
  * here; this file applies a config's test rules (tags, slots, timeouts for
  * tests that cannot say so themselves), and checks that ids are unique
@@ -10,8 +10,6 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
-
-const char *const krun_kind_names[] = {"runner", "gtest", "command", "pytest", NULL};
 
 int krun__registry_source(krun_registry *reg, int kind, const char *path) {
   reg->sources = kh_xrealloc(reg->sources, (size_t)(reg->nsources + 1) * sizeof *reg->sources);
@@ -127,7 +125,12 @@ void krun_registry_free(krun_registry *reg) {
     for (char **a = t->argv; a && *a; a++) free(*a);
     free(t->argv);
   }
-  for (int i = 0; i < reg->nsources; i++) free(reg->sources[i].path), free(reg->sources[i].dir);
+  for (int i = 0; i < reg->nsources; i++) {
+    krun_source *src = &reg->sources[i];
+    if (src->data && src->data_free) src->data_free(src->data);
+    for (int k = 0; k < src->nset; k++) free(src->set[k]);
+    free(src->path), free(src->dir), free(src->set);
+  }
   free(reg->tests), free(reg->views), free(reg->sources);
   memset(reg, 0, sizeof *reg);
 }

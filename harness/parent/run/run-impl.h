@@ -125,6 +125,13 @@ void krun__console_summary(krun__console *c, const krep_report *rep, const char 
 
 /* ---- A run ---------------------------------------------------------------------------- */
 
+struct krun__run;
+struct krun__job;
+
+/* Takes one protocol record (a line without its newline) for the job's
+ * test runs, as if the child had sent it on its result pipe. */
+typedef void krun__emit(struct krun__run *R, struct krun__job *j, const char *line);
+
 typedef struct krun__item {
   int test;                 /* index into the registry */
   int repeat, attempt;
@@ -134,7 +141,9 @@ typedef struct krun__item {
 typedef struct krun__job {
   int active;
   int kind;                 /* krun_kind of its tests (a warm child: runner) */
-  void *srcdata;            /* its source's state for it (gtest.c's console) */
+  krun__child view;         /* what its source sees of it (view.data: the
+                               source's state for it) */
+  double *took_ms;          /* per test run: the source's times (view) */
   pid_t pid;
   int fd_res, fd_out, fd_in;   /* fd_in: a warm child's stdin until assigned */
   kp_reader *rd;
@@ -197,12 +206,6 @@ typedef struct krun__held {
   int devs[KRUN_MAX_DEVICES], ndevs;
 } krun__held;
 
-/* A pytest source's zygote (pytest.c): its process and socket. */
-typedef struct krun__zygote {
-  pid_t pid;                /* 0: none */
-  char *sock;
-} krun__zygote;
-
 typedef struct krun__run {
   const krun_opts *o;
   const krun_settings *s;
@@ -245,8 +248,11 @@ typedef struct krun__run {
   krun__health health[KRUN_MAX_DEVICES];   /* by index into bi->dev */
   krun__held *held;
   int nheld;
-  krun__zygote *zyg;        /* pytest.c's, by source; nzyg 0: none */
-  int nzyg;
+  /* The sources: their view of the run, their contexts by kind, and where
+   * a record a source makes for a child goes (the loop's router). */
+  krun__srcrun srcrun;
+  void **srcctx;
+  krun__emit *route;
 } krun__run;
 
 /* job.c: children and their test runs */
@@ -257,11 +263,12 @@ krun__job *krun__free_job(krun__run *R);
 int krun__job_exec(krun__run *R, krun__job *j, krun_spawn_req *req, int records);
 int krun__spawn(krun__run *R, krun__job *j);
 void krun__spawn_failed(krun__run *R, krun__job *j);
-/* After a test child ended: its source's records (made with emit), then
- * each test run's outcome, log and times; its slots back. The caller
- * settles the runs (health, then krun__test_done) and then calls
- * krun__job_end. */
-void krun__job_finish(krun__run *R, krun__job *j, krun__emit *emit);
+/* What j's source sees of it, brought up to date (source-impl.h). */
+krun__child *krun__job_view(krun__run *R, krun__job *j);
+/* After a test child ended: its source's records, then each test run's
+ * outcome, log and times; its slots back. The caller settles the runs
+ * (health, then krun__test_done) and then calls krun__job_end. */
+void krun__job_finish(krun__run *R, krun__job *j);
 /* Removes the child's private TEST_TMPDIR unless a test failed, and
  * clears the job. */
 void krun__job_end(krun__run *R, krun__job *j);

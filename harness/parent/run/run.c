@@ -337,9 +337,24 @@ static int finish(krun__run *R) {
   return status;
 }
 
+/* The sources' view of the run and their contexts (source-impl.h). */
+static void sources_open(krun__run *R) {
+  const krun_registry *reg = R->o->reg;
+  int *queued = kh_xcalloc((size_t)reg->nsources + 1, sizeof *queued);
+  for (int q = R->qhead; q < R->qlen; q++) queued[reg->tests[R->queue[q].test].source]++;
+  R->srcrun = (krun__srcrun){.s = R->s, .seed_given = krun_setting_is_set(R->s, "seed"),
+                             .reg = reg, .runner = R->o->bi->runner,
+                             .out_dir = R->o->out_dir, .queued = queued, .con = &R->con,
+                             .core = R};
+  R->srcctx = kh_xcalloc((size_t)krun__nsources(), sizeof *R->srcctx);
+  krun__sources_open(&R->srcrun, R->srcctx);
+}
+
 static void cleanup(krun__run *R, const sigset_t *old) {
   if (R->journal) krep_journal_close(R->journal, &R->rep);
-  krun__sources_run(R, 0);
+  if (R->srcctx) krun__sources_close(R->srcctx);
+  free(R->srcctx), free((int *)R->srcrun.queued);
+  R->srcctx = NULL, R->srcrun.queued = NULL;
   krun__guard_stop(R);
   krun__contain_teardown(R);
   if (R->sigfd >= 0) close(R->sigfd);
@@ -402,9 +417,9 @@ int krun_run(const krun_opts *o) {
                      o->bi->ndevices, o->bi->ndevices == 1 ? "" : "s", o->bi->devices_from,
                      o->out_dir);
   krun__slots_note(&R);
-  krun__sources_run(&R, 1);
+  sources_open(&R);
   krun__loop(&R);
-  krun__sources_run(&R, 0);          /* what they keep is no stray of the run's */
+  krun__sources_close(R.srcctx);     /* what they keep is no stray of the run's */
   krun__contain_sweep(&R);
   int status = finish(&R);
   cleanup(&R, &old);

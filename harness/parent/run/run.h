@@ -92,12 +92,12 @@ typedef struct krun_settings {
   int allow_empty;          /* a run that tested nothing may exit 0 */
   int contain;              /* krun_contain: how strays are found */
   int sanitize;             /* index into krun_sanitize_names; 0: none */
-  int zygote;               /* pytest: fork tests from a pre-imported process */
   char **selection;         /* selectors, used when none are given */
   int nselection;
-  char **pytest;            /* a config's pytest suites, used when the command
-                               line names none (paths as the config resolved them) */
-  int npytest;
+  /* The values of the sources' own options (krun_sopt_at), by option: the
+   * core keeps them and never reads them (each source does). */
+  struct krun_sval *sval;
+  int nsval;
   ksel_tol *tol;
   int ntol;
   const char *allot_source; /* an outer scheduler gave the devices (allot.c):
@@ -127,7 +127,6 @@ int krun_setting_is_set(const krun_settings *s, const char *name);
 int krun_setting_add_tolerance(krun_settings *s, const char *spec, kh_err *err);
 void krun_setting_add_rule(krun_settings *s, const krun_rule *r);  /* copies */
 void krun_setting_add_selector(krun_settings *s, const char *sel);
-void krun_setting_add_pytest(krun_settings *s, const char *path);
 /* Adds a device's slots (config devices: or a resource spec): id -1 for
  * one that names no device (name says what it was), slots -1 for the
  * default; -1 when the list is full. */
@@ -142,6 +141,54 @@ int krun_setting_add_resource(krun_settings *s, const char *match, int gpus, int
 void krun_settings_each(const krun_settings *s,
                         void (*fn)(const char *key, const char *value, void *arg),
                         void *arg);
+
+/* ---- The sources' own options (sources.c, settings.c) ---------------------- */
+
+/* Each source of tests declares its command-line flags and config keys in
+ * its table (run/source-impl.h); the command line, configs, --help and
+ * the report read them through these, and the settings keep their values,
+ * so that no flag of a source is named outside its own file. */
+typedef enum { KRUN_SOPT_BOOL = 0, KRUN_SOPT_PATHS } krun_sopt_type;
+
+typedef struct krun_sopt {
+  const char *name;         /* --NAME, and the config key NAME (config) */
+  const char *arg;          /* the value's name in help ("B", "PATH") */
+  int type;                 /* krun_sopt_type; PATHS: repeatable */
+  int dflt;                 /* BOOL: its value when nobody sets it */
+  /* PATHS: each path is a place the source lists tests from (--gtest,
+   * --manifest); a run names its tests through these. */
+  int lists;
+  /* A config (and a manifest) may set it; PATHS are then relative to the
+   * file's folder and must be there; given on the command line they
+   * replace the config's. */
+  int config;
+  const char *what;         /* PATHS: what a path is, for errors ("a
+                               folder or file of tests") */
+  const char *help;
+} krun_sopt;
+
+/* A value of a source's option, as the settings keep it. */
+typedef struct krun_sval {
+  int set;                  /* given (by a config or flag) */
+  int on;                   /* BOOL */
+  char **paths;             /* PATHS */
+  int npaths;
+} krun_sval;
+
+/* Option i of every source, in the sources' order (NULL past the last);
+ * *kind (when not NULL) its source. */
+const krun_sopt *krun_sopt_at(int i, int *kind);
+/* The index of the option called name, or -1. */
+int krun_sopt_index(const char *name);
+/* Sets option i from text (BOOL: true/false and the like; PATHS: one
+ * more path). 0, or -1 with err naming the option and the value. */
+int krun_setting_sopt(krun_settings *s, int i, const char *text, kh_err *err);
+/* Option i's value (a default for one never set). */
+int krun_sopt_on(const krun_settings *s, int i);
+char *const *krun_sopt_paths(const krun_settings *s, int i, int *n);
+/* The first path a listing option of a source whose tests cannot share a
+ * process names (*opt: that option), or NULL. */
+const char *krun_sopt_alone(const krun_settings *s, const krun_sopt **opt);
 
 /* ---- Devices an outer scheduler gave (allot.c) ---------------------------- */
 
@@ -169,21 +216,30 @@ char *krun_runner_find(const char *backend, const char *dir, kh_err *err);
 
 /* What runs a test (docs/third-party.md): a kiln runner (kiln's own, or
  * one a project built against the installed kiln), a GoogleTest binary,
- * or a command named in a manifest. Each kind lists its tests into the
- * registry, builds its child's argv and turns what the child leaves into
- * protocol records, through one table per kind (source-impl.h); everything
- * else is one path for all. */
-typedef enum { KRUN_KIND_RUNNER = 0, KRUN_KIND_GTEST, KRUN_KIND_COMMAND, KRUN_KIND_PYTEST } krun_kind;
-extern const char *const krun_kind_names[];     /* by krun_kind */
+ * a command named in a manifest, a test of another framework's suite.
+ * Each kind lists its tests
+ * into the registry, builds its child's argv and turns what the child
+ * leaves into protocol records, through one table per kind
+ * (source-impl.h); a kind is the index of its table among the sources,
+ * and kiln's own runner is the first. Everything else is one path for
+ * all. */
+#define KRUN_KIND_RUNNER 0
+/* The name of a kind ("runner", "gtest"). */
+const char *krun_kind_name(int kind);
+/* What one test of a kind is called ("a command") when its tests cannot
+ * share one process (--isolation none); NULL when they can. */
+const char *krun_kind_alone(int kind);
 
 typedef struct krun_source {
-  int kind;                 /* krun_kind */
+  int kind;                 /* its table, by index */
   char *path;               /* the runner, the binary, the manifest */
-  char *dir;                /* commands run here (the manifest's folder),
-                               pytest's tests too (its rootdir) */
-  int skip_code;            /* commands: the exit status that means skip */
-  int no_zygote;            /* pytest: a fresh interpreter per test (a
-                               manifest's zygote: false) */
+  char *dir;                /* its tests run here (a manifest's folder) */
+  void *data;               /* its kind's own state for it, freed with */
+  void (*data_free)(void *data);
+  /* Its kind's options set for this source alone ("NAME=VALUE", a
+   * manifest's own), over the run's. */
+  char **set;
+  int nset;
 } krun_source;
 
 typedef struct krun_test {
@@ -194,7 +250,7 @@ typedef struct krun_test {
   int needs_gpu;
   int line;
   int source;               /* index into the registry's sources */
-  int kind;                 /* its source's krun_kind */
+  int kind;                 /* its source's kind */
   char **argv;              /* a command's argv (NULL-terminated); else NULL */
 } krun_test;
 
@@ -209,18 +265,14 @@ typedef struct krun_registry {
 /* Adds a kiln runner's tests (`--list`, in a child process; its `runner`
  * record must speak this kiln's protocol). */
 int krun_registry_add_runner(krun_registry *reg, const char *runner, kh_err *err);
-/* Adds a GoogleTest binary's tests (--gtest_list_tests): id
- * SUITE.NAME as GoogleTest spells it, suite the GoogleTest suite; tests
- * named DISABLED_ get the tag `disabled`. */
-int krun_registry_add_gtest(krun_registry *reg, const char *binary, kh_err *err);
-/* Adds the commands of a YAML manifest, and the pytest suites it names;
- * errors name file:line:column. -3 when pytest could not list a suite
- * (an infrastructure error). */
-int krun_registry_add_manifest(krun_registry *reg, const char *path, kh_err *err);
-/* Adds the tests pytest collects from PATH (kiln_pytest collect): id the
- * node id, suite its file; slots, devices and needs_gpu from the tests'
- * `kiln` marks. -2 for a mark kiln_pytest refused (a usage error). */
-int krun_registry_add_pytest(krun_registry *reg, const char *path, kh_err *err);
+/* 1 when the settings name tests of a source (a listing option's paths:
+ * --gtest, a config's suites), so kiln's own runner is not the default. */
+int krun_registry_named(const krun_settings *s);
+/* Adds the tests of every path the settings' listing options name, source
+ * by source in the sources' order. 0; -2 a usage error (a file that does
+ * not read, a mark kiln refuses); -3 a program that could not list its
+ * tests (an infrastructure error); err says which. */
+int krun_registry_add_named(krun_registry *reg, const krun_settings *s, kh_err *err);
 /* After the last source: the config's test rules (tags, slots,
  * timeouts), ids checked unique across sources, the selection views. */
 int krun_registry_finish(krun_registry *reg, const krun_settings *s, kh_err *err);
@@ -441,8 +493,8 @@ int krun_capture(char *const argv[], size_t max, double timeout_s,
  * so that a GoogleTest binary or a command holds its slots until it ends.
  * kiln's main calls it for that first word; it is no user command. */
 #define KRUN_EXEC_WORD "__exec"
-/* Its first word when the program writes records on fd 3 (kiln_pytest):
- * the pipe stays open for it. */
+/* Its first word when the program writes records on fd 3 itself (a
+ * source's `records`): the pipe stays open for it. */
 #define KRUN_EXEC_KEEP "--keep-records"
 int krun_exec_main(int argc, char **argv);
 

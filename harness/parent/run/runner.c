@@ -38,38 +38,39 @@ int krun_registry_add_runner(krun_registry *reg, const char *runner, kh_err *err
   return krun__runner_records(runner, "--list", add_test, &L, err);
 }
 
+static int runner_list(const krun__lister *L, const char *path, kh_err *err) {
+  return krun_registry_add_runner(L->reg, path, err);
+}
+
 /* ---- A child ------------------------------------------------------------------ */
 
 /* Its options, then --warm or the test ids. */
-static void runner_args(krun__run *R, krun__job *j, char **argv, int *n) {
-  const krun_settings *s = R->s;
-  argv[(*n)++] = kh_strdup(R->o->bi->runner);
+static void runner_args(krun__child *c, char **argv, int *n) {
+  const krun_settings *s = c->run->s;
+  argv[(*n)++] = kh_strdup(c->run->runner);
   argv[(*n)++] = kh_strdup("--result-fd");
   argv[(*n)++] = kh_strdup("3");
   if (s->poison) argv[(*n)++] = kh_strdup("--poison");
-  if (krun_setting_is_set(s, "seed")) argv[(*n)++] = kh_asprintf("--seed=%llu", s->seed);
+  if (c->run->seed_given) argv[(*n)++] = kh_asprintf("--seed=%llu", s->seed);
   if (s->cap > 0) argv[(*n)++] = kh_asprintf("--cap=%g", s->cap);
   for (int i = 0; i < s->ntol; i++) {
     char spec[320];
     ksel_tol_format(&s->tol[i], spec, sizeof spec);
     argv[(*n)++] = kh_asprintf("--tolerance=%s", spec);
   }
-  if (j->warm) {
+  if (c->warm) {
     argv[(*n)++] = kh_strdup("--warm");
     return;
   }
   argv[(*n)++] = kh_strdup("--");
-  for (int i = 0; i < j->ntests; i++) argv[(*n)++] = kh_strdup(j->tests[i]->id);
+  for (int i = 0; i < c->ntests; i++) argv[(*n)++] = kh_strdup(c->defs[i]->id);
 }
 
-static const char *program(const krun__run *R, const krun__job *j) {
-  (void)j;
-  return R->o->bi->runner;
-}
+static const char *program(const krun__child *c) { return c->run->runner; }
 
 const krun__source_i krun__runner_source = {
     .name = "runner",
-    .list = krun_registry_add_runner,
+    .list = runner_list,
     .argv = runner_args,
     .program = program,
     .protocol = 1,

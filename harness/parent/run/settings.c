@@ -1,9 +1,10 @@
 /* Run settings: defaults, and one table of the scalar settings that both
  * the command line and configs set, so that both check a value the same way
  * and name the same limits. The lists (selection, tolerances, devices)
- * have their own setters. See run.h.
+ * have their own setters; the sources' own options are theirs (sources.c).
+ * See run.h.
  */
-#include "run.h"
+#include "source-impl.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -11,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const krun_backend_names[] = {"auto", "host", "hip", "cuda", NULL};
 const char *const krun_sanitize_names[] = {"none", "memcheck", "racecheck", "initcheck",
                                            "synccheck", NULL};
 static const char *const isolation_names[] = {"process", "none", NULL};
@@ -51,7 +51,6 @@ static const field fields[] = {
     F("allow_empty", BOOL, allow_empty, 0, 1, 0, NULL),
     F("contain", ENUM, contain, 0, 0, 0, krun_contain_names),
     F("sanitize", ENUM, sanitize, 0, 0, 0, krun_sanitize_names),
-    F("zygote", BOOL, zygote, 0, 1, 0, NULL),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 /* Bits for the list settings, after the scalar ones. */
@@ -175,11 +174,6 @@ void krun_setting_add_selector(krun_settings *s, const char *sel) {
   s->set |= 1ull << BIT_SELECTION;
 }
 
-void krun_setting_add_pytest(krun_settings *s, const char *path) {
-  s->pytest = kh_xrealloc(s->pytest, (size_t)(s->npytest + 1) * sizeof(char *));
-  s->pytest[s->npytest++] = kh_strdup(path);
-}
-
 int krun_setting_add_tolerance(krun_settings *s, const char *spec, kh_err *err) {
   ksel_tol t;
   if (ksel_tol_parse(spec, &t) != 0)
@@ -238,15 +232,13 @@ void krun_settings_init(krun_settings *s) {
   s->grace_s = 2;
   s->repeat = 1;
   s->warm = KRUN_WARM_AUTO;
-  s->zygote = 1;
 }
 
 void krun_settings_free(krun_settings *s) {
   free(s->wrap);
   for (int i = 0; i < s->nselection; i++) free(s->selection[i]);
   free(s->selection);
-  for (int i = 0; i < s->npytest; i++) free(s->pytest[i]);
-  free(s->pytest);
+  krun__svals_free(s);
   free(s->tol), free(s->res);
   for (int i = 0; i < s->nrules; i++) free(s->rules[i].match), free(s->rules[i].tags);
   free(s->rules);
@@ -275,11 +267,7 @@ void krun_settings_overlay(krun_settings *dst, const krun_settings *src) {
     dst->nselection = 0;
     for (int i = 0; i < src->nselection; i++) krun_setting_add_selector(dst, src->selection[i]);
   }
-  if (src->npytest) {
-    for (int i = 0; i < dst->npytest; i++) free(dst->pytest[i]);
-    dst->npytest = 0;
-    for (int i = 0; i < src->npytest; i++) krun_setting_add_pytest(dst, src->pytest[i]);
-  }
+  krun__svals_overlay(dst, src);
   for (int i = 0; i < src->ntol; i++) {
     dst->tol = kh_xrealloc(dst->tol, (size_t)(dst->ntol + 1) * sizeof *dst->tol);
     dst->tol[dst->ntol++] = src->tol[i];
@@ -325,6 +313,7 @@ void krun_settings_each(const krun_settings *s,
     fn(fields[i].name, v, arg);
     free(v);
   }
+  krun__svals_each(s, fn, arg);
   kh_buf b = {0};
   for (int i = 0; i < s->ntol; i++) {
     kh_buf_addf(&b, "%s%s=%g:%g", i ? " " : "", s->tol[i].match, s->tol[i].atol,

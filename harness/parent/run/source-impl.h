@@ -1,43 +1,114 @@
 /* Sources of tests (prefix krun__source): what lists tests and runs them.
  * Each kind of source (kiln runners, GoogleTest binaries, manifests of
- * commands) is one file that fills one krun__source_i table; the job, the
- * loop and the warm pool call only the table, never a source file by name,
- * and a source calls nothing above it (it hands records to the emit
- * function it is given).
+ * commands, other frameworks' suites) is one file that fills one krun__source_i
+ * table, the ggml backend way: the source keeps its state in a context
+ * of its own (the table's open makes it, close frees it), sees a narrow
+ * view of the run (krun__srcrun) and of each child (krun__child), and
+ * declares its own flags and config keys (krun_sopt, run.h), which cli/
+ * reads generically. The job, the loop and the warm pool call only the
+ * table, never a source file by name, and a source calls nothing above
+ * it: it hands records to the emit function of its child's view.
  *
- * Adding a source: a value in krun_kind and its name in krun_kind_names
- * (run.h, registry.c); one file (say pytest.c) with its lister, its argv and
- * whichever optional slots it needs, ending in
- *     const krun__source_i krun__pytest_source = {.name = "pytest", ...};
- * its declaration below and its row in krun__sources (sources.c); the file
- * in harness/parent/meson.build; a command-line flag in cli/ that calls
- * .list. Nothing else in run/ changes.
+ * Adding a source: one file that ends in
+ *     const krun__source_i krun__foo_source = {.name = "foo", ...};
+ * and its row in the table of sources.c (and the file in
+ * harness/parent/meson.build). Nothing else in run/ or cli/ changes.
  */
 #ifndef KILN_PARENT_RUN_SOURCE_IMPL_H
 #define KILN_PARENT_RUN_SOURCE_IMPL_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "run.h"
 
-struct krun__run;
-struct krun__job;
+struct krun__console;
+struct krun__log;
+struct krun__stream;
 
-/* Takes one protocol record (a line without its newline) for the job's
- * test runs, as if the child had sent it on its result pipe. */
-typedef void krun__emit(struct krun__run *R, struct krun__job *j, const char *line);
+/* What a source sees of the run (its context's open, every child). */
+typedef struct krun__srcrun {
+  const krun_settings *s;   /* the run's settings (poison, seed, ...) */
+  int seed_given;           /* s->seed was set */
+  const krun_registry *reg;
+  const char *runner;       /* the backend's kiln runner */
+  const char *out_dir;      /* the run folder */
+  const int *queued;        /* per registry source: test runs queued */
+  struct krun__console *con;   /* for notes */
+  void *core;               /* the core's (emit's) */
+} krun__srcrun;
+
+/* What a source sees of one child: its test runs and, once it ended, how.
+ * The core fills it before every call; data is the source's own. */
+typedef struct krun__child {
+  const krun__srcrun *run;
+  void *ctx;                /* the source's context (its open's), or NULL */
+  void *data;               /* the source's state for this child: argv may
+                               set it, free frees it */
+  int source;               /* index into run->reg->sources */
+  const krun_source *src;
+  int ntests;               /* one, or every test of --isolation none */
+  const krun_test *const *defs;   /* per test run: its test */
+  const struct krun__stream *st;  /* per test run: where its records are */
+  int cur;                  /* the test run records go to; -1: none yet */
+  int warm;                 /* started before its test was known (--warm) */
+  const char *tmpdir;       /* its private TEST_TMPDIR (NULL: warm) */
+  pid_t pid;
+  char *line;               /* KP_MAX_LINE scratch */
+  /* How it ended (finish): */
+  int exec_errno, wstatus, timed_out, interrupted;
+  const struct krun__log *log;   /* its console output */
+  /* Per test run: its time as the source knows it, in ms (finish may set
+   * it for a shared process; -1: the core's clock). */
+  double *took_ms;
+  /* Hands one protocol record (a line without its newline) to test run i
+   * as if the child had sent it on its result pipe; i = -1: routed as the
+   * child's own records are (a `test` record moves a shared process on). */
+  void (*emit)(struct krun__child *c, int i, const char *line);
+} krun__child;
+
+/* What a lister may ask of the others: a manifest names suites of other
+ * sources. */
+typedef struct krun__lister {
+  krun_registry *reg;
+  int kind;                 /* the lister's own */
+  /* A config key of another source (what a manifest may name): the
+   * option, its source in *kind; NULL for none. */
+  const krun_sopt *(*option)(const char *key, int *kind);
+  /* Every source's option i, as krun_sopt_at; a kind's name. */
+  const krun_sopt *(*option_at)(int i, int *kind);
+  const char *(*kind_name)(int kind);
+  /* Lists path through source kind's list. */
+  int (*list)(const struct krun__lister *L, int kind, const char *path, kh_err *err);
+} krun__lister;
 
 typedef struct krun__source_i {
-  const char *name;         /* krun_kind_names[kind] */
-  /* Lists path's tests into reg (krun__registry_add: id, suite, tags,
-   * slots, devices, timeout, file:line); an error names path. */
-  int (*list)(krun_registry *reg, const char *path, kh_err *err);
-  /* Appends the program and its arguments for j's tests (one, or every
-   * test of --isolation none) to argv, *n words so far. May set
-   * j->srcdata, the source's state for this child. */
-  void (*argv)(struct krun__run *R, struct krun__job *j, char **argv, int *n);
+  const char *name;         /* krun_kind_name(kind) */
+  /* What one test is called when its tests cannot share one process
+   * (--isolation none, kiln bisect): "command"; NULL: they can. */
+  const char *alone;
+  /* Its command-line flags and config keys, {NULL} ended (optional). */
+  const krun_sopt *opts;
+  /* Lists path's tests into L->reg (krun__registry_source with L->kind,
+   * then krun__registry_add: id, suite, tags, slots, devices, timeout,
+   * file:line). 0; -2 a usage error, -3 (or -1) an infrastructure error,
+   * err naming path. */
+  int (*list)(const krun__lister *L, const char *path, kh_err *err);
+  /* Its context for the run, before the first test: kind is its own,
+   * vals its opts' values in its opts' order; may start processes it
+   * keeps for the whole run (a pool of pre-imported interpreters). NULL
+   * for none (optional). */
+  void *(*open)(const krun__srcrun *run, int kind, const krun_sval *vals);
+  /* Frees the context and ends what open started, after the last test
+   * (before the final sweep), or on the way out of a run that failed
+   * (optional). */
+  void (*close)(void *ctx);
+  /* Appends the program and its arguments for c's tests (one, or every
+   * test of --isolation none; none for a warm child) to argv, *n words
+   * so far. May set c->data. */
+  void (*argv)(krun__child *c, char **argv, int *n);
   /* What kiln exec'd, for the message of a failed exec. */
-  const char *(*program)(const struct krun__run *R, const struct krun__job *j);
+  const char *(*program)(const krun__child *c);
   /* Variables the child must not take from kiln's environment, NULL
    * ended (optional). */
   const char *const *unenv;
@@ -46,42 +117,38 @@ typedef struct krun__source_i {
    * starts when it must take slots. */
   int protocol;
   /* 1: a program that takes no slots itself but writes kiln's records on
-   * fd 3 (kiln_pytest): the pipe is open for it, and `kiln __exec`
-   * leaves it open (optional). */
+   * fd 3: the pipe is open for it, and `kiln __exec` leaves it open
+   * (optional). */
   int records;
   /* 1: its children can start before their test is known (--warm, the
    * test assigned on stdin), so the warm pool may run them (optional). */
   int warm;
   /* The child's console output as it comes, made into records handed to
-   * emit in order (optional). */
-  void (*output)(struct krun__run *R, struct krun__job *j, const char *data, size_t n,
-                 krun__emit *emit);
+   * c->emit in order (optional). */
+  void (*output)(krun__child *c, const char *data, size_t n);
   /* After the child ended and its pipes drained: what it left (its exit
    * status, files it wrote) as records into each test run the protocol
-   * did not finish (emit for the rest of its console); decide.c then makes
-   * the outcome (optional: a source whose records say everything). */
-  void (*finish)(struct krun__run *R, struct krun__job *j, krun__emit *emit);
-  /* Frees j->srcdata (optional). */
-  void (*free)(struct krun__job *j);
-  /* Before the first test of the run and after the last (the loop done,
-   * before the final sweep; again on the way out, which must be
-   * harmless): processes the source keeps for the whole run, such as
-   * pytest's zygotes (optional). */
-  void (*run_start)(struct krun__run *R);
-  void (*run_end)(struct krun__run *R);
+   * did not finish; decide.c then makes the outcome (optional: a source
+   * whose records say everything). */
+  void (*finish)(krun__child *c);
+  /* Frees c->data (optional). */
+  void (*free)(krun__child *c);
 } krun__source_i;
 
-extern const krun__source_i krun__runner_source;    /* runner.c */
-extern const krun__source_i krun__gtest_source;     /* gtest.c */
-extern const krun__source_i krun__command_source;   /* manifest.c */
-extern const krun__source_i krun__pytest_source;    /* pytest.c */
-
-/* sources.c: every source, by krun_kind */
+/* sources.c: every source, by kind */
 const krun__source_i *krun__source(int kind);
-/* Calls every source's run_start (start) or run_end. */
-void krun__sources_run(struct krun__run *R, int start);
+int krun__nsources(void);
+/* Opens every source's context (run) or closes them; ctx has one slot
+ * per source. */
+void krun__sources_open(const krun__srcrun *run, void **ctx);
+void krun__sources_close(void **ctx);
 /* A run a warm child can take: its source starts warm, a GPU test of one
  * slot on one device. */
 int krun__source_warm_fits(const krun_test *t);
+/* For settings.c: the sources' option values freed, copied over, shown. */
+void krun__svals_free(krun_settings *s);
+void krun__svals_overlay(krun_settings *dst, const krun_settings *src);
+void krun__svals_each(const krun_settings *s,
+                      void (*fn)(const char *key, const char *value, void *arg), void *arg);
 
 #endif
