@@ -11,6 +11,18 @@
 
 RUNNER=$KILN_RUNNER_DIR/kiln-runner-host
 now_ms() { date +%s%3N; }
+# One line per test of the flattened report: the named times, in order
+# (a time the test lacks reads as 0).
+times_of() {
+  awk -F= -v names="$*" '
+    BEGIN { n = split(names, want, " ") }
+    match($1, /^tests\.[0-9]+\.times\./) {
+      split($1, p, "."); k = p[4]; i = p[2]; seen[i] = 1; v[i, k] = $2
+    }
+    END { for (i = 0; i in seen; i++) { line = ""
+            for (w = 1; w <= n; w++) line = line (w > 1 ? " " : "") ((i, want[w]) in v ? v[i, want[w]] : 0)
+            print line } }' "$T/flat.txt"
+}
 
 # ---- Overlap: 8 GPU tests of 300 ms, each runner 300 ms to start ----
 # Cold, two at a time: 4 rounds of start-up + test, >= 2.4 s. Warm: the
@@ -27,8 +39,9 @@ expect_rc 0 "warm run (default: warm auto)"
 echo "    cold $cold ms, warm $warm ms"
 [ "$cold" -ge 2400 ] && ok "cold run pays every start-up ($cold ms >= 2400)" ||
   fail "cold run took $cold ms: below 4 rounds of 600 ms, so KILN_EMU_INIT_MS did not slow it"
-[ $((cold - warm)) -ge 500 ] && ok "warm run is faster by $((cold - warm)) ms (ideal ~900)" ||
-  fail "warm run $warm ms is not 500 ms faster than cold $cold ms"
+# The two runs' wall times depend on the machine's load: printed, not
+# asserted. The overlap is asserted from the warm run's own figures below.
+echo "    warm run $((cold - warm)) ms faster than cold (ideal ~900)"
 
 flat "$T/warm/report.yaml"
 expect_eq "$(grep -c '^tests\.[0-9]*\.warm=true$' "$T/flat.txt")" 8 "every warm-run result says warm: true"
@@ -42,10 +55,12 @@ dur=$(field run.duration_s | awk '{printf "%d", $1 * 1000}')
   fail "no overlap: $((sum / 2)) ms of start-up and test, two at a time, in $dur ms"
 startup=$(grep -E '^tests\.[0-9]+\.times\.startup_ms=' "$T/flat.txt" | cut -d= -f2 | awk '$1 >= 290' | wc -l)
 expect_eq "$startup" 8 "every warm runner's start-up (spawn to ready) shows the 300 ms init"
-# The test's own time starts at its assignment: the hidden start-up is not in it.
-short=$(grep -E '^tests\.[0-9]+\.times\.wall_ms=' "$T/flat.txt" | cut -d= -f2 | awk '$1 < 550' | wc -l)
-[ "$short" -ge 4 ] && ok "$short warm results have wall_ms < 550 (no start-up in it)" ||
-  fail "only $short warm results have wall_ms < 550"
+# The test's own time starts at its assignment: the hidden start-up is not
+# in it, so a test of 300 ms takes less than its runner's start-up (at least
+# 300 ms) plus 300 ms, however loaded the machine.
+short=$(times_of wall_ms startup_ms | awk '$1 < $2 + 300' | wc -l)
+[ "$short" -ge 4 ] && ok "$short warm results have wall_ms < startup_ms + 300 (no start-up in it)" ||
+  fail "only $short warm results have wall_ms < startup_ms + 300"
 flat "$T/cold/report.yaml"
 expect_eq "$(grep -c '^tests\.[0-9]*\.warm=false$' "$T/flat.txt")" 8 "--warm 0: every result says warm: false"
 expect_eq "$(grep -c 'ready_wait_ms' "$T/flat.txt")" 0 "--warm 0: no warm times"
@@ -70,9 +85,11 @@ export KILN_EMU_INIT_MS=0 KILN_FAULT_SLEEP_MS=1000
 k run --backend host -j 1 --slots 1 --timeout 1.5 --repeat 3 -o "$T/tmo" faults/gpu_sleeper
 expect_rc 0 "warm children waiting ~1 s for a test with a 1.5 s timeout"
 flat "$T/tmo/report.yaml"
-waited=$(grep -E '^tests\.[0-9]+\.times\.ready_wait_ms=' "$T/flat.txt" | cut -d= -f2 | awk '$1 >= 800' | wc -l)
-[ "$waited" -ge 2 ] && ok "$waited runners waited >= 800 ms for their test and were not timed out" ||
-  fail "only $waited runners waited >= 800 ms: the case was not exercised"
+# Exercised when a runner's spawn-to-exit (start-up, wait, test) passed
+# the timeout: timed from its spawn it would have been killed.
+waited=$(times_of startup_ms ready_wait_ms wall_ms | awk '$1 + $2 + $3 >= 1500' | wc -l)
+[ "$waited" -ge 1 ] && ok "$waited runners lived >= 1.5 s from their spawn and were not timed out" ||
+  fail "no runner lived 1.5 s from its spawn: the case was not exercised"
 # ...and a warm test that overruns is still timed out.
 export KILN_FAULT_SLEEP_MS=5000
 k run --backend host -j 1 --timeout 1 --grace 0.3 -o "$T/tmo2" faults/gpu_sleeper
@@ -112,6 +129,17 @@ flat "$T/dead/report.yaml"
 expect_eq "$(tfield faults/gpu_sleeper outcome)" error "the test then runs cold and is reported"
 expect_match "$(tfield faults/gpu_sleeper message)" "exited with status 1 before the test started" "...as a cold child that fails"
 expect_eq "$(tfield faults/gpu_sleeper warm)" false "...cold"
+# The same when a dead runner's pipes stay open a while (a process it left
+# holds them, as a loaded machine's slow exit did): each death is counted
+# before the test may go cold, whatever the order kiln sees them in.
+printf '#!/bin/sh\nsleep 0.4 &\nexit 1\n' >"$T/die-late.sh"
+chmod +x "$T/die-late.sh"
+k run --backend host -v -j 1 --wrap "$T/die-late.sh" -o "$T/dead2" faults/gpu_sleeper
+expect_rc 1 "every runner dies at once, its pipes held open"
+expect_out "warm children in a row ended before their assignment" \
+  "the run gives up on warm children whose pipes outlive them"
+flat "$T/dead2/report.yaml"
+expect_eq "$(tfield faults/gpu_sleeper warm)" false "...and the test runs cold"
 
 # ---- A context that fails in the warm phase is the test's setup error ----
 KILN_EMU_BROKEN_DEVICES=0 k run --backend host -j 1 -o "$T/broken" faults/pass

@@ -112,11 +112,12 @@ static int start_one(krun__run *R) {
   if (R->warm_on && krun__source_warm_fits(t)) {
     krun__job *w = krun__warm_pick(R, t);
     /* Only a ready child gets a test: one still starting is waited for
-     * (its ready record or its death wakes the loop). A test given to a
-     * child that then failed to start would be lost to a runner that
-     * cannot go warm at all (a --wrap that breaks it), where the children
-     * dying unused turn warm children off. */
-    if (w && !w->ready) return 0;
+     * (its ready record or its death wakes the loop), and so is one that
+     * ended but is not finished. A test given to a child that then failed
+     * to start would be lost to a runner that cannot go warm at all (a
+     * --wrap that breaks it), where the children dying unused turn warm
+     * children off. */
+    if (w && (!w->ready || w->exited)) return 0;
     if (w && krun__warm_assign(R, w, &it) == 0) {
       krun__queue_take(R);
       return 1;

@@ -64,23 +64,29 @@ void krun__warm_retire(krun__run *R) {
 
 /* The pool child for a one-slot GPU test t: on a device with room for it
  * (one slot, or its share under --slots auto), one that is ready (the
- * longest waiting) before one still starting (the oldest). NULL when there
- * is none. */
+ * longest waiting) before one still starting (the oldest), and last one
+ * that has ended but is not finished yet (its pipes still open): the
+ * caller waits for it, so that its death is counted before the test may
+ * start cold. NULL when there is none. */
 krun__job *krun__warm_pick(krun__run *R, const krun_test *t) {
-  krun__job *best = NULL;
+  krun__job *best = NULL, *ended = NULL;
   for (int i = 0; i < R->maxjobs; i++) {
     krun__job *j = &R->jobs[i];
-    if (!j->active || !j->warm || j->assigned || j->retiring || j->exited || j->fd_in < 0)
+    if (!j->active || !j->warm || j->assigned || j->retiring || j->fd_in < 0)
       continue;
     if (R->cap[j->dev] <= 0 || R->used[j->dev] + krun__want(R, t, j->dev) > R->cap[j->dev] ||
         !krun__health_ready(R, j->dev))
       continue;
+    if (j->exited) {
+      ended = j;
+      continue;
+    }
     if (!best || (j->ready && !best->ready) ||
         (j->ready == best->ready &&
          (j->ready ? j->ready_ms < best->ready_ms : j->spawn_ms < best->spawn_ms)))
       best = j;
   }
-  return best;
+  return best ? best : ended;
 }
 
 /* Writes the test to the warm child and closes the pipe; the test's clock
