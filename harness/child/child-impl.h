@@ -35,6 +35,9 @@ typedef struct kt__child {
   ke_context *ctx[KT__MAX_CONTEXTS];
   int nctx;
   int keep_context;         /* several tests in one process share them */
+  /* --worker: after each test, what it left behind is checked; one that
+   * left something stops the sequence there. */
+  int worker, worker_stop;
   /* Per context: allocations with serial >= mark are this test's. */
   uint64_t ledger_mark[KT__MAX_CONTEXTS];
   int skipped;

@@ -3,8 +3,9 @@
  * side of the harness) and into the runners other projects build against
  * the installed kiln with their own suites (docs/third-party.md).
  *
- * The kiln parent starts it to run one test (or, for --isolation none,
- * several in one process sharing one context) and reads its records from
+ * The kiln parent starts it to run one test (or, for --isolation none and
+ * --isolation worker, several in one process sharing one context) and
+ * reads its records from
  * --result-fd. It also lists its registry and its devices so that the
  * parent can plan without linking any suite or GPU runtime. Run by hand with
  * test patterns, it is a plain in-process test runner that selects as
@@ -57,6 +58,11 @@ static void usage(FILE *f, const char *argv0) {
     "                      and compare it with the reference; records on the\n"
     "                      --result-fd (else stdout); exit 0 healthy, 3 not\n"
     "  --result-fd N       send protocol records to file descriptor N\n"
+    "  --worker            run the tests in one context as a worker: after\n"
+    "                      each, check that it left nothing behind (device\n"
+    "                      allocations, a busy stream, a device fault); a\n"
+    "                      test that did gets a `worker_check` note and ends\n"
+    "                      the sequence\n"
     "  --warm              open the engine context, send a `ready` record,\n"
     "                      then run the one test named by an `assign` line\n"
     "                      read from stdin (EOF first: exit 0)\n"
@@ -124,6 +130,29 @@ static const char *status_of(TestResult *tr) {
   }
 }
 
+/* --worker: what the test that just ran left behind for the next one in
+ * this process: device allocations still live, a stream that does not go
+ * idle, a device fault. 0 when nothing, else 1 with why. */
+static int left_behind(char *why, size_t n) {
+  for (int i = 0; i < KT__MAX_CONTEXTS; i++) {
+    ke_context *c = kt__state.ctx[i];
+    if (!c) continue;
+    (void)ke_scratch_release(c);
+    size_t live = ke_ledger_outstanding(c, NULL, 0);
+    if (live)
+      return snprintf(why, n, "%zu device allocation%s (%zu bytes) still live on device %d",
+                      live, live == 1 ? "" : "s", ke_ledger_outstanding_bytes(c), i), 1;
+    if (ke_context_sync(c) != KE_OK)
+      return snprintf(why, n, "the stream of device %d does not go idle: %s", i,
+                      ke_last_error()), 1;
+  }
+  int dev;
+  const char *detail = NULL;
+  if (ke_device_fault(&dev, &detail))
+    return snprintf(why, n, "a device fault on device %d: %s", dev, detail ? detail : "?"), 1;
+  return 0;
+}
+
 /* Runs one registered test through Check, in this process. Returns 0 for a
  * pass, 2 for a skip, 1 otherwise. */
 static int run_one(const kt__entry *e) {
@@ -170,6 +199,14 @@ static int run_one(const kt__entry *e) {
   else if (kt__state.setup_failed) r.message = kt__state.setup_error;
   if (!r.message) r.message = "";
   if (!r.file) r.file = "";
+  /* A worker's test that left something behind is marked, and the
+   * sequence stops after it (kiln runs the rest in a new worker). */
+  char why[256];
+  if (kt__state.worker && left_behind(why, sizeof why)) {
+    kp_encode(&rec, &kp_rec_note, &(kp_note){"worker_check", why});
+    kt__emit(&rec);
+    kt__state.worker_stop = 1;
+  }
   kp_encode(&rec, &kp_rec_result, &r);
   kt__emit(&rec);
   kp_encode(&rec, &kp_rec_end, &(kp_end){0});
@@ -341,14 +378,14 @@ static int protocol_differs(const char *argv0) {
 /* ---- main ---------------------------------------------------------------------------------- */
 
 typedef struct options {
-  int list, devices, probe, health, seeded, warm;
+  int list, devices, probe, health, seeded, warm, worker;
 } options;
 
 /* Parses the options into kt__state and o; returns -1 to go on, else the
  * exit status. */
 static int parse(int argc, char **argv, options *o) {
   enum { O_LIST = 256, O_DEVICES, O_PROBE, O_HEALTH, O_FD, O_POISON, O_CAP, O_SEED,
-         O_TOL, O_VERBOSE, O_HELP, O_VERSION, O_WARM };
+         O_TOL, O_VERBOSE, O_HELP, O_VERSION, O_WARM, O_WORKER };
   static const struct option opts[] = {
       {"list", no_argument, 0, O_LIST},
       {"devices", no_argument, 0, O_DEVICES},
@@ -363,6 +400,7 @@ static int parse(int argc, char **argv, options *o) {
       {"help", no_argument, 0, O_HELP},
       {"version", no_argument, 0, O_VERSION},
       {"warm", no_argument, 0, O_WARM},
+      {"worker", no_argument, 0, O_WORKER},
       {0, 0, 0, 0}};
   int c;
   char *end;
@@ -411,6 +449,7 @@ static int parse(int argc, char **argv, options *o) {
       break;
     case O_VERBOSE: kt__state.verbose = 1; break;
     case O_WARM: o->warm = 1; break;
+    case O_WORKER: o->worker = 1; break;
     case O_HELP: usage(stdout, argv[0]); return ST_OK;
     case O_VERSION:
       printf("kiln-runner %s (%s backend, protocol %d, sanitizers: %s)\n", KILN_VERSION,
@@ -467,8 +506,9 @@ int main(int argc, char **argv) {
   /* Several tests in one process share one context: the old way, kept to
    * reproduce state pollution (kiln run --isolation none). */
   kt__state.keep_context = n > 1;
-  int failed = 0, skipped = 0;
-  for (int i = 0; i < n; i++) {
+  kt__state.worker = o.worker;
+  int failed = 0, skipped = 0, ran = 0;
+  for (int i = 0; i < n && !kt__state.worker_stop; i++, ran++) {
     int outcome = run_one(&picks[i]);
     failed += outcome == 1;
     skipped += outcome == 2;
@@ -476,7 +516,7 @@ int main(int argc, char **argv) {
   kt__contexts_close();
 
   if (kt__state.result_fd < 0) {
-    printf("%d passed, %d failed, %d skipped\n", n - failed - skipped, failed,
+    printf("%d passed, %d failed, %d skipped\n", ran - failed - skipped, failed,
            skipped);
     printf("(seed %" PRIu64 "; replay with --seed %" PRIu64 ")\n",
            kt__state.run_seed, kt__state.run_seed);

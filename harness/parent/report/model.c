@@ -271,6 +271,19 @@ krep_test *krep_test_new(krep_report *rep, const char *id, const char *suite,
   return t;
 }
 
+void krep_test_drop(krep_report *rep, krep_test *t) {
+  int at = -1;
+  for (int i = 0; i < rep->ntests && at < 0; i++)
+    if (rep->tests[i] == t) at = i;
+  if (at < 0) return;
+  memmove(rep->tests + at, rep->tests + at + 1,
+          (size_t)(rep->ntests - at - 1) * sizeof *rep->tests);
+  rep->ntests--;
+  free(t->recs);
+  free(t->extra);
+  free(t->procs);
+}
+
 void krep__drop_last(krep_report *rep) {
   if (rep->ntests == 0) return;
   krep_test *t = rep->tests[--rep->ntests];

@@ -37,7 +37,10 @@
  * outcome is a row here; every writer and reader goes by the table.
  * lost: the run started or was planned, but what ran it ended first (kiln
  * was stopped or killed, or the Slurm task running its shard died), so its
- * result never came back; krep_test.lost says what ended it and where. */
+ * result never came back; krep_test.lost says what ended it and where.
+ * polluted: the run did not pass in a worker (--isolation worker) and
+ * passed alone, so a test before it in that worker broke it; its message
+ * names them. */
 #define KREP_OUTCOME_MAP(X)                  \
   X(PASS, "pass", 0, "32", 0)                \
   X(FAIL, "fail", 1, "31", 1)                \
@@ -48,7 +51,8 @@
   X(SKIP, "skip", 0, "36", 0)                \
   X(FLAKY, "flaky", 0, "33;1", 0)            \
   X(LOST, "lost", 1, "35;1", 0)            \
-  X(COLLATERAL, "collateral", 1, "35;1", 0)
+  X(COLLATERAL, "collateral", 1, "35;1", 0) \
+  X(POLLUTED, "polluted", 0, "33;1", 0)
 
 typedef enum {
 #define KREP__ENUM(e, n, f, c, r) KREP_##e,
@@ -249,6 +253,9 @@ krep_test *krep_test_new(krep_report *rep, const char *id, const char *suite,
  * a record, -1 past the per-test limit (counted in records_dropped). */
 int krep_test_keep(krep_report *rep, krep_test *t, const char *tag,
                    const kp_field *f, int n);
+/* Takes t out of the report: a run that was never started after all (a
+ * worker's, started again in another). */
+void krep_test_drop(krep_report *rep, krep_test *t);
 /* The test's records with this tag, one after another: *i starts at 0. */
 const krep_rec *krep_test_next(const krep_test *t, const char *tag, int *i);
 /* A kept record as its struct (records.h); 0, or -1 when malformed. */

@@ -137,7 +137,7 @@ static void collateral(krun__run *R, krep_test *t, const krun_test *def, int d) 
   if (!R->stopping && R->s->isolation == KRUN_ISO_PROCESS) {
     t->final = 0;
     krun__queue_front(R, (krun__item){(int)(def - R->o->reg->tests), t->repeat,
-                                      t->attempt + 1});
+                                      t->attempt + 1, 0});
   }
   krun__publish(R, t);
 }

@@ -105,6 +105,7 @@ krun__child *krun__job_view(krun__run *R, krun__job *j) {
   c->st = j->st;
   c->cur = j->cur;
   c->warm = j->warm;
+  c->worker = j->worker;
   c->tmpdir = j->tmpdir;
   c->pid = j->pid;
   c->line = R->line;
@@ -387,7 +388,7 @@ static void retry_or_flaky(krun__run *R, krep_test *t, const krun_test *def) {
     return;
   t->final = 0;
   krun__queue_front(R, (krun__item){(int)(def - R->o->reg->tests), t->repeat,
-                                    t->attempt + 1});
+                                    t->attempt + 1, 0});
 }
 
 /* What kiln exec'd for the job (what a failed exec names). */
@@ -429,6 +430,7 @@ static krun__exit exit_info(krun__run *R, krun__job *j, int i) {
 
 /* logs/<suite>/<test>[.rN][.aN].log, relative to the run folder. */
 static char *log_name(const krun__job *j) {
+  if (j->worker) return kh_asprintf("logs/worker-%d.log", j->serial);
   if (j->ntests > 1) return kh_strdup("logs/shared-process.log");
   const krep_test *t = j->tests[0];
   kh_buf b = {0};

@@ -109,7 +109,10 @@ static int start_one(krun__run *R) {
     if (ndevs == -1) return 0;
     if (ndevs == -2) return refuse(R, &it, t);
   }
-  if (R->warm_on && krun__source_warm_fits(t)) {
+  /* --isolation worker: the head and the runs after it that one worker
+   * takes (1: the head alone). */
+  int take = krun__worker_take(R);
+  if (take == 1 && R->warm_on && krun__source_warm_fits(t)) {
     krun__job *w = krun__warm_pick(R, t);
     /* Only a ready child gets a test: one still starting is waited for
      * (its ready record or its death wakes the loop), and so is one that
@@ -125,10 +128,13 @@ static int start_one(krun__run *R) {
   }
   krun__job *j = krun__free_job(R);
   if (!j) return 0;
-  krun__queue_take(R);
-  krun__job_init(j, 1);
-  j->tests[0] = krun__new_test(R, &it);
-  j->defs[0] = t;
+  krun__job_init(j, take);
+  for (int i = 0; i < take; i++) {
+    krun__item x = krun__queue_take(R);
+    j->tests[i] = krun__new_test(R, &x);
+    j->defs[i] = &R->o->reg->tests[x.test];
+  }
+  j->worker = take > 1;
   j->kind = t->kind;
   krun__job_devices(j, devs, ndevs);
   j->slots = ndevs ? krun__want(R, t, devs[0]) : 0;
@@ -372,8 +378,12 @@ static void finish(krun__run *R, krun__job *j) {
   }
   krun__job_finish(R, j);
   krun__health_after(R, j);
-  for (int i = 0; i < j->ntests; i++)
-    if (!krun__health_settle(R, j, i)) krun__test_done(R, j->tests[i], j->defs[i]);
+  krun__worker_resume(R, j);
+  for (int i = 0; i < j->ntests; i++) {
+    if (!j->tests[i] || krun__worker_settle(R, j, i) || krun__health_settle(R, j, i)) continue;
+    if (j->ntests == 1) krun__worker_verdict(R, j->tests[i], j->defs[i]);
+    krun__test_done(R, j->tests[i], j->defs[i]);
+  }
   krun__job_end(R, j);
 }
 

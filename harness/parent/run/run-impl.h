@@ -135,6 +135,7 @@ typedef void krun__emit(struct krun__run *R, struct krun__job *j, const char *li
 typedef struct krun__item {
   int test;                 /* index into the registry */
   int repeat, attempt;
+  int alone;                /* run alone: a worker's test confirmed (worker.c) */
 } krun__item;
 
 /* A child process: a cold test, a warm child, or --isolation none's one. */
@@ -170,6 +171,8 @@ typedef struct krun__job {
   int exec_errno;
   char *tmpdir;
   int keep_tmp;             /* a test failed: its TEST_TMPDIR stays */
+  /* --isolation worker: a sequence of one source's tests (worker.c). */
+  int worker;
   /* Warm children: spawned with no test, which comes on fd_in. */
   int warm, assigned, ready, retiring, token_seen;
   double ready_ms, assign_ms;
@@ -197,6 +200,14 @@ typedef struct krun__health {
   const char *cause;        /* the test that put it under probe */
   const char *reason;       /* removed: why (the probe's message) */
 } krun__health;
+
+/* A worker's run that did not pass, queued alone (worker.c): that run,
+ * the tests before it in the worker, and its outcome there. */
+typedef struct krun__confirm {
+  int test, repeat, attempt;
+  char *after;
+  int was;
+} krun__confirm;
 
 /* A test run that ended on a device under probe, kept back until the
  * verdict: published as it was, or made collateral. */
@@ -248,6 +259,9 @@ typedef struct krun__run {
   krun__health health[KRUN_MAX_DEVICES];   /* by index into bi->dev */
   krun__held *held;
   int nheld;
+    /* --isolation worker: runs queued to confirm a worker's non-pass alone. */
+  struct krun__confirm *confirm;
+  int nconfirm;
   /* The sources: their view of the run, their contexts by kind, and where
    * a record a source makes for a child goes (the loop's router). */
   krun__srcrun srcrun;
@@ -290,6 +304,20 @@ void krun__slots_note(krun__run *R);
 void krun__job_devices(krun__job *j, const int *devs, int n);
 void krun__queue_front(krun__run *R, krun__item it);
 krun__item krun__queue_take(krun__run *R);
+
+/* worker.c: --isolation worker */
+/* How many of the queued runs from the head one worker takes (1: the
+ * head runs alone, as a child of its own). */
+int krun__worker_take(const krun__run *R);
+/* After a worker ended: the runs it never started go back to the front
+ * of the queue, for a new worker, and leave the report. */
+void krun__worker_resume(krun__run *R, krun__job *j);
+/* 1 when the worker's i-th run did not pass and was queued to run alone
+ * (it is published as a run replaced by a later one); else 0. */
+int krun__worker_settle(krun__run *R, krun__job *j, int i);
+/* A run that confirmed a worker's non-pass alone: passing, it becomes
+ * `polluted`, naming the tests that ran before it in the worker. */
+void krun__worker_verdict(krun__run *R, krep_test *t, const krun_test *def);
 
 /* warm.c: the warm pool */
 void krun__warm_fill(krun__run *R);

@@ -114,7 +114,7 @@ static void fill_queue(krun__run *R) {
         R->qcap = R->qcap ? 2 * R->qcap : 64;
         R->queue = kh_xrealloc(R->queue, (size_t)R->qcap * sizeof *R->queue);
       }
-      R->queue[R->qlen++] = (krun__item){i, rep, 1};
+      R->queue[R->qlen++] = (krun__item){i, rep, 1, 0};
       R->qwarm += krun__source_warm_fits(&reg->tests[i]);
     }
 }
@@ -185,7 +185,7 @@ static void setup_warm(krun__run *R) {
   /* Room in the job table for the pool, for retired children still on
    * their way out, and for a health probe per device. */
   R->maxjobs = R->maxrun + (R->warm_on ? 2 * total : 0) +
-               (s->isolation == KRUN_ISO_PROCESS ? R->o->bi->ndevices : 0);
+               (s->isolation != KRUN_ISO_NONE ? R->o->bi->ndevices : 0);
   free(R->jobs);
   R->jobs = kh_xcalloc((size_t)R->maxjobs, sizeof *R->jobs);
 }
@@ -364,6 +364,8 @@ static void cleanup(krun__run *R, const sigset_t *old) {
   free(R->wrap);
   free(R->queue), free(R->jobs), free(R->line), free(R->log_dir), free(R->self), free(R->held);
   free(R->sanitizer);
+  for (int i = 0; i < R->nconfirm; i++) free(R->confirm[i].after);
+  free(R->confirm);
 }
 
 int krun_run(const krun_opts *o) {

@@ -29,7 +29,12 @@
 
 /* ---- Settings: defaults < config < flags ---------------------------------- */
 
-typedef enum { KRUN_ISO_PROCESS = 0, KRUN_ISO_NONE = 1 } krun_isolation;
+/* process: a child per test; none: one shared process for every test;
+ * worker: sequences of one source's tests in one process each, every test
+ * that does not pass there run again alone before it counts (worker.c). */
+typedef enum { KRUN_ISO_PROCESS = 0, KRUN_ISO_NONE = 1, KRUN_ISO_WORKER = 2 } krun_isolation;
+/* Tests one worker runs at most. */
+#define KRUN_WORKER_MAX 64
 typedef enum {
   KRUN_BACKEND_AUTO = 0, KRUN_BACKEND_HOST, KRUN_BACKEND_HIP, KRUN_BACKEND_CUDA
 } krun_backend;

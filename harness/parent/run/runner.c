@@ -62,6 +62,7 @@ static void runner_args(krun__child *c, char **argv, int *n) {
     argv[(*n)++] = kh_strdup("--warm");
     return;
   }
+  if (c->worker) argv[(*n)++] = kh_strdup("--worker");
   argv[(*n)++] = kh_strdup("--");
   for (int i = 0; i < c->ntests; i++) argv[(*n)++] = kh_strdup(c->defs[i]->id);
 }
@@ -75,4 +76,5 @@ const krun__source_i krun__runner_source = {
     .program = program,
     .protocol = 1,
     .warm = 1,
+    .workers = 1,
 };

@@ -14,7 +14,7 @@
 
 const char *const krun_sanitize_names[] = {"none", "memcheck", "racecheck", "initcheck",
                                            "synccheck", NULL};
-static const char *const isolation_names[] = {"process", "none", NULL};
+static const char *const isolation_names[] = {"process", "none", "worker", NULL};
 static const char *const leak_names[] = {"fail", "warn", NULL};
 const char *const krun_contain_names[] = {"auto", "cgroup", "subreaper", "none", NULL};
 

@@ -52,6 +52,7 @@ typedef struct krun__child {
   const struct krun__stream *st;  /* per test run: where its records are */
   int cur;                  /* the test run records go to; -1: none yet */
   int warm;                 /* started before its test was known (--warm) */
+  int worker;               /* runs its tests as a worker (--isolation worker) */
   const char *tmpdir;       /* its private TEST_TMPDIR (NULL: warm) */
   pid_t pid;
   char *line;               /* KP_MAX_LINE scratch */
@@ -123,6 +124,10 @@ typedef struct krun__source_i {
   /* 1: its children can start before their test is known (--warm, the
    * test assigned on stdin), so the warm pool may run them (optional). */
   int warm;
+  /* 1: a child can run a sequence of its tests as a worker, checking
+   * between two that the first left nothing behind (--isolation worker;
+   * the child's view says worker) (optional). */
+  int workers;
   /* The child's console output as it comes, made into records handed to
    * c->emit in order (optional). */
   void (*output)(krun__child *c, const char *data, size_t n);

@@ -1,0 +1,101 @@
+/* --isolation worker: one process (its own context, its slots, its
+ * containment) runs a sequence of one source's tests, checking between two
+ * that the first left nothing behind (the runner's --worker: its device
+ * allocations, its stream, device faults; a test that left something ends
+ * the worker). What the worker does not settle itself is settled here:
+ * the runs it never started go to a new worker, and every run that did not
+ * pass runs again alone in a fresh process before it counts. Failing
+ * alone, that run's result stands (confirmed); passing alone, it is
+ * `polluted`, naming the tests that ran before it in the worker. The loop
+ * calls these; they call the jobs and the queue below them.
+ */
+#include "run-impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int krun__worker_take(const krun__run *R) {
+  if (R->s->isolation != KRUN_ISO_WORKER || R->qhead == R->qlen) return 1;
+  /* Slots sized per test (--slots auto) and sanitizer findings, which are
+   * read per process, need a process per test. */
+  if (R->s->slots == KRUN_SLOTS_AUTO || R->s->sanitize) return 1;
+  const krun__item *head = &R->queue[R->qhead];
+  const krun_test *t = &R->o->reg->tests[head->test];
+  if (head->alone || !krun__source(t->kind)->workers) return 1;
+  /* The runs after it of the same source and needs, in queue order. */
+  int n = 0;
+  for (int q = R->qhead; q < R->qlen; q++) {
+    const krun__item *it = &R->queue[q];
+    const krun_test *u = &R->o->reg->tests[it->test];
+    if (it->alone || u->source != t->source || u->slots != t->slots ||
+        u->devices != t->devices || u->needs_gpu != t->needs_gpu)
+      break;
+    n++;
+  }
+  /* Shared out over the children that can still start, so that they end
+   * together. */
+  int free_jobs = R->maxrun - R->nrunning;
+  if (free_jobs < 1) free_jobs = 1;
+  int size = (n + free_jobs - 1) / free_jobs;
+  return size < 1 ? 1 : size > KRUN_WORKER_MAX ? KRUN_WORKER_MAX : size;
+}
+
+void krun__worker_resume(krun__run *R, krun__job *j) {
+  /* A worker that ended before its first test could not start: its runs
+   * are decided as any child's that could not (no new worker for them). */
+  if (!j->worker || R->stopping || !j->st[0].started) return;
+  for (int i = j->ntests - 1; i >= 0; i--) {
+    if (j->st[i].started) continue;
+    krep_test *t = j->tests[i];
+    krun__queue_front(R, (krun__item){(int)(j->defs[i] - R->o->reg->tests), t->repeat,
+                                      t->attempt, 0});
+    krep_test_drop(&R->rep, t);
+    j->tests[i] = NULL;
+  }
+}
+
+/* The tests that ran before run i in its worker, comma-separated. */
+static char *before(const krun__job *j, int i) {
+  kh_buf b = {0};
+  for (int k = 0; k < i; k++)
+    if (j->tests[k] && j->st[k].started) kh_buf_addf(&b, "%s%s", b.len ? ", " : "", j->tests[k]->id);
+  return b.data ? b.data : kh_strdup("");
+}
+
+int krun__worker_settle(krun__run *R, krun__job *j, int i) {
+  krep_test *t = j->tests[i];
+  if (!j->worker || !t || R->stopping || !krep_outcome_failed(t->outcome)) return 0;
+  char *after = before(j, i);
+  kp_field f[] = {{"key", "worker_after"}, {"value", after}};
+  krep_test_keep(&R->rep, t, "note", f, 2);
+  R->confirm = kh_xrealloc(R->confirm, (size_t)(R->nconfirm + 1) * sizeof *R->confirm);
+  R->confirm[R->nconfirm++] = (krun__confirm){(int)(j->defs[i] - R->o->reg->tests),
+                                              t->repeat, t->attempt + 1, after,
+                                              t->outcome};
+  t->final = 0;
+  krun__queue_front(R, (krun__item){(int)(j->defs[i] - R->o->reg->tests), t->repeat,
+                                    t->attempt + 1, 1});
+  krun__publish(R, t);
+  return 1;
+}
+
+void krun__worker_verdict(krun__run *R, krep_test *t, const krun_test *def) {
+  krun__confirm *c = NULL;
+  int test = (int)(def - R->o->reg->tests);
+  for (int k = 0; k < R->nconfirm && !c; k++)
+    if (R->confirm[k].test == test && R->confirm[k].repeat == t->repeat &&
+        R->confirm[k].attempt == t->attempt)
+      c = &R->confirm[k];
+  if (!c || t->attempt != c->attempt) return;
+  kp_field f[] = {{"key", "confirmed_alone"},
+                  {"value", krep_outcome_failed(t->outcome) ? "true" : "false"}};
+  krep_test_keep(&R->rep, t, "note", f, 2);
+  if (t->outcome != KREP_PASS) return;
+  char *msg = kh_asprintf("%s in a worker after %s; passed alone (`kiln bisect %s` "
+                          "finds the test that pollutes it)",
+                          krep_outcome_name(c->was), *c->after ? c->after : "no other test",
+                          t->id);
+  t->outcome = KREP_POLLUTED;
+  t->message = krep_str(&R->rep, msg);
+  free(msg);
+}
