@@ -48,10 +48,13 @@ for p in "${pids[@]}"; do wait "$p"; rcs="$rcs$?"; done
 expect_eq "$rcs" 000000 "six runs, the key named six ways, pass"
 n=$("$KH_PROBE" overlap "$T"/n[0-5].sleeps)
 expect_eq "$n" 1 "one key file named six ways: at most 1 test held the 1 slot at once"
+ids=""
 for i in "${!names[@]}"; do
   KILN_TOKEN_KEY=${names[$i]} k devices --backend host
-  expect_out 'slots 1 total, 1 free' "kiln devices with the key named ${names[$i]}: the one set"
+  expect_out 'slots 1 total, 1 free' "kiln devices with the key named ${names[$i]}: free again"
+  ids="$ids $(grep -oE 'semaphore set [0-9]+' "$T/out.txt")"
 done
+expect_eq "$(echo "$ids" | tr ' ' '\n' | grep -E '^[0-9]+$' | sort -u | wc -l)" 1 "kiln devices: one set id under the six names"
 # Sets that a name of its own made (before keys were canonical) go too.
 for i in "${!names[@]}"; do "$KH_PROBE" semrm "${names[$i]}" 2>/dev/null; done
 finish

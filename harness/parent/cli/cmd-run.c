@@ -323,7 +323,8 @@ int kcli__devices(kcli__args *a) {
   int caps[KRUN_MAX_DEVICES];
   krun_device_caps(&s, &bi, caps);
   int rc = krun_tokens_open(&tok, key, set, &err);
-  printf("token key %s%s%s\n", key, rc ? ": " : "", rc ? err.msg : "");
+  if (rc == 0) printf("token key %s (semaphore set %d)\n", key, tok.semid);
+  else printf("token key %s: %s\n", key, err.msg);
   for (int d = 0; d < bi.ndevices; d++) {
     const krun_device *dv = &bi.dev[d];
     printf("device %d (physical %d%s%s): %s, %s, %lld of %lld MiB free\n", dv->index,

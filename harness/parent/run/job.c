@@ -156,6 +156,44 @@ void krun__immediate(krun__run *R, const krun__item *it, int outcome, const char
   krun__publish(R, t);
 }
 
+/* ---- The token set lost ------------------------------------------------------------- */
+
+/* The message of a test that could not take its slots for that. */
+static char *lost_message(const krun__run *R) {
+  return kh_asprintf("not run: kiln's error: the device token set of %s (semaphore set "
+                     "%d) was removed during the run (ipcrm, or a cleaner), so no test "
+                     "may take slots shared with other kilns any more",
+                     R->tok.key_path, R->tok.semid);
+}
+
+int krun__tokens_lost(krun__run *R) {
+  if (!R->use_tokens) return 0;
+  if (R->tokens_lost || !krun_tokens_gone(&R->tok)) return R->tokens_lost;
+  R->tokens_lost = 1;
+  R->infra = 1;
+  krun__console_note(&R->con, "kiln: error: the device token set of %s (semaphore set %d) "
+                     "was removed while this run held slots (ipcrm, or a cleaner); no "
+                     "further test starts, each is an error of kiln's, and the run "
+                     "exits 3. Tests running now finish", R->tok.key_path, R->tok.semid);
+  return 1;
+}
+
+int krun__tokens_refuse(krun__run *R, const krun__item *it) {
+  char *msg = lost_message(R);
+  krun__queue_take(R);
+  krun__immediate(R, it, KREP_ERROR, msg);
+  free(msg);
+  return 1;
+}
+
+void krun__tokens_blame(krun__run *R, krep_test *t) {
+  if (!krun__tokens_lost(R)) return;
+  char *msg = lost_message(R);
+  t->outcome = KREP_ERROR;
+  t->message = krep_str(&R->rep, msg);
+  free(msg);
+}
+
 /* ---- Starting a child ---------------------------------------------------------------- */
 
 static char *log_name(const krun__job *j);
@@ -510,6 +548,9 @@ void krun__job_finish(krun__run *R, krun__job *j) {
     /* A runner that exits 3 before its test started could not set up
      * (its slots, its options): an infrastructure error. */
     if (x.exited && x.code == 3 && !j->st[i].started) R->infra = 1;
+    /* One that could not take its slots because the set went away. */
+    if (R->use_tokens && j->ntests == 1 && j->ndevs && !j->token_seen)
+      krun__tokens_blame(R, t);
     /* `ended` is when the child was reaped, not when its pipes drained:
      * its slots came back at its exit, and overlap checks read this. */
     double end_s = j->exit_wall_s > 0 ? j->exit_wall_s : kh_wall_s();

@@ -105,6 +105,7 @@ static int start_one(krun__run *R) {
   int devs[KRUN_MAX_DEVICES], ndevs = 0;
   if (bi->ndevices == 0 && t->needs_gpu) return refuse(R, &it, t);
   if (bi->ndevices > 0) {
+    if (krun__tokens_lost(R)) return krun__tokens_refuse(R, &it);
     ndevs = pick(R, t, devs);
     if (ndevs == -1) return 0;
     if (ndevs == -2) return refuse(R, &it, t);

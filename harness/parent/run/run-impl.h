@@ -222,6 +222,7 @@ typedef struct krun__run {
   const krun_settings *s;
   krun_tokens tok;
   int use_tokens;
+  int tokens_lost;          /* the set was removed during the run */
   int cap[KRUN_MAX_DEVICES], used[KRUN_MAX_DEVICES];
   krun__item *queue;
   int qhead, qlen, qcap;
@@ -300,6 +301,14 @@ int krun__want(const krun__run *R, const krun_test *t, int d);
 /* --slots auto: device d's budget in bytes, and the console's account. */
 long long krun__budget(const krun__run *R, int d);
 void krun__slots_note(krun__run *R);
+/* The token set was removed during the run (job.c): said once, the run
+ * fails with kiln's error, and no test takes slots from then on. */
+int krun__tokens_lost(krun__run *R);
+/* Queued test run `it` refused for that: an error, not the test's own. */
+int krun__tokens_refuse(krun__run *R, const krun__item *it);
+/* Why test t of job j (it took no slots) did not run, when the set is
+ * gone: its outcome becomes kiln's error. */
+void krun__tokens_blame(krun__run *R, krep_test *t);
 /* Gives the job its devices (n of them; 0: none). */
 void krun__job_devices(krun__job *j, const int *devs, int n);
 void krun__queue_front(krun__run *R, krun__item it);

@@ -425,8 +425,12 @@ int krun_tokens_canon(const char *path, char *out, size_t n);
  * not the file still exists. */
 key_t krun_tokens_ipc_key(const char *path);
 /* Opens the set of the key path; create: make key file and set when
- * missing. 0; 1 (create 0) when there is no set yet; -1 with err. */
+ * missing. 0; 1 (create 0) when there is no set yet; -1 with err. No set
+ * is made while holder files name live processes (the set was removed
+ * under them): -1, or 1 for create 0, with err saying so. */
 int krun_tokens_open(krun_tokens *t, const char *path, int create, kh_err *err);
+/* 1 when the set was removed since it was opened (ipcrm, or a cleaner). */
+int krun_tokens_gone(const krun_tokens *t);
 /* Makes device dev's capacity `want`, withdrawing only free slots; returns
  * the capacity in force (want, or the old one with a warning in err), or
  * -1. */

@@ -157,14 +157,69 @@ static void name_set(krun_tokens *t, const char *path) {
   snprintf(t->holders, sizeof t->holders, "%s.d", t->key_path);
 }
 
+/* Every live holder of every device, as "device D: pid P (WHAT)" joined
+ * by "; " into out; returns how many. */
+typedef struct held_list {
+  kh_buf *out;
+  int dev, n;
+} held_list;
+
+static void add_held(pid_t pid, const char *what, void *arg) {
+  held_list *h = arg;
+  if (h->n < 4)
+    kh_buf_addf(h->out, "%sdevice %d: pid %ld (%s)", h->n ? "; " : "", h->dev, (long)pid,
+                what);
+  else if (h->n == 4)
+    kh_buf_addf(h->out, "; ...");
+  h->n++;
+}
+
+static void holders_each(const krun_tokens *t, int dev, int verified,
+                         void (*fn)(pid_t pid, const char *what, void *arg), void *arg);
+
+static int live_holders(const krun_tokens *t, kh_buf *out) {
+  held_list h = {out, 0, 0};
+  for (h.dev = 0; h.dev < KRUN_MAX_DEVICES; h.dev++) holders_each(t, h.dev, 1, add_held, &h);
+  return h.n;
+}
+
+int krun_tokens_gone(const krun_tokens *t) {
+  struct semid_ds ds;
+  union semun_arg arg = {.buf = &ds};
+  if (semctl(t->semid, 0, IPC_STAT, arg) == 0) return 0;
+  return errno == EINVAL || errno == EIDRM;
+}
+
+/* No set, yet holder files of live processes: the set was removed while
+ * they held slots. A new set at full capacity would put more tests on a
+ * device than its slots, so none is made while they live. */
+static int orphaned(krun_tokens *t, const char *path, int create, kh_err *err) {
+  kh_buf held = {0};
+  int n = live_holders(t, &held);
+  if (n && create)
+    kh_errf(err, "the token set of %s is gone, but %d test%s still hold%s slots by it "
+            "(%s): the set was removed (ipcrm, or a cleaner) while %s ran, and a new set "
+            "at full capacity would put more tests on the device than it has slots. Run "
+            "again once %s ended (or, if those processes are no kiln tests, remove their "
+            "holder files in %s)", path, n, n == 1 ? "" : "s", n == 1 ? "s" : "",
+            held.data, n == 1 ? "it" : "they", n == 1 ? "it has" : "they have", t->holders);
+  else if (n)
+    kh_errf(err, "no token set for %s: it was removed (ipcrm, or a cleaner) while %d "
+            "test%s held slots by it (%s); no kiln makes a new one until %s ended", path,
+            n, n == 1 ? "" : "s", held.data, n == 1 ? "it has" : "they have");
+  kh_buf_free(&held);
+  return n;
+}
+
 int krun_tokens_open(krun_tokens *t, const char *path, int create, kh_err *err) {
   memset(t, 0, sizeof *t);
   name_set(t, path);
   if (!create) {
     /* Reading only: a key or a set that is not there is not made. */
     t->semid = semget(krun_tokens_ipc_key(path), 0, 0);
-    if (t->semid < 0)
+    if (t->semid < 0 && !orphaned(t, path, 0, err))
       return kh_errf(err, "no token set for %s yet (no kiln has run with this key)", path), 1;
+    if (t->semid < 0) return 1;
     if (wait_ready(t->semid) != 0)
       return kh_errf(err, "token set for %s: %s", path, strerror(errno));
     return 0;
@@ -178,6 +233,7 @@ int krun_tokens_open(krun_tokens *t, const char *path, int create, kh_err *err) 
   close(fd);
   name_set(t, path);        /* a dangling link now names a file */
   key_t key = krun_tokens_ipc_key(path);
+  if (semget(key, 0, 0) < 0 && errno == ENOENT && orphaned(t, path, 1, err)) return -1;
   t->semid = semget(key, NSEMS, IPC_CREAT | IPC_EXCL | 0660);
   if (t->semid >= 0) {
     /* New set: every value is 0; the first semop marks it ready. */
@@ -249,13 +305,31 @@ int krun_tokens_ensure(krun_tokens *t, int dev, int want, kh_err *err) {
 
 int krun_tokens_semnum(int dev) { return FREE(dev); }
 
+/* A process's start time (clock ticks since boot, /proc/PID/stat's 22nd
+ * field), which tells it from a later process given the same pid; -1 when
+ * it is gone or unreadable. */
+static long long start_ticks(pid_t pid) {
+  char path[64], *text = NULL;
+  snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+  if (kh_read_file(path, 4096, &text, NULL) != 0) return -1;
+  long long ticks = -1;
+  char *p = strrchr(text, ')');   /* the command may hold spaces and ')' */
+  for (int field = 2; p && *p && field < 22; field++) p = strchr(p + 1, ' ');
+  if (p) ticks = strtoll(p + 1, NULL, 10);
+  free(text);
+  return ticks;
+}
+
 void krun_tokens_holder_add(const krun_tokens *t, int dev, pid_t pid,
                             const char *what, int slots) {
   char path[PATH_MAX + 64], line[512];
   snprintf(path, sizeof path, "%s/%d/%ld", t->holders, dev, (long)pid);
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return;
-  int n = snprintf(line, sizeof line, "%s slots=%d\n", what, slots);
+  /* The first line is what `kiln devices` shows; the second tells the
+   * holder from a later process of the same pid. */
+  int n = snprintf(line, sizeof line, "%s slots=%d\nstart=%lld\n", what, slots,
+                   start_ticks(pid));
   (void)kh_write_all(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
   close(fd);
 }
@@ -266,9 +340,11 @@ void krun_tokens_holder_remove(const krun_tokens *t, int dev, pid_t pid) {
   unlink(path);
 }
 
-void krun_tokens_holders(const krun_tokens *t, int dev,
-                       void (*fn)(pid_t pid, const char *what, void *arg),
-                       void *arg) {
+/* Each live holder of dev; verified: only those whose file records the
+ * start time that the pid's process has (a file of an older kiln has none,
+ * and its pid may be another process's by now). */
+static void holders_each(const krun_tokens *t, int dev, int verified,
+                         void (*fn)(pid_t pid, const char *what, void *arg), void *arg) {
   char dir[PATH_MAX + 32];
   snprintf(dir, sizeof dir, "%s/%d", t->holders, dev);
   DIR *d = opendir(dir);
@@ -285,9 +361,21 @@ void krun_tokens_holders(const krun_tokens *t, int dev,
     }
     char *text = NULL;
     if (kh_read_file(path, 4096, &text, NULL) != 0) continue;
+    const char *start = strstr(text, "\nstart=");
+    long long was = start ? strtoll(start + 7, NULL, 10) : -1;
+    if (was >= 0 && start_ticks((pid_t)pid) != was) {
+      unlink(path);         /* the pid is another process's now */
+      free(text);
+      continue;
+    }
     text[strcspn(text, "\n")] = '\0';
-    fn((pid_t)pid, text, arg);
+    if (!verified || was >= 0) fn((pid_t)pid, text, arg);
     free(text);
   }
   closedir(d);
+}
+
+void krun_tokens_holders(const krun_tokens *t, int dev,
+                         void (*fn)(pid_t pid, const char *what, void *arg), void *arg) {
+  holders_each(t, dev, 0, fn, arg);
 }
