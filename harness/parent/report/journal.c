@@ -399,8 +399,13 @@ static void read_header(krep_report *rep, const kp_record *rec) {
  * the runs kiln died during. */
 typedef struct jstate {
   krep_test *cur;           /* the run being read */
+  long cur_line;            /* where its `run` record is */
   jstart *starts;           /* strings interned in the report */
   int nstarts;
+  long line, header_pid;    /* the line being read; the first header's pid */
+  int finished;             /* its `finish` was read */
+  const char *path;
+  kh_err *err;
 } jstate;
 
 static void keep_start(krep_report *rep, jstate *js, const kp_record *r) {
@@ -455,16 +460,65 @@ static int not_run(const krep_report *rep) {
   return rep->planned > done ? rep->planned - done : 0;
 }
 
-/* One line of the journal; -1 when it is no record. Only whole lines come
- * here (kh_lines keeps back a last line without its newline, the one a kill
- * mid-write tears), so a line that does not parse is damage. */
+/* One writer's journal has a shape: one `kiln` header, first; a test
+ * run's `run` record followed by its `rec`, `left` and `tail` lines and
+ * its `done`, written in one write(), so nothing comes between them; after
+ * `finish`, only the `left` records of kiln's guard. Lines out of that
+ * order are two writers' (two kilns given one run folder, or one journal
+ * appended to another): refused, since rebuilding would merge two runs or
+ * give one test's records to another. -2 with js->err set. */
+static int misplaced(jstate *js, const char *tag, const kp_record *r) {
+  const char *id = js->cur && js->cur->id ? js->cur->id : "?";
+  const char *why = "the lines of two writers interleave (two kilns given one run folder), or "
+                    "the journal is damaged; refusing to rebuild from it";
+  int in_run = strcmp(tag, "rec") == 0 || strcmp(tag, "left") == 0 || strcmp(tag, "tail") == 0;
+  if (strcmp(tag, "kiln") == 0) {
+    const char *pid = r ? kp_get(r, "pid") : NULL;
+    return kh_errf(js->err, "%s:%ld: a second `kiln` header (kiln pid %s; the first: pid %ld): "
+                   "two runs wrote this journal (two kilns given one run folder, or a folder "
+                   "used again by an older kiln); refusing to merge them into one run",
+                   js->path, js->line, pid ? pid : "?", js->header_pid), -2;
+  }
+  if (js->cur && !in_run && strcmp(tag, "done") != 0)
+    return kh_errf(js->err, "%s:%ld: a `%s` record before the `done` of the run of %s at line "
+                   "%ld: %s", js->path, js->line, tag, id, js->cur_line, why), -2;
+  if (!js->cur && (strcmp(tag, "done") == 0 || strcmp(tag, "tail") == 0 || strcmp(tag, "rec") == 0))
+    return kh_errf(js->err, "%s:%ld: a `%s` line outside any test run: %s", js->path,
+                   js->line, tag, why), -2;
+  if (js->finished && strcmp(tag, "left") != 0)
+    return kh_errf(js->err, "%s:%ld: a `%s` record after the run's `finish`: %s", js->path,
+                   js->line, tag, why), -2;
+  return 0;
+}
+
+/* A child's `test` record inside another test's run. */
+static int foreign_rec(jstate *js, char *line) {
+  if (!js->cur || strncmp(line, "test ", 5) != 0) return 0;
+  char *copy = kh_strdup(line);
+  kp_record rec;
+  const char *id = kp_parse(copy, &rec, NULL) == 0 ? kp_get(&rec, "id") : NULL;
+  int bad = id && js->cur->id && strcmp(id, js->cur->id) != 0;
+  if (bad)
+    kh_errf(js->err, "%s:%ld: records of %s inside the run of %s at line %ld: the lines of "
+            "two writers interleave, or the journal is damaged; refusing to rebuild from it",
+            js->path, js->line, id, js->cur->id, js->cur_line);
+  free(copy);
+  return bad ? -2 : 0;
+}
+
+/* One line of the journal; -1 when it is no record, -2 when it is out of
+ * place (misplaced). Only whole lines come here (kh_lines keeps back a
+ * last line without its newline, the one a kill mid-write tears), so a
+ * line that does not parse is damage. */
 static int read_line(krep_report *rep, jstate *js, char *line) {
   if (strncmp(line, "rec ", 4) == 0) {
+    if (misplaced(js, "rec", NULL) || foreign_rec(js, line + 4)) return -2;
     read_rec(rep, js->cur, line + 4);
     return 0;
   }
   kp_record r;
   if (kp_parse(line, &r, NULL) != 0) return -1;
+  if (js->line > 1 && misplaced(js, r.tag, &r)) return -2;
   jshard s;
   jpair p;
   jfinish f;
@@ -498,8 +552,8 @@ static int read_line(krep_report *rep, jstate *js, char *line) {
   } else if (strcmp(r.tag, "start") == 0) {
     keep_start(rep, js, &r);
   } else if (strcmp(r.tag, "run") == 0) {
-    if (js->cur) krep__drop_last(rep);   /* a run whose `done` never came */
     js->cur = read_run(rep, &r);
+    js->cur_line = js->line;
   } else if (strcmp(r.tag, "left") == 0) {
     read_left(rep, js->cur, &r);
   } else if (strcmp(r.tag, "tail") == 0 && js->cur &&
@@ -513,7 +567,7 @@ static int read_line(krep_report *rep, jstate *js, char *line) {
                                       pr.message, pr.ms});
   } else if (strcmp(r.tag, "finish") == 0 &&
              kp_decode(&rec_finish, r.fields, r.nfields, &f, NULL, 0) == 0) {
-    rep->finished = 1;
+    rep->finished = js->finished = 1;
     rep->end_s = f.end;
     rep->interrupted = (int)f.interrupted;
     rep->not_run = (int)f.not_run;
@@ -540,6 +594,7 @@ static int read_first(krep_report *rep, jstate *js, char *line, const char *path
   if (format < KREP_FORMAT_OLDEST || format > KREP_FORMAT)
     return kh_errf(err, "%s:1: journal format %lld; this kiln reads %d to %d", path,
                    format, KREP_FORMAT_OLDEST, KREP_FORMAT);
+  js->header_pid = k.pid == KP_NONE ? -1 : (long)k.pid;
   return read_line(rep, js, line);
 }
 
@@ -587,15 +642,17 @@ int krep_journal_read(const char *path, krep_report *rep, kh_err *err) {
   krep_init(rep);
   kh_lines in;
   if (kh_lines_open(&in, path, MAX_LINE) != 0) return kh_errf(err, "%s: %s", path, strerror(errno));
-  jstate js = {0};
+  jstate js = {.path = path, .err = err};
   char *line;
   int r;
   int bad = 0;
   while (!bad && (r = kh_lines_next(&in, &line)) > 0) {
-    if (in.lineno == 1) bad = read_first(rep, &js, line, path, err) != 0;
-    else if (read_line(rep, &js, line) != 0)
-      bad = kh_errf(err, "%s:%ld: damaged: a whole line that is no journal record; "
-                    "refusing to rebuild from it", path, in.lineno) != 0;
+    js.line = in.lineno;
+    int got = in.lineno == 1 ? read_first(rep, &js, line, path, err) : read_line(rep, &js, line);
+    if (got == -1 && in.lineno > 1)
+      kh_errf(err, "%s:%ld: damaged: a whole line that is no journal record; "
+              "refusing to rebuild from it", path, in.lineno);
+    bad = got != 0;
   }
   if (bad) {
     kh_lines_close(&in);

@@ -377,6 +377,60 @@ static void read_run(reader *r, yaml_node_t *root) {
   rep->not_run = (int)integer(node(r, node(r, root, "summary"), "not_run"), 0);
 }
 
+/* ---- Consistency ------------------------------------------------------------------ */
+
+static int by_run(const void *a, const void *b) {
+  const krep_test *x = *(krep_test *const *)a, *y = *(krep_test *const *)b;
+  int c = strcmp(x->id ? x->id : "", y->id ? y->id : "");
+  if (c) return c;
+  if (x->repeat != y->repeat) return (x->repeat > y->repeat) - (x->repeat < y->repeat);
+  return (x->attempt > y->attempt) - (x->attempt < y->attempt);
+}
+
+/* A report that disagrees with itself is refused, as a cut one is: its
+ * summary must count what its tests say, a run that was not interrupted
+ * left nothing unrun, and no test run (id, repeat, attempt) is listed
+ * twice. kiln never writes such a report; a hand edit or a merge by
+ * other tools does, and reading it would report what did not happen. */
+static int consistent(reader *r, yaml_node_t *summary, kh_err *err) {
+  krep_report *rep = r->rep;
+  int counts[KREP_NOUTCOMES];
+  int total = krep_count(rep, counts);
+  const char *say = "(a report edited by hand, or damaged); refusing to read it";
+  yaml_node_t *n = node(r, summary, "total");
+  if (text(n) && integer(n, -1) != total)
+    return kh_errf(err, "%s: its summary counts %lld final test runs but its tests list %d %s",
+                   rep->path, integer(n, -1), total, say);
+  kh_buf says = {0}, lists = {0};
+  for (int o = 0; o < KREP_NOUTCOMES; o++) {
+    n = node(r, summary, krep_outcome_name(o));
+    if (!text(n) || integer(n, -1) == counts[o]) continue;
+    kh_buf_addf(&says, "%s%s: %lld", says.len ? ", " : "", krep_outcome_name(o), integer(n, -1));
+    kh_buf_addf(&lists, "%s%s: %d", lists.len ? ", " : "", krep_outcome_name(o), counts[o]);
+  }
+  if (says.len)
+    kh_errf(err, "%s: its summary says %s, but its tests list %s %s", rep->path, says.data,
+            lists.data, say);
+  int bad = says.len > 0;
+  kh_buf_free(&says), kh_buf_free(&lists);
+  if (bad) return -1;
+  if (rep->not_run != 0 && !rep->interrupted)
+    return kh_errf(err, "%s: its summary has not_run: %d in a run that was not interrupted "
+                   "(only an interrupted run leaves tests unrun) %s", rep->path,
+                   rep->not_run, say);
+  if (rep->ntests < 2) return 0;
+  krep_test **sorted = kh_xcalloc((size_t)rep->ntests, sizeof *sorted);
+  memcpy(sorted, rep->tests, (size_t)rep->ntests * sizeof *sorted);
+  qsort(sorted, (size_t)rep->ntests, sizeof *sorted, by_run);
+  int rc = 0;
+  for (int i = 1; i < rep->ntests && rc == 0; i++)
+    if (by_run(&sorted[i - 1], &sorted[i]) == 0)
+      rc = kh_errf(err, "%s: it lists %s (repeat %d, attempt %d) twice %s", rep->path,
+                   sorted[i]->id, sorted[i]->repeat, sorted[i]->attempt, say);
+  free(sorted);
+  return rc;
+}
+
 int krep_read(const char *arg, krep_report *rep, kh_err *err) {
   struct stat st;
   krep_init(rep);
@@ -427,6 +481,8 @@ int krep_read(const char *arg, krep_report *rep, kh_err *err) {
       rc = kh_errf(err, "%s: the report is not whole: its summary counts %lld test runs "
                    "but it lists %d; refusing to read it", rep->path, integer(runs, -1),
                    seq_len(tests));
+    else
+      rc = consistent(&r, node(&r, root, "summary"), err);
   }
   yaml_document_delete(&r.doc);
   return rc;
