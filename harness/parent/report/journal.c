@@ -153,6 +153,7 @@ struct krep_journal {
   int fd;
   kh_buf buf;
   kp_record_out rec;
+  int failed;               /* errno of the first write that failed, or 0 */
 };
 
 static void put(krep_journal *j, const kp_rdesc *d, const void *rec) {
@@ -168,8 +169,11 @@ static void put_rec(krep_journal *j) {
   kh_buf_add(&j->buf, "\n", 1);
 }
 
+/* A write that fails (a full disk) is kept: the run says at its end that
+ * its journal is incomplete. */
 static void flush(krep_journal *j) {
-  if (j->buf.len) (void)kh_write_all(j->fd, j->buf.data, j->buf.len);
+  if (j->buf.len && kh_write_all(j->fd, j->buf.data, j->buf.len) != 0 && !j->failed)
+    j->failed = errno ? errno : EIO;
   j->buf.len = 0;
 }
 
@@ -182,7 +186,9 @@ static const char *cut(const char *v, char *buf, size_t n) {
 
 krep_journal *krep_journal_open(const krep_report *rep, const char *path,
                                 kh_err *err) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  /* A run folder used again starts a journal of its own (the caller holds
+   * the folder's lock); appending would make one journal of two runs. */
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) {
     kh_errf(err, "journal %s: %s", path, strerror(errno));
     return NULL;
@@ -213,7 +219,14 @@ krep_journal *krep_journal_open(const krep_report *rep, const char *path,
   for (int i = 0; i < rep->nselection; i++)
     put(j, &rec_selector, &(jpair){NULL, rep->selection[i]});
   flush(j);
-  (void)fdatasync(fd);
+  if (!j->failed && fdatasync(fd) != 0 && errno != EINVAL) j->failed = errno;
+  if (j->failed) {
+    kh_errf(err, "journal %s: cannot write its header: %s", path, strerror(j->failed));
+    close(fd);
+    kh_buf_free(&j->buf);
+    free(j);
+    return NULL;
+  }
   return j;
 }
 
@@ -278,17 +291,19 @@ void krep_journal_probe(krep_journal *j, const krep_probe *p) {
   flush(j);
 }
 
-void krep_journal_close(krep_journal *j, const krep_report *rep) {
-  if (!j) return;
+int krep_journal_close(krep_journal *j, const krep_report *rep) {
+  if (!j) return 0;
   put_procs(j, rep->procs, rep->nprocs);
   jfinish f = {rep->end_s, rep->interrupted, rep->not_run, rep->parent_gpu_clean,
                rep->peak_rss_kb >= 0 ? rep->peak_rss_kb : KP_NONE, rep->nothing_tested};
   put(j, &rec_finish, &f);
   flush(j);
-  (void)fdatasync(j->fd);
-  close(j->fd);
+  if (fdatasync(j->fd) != 0 && errno != EINVAL && !j->failed) j->failed = errno;
+  if (close(j->fd) != 0 && errno != EINTR && !j->failed) j->failed = errno;
+  int failed = j->failed;
   kh_buf_free(&j->buf);
   free(j);
+  return failed;
 }
 
 void krep_journal_append_left(const char *path, const krep_proc *p, int n) {

@@ -295,7 +295,9 @@ int krep_read(const char *path, krep_report *rep, kh_err *err);
 
 typedef struct krep_journal krep_journal;
 
-/* Creates RUNDIR/journal with the run's header records, synced. */
+/* Creates RUNDIR/journal afresh (one run's journal: the caller holds the
+ * run folder's lock) with the run's header records, synced; NULL with err
+ * when they cannot be written (a full disk). */
 krep_journal *krep_journal_open(const krep_report *rep, const char *path,
                                 kh_err *err);
 /* The run's plan: the test runs it sets out to make. */
@@ -308,8 +310,9 @@ void krep_journal_start(krep_journal *j, const krep_test *t);
 void krep_journal_test(krep_journal *j, const krep_test *t);
 /* Appends a device health probe's verdict. */
 void krep_journal_probe(krep_journal *j, const krep_probe *p);
-/* The finish record, synced; closes the journal. */
-void krep_journal_close(krep_journal *j, const krep_report *rep);
+/* The finish record, synced; closes the journal. 0, or the errno of the
+ * first write that failed during the run (the journal is incomplete). */
+int krep_journal_close(krep_journal *j, const krep_report *rep);
 /* Appends `left` records to the journal at path after its kiln died (the
  * guard's kills), so `kiln report rebuild` lists them under the run. */
 void krep_journal_append_left(const char *path, const krep_proc *p, int n);

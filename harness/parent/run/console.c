@@ -151,6 +151,7 @@ void krun__console_summary(krun__console *c, const krep_report *rep,
     paint(c, o, part);
   }
   if (rep->not_run) fprintf(c->out, " (%d not run)", rep->not_run);
-  fprintf(c->out, "\nreport: %s\n", report_path);
+  if (report_path) fprintf(c->out, "\nreport: %s\n", report_path);
+  else fprintf(c->out, "\nreport: not written (see above)\n");
   fflush(c->out);
 }

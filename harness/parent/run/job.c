@@ -490,7 +490,7 @@ static void write_log(krun__run *R, const krun__job *j, const char *name) {
     R->log_dir = kh_strdup(path);
   }
   *slash = '/';
-  krun__log_write(&j->log, path);
+  if (krun__log_write(&j->log, path) != 0 && !R->logs_failed++) R->logs_errno = errno;
   free(path);
 }
 

@@ -3,6 +3,7 @@
  * child that floods cannot exhaust kiln's memory or disk. */
 #include "run-impl.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,8 @@
 /* What the report carries of it: the last lines. */
 #define TAIL_LINES 40
 #define TAIL_BYTES 4096
+
+long long krun__log_max_bytes(void) { return (long long)LOG_HEAD + LOG_TAIL + 128; }
 
 void krun__log_add(krun__log *l, const char *d, size_t n) {
   l->total += (long long)n;
@@ -75,23 +78,27 @@ char *krun__log_tail(const krun__log *l) {
   return tail;
 }
 
-void krun__log_write(const krun__log *l, const char *path) {
+int krun__log_write(const krun__log *l, const char *path) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  if (l->head_len) (void)kh_write_all(fd, l->head, l->head_len);
+  if (fd < 0) return -1;
+  int rc = 0;
+  if (l->head_len) rc |= kh_write_all(fd, l->head, l->head_len);
   long long dropped = krun__log_dropped(l);
-  if (dropped > 0) {
+  if (dropped > 0 && rc == 0) {
     char mark[128];
     int n = snprintf(mark, sizeof mark, "\n[kiln: %lld bytes of output "
                                         "dropped here]\n", dropped);
-    (void)kh_write_all(fd, mark, (size_t)n);
+    rc |= kh_write_all(fd, mark, (size_t)n);
   }
-  if (l->ring_len) {
+  if (l->ring_len && rc == 0) {
     char *ring = ring_in_order(l);
-    (void)kh_write_all(fd, ring, l->ring_len);
+    rc |= kh_write_all(fd, ring, l->ring_len);
     free(ring);
   }
-  close(fd);
+  int saved = errno;
+  if (close(fd) != 0 && errno != EINTR && rc == 0) return -1;
+  errno = saved;
+  return rc ? -1 : 0;
 }
 
 void krun__log_free(krun__log *l) {

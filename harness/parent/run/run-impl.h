@@ -40,7 +40,9 @@ long long krun__log_dropped(const krun__log *l);
 /* The last lines (at most 40 and 4 KiB), cleaned for YAML; malloc'd. */
 char *krun__log_tail(const krun__log *l);
 /* The kept output, with a marker where bytes were dropped. */
-void krun__log_write(const krun__log *l, const char *path);
+int krun__log_write(const krun__log *l, const char *path);  /* 0, or -1 (errno) */
+/* The most bytes a test's log file takes. */
+long long krun__log_max_bytes(void);
 void krun__log_free(krun__log *l);
 
 /* ---- A child's record stream (ingest.c) ------------------------------------ */
@@ -223,6 +225,8 @@ typedef struct krun__run {
   krun_tokens tok;
   int use_tokens;
   int tokens_lost;          /* the set was removed during the run */
+  int lock_fd;              /* the run folder's lock (run.c), -1: none */
+  int logs_failed, logs_errno;  /* test logs that could not be written */
   int cap[KRUN_MAX_DEVICES], used[KRUN_MAX_DEVICES];
   krun__item *queue;
   int qhead, qlen, qcap;

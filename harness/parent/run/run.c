@@ -8,11 +8,14 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/signalfd.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <wordexp.h>
 
@@ -216,6 +219,102 @@ static int parse_wrap(krun__run *R) {
   return 0;
 }
 
+/* ---- The run folder ------------------------------------------------------------------ */
+
+/* One kiln per run folder: an flock on DIR/lock, held until kiln exits (the
+ * kernel drops it however kiln ends). A second kiln given the folder
+ * refuses before it runs anything: two would write one journal, and the
+ * report and logs would be whichever wrote last. */
+static int lock_run_dir(krun__run *R) {
+  const char *dir = R->o->out_dir;
+  char *path = kh_asprintf("%s/lock", dir);
+  int fd;
+  do fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
+    fprintf(stderr, "kiln: run folder %s: cannot create %s: %s\n", dir, path, strerror(errno));
+    free(path);
+    return -1;
+  }
+  int rc;
+  do rc = flock(fd, LOCK_EX | LOCK_NB);
+  while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    int e = errno;
+    char holder[32] = "";
+    ssize_t n = pread(fd, holder, sizeof holder - 1, 0);
+    holder[n > 0 ? n : 0] = '\0';
+    holder[strcspn(holder, "\n")] = '\0';
+    if (e == EWOULDBLOCK)
+      fprintf(stderr, "kiln: run folder %s is in use by another kiln (pid %s, which holds "
+              "%s): two runs in one folder would write one journal, and the report and "
+              "logs would be whichever wrote last; give this run a folder of its own (-o)\n",
+              dir, *holder ? holder : "?", path);
+    else
+      fprintf(stderr, "kiln: run folder %s: cannot lock %s: %s\n", dir, path, strerror(e));
+    close(fd);
+    free(path);
+    return -1;
+  }
+  char pid[32];
+  int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+  /* Without its pid the lock still holds; another kiln's refusal lacks it. */
+  if (ftruncate(fd, 0) == 0) (void)kh_write_all(fd, pid, (size_t)len);
+  free(path);
+  R->lock_fd = fd;
+  return 0;
+}
+
+static void human(long long bytes, char *out, size_t n) {
+  if (bytes < (1 << 20)) snprintf(out, n, "%.0f KiB", bytes / 1024.0);
+  else if (bytes < (1ll << 30)) snprintf(out, n, "%.1f MiB", bytes / 1048576.0);
+  else snprintf(out, n, "%.1f GiB", bytes / 1073741824.0);
+}
+
+/* Room for the run before any test starts: refused with the numbers when
+ * the folder's file system has less than KRUN__MIN_FREE (a journal and a
+ * report cannot be kept), a warning when the logs of every planned run
+ * could fill what is free. */
+#define KRUN__MIN_FREE (256ll << 10)
+
+static int check_room(krun__run *R) {
+  const char *dir = R->o->out_dir;
+  struct statvfs fs;
+  int rc;
+  do rc = statvfs(dir, &fs);
+  while (rc != 0 && errno == EINTR);
+  if (rc != 0) return 0;    /* unknown: the journal's header write tells */
+  long long avail = (long long)fs.f_bavail * (long long)fs.f_frsize;
+  long long size = (long long)fs.f_blocks * (long long)fs.f_frsize;
+  long long need = (long long)R->qlen * krun__log_max_bytes();
+  char a[32], t[32], w[32];
+  human(avail, a, sizeof a), human(size, t, sizeof t), human(need, w, sizeof w);
+  if (avail < KRUN__MIN_FREE) {
+    fprintf(stderr, "kiln: run folder %s: its file system has %s free (of %s), too little "
+            "to keep the run's journal and report (at least %lld KiB); free some space or "
+            "give another folder (-o). No test was run\n", dir, a, t, KRUN__MIN_FREE >> 10);
+    return -1;
+  }
+  if (avail < need)
+    krun__console_note(&R->con, "kiln: warning: run folder %s: its file system has %s free "
+                       "(of %s); the logs of %d test run%s may take up to %s (%lld KiB "
+                       "each at most)", dir, a, t, R->qlen, R->qlen == 1 ? "" : "s", w,
+                       krun__log_max_bytes() >> 10);
+  return 0;
+}
+
+/* A report.yaml left by an earlier run in this folder would stand for
+ * this run until this one writes its own, or for ever if it is killed. */
+static int clear_old_report(krun__run *R) {
+  char *path = kh_asprintf("%s/report.yaml", R->o->out_dir);
+  int rc = unlink(path) == 0 || errno == ENOENT ? 0 : -1;
+  if (rc != 0)
+    fprintf(stderr, "kiln: run folder %s: cannot remove the earlier run's %s: %s\n",
+            R->o->out_dir, path, strerror(errno));
+  free(path);
+  return rc;
+}
+
 /* ---- Writing out -------------------------------------------------------------------------------- */
 
 /* This process's peak RSS in KiB: VmHWM of its own memory. (getrusage's
@@ -310,21 +409,29 @@ static int finish(krun__run *R) {
   rep->peak_rss_kb = peak_rss_kb();
   char empty[640];
   rep->nothing_tested = krep_str(rep, nothing_tested(R, empty, sizeof empty));
-  krep_journal_close(R->journal, rep);
+  int jfailed = krep_journal_close(R->journal, rep);
   R->journal = NULL;
   char *path = kh_asprintf("%s/report.yaml", R->o->out_dir);
   rep->path = krep_str(rep, path);
   kh_err err;
   int status = exit_status(R);
   if (damaged && status == KH_EXIT_OK) status = KH_EXIT_INFRA;
-  int wrote = krep_write(rep, path, &err) == 0 &&
+  if (jfailed)
+    krun__console_note(&R->con, "kiln: the journal %s/journal is incomplete: a write failed "
+                       "(%s), so `kiln report rebuild` would not give this run", R->o->out_dir,
+                       strerror(jfailed));
+  if (R->logs_failed)
+    krun__console_note(&R->con, "kiln: %d test log%s in %s/logs could not be written (%s)",
+                       R->logs_failed, R->logs_failed == 1 ? "" : "s", R->o->out_dir,
+                       strerror(R->logs_errno));
+  int main_written = krep_write(rep, path, &err) == 0;
+  int wrote = main_written &&
               (!R->o->report_copy || krep_write(rep, R->o->report_copy, &err) == 0);
   if (wrote && R->o->junit && krep_junit_write(rep, R->o->junit, &err) != 0) wrote = 0;
-  if (!wrote) {
-    krun__console_note(&R->con, "kiln: %s", err.msg);
-    if (status == KH_EXIT_OK) status = KH_EXIT_INFRA;
-  }
-  krun__console_summary(&R->con, rep, path);
+  if (!wrote) krun__console_note(&R->con, "kiln: %s", err.msg);
+  if ((!wrote || jfailed || R->logs_failed) && status == KH_EXIT_OK) status = KH_EXIT_INFRA;
+  /* The summary names the report only when it is there. */
+  krun__console_summary(&R->con, rep, main_written ? path : NULL);
   if (rep->nprocs)
     krun__console_note(&R->con, "kiln: %d process%s left running by the run's tests (no one "
                        "test could be named) %s killed at its end: `processes_left` under "
@@ -366,12 +473,13 @@ static void cleanup(krun__run *R, const sigset_t *old) {
   free(R->sanitizer);
   for (int i = 0; i < R->nconfirm; i++) free(R->confirm[i].after);
   free(R->confirm);
+  if (R->lock_fd >= 0) close(R->lock_fd);
 }
 
 int krun_run(const krun_opts *o) {
   krun__run R;
   memset(&R, 0, sizeof R);
-  R.o = o, R.s = o->s, R.sigfd = -1, R.guard_fd = -1;
+  R.o = o, R.s = o->s, R.sigfd = -1, R.guard_fd = -1, R.lock_fd = -1;
   R.ct.self = getpid();
   krep_init(&R.rep);
   if (parse_wrap(&R) != 0) {
@@ -391,6 +499,10 @@ int krun_run(const krun_opts *o) {
   krun__console_init(&R.con, o->verbose, o->quiet, R.qlen);
   if (kh_mkdir_p(o->out_dir, 0755) != 0) {
     fprintf(stderr, "kiln: cannot create run folder %s: %s\n", o->out_dir, strerror(errno));
+    cleanup(&R, NULL);
+    return KH_EXIT_INFRA;
+  }
+  if (lock_run_dir(&R) != 0 || check_room(&R) != 0 || clear_old_report(&R) != 0) {
     cleanup(&R, NULL);
     return KH_EXIT_INFRA;
   }
