@@ -685,7 +685,13 @@ int krep_journal_read(const char *path, krep_report *rep, kh_err *err) {
     return kh_errf(err, "%s: %s", path, strerror(e));
   }
   kh_lines_close(&in);
-  if (js.cur) krep__drop_last(rep);    /* torn by a kill mid-write */
+  if (js.cur) {
+    /* Torn by a kill mid-write: the run goes (its `start` makes it lost),
+     * the processes listed after it stay, as the run's (kiln's guard
+     * appends what it killed after the last whole line). */
+    for (int i = 0; i < js.cur->nprocs; i++) krep_add_proc(rep, NULL, &js.cur->procs[i]);
+    krep__drop_last(rep);
+  }
   if (!rep->kiln_version) {
     free(js.starts);
     return kh_errf(err, "%s: not a kiln journal (no header record)", path);

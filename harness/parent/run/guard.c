@@ -9,9 +9,9 @@
  * KILN_JOB=<pid>. mark, everything in the run's cgroup, and every process
  * it last saw below kiln: every 200 ms it notes kiln's descendants (pid and
  * start time), which finds a helper that cleared its environment and left
- * its process group, orphaned to init when kiln died. What it kills it
- * appends to the run's journal as `left` records, so `kiln report
- * rebuild` lists them under the run. A process started in the last 200 ms
+ * its process group, orphaned to init when kiln died. Whatever it kills,
+ * however it found it, it appends to the run's journal as a `left` record
+ * saying how, so `kiln report rebuild` lists them under the run. A process started in the last 200 ms
  * before kiln died, carrying no KILN_JOB and outside a cgroup, can escape.
  * (A kiln killed together with its guard, say by a kill of every process
  * of the user, leaves this to a cgroup-aware supervisor.)
@@ -72,29 +72,61 @@ void krun__guard_stop(krun__run *R) {
 
 /* ---- The guard itself ------------------------------------------------------------------ */
 
+#define MAX_SEEN 4096
+
+/* What the guard killed, for the journal's `left` records. */
+typedef struct noted {
+  krep_report *rep;
+  krep_proc *procs;
+  int n;
+} noted;
+
+/* Kills pid, described as it is now (its command line) into nt unless it
+ * is there already (one that outlives a SIGKILL for a moment is found
+ * again); 1 when the kill was sent. */
+static int kill_noted(pid_t pid, const char *how, noted *nt) {
+  char path[64], *cmd = NULL;
+  size_t len = 0;
+  snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)pid);
+  if (kh_read_file(path, 1 << 16, &cmd, &len) == 0)
+    for (size_t k = 0; k + 1 < len; k++)
+      if (cmd[k] == '\0') cmd[k] = ' ';
+  if (cmd && len > 200) memcpy(cmd + 197, "...", 4);
+  int ok = kill(pid, SIGKILL) == 0;
+  int e = errno, known = 0;
+  for (int i = 0; i < nt->n && !known; i++) known = nt->procs[i].pid == pid;
+  if (!known && nt->n < MAX_SEEN)
+    nt->procs[nt->n++] = (krep_proc){pid, krep_str(nt->rep, cmd && *cmd ? cmd : "?"), how, ok,
+                                     ok ? NULL : krep_str(nt->rep, strerror(e))};
+  free(cmd);
+  return ok;
+}
+
 typedef struct marked {
   const char *mark;
   size_t len;
-  pid_t pid;                /* the process being looked at */
+  int found;
+  noted *nt;
   int n;                    /* killed */
 } marked;
 
 static int has_mark(const char *var, void *arg) {
   marked *m = arg;
   if (strncmp(var, m->mark, m->len) != 0) return 0;
-  m->n += kill(m->pid, SIGKILL) == 0;
+  m->found = 1;
   return 1;
 }
 
 static int kill_if_marked(pid_t pid, void *arg) {
   marked *m = arg;
   if (pid == getpid()) return 0;
-  m->pid = pid;
+  m->found = 0;
   (void)krun__environ_each(pid, has_mark, m);
+  if (m->found)
+    m->n += kill_noted(pid, "left behind when kiln died (its KILN_JOB; killed by its guard)",
+                       m->nt);
   return 0;
 }
-
-#define MAX_SEEN 4096
 
 typedef struct seen {
   pid_t pid;
@@ -141,47 +173,39 @@ static int descendants(pid_t pid, seen *out, int n, int depth) {
 }
 
 /* Kills what was last seen below kiln and still runs (the same process:
- * same start time); each killed is described into procs. */
-static int kill_seen(const seen *s, int n, krep_report *rep, krep_proc *procs, int *np) {
-  int killed = 0;
+ * same start time). */
+static void kill_seen(const seen *s, int n, noted *nt) {
   for (int i = 0; i < n; i++) {
     unsigned long long st;
     if (start_of(s[i].pid, &st) != 0 || st != s[i].start) continue;
-    char path[64], *cmd = NULL;
-    size_t len = 0;
-    snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)s[i].pid);
-    if (kh_read_file(path, 1 << 16, &cmd, &len) == 0)
-      for (size_t k = 0; k + 1 < len; k++)
-        if (cmd[k] == '\0') cmd[k] = ' ';
-    if (cmd && len > 200) memcpy(cmd + 197, "...", 4);
-    int ok = kill(s[i].pid, SIGKILL) == 0;
-    killed += ok;
-    if (*np < MAX_SEEN)
-      procs[(*np)++] = (krep_proc){s[i].pid, krep_str(rep, cmd && *cmd ? cmd : "?"),
-                                   "left behind when kiln died (killed by its guard)", ok,
-                                   ok ? NULL : krep_str(rep, strerror(errno))};
-    free(cmd);
+    kill_noted(s[i].pid, "left behind when kiln died (killed by its guard)", nt);
   }
-  return killed;
 }
 
 /* Kills every process whose environment holds mark; returns how many. */
-static int kill_marked(const char *mark, size_t len) {
-  marked m = {mark, len, 0, 0};
+static int kill_marked(const char *mark, size_t len, noted *nt) {
+  marked m = {mark, len, 0, nt, 0};
   krun__procs_each(kill_if_marked, &m);
   return m.n;
 }
 
+typedef struct in_cgroup {
+  noted *nt;
+  int n;
+} in_cgroup;
+
 static int kill_one(pid_t pid, void *arg) {
-  *(int *)arg += kill(pid, SIGKILL) == 0;
+  in_cgroup *c = arg;
+  c->n += kill_noted(pid, "left behind when kiln died (in the run's cgroup; killed by its "
+                     "guard)", c->nt);
   return 0;
 }
 
-/* Kills everything in cg and the cgroups under it, then removes them. */
-static int kill_cgroup(const char *cg) {
-  int n = 0;
-  krun__cgroup_each(cg, 1, kill_one, &n);
-  return n;
+/* Kills everything in cg and the cgroups under it; returns how many. */
+static int kill_cgroup(const char *cg, noted *nt) {
+  in_cgroup c = {nt, 0};
+  krun__cgroup_each(cg, 1, kill_one, &c);
+  return c.n;
 }
 
 int krun_guard(long kiln, const char *cgroup, const char *journal) {
@@ -222,24 +246,23 @@ int krun_guard(long kiln, const char *cgroup, const char *journal) {
   int mlen = snprintf(mark, sizeof mark, "KILN_JOB=%ld.", kiln);
   krep_report rep;
   krep_init(&rep);
-  krep_proc *procs = kh_xcalloc(MAX_SEEN, sizeof *procs);
-  int np = 0;
-  kill_seen(last, nlast, &rep, procs, &np);
+  noted nt = {&rep, kh_xcalloc(MAX_SEEN, sizeof *nt.procs), 0};
+  kill_seen(last, nlast, &nt);
   free(last);
   for (int round = 0; round < ROUNDS; round++) {
-    int killed = kill_marked(mark, (size_t)mlen);
-    if (cgroup) killed += kill_cgroup(cgroup);
+    int killed = kill_marked(mark, (size_t)mlen, &nt);
+    if (cgroup) killed += kill_cgroup(cgroup, &nt);
     if (!killed) break;
     usleep(10000);
     while (waitpid(-1, NULL, WNOHANG) > 0) {
     }
   }
   if (cgroup) {
-    kill_cgroup(cgroup);
+    kill_cgroup(cgroup, &nt);
     rmdir(cgroup);
   }
-  if (np && journal) krep_journal_append_left(journal, procs, np);
-  free(procs);
+  if (nt.n && journal) krep_journal_append_left(journal, nt.procs, nt.n);
+  free(nt.procs);
   krep_free(&rep);
   return 0;
 }
