@@ -4,7 +4,9 @@
 # kiln finds both when the test ends, kills them, and reports them on the
 # test (`processes_left`, outcome leak under --leaks fail), with each way
 # of finding them (--contain subreaper, and cgroup where a writable cgroup
-# v2 hierarchy exists), and with the whole run's processes gone after.
+# v2 hierarchy exists), and with the whole run's processes gone after. A
+# helper of test A that joins test B's process group is A's (by A's cgroup,
+# or by A's KILN_JOB), not B's: A is the leak, B passes.
 . "$(dirname "$0")/lib.sh"
 
 # pids: the escaped sleepers the test printed in its log.
@@ -73,5 +75,30 @@ KILN_FAULT_SLEEP_MS=50 k run --backend host -o "$T/helper" faults/helper
 expect_rc 0 "a test that stops its helper"
 flat "$T/helper/report.yaml"
 expect_eq "$(tfield faults/helper processes_left.0.pid)" "" "nothing listed"
+for mode in cgroup subreaper; do
+  cat >"$T/join.yaml" <<EOF2
+suite: j
+tests:
+  - name: a_owner
+    command: [python3, -c, "import os, time\nwhile not os.path.exists('$T/$mode.b'): time.sleep(0.01)\nb = int(open('$T/$mode.b').read())\nif os.fork() == 0:\n    os.setpgid(0, b)\n    open('$T/$mode.joined', 'w').close()\n    os.execv('/bin/sleep', ['sleep', '4007'])\ntime.sleep(0.8)"]
+    needs_gpu: false
+  - name: b_host
+    command: [python3, -c, "import os, time\nopen('$T/$mode.b.new', 'w').write(str(os.getpgid(0)))\nos.rename('$T/$mode.b.new', '$T/$mode.b')\nwhile not os.path.exists('$T/$mode.joined'): time.sleep(0.01)\ntime.sleep(0.1)"]
+    needs_gpu: false
+EOF2
+  k run --contain $mode -j 2 --manifest "$T/join.yaml" -o "$T/join-$mode"
+  if [ "$mode" = cgroup ] && [ "$rc" -eq 3 ] && grep -q 'cgroup' "$T/out.txt"; then
+    echo "skip: no writable cgroup v2 hierarchy here"; continue
+  fi
+  expect_rc 1 "$mode: a helper that joined another test's process group"
+  flat "$T/join-$mode/report.yaml"
+  expect_eq "$(tfield j/a_owner outcome)/$(tfield j/b_host outcome)" leak/pass \
+    "$mode: the helper's own test is the leak, the test whose group it joined passes"
+  expect_eq "$(tfield j/a_owner processes_left.0.command)" "sleep 4007" "$mode: ...listed on its own test"
+  expect_match "$(tfield j/a_owner processes_left.0.how)" 'joined the process group of j/b_host' \
+    "$mode: ...saying whose group it joined"
+  pgrep -f '^sleep 4007$' >/dev/null && { fail "$mode: the helper outlived the run"; pkill -9 -f '^sleep 4007$'; } ||
+    ok "$mode: the helper is gone"
+done
 expect_tokens_full "after every run"
 finish

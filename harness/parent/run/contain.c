@@ -400,6 +400,40 @@ static void wait_dead(const pid_t *pids, int n) {
   }
 }
 
+/* The job serial of the cgroup pid sits in (.../kiln-SELF/SERIAL[/...]),
+ * 0 when it is in none of this run's jobs' cgroups. */
+static int cgroup_serial(pid_t pid, pid_t self) {
+  char path[64], *text = NULL, mark[48];
+  snprintf(path, sizeof path, "/proc/%ld/cgroup", (long)pid);
+  if (kh_read_file(path, 1 << 16, &text, NULL) != 0) return 0;
+  snprintf(mark, sizeof mark, "/kiln-%ld/", (long)self);
+  int serial = 0;
+  for (char *line = text; line && *line && !serial;) {
+    char *eol = strchr(line, '\n');
+    if (eol) *eol = '\0';
+    const char *at = strncmp(line, "0::", 3) == 0 ? strstr(line, mark) : NULL;
+    if (at) serial = atoi(at + strlen(mark));
+    line = eol ? eol + 1 : NULL;
+  }
+  free(text);
+  return serial > 0 ? serial : 0;
+}
+
+/* The other live job a process of job j's process group belongs to: the
+ * one whose cgroup it sits in, else whose KILN_JOB it carries. A test's
+ * helper may join another test's process group (setpgid within the
+ * session); it is still its own test's. */
+static krun__job *owner_besides(krun__run *R, const krun__job *j, pid_t pid) {
+  int serial = cgroup_serial(pid, R->ct.self);
+  if (!serial) serial = job_of(pid, R->ct.self);
+  if (serial <= 0 || serial == j->serial) return NULL;
+  for (int i = 0; i < R->maxjobs; i++) {
+    krun__job *k = &R->jobs[i];
+    if (k != j && k->active && k->serial == serial && k->ntests >= 1) return k;
+  }
+  return NULL;
+}
+
 /* Finds what the job (serial, cgroup cg; serial 0: any) left, describes
  * it into l and kills it, until nothing is left. pgid: the test's process
  * group (its runner's pid), for how each one left. */
@@ -411,16 +445,26 @@ static void find_and_kill(krun__run *R, const krun__job *j, const char *cg, pid_
     for (int i = 0; i < n; i++) {
       long pg, se;
       if (stat_of(pids[i], &pg, &se) != 0) continue;   /* gone, or a zombie */
+      krun__job *owner = j ? owner_besides(R, j, pids[i]) : NULL;
       krep_proc p = {pids[i], command_of(&R->rep, pids[i]),
                      se != (long)R->ct.session ? "new session"
                      : pg == (long)pgid       ? "the test's process group"
                                               : "own process group",
                      1, NULL};
+      if (owner) {
+        /* Another running test's: it dies with this test's group, and
+         * that test is the one it is charged to. */
+        char *how = kh_asprintf("joined the process group of %s",
+                                j->ntests ? j->tests[0]->id : "a warm child");
+        p.how = krep_str(&R->rep, how);
+        free(how);
+      }
       if (kill(pids[i], SIGKILL) != 0) {
         p.killed = 0;
         p.error = krep_str(&R->rep, strerror(errno));
       }
-      add_proc(l, &p);
+      if (owner) krep_add_proc(&R->rep, owner->ntests == 1 ? owner->tests[0] : NULL, &p);
+      else add_proc(l, &p);
       live++;
     }
     /* cgroup.kill reaches what forks while we look, in one write. */
