@@ -1,7 +1,7 @@
 /* Fused attention on the matrix units, FlashAttention-2 style, for f16 and
  * bf16: the prefill kernel of kernels/attention.hip on GPUs with matrix
  * units, written once against the matrix-core layer (kd-mma.h). It sits in
- * a header so that scripts/attn-tune.cu builds other configurations of the
+ * a header so that dev/attn-tune.cu builds other configurations of the
  * very same code.
  *
  * A block takes BM = WARPS * MU * 16 consecutive rows of one (batch, kv
@@ -66,7 +66,7 @@ struct kd_attn_mma_cfg {
   static_assert(STAGES >= 1 && WARPS >= 1 && MU >= 1, "bad config");
 };
 
-/* The configurations kiln launches, per padded D (scripts/attn-tune.cu
+/* The configurations kiln launches, per padded D (dev/attn-tune.cu
  * times these against others). NVIDIA: eight warps of 16 rows (BM = 128),
  * so that each K/V byte brought from L2 feeds 128 FLOP: at 330 TFLOP/s
  * that is 2.6 TB/s of L2 reads, twice that with BM = 64

@@ -2,7 +2,7 @@
  * for f32 (exact f32 arithmetic, no TF32), and for f16/bf16 where the
  * matrix-core kernel (kd-attn-mma.h) cannot run (no matrix unit, rows not
  * 16-byte aligned, D not a multiple of 8). A header so that
- * scripts/attn-tune.cu builds other configurations of the same code.
+ * dev/attn-tune.cu builds other configurations of the same code.
  *
  * A block of THREADS = 128 or 256 threads (TY x 16: ty = tid / 16, tx =
  * tid % 16) takes BM consecutive rows of one (batch, kv head), as
@@ -69,7 +69,7 @@ struct kd_attn_simt_cfg {
 };
 
 /* kiln's configurations: shared memory up to 227 KiB on NVIDIA, 64 KiB on
- * AMD. NVIDIA, from the H100 sweep of scripts/attn-tune.cu
+ * AMD. NVIDIA, from the H100 sweep of dev/attn-tune.cu
  * (docs/performance.md): D <= 64 two 128-thread blocks of 64 rows per
  * multiprocessor, D <= 128 one 256-thread block of 128 rows (8 x 4 scores
  * and 8 x 8 outputs per thread, 254 registers, inner loops unrolled by 2),

@@ -5,7 +5,7 @@
 # the same device, then scripts/perf-table.py joining the two, then the
 # memory-pattern roofs (.device/kernel-limits, from scripts/kernel-limits.cu)
 # into summary.txt, then the fused-attention sweep (.device/attn-tune, from
-# scripts/attn-tune.cu). Everything lands flat under $OUT: perf.log,
+# dev/attn-tune.cu). Everything lands flat under $OUT: perf.log,
 # perf-report.yaml, torch.json, torch.log, perf-table.md, attn-tune.txt,
 # summary.txt.
 #
@@ -46,7 +46,7 @@ if [ -x "$stage/kernel-limits" ]; then
   "$stage/kernel-limits" >> "$summary" 2>&1
   echo "kernel-limits: exit $?" >> "$summary"
 fi
-# The fused-attention configurations, timed and checked (scripts/attn-tune.cu);
+# The fused-attention configurations, timed and checked (dev/attn-tune.cu);
 # KILN_ATTN_TUNE_ARGS adds arguments (e.g. "--only bf16").
 if [ -x "$stage/attn-tune" ]; then
   read -r -a tune_args <<< "${KILN_ATTN_TUNE_ARGS:-}"

@@ -47,7 +47,7 @@ stage)
     scripts/gemm-hopper.cu -o "$stage/gemm-hopper"
   # The fused-attention tuning sweep (docs/performance.md), run by gpu-perf.sh.
   "$nvcc_bin" -O3 -std=c++17 -arch=sm_90 -DKILN_BACKEND_CUDA -Ikernels \
-    -Iengine/include -Iengine/src scripts/attn-tune.cu -o "$stage/attn-tune"
+    -Iengine/include -Iengine/src dev/attn-tune.cu -o "$stage/attn-tune"
   git rev-parse HEAD > "$stage/REVISION" 2>/dev/null || true
   du -sh "$stage"
   ;;

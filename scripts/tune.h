@@ -1,8 +1,9 @@
 // What the CUDA-only tuning tools share (gemm-tune.cu, kernel-limits.cu,
 // decode-tune.cu):
 // one check around every runtime call, and launches timed with events.
-// attn-tune.cu and attn-pterms.cu are built for the host backend too
-// (tests/meson.build), so they share tune-hip.h, in HIP spelling, instead.
+// dev/attn-tune.cu and dev/attn-pterms.cu are built for the host backend
+// too (tests/meson.build), so they share dev/tune-hip.h, in HIP spelling,
+// instead.
 // Each tool keeps its kernels and tables.
 #ifndef KILN_SCRIPTS_TUNE_H
 #define KILN_SCRIPTS_TUNE_H

@@ -4,10 +4,12 @@
  * with negative, zero and positive offsets and not, GQA and MQA, a
  * [B, S, H, D] layout, row and key counts off the tiles, and a NaN in V at
  * a key hidden from some rows of a warpgroup (the lane-by-lane P V, also
- * followed by a tile the warpgroup sees), the timing variants,
- * against a double reference with the attention suite's bound. It runs
- * wgmma (SS for Q K^T, RS for P V with P in registers), TMA of rank-4 maps
- * and the mbarriers as port/host/hopper-on-host.h executes them. One case
+ * followed by a tile the warpgroup sees), the timing variants
+ * (kd-attn-wgmma-cfg.h; the engine compiles only the default schedule,
+ * dev/attn-pterms.cu the rest), against a double reference with the
+ * attention suite's bound. It runs wgmma (SS for Q K^T, RS for P V with
+ * P in registers), TMA of rank-4 maps and the mbarriers as
+ * port/host/hopper-on-host.h executes them. One case
  * goes through the engine's entry (ke__attention_sm90_launch) with
  * KILN_EMU_SM=90 and no KILN_HOPPER_ATTN, where the kernel is the default,
  * and a child process checks that KILN_HOPPER_ATTN=0 turns it off. Built a
@@ -230,7 +232,8 @@ static void one(const shape &p, float scale, bool entry = false,
 }
 
 template <typename T> static void all() {
-  /* The engine's configurations (attention_sm90.hip). */
+  /* The engine's configurations (kd-attn-wgmma-cfg.h: the default
+   * schedule, attention_sm90.hip). */
   typedef kd_fa3_d64<> c64;
   typedef kd_fa3_d128<> c128;
   typedef kd_fa3_d192<> c192;
@@ -257,7 +260,7 @@ template <typename T> static void all() {
    * P V in the next round goes against the zero tile. */
   one<T, c128>({1, 1, 1, 64, 300, 128, 1, 100, false, 110}, 0.0884f);
   one<T, c256>({1, 2, 1, 64, 130, 256, 1, 5, false, 20}, 0.0625f);
-  /* The schedules the timing variants select (attention_sm90.hip): without
+  /* The schedules the timing variants select (kd-attn-wgmma-cfg.h): without
    * ping-pong (the schedule before it), ping-pong with P V waited for, on
    * 64-key tiles, without the softmax / P V overlap; here the two
    * warpgroups see different numbers of 64-key tiles (causal), so one
@@ -280,20 +283,25 @@ template <typename T> static void all() {
   one<T, kd_fa3_d128<KD_FA3_FORMS * KD_FA3_SERIAL>>(
       {1, 4, 2, 200, 200, 128, 1, 0, false, -1}, 0.0884f);
   /* P in one term, with and without ping-pong (the bound widened by its
-   * rounding, in one()). */
-  one<T, kd_fa3_d128<KD_FA3_FORMS * KD_FA3_PP + 1>>(
+   * rounding, in one()); the default schedule's is round_p's, which the
+   * engine ships for every D. */
+  one<T, kd_fa3_d128<KD_FA3_FORMS * KD_FA3_PP + KD_FA3_P1>>(
       {1, 4, 2, 200, 200, 128, 1, 0, false, -1}, 0.0884f);
-  one<T, kd_fa3_d64<KD_FA3_FORMS * KD_FA3_NOPP + 1>>(
+  one<T, kd_fa3_d64<KD_FA3_FORMS * KD_FA3_NOPP + KD_FA3_P1>>(
       {1, 2, 2, 130, 300, 64, 1, 40, false, -1}, 0.125f);
-  one<T, kd_fa3_d256<KD_FA3_FORMS * KD_FA3_PP + 1>>(
+  one<T, kd_fa3_d256<KD_FA3_FORMS * KD_FA3_PP + KD_FA3_P1>>(
       {1, 2, 2, 130, 130, 200, 1, 5, true, -1}, 0.0625f);
+  one<T, kd_fa3_d64<KD_FA3_P1>>({1, 2, 2, 130, 300, 64, 1, 40, false, -1},
+                                0.125f);
+  one<T, kd_fa3_d192<KD_FA3_P1>>({1, 3, 1, 45, 129, 192, 1, 0, false, -1},
+                                 0.07f);
   /* P in two terms for f16 too (the "p2" variant), with and without
    * ping-pong. */
-  one<T, kd_fa3_d128<KD_FA3_FORMS * KD_FA3_PP + 2>>(
+  one<T, kd_fa3_d128<KD_FA3_FORMS * KD_FA3_PP + KD_FA3_P2>>(
       {1, 4, 2, 200, 200, 128, 1, 0, false, -1}, 0.0884f);
-  one<T, kd_fa3_d64<KD_FA3_FORMS * KD_FA3_NOPP + 2>>(
+  one<T, kd_fa3_d64<KD_FA3_FORMS * KD_FA3_NOPP + KD_FA3_P2>>(
       {1, 2, 2, 130, 300, 64, 1, 40, false, -1}, 0.125f);
-  one<T, kd_fa3_d256<KD_FA3_FORMS * KD_FA3_PP + 2>>(
+  one<T, kd_fa3_d256<KD_FA3_FORMS * KD_FA3_PP + KD_FA3_P2>>(
       {1, 2, 1, 64, 130, 256, 1, 5, false, 20}, 0.0625f);
   /* Other shapes of the loop, in the kernel's form: D 128 on 64-key tiles
    * in two loops, D 64 in one, D 256 overlapped in one loop and in two (no

@@ -2,9 +2,9 @@
 // share (attn-tune.cu, attn-pterms.cu; tests/meson.build builds them on
 // the host), in HIP spelling: one check around every runtime call, the
 // descriptor of packed [B, H, S, D] tensors, and launches timed with
-// events. The CUDA-only tools share tune.h instead.
-#ifndef KILN_SCRIPTS_TUNE_HIP_H
-#define KILN_SCRIPTS_TUNE_HIP_H
+// events. The CUDA-only tools share scripts/tune.h instead.
+#ifndef KILN_DEV_TUNE_HIP_H
+#define KILN_DEV_TUNE_HIP_H
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,33 +1,41 @@
-// The Hopper attention kernel (kernels/kd-attn-wgmma.h) with P in its
-// three forms on the same inputs: two 16-bit terms (p2, the "p2"
-// variant), the kernel's own (pk: P rounded once to f16, its weights
-// raised by 2^15; bf16 against V converted to f16) and rounded once to
-// the input type, P in [0, 1] (p1, the "p1" variant, round_p's),
-// measured against a double
-// reference at the attention suites' awkward sizes and the perf shape
+// The Hopper attention kernel (kernels/kd-attn-wgmma.h) in its variants
+// (kernels/kd-attn-wgmma-cfg.h: each schedule, each with P in three forms)
+// on the same inputs: two 16-bit terms (p2), the kernel's own (pk: P
+// rounded once to f16, its weights raised by 2^15; bf16 against V
+// converted to f16) and rounded once to the input type, P in [0, 1] (p1,
+// round_p's), measured against a double reference at the attention
+// suites' awkward sizes and the perf suite's attention shapes
 // (docs/performance.md, "P in one or two terms", "bf16 attention with V
-// in f16", "f16 attention with P in one f16 term"). A
-// measuring tool, not part of the engine; the same source builds two ways:
+// in f16", "f16 attention with P in one f16 term", "The Hopper attention
+// kernel with ping-pong"). The engine compiles only the default
+// schedule's pk and p1; the other variants are built here. A measuring
+// tool, not part of the engine; the same source builds two ways:
 //
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a
 //     -DKILN_BACKEND_CUDA -DKD_SM90A -Ikernels -Iengine/include
-//     -Iengine/src scripts/attn-pterms.cu -o attn-pterms
-//   ./attn-pterms [--dump DIR] [--ref-cap N] [--quick]
+//     -Iengine/src dev/attn-pterms.cu -o attn-pterms
+//   ./attn-pterms [--sched all|NAME,...] [--only TAG] [--dump DIR]
+//                 [--ref-cap N] [--quick]
 //
 // and on the host emulation at warp 32 (meson: attn-pterms-check, with
-// --quick). Per case and variant it prints max |x - e| / max|v|, the max
-// relative error max |x - e| / max(|e|, rms(e)), the worst
-// |x - e| / (atol + rtol |e|) against the two-term bound (attn_tol
-// without a term for P's rounding, suites/attention/attention-check.c)
-// and NMSE over its limit; rows that see no key are left out. On a GPU it
-// also times all three at the perf shape (median of 15 launches).
-// The reference runs where Sq Sk D Hq B <= N (default 2e9; the perf shape
-// is left to scripts/attn-pterms.py; the emulation skips larger cases). --dump writes each case's inputs and
-// the three outputs raw, and DIR/cases.txt, for scripts/attn-pterms.py
-// (torch's SDPA and the float64 reference on the same inputs). Exit 1
-// when p2 is over the two-term bound, or pk over the suite's (attn_tol:
-// 2 2^-11 max|v| more for P in f16, and 2^-16 max|v| for bf16 V's f16
-// copy), anywhere.
+// --quick). --sched picks the schedules (default "default"; "all": default,
+// nopp, pp, pp-serial, pp64, serial), --only the cases of one tag ("perf":
+// the perf suite's shapes). Per case, schedule and form it prints
+// max |x - e| / max|v|, the max relative error max |x - e| / max(|e|,
+// rms(e)), the worst |x - e| / (atol + rtol |e|) against the two-term bound
+// (attn_tol without a term for P's rounding,
+// suites/attention/attention-check.c) and NMSE over its limit; rows that
+// see no key are left out. On a GPU it also times every form at the perf
+// shapes (median of 15 launches after 3 warm-ups, each between two
+// events). The reference runs where Sq Sk D Hq B <= N (default 2e9; the
+// perf shapes are left to dev/attn-pterms.py; the emulation skips larger
+// cases). --dump writes each case's inputs and the default schedule's
+// three outputs raw (not the perf suite's D 64 and D 256 shapes: their
+// size), and DIR/cases.txt, for dev/attn-pterms.py (torch's
+// SDPA and the float64 reference on the same inputs). Exit 1 when p2 is
+// over the two-term bound, or pk over the suite's (attn_tol: 2 2^-11
+// max|v| more for P in f16, and 2^-16 max|v| for bf16 V's f16 copy),
+// anywhere, in any schedule.
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -37,14 +45,11 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
-#include "attention_sm90.hip" // the engine's configurations and variants
+#include "kd-attn-wgmma-cfg.h" // the engine's configurations and variants
 #include "tune-hip.h"
-
-static_assert(kd_fa3_pt<0> == 0 && kd_fa3_pt<1> == 1 && kd_fa3_pt<2> == 2 &&
-                  kd_fa3_v16<kd_bf16, 0> && !kd_fa3_v16<kd_bf16, 2>,
-              "variant 0 is the kernel's form of P, 1 one term, 2 two terms");
 
 struct acase {
   const char *tag; // where the size comes from
@@ -54,35 +59,39 @@ struct acase {
   float scale;    // 0: 1 / sqrt(D)
   float q_std;    // Q ~ N(0, q_std); K, V ~ N(0, 1)
   int uniform;    // 1: Q, K, V uniform in [-1, 1) (tests/kernels/wgmma-attn.cc)
+  int no_dump;    // 1: timed and checked, left out of --dump (its size)
 };
 
 // The suites' 16-bit TILED sizes (suites/attention/attention_tiled.c,
-// attention.c), the worst case of wgmma-attn, and the perf shape.
+// attention.c), the worst case of wgmma-attn, and the perf suite's
+// attention shapes at S 4096 (suites/perf/cases.c).
 static const acase kCases[] = {
-    {"key_lengths", 1, 2, 1, 130, 17, 64, 0, -1, 0, 1, 0},
-    {"key_lengths", 1, 2, 1, 130, 17, 64, 1, -1, 0, 1, 0},
-    {"key_lengths", 1, 2, 1, 37, 17, 64, 0, -1, 0, 1, 0},
-    {"key_lengths", 1, 2, 1, 37, 3001, 64, 1, -1, 0, 1, 0},
-    {"key_lengths", 1, 2, 1, 130, 3001, 64, 0, -1, 0, 1, 0},
-    {"key_lengths", 1, 2, 1, 1, 3001, 64, 0, -1, 0, 1, 0},
-    {"wgmma-attn", 2, 4, 1, 37, 37, 40, 1, 0, 0.2f, 1, 1},
-    {"wgmma-attn", 2, 4, 1, 37, 37, 40, 1, 0, 0, 1, 0},
-    {"head_dims", 1, 2, 1, 77, 150, 72, 1, -1, 0, 1, 0},
-    {"head_dims", 1, 2, 1, 77, 150, 128, 0, -1, 0, 1, 0},
-    {"head_dims", 1, 2, 1, 77, 150, 200, 1, -1, 0, 1, 0},
-    {"head_dims", 1, 2, 1, 77, 150, 256, 0, -1, 0, 1, 0},
-    {"gqa_ratios", 2, 8, 2, 37, 150, 128, 0, -1, 0, 1, 0},
-    {"gqa_ratios", 1, 8, 1, 50, 90, 96, 1, -1, 0, 1, 0},
-    {"causal_offsets", 1, 4, 2, 150, 60, 64, 1, -1, 0, 1, 0},
-    {"causal_offsets", 1, 4, 2, 100, 100, 64, 1, 0, 0, 1, 0},
-    {"causal_offsets", 1, 4, 2, 70, 200, 64, 1, 5, 0, 1, 0},
-    {"sharp", 1, 2, 1, 130, 700, 128, 1, -1, -0.7f, 1, 0},
-    {"sharp", 1, 2, 1, 130, 700, 128, 1, -1, 0, 8, 0},
-    {"decode_shapes", 2, 8, 2, 1, 1000, 128, 0, -1, 0, 1, 0},
-    {"long", 1, 2, 1, 3001, 3001, 64, 1, -1, 0, 1, 0},
-    {"long", 1, 2, 2, 3001, 3001, 256, 0, -1, 0, 1, 0},
-    {"perf", 1, 16, 16, 4096, 4096, 128, 0, -1, 0, 1, 0},
-    {"perf", 1, 16, 16, 4096, 4096, 128, 1, -1, 0, 1, 0},
+    {"key_lengths", 1, 2, 1, 130, 17, 64, 0, -1, 0, 1, 0, 0},
+    {"key_lengths", 1, 2, 1, 130, 17, 64, 1, -1, 0, 1, 0, 0},
+    {"key_lengths", 1, 2, 1, 37, 17, 64, 0, -1, 0, 1, 0, 0},
+    {"key_lengths", 1, 2, 1, 37, 3001, 64, 1, -1, 0, 1, 0, 0},
+    {"key_lengths", 1, 2, 1, 130, 3001, 64, 0, -1, 0, 1, 0, 0},
+    {"key_lengths", 1, 2, 1, 1, 3001, 64, 0, -1, 0, 1, 0, 0},
+    {"wgmma-attn", 2, 4, 1, 37, 37, 40, 1, 0, 0.2f, 1, 1, 0},
+    {"wgmma-attn", 2, 4, 1, 37, 37, 40, 1, 0, 0, 1, 0, 0},
+    {"head_dims", 1, 2, 1, 77, 150, 72, 1, -1, 0, 1, 0, 0},
+    {"head_dims", 1, 2, 1, 77, 150, 128, 0, -1, 0, 1, 0, 0},
+    {"head_dims", 1, 2, 1, 77, 150, 200, 1, -1, 0, 1, 0, 0},
+    {"head_dims", 1, 2, 1, 77, 150, 256, 0, -1, 0, 1, 0, 0},
+    {"gqa_ratios", 2, 8, 2, 37, 150, 128, 0, -1, 0, 1, 0, 0},
+    {"gqa_ratios", 1, 8, 1, 50, 90, 96, 1, -1, 0, 1, 0, 0},
+    {"causal_offsets", 1, 4, 2, 150, 60, 64, 1, -1, 0, 1, 0, 0},
+    {"causal_offsets", 1, 4, 2, 100, 100, 64, 1, 0, 0, 1, 0, 0},
+    {"causal_offsets", 1, 4, 2, 70, 200, 64, 1, 5, 0, 1, 0, 0},
+    {"sharp", 1, 2, 1, 130, 700, 128, 1, -1, -0.7f, 1, 0, 0},
+    {"sharp", 1, 2, 1, 130, 700, 128, 1, -1, 0, 8, 0, 0},
+    {"decode_shapes", 2, 8, 2, 1, 1000, 128, 0, -1, 0, 1, 0, 0},
+    {"long", 1, 2, 1, 3001, 3001, 64, 1, -1, 0, 1, 0, 0},
+    {"long", 1, 2, 2, 3001, 3001, 256, 0, -1, 0, 1, 0, 0},
+    {"perf", 1, 16, 16, 4096, 4096, 128, 0, -1, 0, 1, 0, 0},
+    {"perf", 1, 16, 16, 4096, 4096, 128, 1, -1, 0, 1, 0, 0},
+    {"perf", 1, 16, 16, 4096, 4096, 64, 0, -1, 0, 1, 0, 1},
+    {"perf", 1, 16, 16, 4096, 4096, 256, 0, -1, 0, 1, 0, 1},
 };
 // --quick (the host check): two small cases.
 static const int kQuick[] = {0, 6};
@@ -231,16 +240,42 @@ static void write_raw(const char *dir, const char *name, const char *ext,
 
 static int g_over; // cases over the bound (main's comment)
 
-// Form f of P (0 p2, 1 pk, 2 p1; kVarNames): the engine's launch of it.
-static const char *const kVarNames[3] = {"p2", "pk", "p1"};
+// The schedules by name (KD_FA3_SCHEDULE_MAP) and the ones asked for.
+static const char *const kSchedNames[KD_FA3_SCHEDULES] = {
+#define SCHED_NAME(e, name) name,
+    KD_FA3_SCHEDULE_MAP(SCHED_NAME)
+#undef SCHED_NAME
+};
+static bool g_sched[KD_FA3_SCHEDULES] = {true};
+
+// The forms of P in the order of the columns (kFormNames).
+static const int kForms[3] = {KD_FA3_P2, KD_FA3_PK, KD_FA3_P1};
+static const char *const kFormNames[3] = {"p2", "pk", "p1"};
+
+// Variant VAR as the engine would launch it: bf16's pk on V in f16 (the
+// workspace in a->work).
+typedef int (*fa3_launch)(const void *, const void *, const void *, void *,
+                          const ke__attention_desc *);
+template <typename T, int VAR>
+static int launch_var(const void *q, const void *k, const void *v, void *o,
+                      const ke__attention_desc *a) {
+  if constexpr (kd_fa3_v16<T, VAR>)
+    return kd_fa3_by_d<T, kd_half, VAR>(0, q, k, v, o, a);
+  else
+    return kd_fa3_by_d<T, T, VAR>(0, q, k, v, o, a);
+}
+template <typename T, int... VAR>
+static fa3_launch launch_of(int var, std::integer_sequence<int, VAR...>) {
+  static const fa3_launch table[] = {launch_var<T, VAR>...};
+  return table[var];
+}
+// Schedule sched with form f of P (kForms): every variant is built.
 template <typename T>
-static int launch_form(int f, const void *q, const void *k, const void *v,
-                       void *o, const ke__attention_desc *a) {
-  if (f == 0) return ke_attn_sm90_by_d<T, T, 2>(0, q, k, v, o, a);
-  if (f == 2) return ke_attn_sm90_by_d<T, T, 1>(0, q, k, v, o, a);
-  if constexpr (std::is_same<T, kd_bf16>::value)
-    return ke_attn_sm90_by_d<T, kd_half, 0>(0, q, k, v, o, a);
-  return ke_attn_sm90_by_d<T, T, 0>(0, q, k, v, o, a);
+static int launch(int sched, int f, const void *q, const void *k, const void *v,
+                  void *o, const ke__attention_desc *a) {
+  constexpr int n = KD_FA3_FORMS * KD_FA3_SCHEDULES;
+  return launch_of<T>(KD_FA3_FORMS * sched + kForms[f],
+                      std::make_integer_sequence<int, n>())(q, k, v, o, a);
 }
 
 template <typename T>
@@ -263,6 +298,20 @@ static void one(const acase &c, int idx, const char *dir, double ref_cap,
     return;
   }
 #endif
+  char name[160];
+  int len = snprintf(name, sizeof name, "%s_%s_b%lld_h%lld-%lld_sq%lld_sk%lld_d%lld%s",
+                     bf ? "bf16" : "f16", c.tag, (long long)c.b, (long long)c.hq,
+                     (long long)c.hkv, (long long)c.sq, (long long)c.sk, (long long)c.d,
+                     c.causal ? "_causal" : "");
+  if (c.causal) len += snprintf(name + len, sizeof name - len, "_off%lld", (long long)off);
+  if (c.scale != 0) len += snprintf(name + len, sizeof name - len, "_scale%g", (double)c.scale);
+  if (c.q_std != 1) len += snprintf(name + len, sizeof name - len, "_qstd%g", (double)c.q_std);
+  if (c.uniform) snprintf(name + len, sizeof name - len, "_uniform");
+  std::vector<double> ref;
+  if (!big) {
+    ref.resize(nq);
+    reference<T>(c, off, scale, q, k, v, ref);
+  }
   ke__attention_desc a = tune_attn_desc(c.b, c.hq, c.hkv, c.sq, c.sk, c.d);
   a.scale = scale, a.causal = c.causal, a.offset = off;
   void *dq, *dk, *dv, *dout, *work = nullptr;
@@ -277,92 +326,115 @@ static void one(const acase &c, int idx, const char *dir, double ref_cap,
   CHECK(hipMemcpyAsync(dq, q.data(), nq * 2, hipMemcpyHostToDevice, 0));
   CHECK(hipMemcpyAsync(dk, k.data(), nk * 2, hipMemcpyHostToDevice, 0));
   CHECK(hipMemcpyAsync(dv, v.data(), nk * 2, hipMemcpyHostToDevice, 0));
-  for (int f = 0; f < 3; f++) {
-    out[f].resize(nq);
-    CHECK(hipMemsetAsync(dout, 0xff, nq * 2, 0)); // NaN: every row must be written
-    const int rc = launch_form<T>(f, dq, dk, dv, dout, &a);
-    if (rc != 0) {
-      fprintf(stderr, "attn-pterms: launch refused (%d) for case %d\n", rc, idx);
-      exit(2);
-    }
-    CHECK(hipStreamSynchronize(0));
-    CHECK(hipMemcpyAsync(out[f].data(), dout, nq * 2, hipMemcpyDeviceToHost, 0));
-    CHECK(hipStreamSynchronize(0));
-  }
-#if !defined(KILN_BACKEND_HOST)
-  if (!strcmp(c.tag, "perf")) { // the median of 15 launches after 3 warm-ups
+  for (int s = 0; s < KD_FA3_SCHEDULES; s++) {
+    if (!g_sched[s]) continue;
     for (int f = 0; f < 3; f++) {
-      std::vector<float> ms;
-      const int rc = tune_attn_times(0, 3, 15, [&](int) {
-        return launch_form<T>(f, dq, dk, dv, dout, &a);
-      }, &ms);
+      out[f].resize(nq);
+      CHECK(hipMemsetAsync(dout, 0xff, nq * 2, 0)); // NaN: every row must be written
+      const int rc = launch<T>(s, f, dq, dk, dv, dout, &a);
       if (rc != 0) {
-        fprintf(stderr, "attn-pterms: timed launch refused (%d) for case %d\n", rc, idx);
+        fprintf(stderr, "attn-pterms: launch refused (%d) for case %d, %s %s\n", rc, idx,
+                kSchedNames[s], kFormNames[f]);
         exit(2);
       }
-      const double flop = 4.0 * c.b * c.hq * (double)c.sq * c.sk * c.d * (c.causal ? 0.5 : 1);
-      printf("time %s %s%s %s: %.3f ms, %.1f TFLOP/s\n", bf ? "bf16" : "f16", c.tag,
-             c.causal ? " causal" : "", kVarNames[f], ms[ms.size() / 2],
-             flop / ms[ms.size() / 2] / 1e9);
+      CHECK(hipStreamSynchronize(0));
+      CHECK(hipMemcpyAsync(out[f].data(), dout, nq * 2, hipMemcpyDeviceToHost, 0));
+      CHECK(hipStreamSynchronize(0));
     }
-  }
+#if !defined(KILN_BACKEND_HOST)
+    if (!strcmp(c.tag, "perf")) { // the median of 15 launches after 3 warm-ups
+      for (int f = 0; f < 3; f++) {
+        std::vector<float> ms;
+        const int rc = tune_attn_times(0, 3, 15, [&](int) {
+          return launch<T>(s, f, dq, dk, dv, dout, &a);
+        }, &ms);
+        if (rc != 0) {
+          fprintf(stderr, "attn-pterms: timed launch refused (%d) for case %d\n", rc, idx);
+          exit(2);
+        }
+        const double flop = 4.0 * c.b * c.hq * (double)c.sq * c.sk * c.d * (c.causal ? 0.5 : 1);
+        printf("time %s %s d%lld%s %s %s: %.3f ms, %.1f TFLOP/s\n", bf ? "bf16" : "f16",
+               c.tag, (long long)c.d, c.causal ? " causal" : "", kSchedNames[s],
+               kFormNames[f], ms[ms.size() / 2], flop / ms[ms.size() / 2] / 1e9);
+      }
+    }
 #endif
+    if (dir && s == KD_FA3_DEFAULT && !c.no_dump) {
+      write_raw(dir, name, "q", q), write_raw(dir, name, "k", k), write_raw(dir, name, "v", v);
+      for (int f = 0; f < 3; f++) write_raw(dir, name, kFormNames[f], out[f]);
+      fprintf(list, "%s %s %lld %lld %lld %lld %lld %lld %d %lld %.9g %.9g\n", name,
+              bf ? "bf16" : "f16", (long long)c.b, (long long)c.hq, (long long)c.hkv,
+              (long long)c.sq, (long long)c.sk, (long long)c.d, c.causal, (long long)off,
+              (double)scale, (double)c.q_std);
+      fflush(list);
+    }
+    // The row's label: the case, and the schedule where it is not the
+    // default.
+    char label[192];
+    const bool other = s != KD_FA3_DEFAULT;
+    snprintf(label, sizeof label, "%s%s%s", name, other ? " " : "", other ? kSchedNames[s] : "");
+    if (big) {
+      printf("| %s | (reference left to attn-pterms.py) |\n", label);
+      continue;
+    }
+    stats st[3];
+    for (int f = 0; f < 3; f++) st[f] = measure<T>(c, off, scale, q, k, v, ref, out[f]);
+    // pk against the suite's own bound for it (P in f16, 2 2^-11 max|v|
+    // more; bf16 V's f16 copy, 2^-16 max|v|).
+    const stats sk = measure<T>(c, off, scale, q, k, v, ref, out[1],
+                                2 * ldexp(1.0, -11) + (bf ? ldexp(1.0, -16) : 0));
+    if (!(st[0].tol <= 1.0 && st[0].nmse <= 1.0) || !(sk.tol <= 1.0 && sk.nmse <= 1.0)) g_over++;
+    printf("| %s |", label);
+    for (int m = 0; m < 4; m++)
+      for (int f = 0; f < 3; f++)
+        printf(" %.3g |", m == 0 ? st[f].abs_v : m == 1 ? st[f].rel : m == 2 ? st[f].tol : st[f].nmse);
+    printf(" %.3g |\n", sk.tol);
+    fflush(stdout);
+  }
   CHECK(hipFree(dq));
   CHECK(hipFree(dk));
   CHECK(hipFree(dv));
   CHECK(hipFree(dout));
   if (work) CHECK(hipFree(work));
-  char name[160];
-  int len = snprintf(name, sizeof name, "%s_%s_b%lld_h%lld-%lld_sq%lld_sk%lld_d%lld%s",
-                     bf ? "bf16" : "f16", c.tag, (long long)c.b, (long long)c.hq,
-                     (long long)c.hkv, (long long)c.sq, (long long)c.sk, (long long)c.d,
-                     c.causal ? "_causal" : "");
-  if (c.causal) len += snprintf(name + len, sizeof name - len, "_off%lld", (long long)off);
-  if (c.scale != 0) len += snprintf(name + len, sizeof name - len, "_scale%g", (double)c.scale);
-  if (c.q_std != 1) len += snprintf(name + len, sizeof name - len, "_qstd%g", (double)c.q_std);
-  if (c.uniform) snprintf(name + len, sizeof name - len, "_uniform");
-  if (dir) {
-    write_raw(dir, name, "q", q), write_raw(dir, name, "k", k), write_raw(dir, name, "v", v);
-    for (int f = 0; f < 3; f++) write_raw(dir, name, kVarNames[f], out[f]);
-    fprintf(list, "%s %s %lld %lld %lld %lld %lld %lld %d %lld %.9g %.9g\n", name,
-            bf ? "bf16" : "f16", (long long)c.b, (long long)c.hq, (long long)c.hkv,
-            (long long)c.sq, (long long)c.sk, (long long)c.d, c.causal, (long long)off,
-            (double)scale, (double)c.q_std);
-    fflush(list);
+}
+
+// --sched's list: "all", or names of KD_FA3_SCHEDULE_MAP separated by
+// commas; false for a name it does not know.
+static bool pick_schedules(const char *list) {
+  for (int s = 0; s < KD_FA3_SCHEDULES; s++) g_sched[s] = !strcmp(list, "all");
+  if (!strcmp(list, "all")) return true;
+  for (const char *p = list; *p;) {
+    const size_t n = strcspn(p, ",");
+    int s = 0;
+    while (s < KD_FA3_SCHEDULES &&
+           !(strlen(kSchedNames[s]) == n && !strncmp(p, kSchedNames[s], n)))
+      s++;
+    if (s == KD_FA3_SCHEDULES) return false;
+    g_sched[s] = true;
+    p += n + (p[n] == ',');
   }
-  if (big) {
-    printf("| %s | (reference left to attn-pterms.py) |\n", name);
-    return;
-  }
-  std::vector<double> ref(nq);
-  reference<T>(c, off, scale, q, k, v, ref);
-  stats st[3];
-  for (int f = 0; f < 3; f++) st[f] = measure<T>(c, off, scale, q, k, v, ref, out[f]);
-  // pk against the suite's own bound for it (P in f16, 2 2^-11 max|v|
-  // more; bf16 V's f16 copy, 2^-16 max|v|).
-  const stats sk = measure<T>(c, off, scale, q, k, v, ref, out[1],
-                              2 * ldexp(1.0, -11) + (bf ? ldexp(1.0, -16) : 0));
-  if (!(st[0].tol <= 1.0 && st[0].nmse <= 1.0) || !(sk.tol <= 1.0 && sk.nmse <= 1.0)) g_over++;
-  printf("| %s |", name);
-  for (int m = 0; m < 4; m++)
-    for (int f = 0; f < 3; f++)
-      printf(" %.3g |", m == 0 ? st[f].abs_v : m == 1 ? st[f].rel : m == 2 ? st[f].tol : st[f].nmse);
-  printf(" %.3g |\n", sk.tol);
-  fflush(stdout);
+  return true;
 }
 
 int main(int argc, char **argv) {
-  const char *dir = nullptr;
+  const char *dir = nullptr, *only = nullptr;
   double ref_cap = 2e9;
-  bool quick = false;
-  for (int i = 1; i < argc; i++) {
+  bool quick = false, usage = false;
+  for (int i = 1; i < argc && !usage; i++) {
     if (!strcmp(argv[i], "--dump") && i + 1 < argc) dir = argv[++i];
     else if (!strcmp(argv[i], "--ref-cap") && i + 1 < argc) ref_cap = atof(argv[++i]);
     else if (!strcmp(argv[i], "--quick")) quick = true;
-    else {
-      fprintf(stderr, "usage: attn-pterms [--dump DIR] [--ref-cap N] [--quick]\n");
-      return 2;
-    }
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    else if (!strcmp(argv[i], "--sched") && i + 1 < argc) usage = !pick_schedules(argv[++i]);
+    else usage = true;
+  }
+  if (usage || (dir && !g_sched[KD_FA3_DEFAULT])) {
+    fprintf(stderr, "usage: attn-pterms [--sched all|NAME,...] [--only TAG] [--dump DIR]"
+                    " [--ref-cap N] [--quick]\n(--dump with the default schedule;"
+                    " schedules:");
+    for (int s = 0; s < KD_FA3_SCHEDULES; s++) fprintf(stderr, " %s", kSchedNames[s]);
+    fprintf(stderr, ")\n");
+    return 2;
   }
 #if defined(KILN_BACKEND_HOST)
   // The host conversions above against the kernels' own (host functions
@@ -405,10 +477,13 @@ int main(int argc, char **argv) {
   for (int t = 0; t < 2; t++)
     for (int i = 0; i < n; i++) {
       const int idx = quick ? kQuick[i] : i;
+      if (only && strcmp(kCases[idx].tag, only) != 0) continue;
       if (t == 0) one<kd_half>(kCases[idx], idx, dir, ref_cap, list);
       else one<kd_bf16>(kCases[idx], idx, dir, ref_cap, list);
     }
   if (list) fclose(list);
-  if (g_over) fprintf(stderr, "attn-pterms: %d cases over the bound (p2 or pk)\n", g_over);
+  if (g_over)
+    fprintf(stderr, "attn-pterms: %d case(s) and schedule(s) over the bound (p2 or pk)\n",
+            g_over);
   return g_over ? 1 : 0;
 }

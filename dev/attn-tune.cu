@@ -6,7 +6,7 @@
 // not part of the engine; the same source builds two ways:
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -DKILN_BACKEND_CUDA -Ikernels
-//     -Iengine/include -Iengine/src scripts/attn-tune.cu -o attn-tune
+//     -Iengine/include -Iengine/src dev/attn-tune.cu -o attn-tune
 //   ./attn-tune [--only TEXT] [--iters N]      (GPU: one line per config)
 //
 // and, on the host emulation (meson test attn-tune-check), `--check`: every

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""torch's SDPA beside scripts/attn-pterms.cu on the same inputs (H100).
+"""torch's SDPA beside dev/attn-pterms.cu on the same inputs (H100).
 
-  python3 scripts/attn-pterms.py DIR    (DIR: attn-pterms --dump DIR's files)
+  python3 dev/attn-pterms.py DIR    (DIR: attn-pterms --dump DIR's files)
 
 For each dumped case (f16 or bf16 Q, K, V packed [B, H, S, D]): the float64
 reference, then the errors of kiln's Hopper attention kernel with P in two
