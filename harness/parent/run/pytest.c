@@ -4,8 +4,10 @@
  * table's; its zygotes live in its context. The Python side is kiln's
  * package kiln_pytest (harness/python/, installed under share/kiln/python):
  *
- *   python3 -m kiln_pytest collect PATH   pytest's own collection: a
- *       `pytest` record (protocol, rootdir), then the `test` records of a
+ *   python3 -m kiln_pytest collect [--cache DIR] -- PATH...   pytest's own
+ *       collection of every --pytest path in one interpreter, each path's
+ *       listing kept in (and taken from) DIR: per path a `pytest` record
+ *       (protocol, rootdir, path, cached), then the `test` records of a
  *       runner's --list, with slots, devices and needs_gpu from the test's
  *       `kiln` mark;
  *   python3 -m kiln_pytest run [--zygote S] --result-fd 3 --rootdir DIR -- NODEID
@@ -87,23 +89,110 @@ static const char *last_line(char *text) {
 
 /* ---- Listing ------------------------------------------------------------------------- */
 
-/* The tests pytest collects from PATH (kiln_pytest collect): id the node
- * id, suite its file; slots, devices and needs_gpu from the tests' `kiln`
- * mark. -2 for a mark kiln_pytest refused (a usage error). */
-static int pytest_list(const krun__lister *L, const char *path, kh_err *err) {
+/* Where listings are kept between runs: $KILN_PYTEST_LISTING (none: not
+ * kept), else beside the run folders, which change with every run. */
+#define LISTING_DIR "reports/runs/.pytest-listing"
+
+static const char *listing_dir(void) {
+  const char *d = getenv("KILN_PYTEST_LISTING");
+  if (d && strcmp(d, "none") == 0) return NULL;
+  return d && *d ? d : LISTING_DIR;
+}
+
+/* The paths for a message: "a", "a b c". */
+static char *joined(char *const *paths, int n) {
+  kh_buf b = {0};
+  for (int i = 0; i < n; i++) kh_buf_addf(&b, "%s%s", i ? " " : "", paths[i]);
+  return b.data ? b.data : kh_strdup("");
+}
+
+/* What a listing says of itself: paths from the cache, paths collected
+ * but not kept, and why the first of those was not. */
+typedef struct listing_tally {
+  int cached, unkept;
+  char *why;
+} listing_tally;
+
+/* One `pytest` record: the next path's source, or an error. */
+static int listing_head(const krun__lister *L, const kp_record *r, const char *path,
+                        int *source, listing_tally *n, kh_err *err) {
+  const char *proto = kp_get(r, "protocol"), *root = kp_get(r, "rootdir");
+  const char *said = kp_get(r, "path"), *hit = kp_get(r, "cached");
+  const char *unkept = kp_get(r, "unkept");
+  if (proto && atoi(proto) != KP_VERSION)
+    return kh_errf(err, "--pytest %s: kiln_pytest speaks protocol %s, this kiln %d: "
+                   "use the kiln_pytest of this kiln (PYTHONPATH)", path, proto, KP_VERSION);
+  if (!proto || !root || !said || strcmp(said, path) != 0)
+    return kh_errf(err, "--pytest %s: the collection did not begin with kiln_pytest's "
+                   "`pytest` record for it", path);
+  *source = krun__registry_source(L->reg, L->kind, path);
+  L->reg->sources[*source].dir = kh_strdup(root);
+  n->cached += hit && strcmp(hit, "1") == 0;
+  if (unkept && *unkept && !n->unkept++) n->why = kh_asprintf("%s: %s", path, unkept);
+  return 0;
+}
+
+/* The console's line: how long listing took, and where it came from. */
+static void listing_said(int ntests, int npaths, double took_s, const char *cache,
+                         const listing_tally *n) {
+  int fresh = npaths - n->cached;
+  fprintf(stderr, "kiln: listed %d pytest test%s of %d source%s in %.1f s: ", ntests,
+          ntests == 1 ? "" : "s", npaths, npaths == 1 ? "" : "s", took_s);
+  if (!cache) fprintf(stderr, "collected (not kept: KILN_PYTEST_LISTING=none)\n");
+  else if (!fresh) fprintf(stderr, "from the cache (%s)\n", cache);
+  else if (n->unkept) fprintf(stderr, "%d from the cache, %d collected, %d not kept (%s)\n",
+                              n->cached, fresh, n->unkept, n->why);
+  else if (!n->cached) fprintf(stderr, "collected, kept in %s\n", cache);
+  else fprintf(stderr, "%d from the cache, %d collected (%s)\n", n->cached, fresh, cache);
+}
+
+static void listing_test(krun_registry *reg, int source, const kp_record *r) {
+  kp_listing l;
+  if (strcmp(r->tag, "test") != 0 ||
+      kp_decode(&kp_rec_listing, r->fields, r->nfields, &l, NULL, 0) != 0 || !l.id)
+    return;
+  krun_test t = {.id = (char *)l.id, .suite = (char *)l.suite, .name = (char *)l.name,
+                 .tags = (char *)(l.tags ? l.tags : ""), .file = (char *)l.file,
+                 .slots = (int)l.slots,
+                 .devices = l.devices > 1 && l.devices <= KRUN_MAX_DEVICES ? (int)l.devices : 1,
+                 .timeout_s = (int)l.timeout_s, .needs_gpu = (int)l.needs_gpu,
+                 .line = (int)l.line};
+  krun__registry_add(reg, source, &t);
+}
+
+/* The tests pytest collects from every path, in one interpreter
+ * (kiln_pytest collect PATH...), each path's listing from the cache when
+ * it holds a good one: id the node id, suite its file; slots, devices and
+ * needs_gpu from the tests' `kiln` mark. Says on stderr how long it took
+ * and what came from the cache. -2 for a mark kiln_pytest refused (a
+ * usage error). */
+static int pytest_list_all(const krun__lister *L, char *const *paths, int npaths,
+                           kh_err *err) {
   krun_registry *reg = L->reg;
   char *dir = package_dir(err);
   if (!dir) return -1;
   pythonpath(dir);
   free(dir);
-  char *argv[] = {(char *)python(), "-m", "kiln_pytest", "collect", (char *)path, NULL};
-  char *out = NULL, *errs = NULL;
+  const char *cache = listing_dir();
+  int na = 0;
+  char **argv = kh_xcalloc((size_t)npaths + 8, sizeof *argv);
+  argv[na++] = (char *)python();
+  argv[na++] = "-m";
+  argv[na++] = "kiln_pytest";
+  argv[na++] = "collect";
+  if (cache) argv[na++] = "--cache", argv[na++] = (char *)cache;
+  argv[na++] = "--";
+  for (int i = 0; i < npaths; i++) argv[na++] = paths[i];
+  char *out = NULL, *errs = NULL, *all = joined(paths, npaths);
   size_t len = 0;
+  double t0 = kh_now_ms();
   int st = krun_capture(argv, 64u << 20, 600, &out, &len, &errs);
-  int rc = 0, first = reg->n, source = -1;
+  double took_s = (kh_now_ms() - t0) / 1000.0;
+  int rc = 0, first = reg->n, at = -1, source = -1, from = reg->n;
+  listing_tally tally = {0};
   if (st != 0) {
     const char *said = last_line(errs);
-    rc = kh_errf(err, "--pytest %s: %s -m kiln_pytest collect %s%s%s", path, python(),
+    rc = kh_errf(err, "--pytest %s: %s -m kiln_pytest collect %s%s%s", all, python(),
                  st < 0 ? (errno == ETIMEDOUT ? "timed out after 600 s" : "could not run")
                  : st == 2 ? "refused a mark" : "failed",
                  *said ? ": " : "", said);
@@ -113,38 +202,35 @@ static int pytest_list(const krun__lister *L, const char *path, kh_err *err) {
        line = strtok_r(NULL, "\n", &save)) {
     kp_record r;
     if (kp_parse(line, &r, NULL) != 0) continue;
-    if (source < 0) {
-      const char *proto = kp_get(&r, "protocol"), *root = kp_get(&r, "rootdir");
-      if (strcmp(r.tag, "pytest") != 0 || !proto || !root) {
-        rc = kh_errf(err, "--pytest %s: the collection did not begin with kiln_pytest's "
-                     "`pytest` record", path);
-      } else if (atoi(proto) != KP_VERSION) {
-        rc = kh_errf(err, "--pytest %s: kiln_pytest speaks protocol %s, this kiln %d: "
-                     "use the kiln_pytest of this kiln (PYTHONPATH)", path, proto,
-                     KP_VERSION);
-      } else {
-        source = krun__registry_source(reg, L->kind, path);
-        reg->sources[source].dir = kh_strdup(root);
-      }
-      continue;
+    if (strcmp(r.tag, "pytest") == 0) {
+      if (at >= 0 && reg->n == from)
+        rc = kh_errf(err, "--pytest %s: pytest collected no test", paths[at]);
+      else if (++at >= npaths)
+        rc = kh_errf(err, "--pytest %s: kiln_pytest listed more paths than it was given",
+                     all);
+      else
+        rc = listing_head(L, &r, paths[at], &source, &tally, err);
+      from = reg->n;
+    } else if (source < 0) {
+      rc = kh_errf(err, "--pytest %s: the collection did not begin with kiln_pytest's "
+                   "`pytest` record", paths[0]);
+    } else {
+      listing_test(reg, source, &r);
     }
-    kp_listing l;
-    if (strcmp(r.tag, "test") != 0 ||
-        kp_decode(&kp_rec_listing, r.fields, r.nfields, &l, NULL, 0) != 0 || !l.id)
-      continue;
-    krun_test t = {.id = (char *)l.id, .suite = (char *)l.suite, .name = (char *)l.name,
-                   .tags = (char *)(l.tags ? l.tags : ""), .file = (char *)l.file,
-                   .slots = (int)l.slots,
-                   .devices = l.devices > 1 && l.devices <= KRUN_MAX_DEVICES ? (int)l.devices : 1,
-                   .timeout_s = (int)l.timeout_s, .needs_gpu = (int)l.needs_gpu,
-                   .line = (int)l.line};
-    krun__registry_add(reg, source, &t);
   }
+  if (rc == 0 && at >= 0 && reg->n == from)
+    rc = kh_errf(err, "--pytest %s: pytest collected no test", paths[at]);
+  else if (rc == 0 && at + 1 < npaths)
+    rc = kh_errf(err, "--pytest %s: kiln_pytest listed no test for it", paths[at + 1]);
   if (rc != 0 && st == 2) rc = -2;        /* a mark kiln_pytest refused */
-  if (rc == 0 && reg->n == first)
-    rc = kh_errf(err, "--pytest %s: pytest collected no test", path);
-  free(out), free(errs);
+  if (rc == 0) listing_said(reg->n - first, npaths, took_s, cache, &tally);
+  free(out), free(errs), free(all), free(argv), free(tally.why);
   return rc;
+}
+
+static int pytest_list(const krun__lister *L, const char *path, kh_err *err) {
+  char *paths[] = {(char *)path};
+  return pytest_list_all(L, paths, 1, err);
 }
 
 /* ---- The run's zygotes (the source's context) ------------------------------------------ */
@@ -316,6 +402,7 @@ const krun__source_i krun__pytest_source = {
     .alone = "pytest test",
     .opts = opts,
     .list = pytest_list,
+    .list_all = pytest_list_all,
     .open = pytest_open,
     .close = pytest_close,
     .argv = pytest_argv,

@@ -95,6 +95,10 @@ typedef struct krun__source_i {
    * file:line). 0; -2 a usage error, -3 (or -1) an infrastructure error,
    * err naming path. */
   int (*list)(const krun__lister *L, const char *path, kh_err *err);
+  /* Lists every path its flag (or config key) names at once, as list
+   * would each in turn, in their order: one process for them all
+   * (optional: list is called per path). */
+  int (*list_all)(const krun__lister *L, char *const *paths, int n, kh_err *err);
   /* Its context for the run, before the first test: kind is its own,
    * vals its opts' values in its opts' order; may start processes it
    * keeps for the whole run (a pool of pre-imported interpreters). NULL

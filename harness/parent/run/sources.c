@@ -179,6 +179,11 @@ int krun_registry_add_named(krun_registry *reg, const krun_settings *s, kh_err *
   int kind, n, rc = 0;
   for (int i = 0; rc == 0 && (o = krun_sopt_at(i, &kind)); i++) {
     char *const *p = o->lists ? krun_sopt_paths(s, i, &n) : NULL;
+    if (p && n && sources[kind]->list_all) {
+      L.kind = kind;
+      rc = sources[kind]->list_all(&L, p, n, err);
+      continue;
+    }
     for (int k = 0; rc == 0 && p && k < n; k++) rc = list_with(&L, kind, p[k], err);
   }
   return rc == 0 ? 0 : rc == -2 ? -2 : -3;

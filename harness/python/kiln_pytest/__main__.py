@@ -1,7 +1,12 @@
 """python3 -m kiln_pytest collect|run|zygote: what kiln starts.
 
-  collect [--rootdir DIR] PATH...   the listing on stdout: a `pytest`
-                                    record, then a `test` record per item
+  collect [--rootdir DIR] [--cache DIR] PATH...
+                                    the listing on stdout, per path: a
+                                    `pytest` record (path, cached, key,
+                                    unkept: why a listing is not kept),
+                                    then a `test` record per item; every
+                                    path in this interpreter, each kept in
+                                    (and taken from) the cache folder
   run [--zygote SOCKET] --result-fd N [--rootdir DIR] NODEID
                                     one test, its records on fd N; through
                                     the zygote at SOCKET when it is there
@@ -53,26 +58,66 @@ def _opts(argv, known):
     return opts, rest
 
 
+def _collect_one(path, rootdir):
+    """One path's pytest session here: its entry (header, lines, what it
+    read) and whether it may be kept; (None, status) when it failed."""
+    import io
+    import pytest
+    from . import listing, plugin
+    text = io.StringIO()
+    c = plugin.Collector(text)
+    before, syspath = set(sys.modules), list(sys.path)
+    with listing.EnvReads() as env:
+        code = pytest.main(_pytest_args(rootdir) + ["--collect-only", path], plugins=[c])
+    if c.errors:
+        for e in c.errors:
+            print("kiln_pytest: " + e, file=sys.stderr)
+        return None, 2
+    if code not in (0, 5) and c.n == 0:
+        print("kiln_pytest: pytest could not collect %s (exit status %d)"
+              % (path, int(code)), file=sys.stderr)
+        return None, 3
+    entry = {"path": path, "header": c.header, "lines": text.getvalue(),
+             "environ": env.read}
+    keep = c.broken == 0
+    root = c.header and c.header.get("rootdir")
+    full = os.path.abspath(path)
+    listing.forget_project(before, [root, full if os.path.isdir(full) else
+                                    os.path.dirname(full)])
+    sys.path[:] = syspath
+    return (entry, keep), 0
+
+
 def collect(argv):
-    opts, paths = _opts(argv, ("--rootdir",))
+    """Every path's listing in turn, each from the cache when it holds a
+    good entry, else collected here; status 0, or the first failure's."""
+    opts, paths = _opts(argv, ("--rootdir", "--cache"))
     # Records on the real stdout; pytest's console and the tests' prints
     # on stderr.
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    import pytest
-    from . import plugin, records
-    c = plugin.Collector(out)
-    code = pytest.main(_pytest_args(opts.get("--rootdir")) +
-                       ["--collect-only"] + paths,
-                       plugins=[c])
-    if c.errors:
-        for e in c.errors:
-            print("kiln_pytest: " + e, file=sys.stderr)
-        return 2
-    if code not in (0, 5) and c.n == 0:
-        print("kiln_pytest: pytest could not collect %s (exit status %d)"
-              % (" ".join(paths), int(code)), file=sys.stderr)
-        return 3
+    from . import listing, records
+    rootdir, cache = opts.get("--rootdir"), opts.get("--cache")
+    for path in paths:
+        k, hashed = listing.key(path, rootdir)
+        entry, why = listing.load(cache, k) if cache else (None, "no cache")
+        cached, unkept = entry is not None, None
+        if not cached:
+            got, status = _collect_one(path, rootdir)
+            if got is None:
+                return status
+            entry, keep = got
+            if not cache:
+                unkept = "no cache folder"
+            elif not keep:
+                unkept = "a module did not import"
+            else:
+                entry["modules"] = listing.modules_read(hashed)
+                listing.prune(cache)
+                unkept = listing.store(cache, k, entry)
+        out.write(records.line("pytest", path=path, cached=int(cached), key=k,
+                               unkept=unkept, **(entry["header"] or {})))
+        out.write(entry["lines"])
     out.flush()
     return 0
 

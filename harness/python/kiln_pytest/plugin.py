@@ -79,18 +79,20 @@ class Collector:
         self.out = out
         self.errors = []
         self.n = 0
+        self.broken = 0          # modules that did not import
+        self.header = None       # the `pytest` record's fields
 
     def pytest_configure(self, config):
         config.addinivalue_line("markers", MARK_HELP)
         import sys
-        self.out.write(records.line("pytest", protocol=records.PROTOCOL,
-                                    pytest=pytest.__version__, python=sys.executable,
-                                    rootdir=str(config.rootpath)))
+        self.header = dict(protocol=records.PROTOCOL, pytest=pytest.__version__,
+                           python=sys.executable, rootdir=str(config.rootpath))
 
     def pytest_collectreport(self, report):
         # A module that does not import is listed as a test of its own, so
         # that the run shows it as an error instead of losing its tests.
         if report.failed:
+            self.broken += 1
             self._test(report.nodeid, "collect_error", 1, 1, 0, 0,
                        report.nodeid.split("::")[0], 0)
 
