@@ -101,6 +101,9 @@ hipError_t kemu__record_error(hipError_t error);
 bool kemu__stream_valid(hipStream_t stream);
 /* True when [ptr, ptr + bytes) lies inside one live hipMalloc block. */
 bool kemu__device_range(const void *ptr, size_t bytes);
+/* The most dynamic shared memory a launch of kernel `func` may ask for:
+ * the emulated GPU's default, or what hipFuncSetAttribute raised it to. */
+size_t kemu__dyn_shared_limit(const void *func);
 /* Usable bytes per fiber stack (KILN_EMU_STACK_KB). */
 size_t kemu__stack_bytes(void);
 /* The registry of live hiprand generators (add or remove one). */

@@ -158,12 +158,17 @@ hiprandStatus_t hiprandGenerateNormal(hiprandGenerator_t gen, float *out,
   for (size_t i = 0; i < n; i += 4) {
     uint32_t r[4];
     philox_block(gen->seed, first + i / 4, r);
-    /* Box-Muller: each pair of uniforms gives two independent normals. */
+    /* Box-Muller: each pair of uniforms gives two independent normals.
+     * The radius in double keeps the tails (u near 0 and 1) exact; the
+     * angle's sine and cosine in float are within an ulp of the float
+     * results, at a third of the cost of double sincos, which was most of
+     * the time a test spent drawing its inputs. */
     for (size_t k = 0; k < 4 && i + k < n; k += 2) {
-      double radius = sqrt(-2.0 * log(to_uniform_d(r[k])));
-      double angle = two_pi * to_uniform_d(r[k + 1]);
-      out[i + k] = (float)(mean + stddev * radius * cos(angle));
-      out[i + k + 1] = (float)(mean + stddev * radius * sin(angle));
+      const double radius = sqrt(-2.0 * log(to_uniform_d(r[k])));
+      float sin_a, cos_a;
+      sincosf((float)(two_pi * to_uniform_d(r[k + 1])), &sin_a, &cos_a);
+      out[i + k] = (float)(mean + stddev * radius * cos_a);
+      out[i + k + 1] = (float)(mean + stddev * radius * sin_a);
     }
   }
   gen->offset += (n + 3) & ~(size_t)3;

@@ -2,7 +2,11 @@
  * thread, each block's threads as cooperative fibers (fiber.cc).
  *
  * Scheduling is a FIFO run queue: a thread runs until it finishes or waits
- * at a barrier, then the next ready thread runs. A barrier releases when
+ * at a barrier, then the next ready thread runs. A thread gets a stack only
+ * when it first runs, and gives it back when it returns; a thread that
+ * returns while the next one has not started yet hands it its stack
+ * without a context switch, so a block without barriers runs its threads
+ * one after another on one stack. A barrier releases when
  * every live thread of its scope (block or warp) has arrived; a thread that
  * returned counts as arrived, as on hardware. Warp operations exchange
  * values through per-warp slots around a warp barrier. Named barriers
@@ -50,10 +54,14 @@ enum fiber_state : uint8_t {
 };
 
 struct fiber {
-  kemu__ctx ctx;
+  kemu__ctx *ctx; /* its stack's context; null until it first runs */
+  /* The context of stack k for fibers[k], whichever thread runs on it: in
+   * a block with barriers thread k keeps stack k, and the two share a
+   * cache line. */
+  kemu__ctx stack_ctx;
   uint3 tid;
-  unsigned int lane;
-  unsigned int warp;
+  uint16_t lane, warp;
+  uint16_t stack; /* which stack it holds, while ctx is set */
   fiber_state state;
   uint8_t named; /* the named barrier it waits at (AT_NAMED) */
 };
@@ -97,6 +105,9 @@ struct sched {
   unsigned int rq_head, rq_tail;      /* run queue ring, counters mod 2^32 */
   fiber *runq[MAX_THREADS];
   fiber fibers[MAX_THREADS];
+  /* The stacks no started thread holds: a LIFO, so that the stack used
+   * last, still in cache, is used next. */
+  unsigned int free_stack[MAX_THREADS], nfree;
   warp_state warps[MAX_WARPS];
   named_bar named[NAMED_BARS];
   kemu__stack_pool stacks;
@@ -312,14 +323,37 @@ void release_warp(sched *s, warp_state *w) {
   abort();
 }
 
+void fiber_main(void) noexcept;
+
+/* Stacks sit a fixed stride apart, so their tops would all map to the same
+ * L1 cache set; shifting each top by a few cache lines spreads the fibers'
+ * hot frames over 64 sets. */
+inline size_t stack_size(const sched *s, unsigned int k) {
+  return s->stacks.stack_bytes - (k % 64) * 64;
+}
+
+/* Switches from context `from` to thread `next`, giving it a free stack
+ * with a fresh frame if it has not run yet. */
+inline __attribute__((always_inline)) void resume(sched *s, kemu__ctx *from,
+                                                fiber *next) {
+  if (!next->ctx) {
+    const unsigned int k = s->free_stack[--s->nfree];
+    next->stack = (uint16_t)k;
+    next->ctx = &s->fibers[k].stack_ctx;
+    kemu__ctx_make(next->ctx, kemu__stack_lo(&s->stacks, k), stack_size(s, k),
+                   fiber_main);
+  }
+  enter(s, next);
+  kemu__ctx_switch(from, next->ctx);
+}
+
 /* Parks the running thread `me` and runs the next ready one; returns when
  * `me` has been released and scheduled again. */
 void park(sched *s, fiber *me, fiber_state why) {
   me->state = why;
   fiber *next = rq_pop(s);
   if (!next) deadlock(s);
-  enter(s, next);
-  kemu__ctx_switch(&me->ctx, &next->ctx);
+  resume(s, me->ctx, next);
 }
 
 inline void warp_arrive(sched *s, fiber *me, warp_state *w) {
@@ -330,10 +364,14 @@ inline void warp_arrive(sched *s, fiber *me, warp_state *w) {
 }
 
 /* A thread's function returned: it counts as arrived at every barrier from
- * now on, which may release one. Never returns; the last thread of the
- * block goes back to the launching context. */
-[[noreturn]] KEMU__NO_ASAN void finish(sched *s) {
+ * now on, which may release one. If the next thread to run has not
+ * started, it takes over this stack: finish returns and the caller runs
+ * it. Otherwise finish never returns: it frees the stack and switches to
+ * the next thread, or the last thread of the block goes back to the
+ * launching context. */
+KEMU__NO_ASAN void finish(sched *s) {
   fiber *me = s->cur;
+  kemu__ctx *stack = me->ctx;
   me->state = DONE;
   s->live--;
   warp_state *w = &s->warps[me->warp];
@@ -342,20 +380,30 @@ inline void warp_arrive(sched *s, fiber *me, warp_state *w) {
   if (s->arrived && s->arrived == s->live) release_block(s);
   if (w->arrived && w->arrived == w->live) release_warp(s, w);
   fiber *next = rq_pop(s);
+  if (next && !next->ctx) {
+    next->ctx = stack;
+    next->stack = me->stack;
+    enter(s, next);
+    return;
+  }
+  s->free_stack[s->nfree++] = me->stack;
   if (next) {
     enter(s, next);
-    kemu__ctx_exit(&me->ctx, &next->ctx);
+    kemu__ctx_exit(stack, next->ctx);
   }
   if (s->live) deadlock(s);
   s->cur = nullptr;
-  kemu__ctx_exit(&me->ctx, &s->main_ctx);
+  kemu__ctx_exit(stack, &s->main_ctx);
 }
 
+/* The entry of every stack: runs threads until one has to leave it. */
 KEMU__NO_ASAN void fiber_main(void) noexcept {
   sched *s = t_sched;
-  kemu__ctx_entered(&s->cur->ctx);
-  s->desc->body(s->desc->ctx);
-  finish(s);
+  kemu__ctx_entered(s->cur->ctx);
+  for (;;) {
+    s->desc->body(s->desc->ctx);
+    finish(s);
+  }
 }
 
 void run_block(sched *s, unsigned int bx, unsigned int by, unsigned int bz) {
@@ -386,45 +434,22 @@ void run_block(sched *s, unsigned int bx, unsigned int by, unsigned int bz) {
     for (unsigned int y = 0; y < b.y; y++)
       for (unsigned int x = 0; x < b.x; x++, i++) {
         fiber *f = &s->fibers[i];
+        f->ctx = nullptr;
         f->tid = {x, y, z};
-        f->lane = i % ws;
-        f->warp = i / ws;
-        /* Stacks sit a fixed stride apart, so their tops would all map to
-         * the same L1 cache set; shifting each top by a few cache lines
-         * spreads the fibers' hot frames over 64 sets. */
-        const size_t color = (i % 64) * 64;
-        kemu__ctx_make(&f->ctx, kemu__stack_lo(&s->stacks, i),
-                       s->stacks.stack_bytes - color, fiber_main);
+        f->lane = (uint16_t)(i % ws);
+        f->warp = (uint16_t)(i / ws);
         rq_push(s, f);
+        /* Popped from the end: thread 0 takes stack 0. */
+        s->free_stack[n - 1 - i] = i;
+        /* Its stack's first frame, in cache before the thread starts. */
+        __builtin_prefetch((char *)kemu__stack_lo(&s->stacks, i) +
+                               stack_size(s, i) - 64,
+                           1);
       }
+  s->nfree = n;
 
-  fiber *first = rq_pop(s);
-  enter(s, first);
-  kemu__ctx_switch(&s->main_ctx, &first->ctx);
+  resume(s, &s->main_ctx, rq_pop(s));
   /* Back here once every thread of the block has returned. */
-}
-
-/* Dynamic shared memory limits of the emulated GPU (hip-on-host-api.h):
- * NVIDIA at warp 32, AMD CDNA at warp 64. */
-size_t dyn_shared_default() { return kemu__warp_size_value == 32 ? 48 << 10 : 64 << 10; }
-size_t dyn_shared_max() { return kemu__warp_size_value == 32 ? 227 << 10 : 64 << 10; }
-
-/* Kernels whose dynamic shared memory limit was raised; a handful at most. */
-struct func_attr {
-  const void *func;
-  size_t max_dyn;
-};
-std::mutex attr_lock;
-func_attr attrs[256];
-unsigned int nattrs;
-
-size_t dyn_shared_limit(const void *func) {
-  std::lock_guard<std::mutex> hold(attr_lock);
-  for (unsigned int i = 0; i < nattrs; i++)
-    if (attrs[i].func == func)
-      return attrs[i].max_dyn < dyn_shared_max() ? attrs[i].max_dyn
-                                                 : dyn_shared_max();
-  return dyn_shared_default();
 }
 
 bool config_ok(const kemu__launch_desc *d) {
@@ -434,7 +459,7 @@ bool config_ok(const kemu__launch_desc *d) {
   if ((uint64_t)b.x * b.y * b.z > MAX_THREADS) return false;
   if (g.x < 1 || g.y < 1 || g.z < 1) return false;
   if (g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535) return false;
-  return d->shared_bytes <= dyn_shared_limit(d->func);
+  return d->shared_bytes <= kemu__dyn_shared_limit(d->func);
 }
 
 } // namespace
@@ -546,8 +571,7 @@ void kemu__yield() {
    * wgmma complete at issue here). */
   if (next == me) deadlock(s, me);
   me->state = READY;
-  enter(s, next);
-  kemu__ctx_switch(&me->ctx, &next->ctx);
+  resume(s, me->ctx, next);
 }
 
 void kemu__die_op(const char *what) {
@@ -610,27 +634,6 @@ const unsigned char *kemu__warp_gather(const char *op, const void *mine,
         s->desc->kernel, s->warp_size, me->warp,
         __builtin_popcountll(w->participants[p]));
   return &w->gather[p][0][0];
-}
-
-hipError_t hipFuncSetAttribute(const void *func, hipFuncAttribute attr,
-                               int value) {
-  if (!func || attr != hipFuncAttributeMaxDynamicSharedMemorySize ||
-      value < 0 || (size_t)value > dyn_shared_max()) {
-    kemu__record_error(hipErrorInvalidValue);
-    return hipErrorInvalidValue;
-  }
-  std::lock_guard<std::mutex> hold(attr_lock);
-  for (unsigned int i = 0; i < nattrs; i++)
-    if (attrs[i].func == func) {
-      attrs[i].max_dyn = (size_t)value;
-      return hipSuccess;
-    }
-  if (nattrs == sizeof attrs / sizeof attrs[0]) {
-    kemu__record_error(hipErrorOutOfMemory);
-    return hipErrorOutOfMemory;
-  }
-  attrs[nattrs++] = {func, (size_t)value};
-  return hipSuccess;
 }
 
 void kemu__bad_warp(const char *op, int needs) {
