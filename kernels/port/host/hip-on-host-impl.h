@@ -91,6 +91,12 @@ static inline void *kemu__stack_lo(const kemu__stack_pool *pool, unsigned i) {
   return slot + (pool->stride - pool->stack_bytes);
 }
 
+/* ==== Launches (launch.cc) =============================================== */
+
+/* The kernel whose emulated thread is running on this OS thread, or null
+ * outside one (for the messages of aborts.cc). */
+const char *kemu__running_kernel(void);
+
 /* ==== Runtime (runtime.cc) =============================================== */
 
 /* Reads the environment once; hipSuccess, hipErrorNotInitialized (a bad

@@ -2,11 +2,9 @@
  * thread, each block's threads as cooperative fibers (fiber.cc).
  *
  * Scheduling is a FIFO run queue: a thread runs until it finishes or waits
- * at a barrier, then the next ready thread runs. A thread gets a stack only
- * when it first runs, and gives it back when it returns; a thread that
- * returns while the next one has not started yet hands it its stack
- * without a context switch, so a block without barriers runs its threads
- * one after another on one stack. A barrier releases when
+ * at a barrier, then the next ready thread runs. A thread takes a stack
+ * when it first runs; one that returns hands it to the next thread if that
+ * one has not started, with no switch. A barrier releases when
  * every live thread of its scope (block or warp) has arrived; a thread that
  * returned counts as arrived, as on hardware. Warp operations exchange
  * values through per-warp slots around a warp barrier. Named barriers
@@ -55,9 +53,8 @@ enum fiber_state : uint8_t {
 
 struct fiber {
   kemu__ctx *ctx; /* its stack's context; null until it first runs */
-  /* The context of stack k for fibers[k], whichever thread runs on it: in
-   * a block with barriers thread k keeps stack k, and the two share a
-   * cache line. */
+  /* Stack k's context in fibers[k], whichever thread runs on it: with
+   * barriers thread k keeps stack k, in the same cache line. */
   kemu__ctx stack_ctx;
   uint3 tid;
   uint16_t lane, warp;
@@ -103,11 +100,11 @@ struct sched {
   unsigned int warp_size, nthreads, nwarps;
   unsigned int live, arrived;         /* block barrier */
   unsigned int rq_head, rq_tail;      /* run queue ring, counters mod 2^32 */
-  fiber *runq[MAX_THREADS];
-  fiber fibers[MAX_THREADS];
   /* The stacks no started thread holds: a LIFO, so that the stack used
    * last, still in cache, is used next. */
-  unsigned int free_stack[MAX_THREADS], nfree;
+  unsigned int nfree, free_stack[MAX_THREADS];
+  fiber *runq[MAX_THREADS];
+  fiber fibers[MAX_THREADS];
   warp_state warps[MAX_WARPS];
   named_bar named[NAMED_BARS];
   kemu__stack_pool stacks;
@@ -411,14 +408,12 @@ void run_block(sched *s, unsigned int bx, unsigned int by, unsigned int bz) {
   kemu__block_seq++;
   if (s->dyn_bytes) memset(s->dyn_shared, 0xFF, s->dyn_bytes);
 
-  const unsigned int n = s->nthreads, ws = s->warp_size;
+  const unsigned int n = s->nthreads;
   s->live = n;
   s->arrived = 0;
   s->rq_head = s->rq_tail = 0;
   for (unsigned int w = 0; w < s->nwarps; w++) {
     warp_state *st = &s->warps[w];
-    st->first = w * ws;
-    st->lanes = n - st->first < ws ? n - st->first : ws;
     st->live = st->lanes;
     st->live_mask =
         st->lanes == 64 ? ~(uint64_t)0 : ((uint64_t)1 << st->lanes) - 1;
@@ -428,28 +423,40 @@ void run_block(sched *s, unsigned int bx, unsigned int by, unsigned int bz) {
   }
   memset(s->named, 0, sizeof s->named);
 
-  const dim3 b = s->desc->block;
-  unsigned int i = 0;
-  for (unsigned int z = 0; z < b.z; z++)
-    for (unsigned int y = 0; y < b.y; y++)
-      for (unsigned int x = 0; x < b.x; x++, i++) {
-        fiber *f = &s->fibers[i];
-        f->ctx = nullptr;
-        f->tid = {x, y, z};
-        f->lane = (uint16_t)(i % ws);
-        f->warp = (uint16_t)(i / ws);
-        rq_push(s, f);
-        /* Popped from the end: thread 0 takes stack 0. */
-        s->free_stack[n - 1 - i] = i;
-        /* Its stack's first frame, in cache before the thread starts. */
-        __builtin_prefetch((char *)kemu__stack_lo(&s->stacks, i) +
-                               stack_size(s, i) - 64,
-                           1);
-      }
+  for (unsigned int i = 0; i < n; i++) {
+    fiber *f = &s->fibers[i];
+    f->ctx = nullptr;
+    rq_push(s, f);
+    /* Popped from the end: thread 0 takes stack 0. */
+    s->free_stack[n - 1 - i] = i;
+    /* Its stack's first frame, in cache before the thread starts. */
+    __builtin_prefetch((char *)kemu__stack_lo(&s->stacks, i) +
+                           stack_size(s, i) - 64,
+                       1);
+  }
   s->nfree = n;
 
   resume(s, &s->main_ctx, rq_pop(s));
   /* Back here once every thread of the block has returned. */
+}
+
+/* Each thread's index, lane and warp, and each warp's lanes: the same for
+ * every block of a launch, so set once (two divisions per thread). */
+void set_geometry(sched *s) {
+  const dim3 b = s->desc->block;
+  const unsigned int n = s->nthreads, ws = s->warp_size;
+  unsigned int i = 0;
+  for (unsigned int z = 0; z < b.z; z++)
+    for (unsigned int y = 0; y < b.y; y++)
+      for (unsigned int x = 0; x < b.x; x++, i++) {
+        s->fibers[i].tid = {x, y, z};
+        s->fibers[i].lane = (uint16_t)(i % ws);
+        s->fibers[i].warp = (uint16_t)(i / ws);
+      }
+  for (unsigned int w = 0; w < s->nwarps; w++) {
+    s->warps[w].first = w * ws;
+    s->warps[w].lanes = n - w * ws < ws ? n - w * ws : ws;
+  }
 }
 
 bool config_ok(const kemu__launch_desc *d) {
@@ -507,6 +514,7 @@ void kemu__launch(const kemu__launch_desc *d) {
   s->nwarps = (n + s->warp_size - 1) / s->warp_size;
   blockDim = d->block;
   gridDim = d->grid;
+  set_geometry(s);
   for (unsigned int z = 0; z < d->grid.z; z++)
     for (unsigned int y = 0; y < d->grid.y; y++)
       for (unsigned int x = 0; x < d->grid.x; x++) run_block(s, x, y, z);
@@ -647,18 +655,9 @@ void *kemu__dynamic_shared() {
   return running("HIP_DYNAMIC_SHARED")->dyn_shared;
 }
 
-void kemu__trap() {
-  sched *s = t_sched;
-  fflush(stdout);
-  if (s && s->cur)
-    fprintf(stderr,
-            "kiln host emulation: __trap() in kernel %s block (%u,%u,%u) "
-            "thread (%u,%u,%u)\n",
-            s->desc->kernel, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
-            threadIdx.y, threadIdx.z);
-  else
-    fprintf(stderr, "kiln host emulation: __trap() outside a kernel\n");
-  abort();
+const char *kemu__running_kernel() {
+  const sched *s = t_sched;
+  return s && s->cur ? s->desc->kernel : nullptr;
 }
 
 #if KEMU__ASAN
@@ -667,12 +666,12 @@ void kemu__trap() {
  * program load, so that a program which sets its own death callback later
  * keeps it (there is only one). */
 static void kemu__report_position(void) {
-  sched *s = t_sched;
-  if (s && s->cur)
+  const char *kernel = kemu__running_kernel();
+  if (kernel)
     fprintf(stderr,
             "kiln host emulation: the sanitizer report above is from kernel "
             "%s block (%u,%u,%u) thread (%u,%u,%u)\n",
-            s->desc->kernel, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
+            kernel, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x,
             threadIdx.y, threadIdx.z);
 }
 
@@ -680,14 +679,3 @@ __attribute__((constructor)) static void kemu__install_report(void) {
   __sanitizer_set_death_callback(kemu__report_position);
 }
 #endif
-
-void kemu__bad_width(const char *op, int width) {
-  sched *s = t_sched;
-  fflush(stdout);
-  fprintf(stderr,
-          "kiln host emulation: %s with width %d in kernel %s: the width "
-          "must be a power of two no larger than warpSize (%d)\n",
-          op, width, s && s->cur ? s->desc->kernel : "(none)",
-          kemu__warp_size_value);
-  abort();
-}
