@@ -103,6 +103,14 @@ uint64_t kemu__warp_exchange(uint64_t bits, unsigned int src);
 #define KEMU__GATHER_BYTES 32
 const unsigned char *kemu__warp_gather(const char *op, const void *mine,
                                        unsigned int bytes);
+/* Right after kemu__warp_gather: the warp's scratch of KEMU__SCRATCH_BYTES
+ * (16-byte aligned) for what every lane derives from the same table, so
+ * that it is derived once per warp instead of once per lane (the matrices
+ * converted to floating point). *fill is true for the first lane of the
+ * warp to ask after this gather, which must fill it before its next warp
+ * operation; the others read it. It stays valid as long as the table. */
+#define KEMU__SCRATCH_BYTES 4096
+void *kemu__warp_scratch(bool *fill);
 /* Ballot over the lanes of this warp that took part. */
 uint64_t kemu__warp_ballot(int pred, uint64_t *participants);
 void *kemu__dynamic_shared();

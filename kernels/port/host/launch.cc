@@ -87,6 +87,9 @@ struct warp_state {
   /* Wider per-lane records for the emulated matrix instructions
    * (kemu__warp_gather), double-buffered like slot. */
   unsigned char gather[2][MAX_LANES][KEMU__GATHER_BYTES];
+  /* The generation each of kemu__warp_scratch's two buffers (sched's
+   * scratch) was last filled for. */
+  unsigned int scratch_gen[2];
 };
 
 /* Everything one OS thread needs to run blocks; created on its first launch
@@ -107,6 +110,9 @@ struct sched {
   fiber fibers[MAX_THREADS];
   warp_state warps[MAX_WARPS];
   named_bar named[NAMED_BARS];
+  /* kemu__warp_scratch's buffers, double-buffered like the gather records;
+   * apart from warps, whose hot fields they would spread over more pages. */
+  alignas(16) unsigned char scratch[MAX_WARPS][2][KEMU__SCRATCH_BYTES];
   kemu__stack_pool stacks;
   void *alt_stack; /* signal stack this thread got from us, or null */
 };
@@ -418,6 +424,7 @@ void run_block(sched *s, unsigned int bx, unsigned int by, unsigned int bz) {
     st->live_mask =
         st->lanes == 64 ? ~(uint64_t)0 : ((uint64_t)1 << st->lanes) - 1;
     st->participants[0] = st->participants[1] = 0;
+    st->scratch_gen[0] = st->scratch_gen[1] = 0;
     st->arrived = 0;
     st->gen = 0;
   }
@@ -642,6 +649,18 @@ const unsigned char *kemu__warp_gather(const char *op, const void *mine,
         s->desc->kernel, s->warp_size, me->warp,
         __builtin_popcountll(w->participants[p]));
   return &w->gather[p][0][0];
+}
+
+/* The gather this lane took part in last used slot parity gen - 1 (the
+ * warp's generation cannot move on before this lane's next operation). */
+void *kemu__warp_scratch(bool *fill) {
+  sched *s = running("a warp gather");
+  const unsigned int warp = s->cur->warp;
+  warp_state *w = &s->warps[warp];
+  const unsigned int p = (w->gen - 1) & 1;
+  *fill = w->scratch_gen[p] != w->gen;
+  w->scratch_gen[p] = w->gen;
+  return s->scratch[warp][p];
 }
 
 void kemu__bad_warp(const char *op, int needs) {

@@ -7,7 +7,11 @@
  * its own registers, and each lane gets back exactly the elements that the
  * vendor's fragment tables give that lane. So a kernel whose fragment
  * indexing is wrong computes the wrong result here as it would on the GPU.
- * The lanes' registers meet through kemu__warp_gather (launch.cc).
+ * The lanes' registers meet through kemu__warp_gather (launch.cc); the
+ * first lane to read them converts the warp's whole a and b to floating
+ * point once, into the warp's scratch (kemu__warp_scratch), and every lane
+ * then takes its rows and columns from there: the same values as each
+ * lane converting its own, at an eighth of the work.
  *
  * 16-bit elements travel as raw patterns, two to a 32-bit register, the
  * lower-numbered element in the low half (as on both vendors); Cvt turns a
@@ -61,12 +65,21 @@ inline float kemu__dot16(float acc, const float *a, const float *b,
  * other's magnitude; smaller terms fall below f32's precision as the unit
  * drops them), rounded to f32 toward zero. An overflow stays infinite and
  * NaN stays NaN. */
+inline float kemu__toward_zero(double s) {
+  float f = (float)s;
+  if (isfinite(f) && fabs((double)f) > fabs(s)) {
+    /* One step toward zero, as nextafterf(f, 0) (f is not zero here). */
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u--;
+    memcpy(&f, &u, 4);
+  }
+  return f;
+}
 inline float kemu__nv_step(float acc, const float *a, const float *b) {
   double s = acc;
   for (int k = 0; k < 16; k++) s += (double)a[k] * (double)b[k];
-  float f = (float)s;
-  if (isfinite(f) && fabs((double)f) > fabs(s)) f = nextafterf(f, 0.0f);
-  return f;
+  return kemu__toward_zero(s);
 }
 
 /* Element e (0 or 1) of a register holding two 16-bit patterns. */
@@ -115,29 +128,39 @@ inline void kemu_mma_m16n8k16(float d[4], const uint32_t a[4],
   memcpy(mine + 4, b, 8);
   const unsigned char *t =
       kemu__warp_gather("mma.m16n8k16", mine, sizeof mine);
-  auto reg = [&](unsigned int lane, int r) {
-    uint32_t v;
-    memcpy(&v, t + lane * KEMU__GATHER_BYTES + 4 * r, 4);
-    return v;
-  };
-  auto a_at = [&](int row, int k) { /* element (row, k) of a */
-    const uint32_t v = reg(4 * (row % 8) + (k % 8) / 2,
-                           (row / 8) + 2 * (k / 8));
-    return Cvt::f32(kemu__half_of(v, k % 2));
-  };
-  auto b_at = [&](int k, int col) { /* element (k, col) of b */
-    const uint32_t v = reg(4 * col + (k % 8) / 2, 4 + k / 8);
-    return Cvt::f32(kemu__half_of(v, k % 2));
-  };
-  /* This lane's two rows of a and two columns of b, converted once. */
+  /* The scratch: a's 16 rows, then b's 8 columns, 16 doubles each. */
+  bool fill;
+  double *m = static_cast<double *>(kemu__warp_scratch(&fill));
+  if (fill) {
+    auto half = [&](unsigned int lane, int r, int k) {
+      uint32_t v;
+      memcpy(&v, t + lane * KEMU__GATHER_BYTES + 4 * r, 4);
+      return (double)Cvt::f32(kemu__half_of(v, k % 2));
+    };
+    for (int row = 0; row < 16; row++)
+      for (int k = 0; k < 16; k++)
+        m[16 * row + k] =
+            half(4 * (row % 8) + (k % 8) / 2, (row / 8) + 2 * (k / 8), k);
+    for (int col = 0; col < 8; col++)
+      for (int k = 0; k < 16; k++)
+        m[256 + 16 * col + k] = half(4 * col + (k % 8) / 2, 4 + k / 8, k);
+  }
+  /* This lane's two rows of a and two columns of b; the four sums run side
+   * by side, each in k order as kemu__nv_step adds them. */
   const int g = (int)kemu__lane / 4, tq = (int)kemu__lane % 4;
-  float ar[2][16], bc[2][16];
-  for (int h = 0; h < 2; h++)
-    for (int k = 0; k < 16; k++) {
-      ar[h][k] = a_at(g + 8 * h, k);
-      bc[h][k] = b_at(k, 2 * tq + h);
-    }
-  for (int i = 0; i < 4; i++) d[i] = kemu__nv_step(d[i], ar[i / 2], bc[i % 2]);
+  const double *r0 = m + 16 * g, *r1 = m + 16 * (g + 8);
+  const double *c0 = m + 256 + 16 * (2 * tq), *c1 = c0 + 16;
+  double s0 = d[0], s1 = d[1], s2 = d[2], s3 = d[3];
+  for (int k = 0; k < 16; k++) {
+    s0 += r0[k] * c0[k];
+    s1 += r0[k] * c1[k];
+    s2 += r1[k] * c0[k];
+    s3 += r1[k] * c1[k];
+  }
+  d[0] = kemu__toward_zero(s0);
+  d[1] = kemu__toward_zero(s1);
+  d[2] = kemu__toward_zero(s2);
+  d[3] = kemu__toward_zero(s3);
 }
 
 /* ---- AMD CDNA (wave of 64) ----------------------------------------------- */
@@ -155,23 +178,31 @@ inline void kemu_mfma_16x16x16(float d[4], const uint32_t a[2],
   memcpy(mine + 2, b, 8);
   const unsigned char *t =
       kemu__warp_gather("mfma.16x16x16", mine, sizeof mine);
-  auto elem = [&](unsigned int lane, int r, int k) {
-    uint32_t v;
-    memcpy(&v, t + lane * KEMU__GATHER_BYTES + 4 * r, 4);
-    return Cvt::f32(kemu__half_of(v, k % 2));
-  };
-  /* This lane's four rows of a and its column of b, converted once. */
-  const int l = (int)kemu__lane, col = l % 16;
-  float ar[4][16], bc[16];
-  for (int k = 0; k < 16; k++) {
-    for (int i = 0; i < 4; i++)
-      ar[i][k] = elem((unsigned int)(4 * (l / 16) + i + 16 * (k / 4)),
-                      (k % 4) / 2, k);
-    bc[k] = elem((unsigned int)(col + 16 * (k / 4)), 2 + (k % 4) / 2, k);
+  /* The scratch: a's 16 rows, b's 16 columns, 16 floats each, then whether
+   * every product is plain (the same answer for each lane's part, as a
+   * plain product rounds as the fused one does). */
+  bool fill;
+  float *m = static_cast<float *>(kemu__warp_scratch(&fill));
+  if (fill) {
+    auto elem = [&](unsigned int lane, int r, int k) {
+      uint32_t v;
+      memcpy(&v, t + lane * KEMU__GATHER_BYTES + 4 * r, 4);
+      return Cvt::f32(kemu__half_of(v, k % 2));
+    };
+    for (int i = 0; i < 16; i++)
+      for (int k = 0; k < 16; k++) {
+        m[16 * i + k] = elem((unsigned int)(i + 16 * (k / 4)), (k % 4) / 2, k);
+        m[256 + 16 * i + k] =
+            elem((unsigned int)(i + 16 * (k / 4)), 2 + (k % 4) / 2, k);
+      }
+    m[512] = kemu__plain_products(m, 512) ? 1.0f : 0.0f;
   }
-  const bool plain = kemu__plain_products(&ar[0][0], 64) &&
-                     kemu__plain_products(bc, 16);
-  for (int i = 0; i < 4; i++) d[i] = kemu__dot16(d[i], ar[i], bc, plain);
+  /* This lane's four rows of a and its column of b. */
+  const int l = (int)kemu__lane;
+  const float *bc = m + 256 + 16 * (l % 16);
+  const bool plain = m[512] != 0.0f;
+  for (int i = 0; i < 4; i++)
+    d[i] = kemu__dot16(d[i], m + 16 * (4 * (l / 16) + i), bc, plain);
 }
 
 #endif
