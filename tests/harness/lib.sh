@@ -63,6 +63,12 @@ tfield() {
   [ -n "$i" ] && field "tests.$i.$2"
 }
 
+# finals ID REPORT: the final outcomes of a test's runs, space-separated.
+finals() { awk -v id="$1" '$1 == "-" && $2 == "id:" { on = ($3 == id) } on && $1 == "outcome:" { o = $2 }
+  on && $1 == "final:" && $2 == "true" { printf "%s%s", n++ ? " " : "", o }' "$2"; }
+# pids REPORT: how many processes ran the report's runs.
+pids() { grep -E '^  pid: [0-9]+$' "$1" | sort -u | wc -l; }
+
 expect_eq() {  # expect_eq GOT WANT WHAT
   if [ "$1" = "$2" ]; then ok "$3 = $2"; else fail "$3: got '$1', expected '$2'"; fi
 }

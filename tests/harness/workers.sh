@@ -8,11 +8,6 @@
 . "$(dirname "$0")/lib.sh"
 export KILN_EMU_DEVICES=1
 
-# finals ID: the final outcomes of a test's runs, space-separated.
-finals() { awk -v id="$1" '$1 == "-" && $2 == "id:" { on = ($3 == id) } on && $1 == "outcome:" { o = $2 }
-  on && $1 == "final:" && $2 == "true" { printf "%s%s", n++ ? " " : "", o }' "$2"; }
-# pids REPORT: how many processes ran the report's runs.
-pids() { grep -E '^  pid: [0-9]+$' "$1" | sort -u | wc -l; }
 
 # ---- Many tests, few processes ----------------------------------------------------
 k run --backend host -j 2 --isolation worker -o "$T/own" engine

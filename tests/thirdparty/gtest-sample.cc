@@ -3,8 +3,11 @@
 // checks that each outcome lands in kiln's report as it should (pass,
 // failure with file and line, crash, hang, skip, exit mid-test, a flaky
 // test, parameterised and typed tests by their full names, properties,
-// kiln's environment, the GPU visible-device variable).
+// kiln's environment, the GPU visible-device variable, a process left
+// running); tests/harness/gtest-workers.sh runs it in workers.
 #include <gtest/gtest.h>
+
+#include <fcntl.h>
 
 #include <csignal>
 #include <cstdio>
@@ -41,6 +44,23 @@ TEST(Hang, Forever) {
 TEST(Quits, Early) { std::exit(3); }
 
 TEST(Skip, NoDevice) { GTEST_SKIP() << "needs a device this machine lacks"; }
+
+// Starts a helper, waits until it runs, and forgets it, as a test that
+// leaves a server running does; held back (DISABLED_), run by its id.
+TEST(Strays, DISABLED_LeavesChild) {
+  int ready[2];
+  ASSERT_EQ(pipe2(ready, O_CLOEXEC), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execlp("sleep", "sleep", "37", static_cast<char *>(nullptr));
+    _exit(127);
+  }
+  close(ready[1]);
+  char byte;
+  EXPECT_EQ(read(ready[0], &byte, 1), 0) << "the helper did not start";  // closed at its exec
+  close(ready[0]);
+  ASSERT_GT(pid, 0);
+}
 
 // Fails its first run in a run folder and passes the next: under kiln with
 // --retries, a flaky test.

@@ -19,11 +19,14 @@
  * cleared its environment) that started while that test alone ran. What
  * no test claims (such an orphan of two tests at once, or one of
  * --isolation none's shared process) is swept at the end of the run,
- * listed on the run, and fails it. docs/harness.md has
+ * listed on the run, and fails it. A source may also ask, between two
+ * tests of a worker, what the worker has running besides itself
+ * (krun__contain_others: looked at, not killed). docs/harness.md has
  * the rules and docs/performance.md what each costs per test.
  */
 #include "run-impl.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -352,6 +355,53 @@ static int left_by(krun__run *R, const krun__job *j, const char *cg, pid_t *pids
       n = add_pid(pids, n, kids[i]);
   }
   return n;
+}
+
+/* pid's children, from each of its threads' children file (a thread's
+ * fork is listed under that thread); without CONFIG_PROC_CHILDREN, from
+ * every process's parent. */
+static int kids_of(pid_t pid, pid_t *pids, int n) {
+  char path[96];
+  snprintf(path, sizeof path, "/proc/%ld/task", (long)pid);
+  DIR *d = opendir(path);
+  if (!d) return n;
+  found f = {pids, n, 0, pid, 0};
+  int read_any = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.') continue;
+    snprintf(path, sizeof path, "/proc/%ld/task/%.20s/children", (long)pid, e->d_name);
+    read_any |= krun__pids_in_file(path, take, &f) == 0;
+  }
+  closedir(d);
+  if (!read_any) krun__procs_each(by_parent, &f);
+  return f.n;
+}
+
+/* Everything that descends from root, added to the n in pids. */
+static int descendants(pid_t root, pid_t *pids, int n) {
+  int from = n;
+  n = kids_of(root, pids, n);
+  for (int i = from; i < n; i++) n = kids_of(pids[i], pids, n);
+  return n;
+}
+
+int krun__contain_others(const krun__run *R, const krun__job *j, pid_t *out, int max) {
+  if (R->ct.mode == KRUN_CONTAIN_NONE) return -1;
+  /* Between two tests of a worker, so cheap: the cgroup's list, or the
+   * children files, rather than a walk over every process. */
+  pid_t pids[MAX_FOUND], kids[MAX_FOUND];
+  int n = j->cg && j->cg_procs >= 0 ? cgroup_pids(j->cg, pids, 0) : descendants(j->pid, pids, 0);
+  int nk = children(R->ct.self, kids, MAX_FOUND);
+  for (int i = 0; i < nk; i++)
+    if (!is_known(R, kids[i]) && job_of(kids[i], R->ct.self) == j->serial)
+      n = add_pid(pids, n, kids[i]);
+  int k = 0;
+  for (int i = 0; i < n && k < max; i++) {
+    long pg, se;
+    if (pids[i] != j->pid && stat_of(pids[i], &pg, &se) == 0) out[k++] = pids[i];
+  }
+  return k;
 }
 
 /* ---- Describing and killing ------------------------------------------------------------- */

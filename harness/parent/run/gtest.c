@@ -12,8 +12,13 @@
  * done, GoogleTest's JSON gives each test's result, failures with file
  * and line, time and properties; a test the JSON lacks (the process died
  * after it ended) keeps what the console said, and a test that never
- * ended is left to decide.c: crash, timeout. The source's table
- * (source-impl.h) is at the end.
+ * ended is left to decide.c: crash, timeout. As a worker (--isolation
+ * worker: many tests of one binary in one process, the filter naming
+ * them all) each test's result is taken from the console as its end line
+ * comes, since GoogleTest writes its JSON only at exit; the JSON then adds
+ * the properties of the tests it has. Between two tests kiln looks for
+ * processes besides the binary (the one check a foreign binary allows;
+ * docs/third-party.md). The source's table (source-impl.h) is at the end.
  */
 #include "run-impl.h"
 
@@ -37,6 +42,9 @@ static const struct {
 #define CAPTURE_MAX 8192
 /* A message taken into a record: the log has the rest. */
 #define MESSAGE_MAX 4000
+/* Processes a worker's check names, at most, per test and in all. */
+#define CHECK_MAX 8
+#define NOTED_MAX 64
 
 typedef struct console_end {
   char status;              /* 0: no end line seen */
@@ -52,6 +60,8 @@ typedef struct gtest {
   kh_buf cap;
   console_end *end;         /* per test run of the job */
   kp_record_out rec;        /* a record being made */
+  pid_t noted[NOTED_MAX];   /* a worker's: processes a check has named */
+  int nnoted;
 } gtest;
 
 static gtest *gt_of(const krun__child *c) { return c->data; }
@@ -267,7 +277,8 @@ static void gtest_argv(krun__child *c, char **argv, int *n) {
   argv[(*n)++] = kh_asprintf("--gtest_output=json:%s", gt->json);
   argv[(*n)++] = kh_strdup("--gtest_color=no");
   if (any_disabled) argv[(*n)++] = kh_strdup("--gtest_also_run_disabled_tests");
-  if (c->ntests > 1 && c->run->s->repeat > 1)
+  /* A worker's sequence names each test once (worker.c). */
+  if (c->ntests > 1 && !c->worker && c->run->s->repeat > 1)
     argv[(*n)++] = kh_asprintf("--gtest_repeat=%d", c->run->s->repeat);
 }
 
@@ -300,15 +311,21 @@ static int ends_test(const char *rest, const char *id, double *ms) {
   return 1;
 }
 
+static void worker_ended(krun__child *c, int i);
+
 static void console_line(krun__child *c, const char *line) {
   gtest *gt = c->data;
   if (strncmp(line, RUN_MARK, strlen(RUN_MARK)) == 0) {
-    /* The next run of that test that has not started (--isolation none
-     * runs several): anything else is no test of this job. */
+    /* The next run of that test that has not started, after the current
+     * one first (--isolation none repeats in order), else any (a filter
+     * runs in the binary's order, not the filter's): anything else is no
+     * test of this job. The core routes the record the same way. */
     const char *name = line + strlen(RUN_MARK);
     gt->capturing = -1;
-    for (int i = c->ntests > 1 ? c->cur + 1 : 0; i < c->ntests && gt->capturing < 0; i++)
+    for (int k = 1; k <= c->ntests && gt->capturing < 0; k++) {
+      int i = (c->cur + k) % c->ntests;
       if (!c->st[i].started && strcmp(c->defs[i]->id, name) == 0) gt->capturing = i;
+    }
     if (gt->capturing < 0) return;
     kp_begin(&gt->rec, "test");
     kp_add_str(&gt->rec, "id", name);
@@ -324,7 +341,9 @@ static void console_line(krun__child *c, const char *line) {
         ends_test(line + strlen(ends[k].mark), c->defs[gt->capturing]->id, &e->ms)) {
       e->status = ends[k].status;
       e->text = kh_strndup(gt->cap.data ? gt->cap.data : "", gt->cap.len);
+      int i = gt->capturing;
       gt->capturing = -1;
+      if (c->worker) worker_ended(c, i);
       return;
     }
   if (gt->cap.len < CAPTURE_MAX) kh_buf_addf(&gt->cap, "%s\n", line);
@@ -368,8 +387,15 @@ static const char *location(const char *msg, char *file, size_t cap, long long *
 /* Sends one record into test run i. */
 static void feed(krun__child *c, int i) { c->emit(c, i, line_of(&gt_of(c)->rec)); }
 
-static void result(krun__child *c, int i, const char *status, const char *msg,
-                   const char *file, long long line) {
+static void end_record(krun__child *c, int i) {
+  kp_encode(&gt_of(c)->rec, &kp_rec_end, &(kp_end){0});
+  feed(c, i);
+}
+
+/* Test run i's result record, and its end record unless held (a worker's
+ * test ends when the JSON has added what it holds). */
+static void verdict(krun__child *c, int i, const char *status, const char *msg,
+                    const char *file, long long line, int hold) {
   kp_result r = {status, msg, file, line};
   char cut[MESSAGE_MAX + 64];
   if (strlen(msg) > MESSAGE_MAX) {
@@ -378,8 +404,12 @@ static void result(krun__child *c, int i, const char *status, const char *msg,
   }
   kp_encode(&gt_of(c)->rec, &kp_rec_result, &r);
   feed(c, i);
-  kp_encode(&gt_of(c)->rec, &kp_rec_end, &(kp_end){0});
-  feed(c, i);
+  if (!hold) end_record(c, i);
+}
+
+static void result(krun__child *c, int i, const char *status, const char *msg,
+                   const char *file, long long line) {
+  verdict(c, i, status, msg, file, line, 0);
 }
 
 static void note(krun__child *c, int i, const char *key, const char *value) {
@@ -388,7 +418,7 @@ static void note(krun__child *c, int i, const char *key, const char *value) {
 }
 
 /* The skip reason GoogleTest printed ("FILE:LINE: Skipped", the reason). */
-static void skipped(krun__child *c, int i) {
+static void skipped(krun__child *c, int i, int hold) {
   const char *cap = gt_of(c)->end[i].text;
   if (!cap) cap = "";
   const char *at = strstr(cap, ": Skipped\n");
@@ -398,7 +428,7 @@ static void skipped(krun__child *c, int i) {
   char *why = kh_strdup(at ? location(at, file, sizeof file, &line) : "");
   size_t n = strlen(why);
   while (n && why[n - 1] == '\n') why[--n] = '\0';
-  result(c, i, "skip", *why ? why : "skipped (GTEST_SKIP)", file, line);
+  verdict(c, i, "skip", *why ? why : "skipped (GTEST_SKIP)", file, line, hold);
   free(why);
 }
 
@@ -414,18 +444,26 @@ static int own_key(const char *k) {
   return 0;
 }
 
-/* Test run i from its JSON case tc; returns its time in ms (-1 unknown). */
-static double from_json(krun__child *c, int i, json *J, yaml_node_t *tc) {
-  double ms = seconds(text(get(J, tc, "time"))) * 1e3;
-  if (ms >= 0) {
-    kp_encode(&gt_of(c)->rec, &kp_rec_phase, &(kp_phase){"body", ms});
-    feed(c, i);
-  }
+static void body(krun__child *c, int i, double ms) {
+  if (ms < 0) return;
+  kp_encode(&gt_of(c)->rec, &kp_rec_phase, &(kp_phase){"body", ms});
+  feed(c, i);
+}
+
+/* The JSON case's properties (RecordProperty) as notes of test run i. */
+static void properties(krun__child *c, int i, json *J, yaml_node_t *tc) {
   for (yaml_node_pair_t *p = tc->data.mapping.pairs.start; p < tc->data.mapping.pairs.top; p++) {
     const char *k = text(yaml_document_get_node(&J->doc, p->key));
     const char *v = text(yaml_document_get_node(&J->doc, p->value));
     if (k && v && !own_key(k)) note(c, i, k, v);
   }
+}
+
+/* Test run i from its JSON case tc; returns its time in ms (-1 unknown). */
+static double from_json(krun__child *c, int i, json *J, yaml_node_t *tc) {
+  double ms = seconds(text(get(J, tc, "time"))) * 1e3;
+  body(c, i, ms);
+  properties(c, i, J, tc);
   const char *status = text(get(J, tc, "status")), *res = text(get(J, tc, "result"));
   yaml_node_t *fails = get(J, tc, "failures");
   int nfail = fails && fails->type == YAML_SEQUENCE_NODE
@@ -442,7 +480,7 @@ static double from_json(krun__child *c, int i, json *J, yaml_node_t *tc) {
     result(c, i, "fail", all, file, line);
     free(all);
   } else if (res && strcmp(res, "SKIPPED") == 0) {
-    skipped(c, i);
+    skipped(c, i, 0);
   } else if (status && strcmp(status, "RUN") == 0) {
     result(c, i, "pass", "", "", 0);
   } else {
@@ -454,21 +492,78 @@ static double from_json(krun__child *c, int i, json *J, yaml_node_t *tc) {
   return ms;
 }
 
-/* Test run i from the console alone (no JSON case for it). */
-static double from_console(krun__child *c, int i, const char *why) {
+/* Test run i from the console alone (no JSON case for it, or a worker's
+ * test as it ends: hold its end record). */
+static double from_console(krun__child *c, int i, const char *why, int hold) {
   console_end *e = &gt_of(c)->end[i];
   if (why) note(c, i, "gtest_json", why);
-  if (e->status == 'p') result(c, i, "pass", "", "", 0);
-  else if (e->status == 's') skipped(c, i);
+  if (e->status == 'p') verdict(c, i, "pass", "", "", 0, hold);
+  else if (e->status == 's') skipped(c, i, hold);
   else {
     const char *at = strstr(e->text ? e->text : "", ": Failure\n");
     while (at && at > e->text && at[-1] != '\n') at--;
     char file[1024] = "";
     long long line = 0;
-    const char *body = at ? location(at, file, sizeof file, &line) : "failed (see the log)";
-    result(c, i, "fail", body, file, line);
+    const char *msg = at ? location(at, file, sizeof file, &line) : "failed (see the log)";
+    verdict(c, i, "fail", msg, file, line, hold);
   }
   return e->ms;
+}
+
+/* ---- A worker --------------------------------------------------------------------- */
+
+/* pid's command line, cut short (malloc'd). */
+static char *command_line(pid_t pid) {
+  char path[64], *cmd = NULL;
+  size_t len = 0;
+  snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)pid);
+  if (kh_read_file(path, 1 << 16, &cmd, &len) != 0) return kh_strdup("?");
+  for (size_t k = 0; k + 1 < len; k++)
+    if (cmd[k] == '\0') cmd[k] = ' ';
+  if (len > 80) memcpy(cmd + 77, "...", 4);
+  return cmd;
+}
+
+/* The check after a worker's test run i: the processes the worker has
+ * besides the binary, each named once, at the first end it is seen at.
+ * Only seen, not charged: the binary goes on to its next test while kiln
+ * reads, so one the next test started at once may be among them, and the
+ * worker goes on (killing it would skip the binary's own teardown, which
+ * may be what ends them). What is still there when the worker ends is the
+ * worker's, found and killed as any worker's leftovers. */
+static void check(krun__child *c, int i) {
+  gtest *gt = c->data;
+  /* Under --wrap the binary may be a child of the wrapper: kiln could not
+   * tell it from what it started. */
+  const char *wrap = c->run->s->wrap;
+  pid_t pids[CHECK_MAX];
+  int n = c->others && !(wrap && *wrap) ? c->others(c, pids, CHECK_MAX) : -1;
+  kh_buf b = {0};
+  for (int k = 0; k < n; k++) {
+    int seen = 0;
+    for (int m = 0; m < gt->nnoted && !seen; m++) seen = gt->noted[m] == pids[k];
+    if (seen) continue;
+    if (gt->nnoted < NOTED_MAX) gt->noted[gt->nnoted++] = pids[k];
+    char *cmd = command_line(pids[k]);
+    kh_buf_addf(&b, "%spid %ld `%s`", b.len ? ", " : "", (long)pids[k], cmd);
+    free(cmd);
+  }
+  if (b.len) {
+    char *why = kh_asprintf("processes besides the GoogleTest binary alive when kiln read "
+                            "this test's end: %s", b.data);
+    note(c, i, "worker_check", why);
+    free(why);
+  }
+  kh_buf_free(&b);
+}
+
+/* A worker's test run i as its end line comes: its time and result from
+ * the console (its end record waits for the JSON's properties), then the
+ * check. */
+static void worker_ended(krun__child *c, int i) {
+  body(c, i, gt_of(c)->end[i].ms);
+  from_console(c, i, NULL, 1);
+  check(c, i);
 }
 
 typedef struct lookup {
@@ -506,9 +601,14 @@ static void gtest_finish(krun__child *c) {
     lookup l = {c->defs[i]->id, NULL};
     if (have && last_run(c, i)) each_case(&J, find_case, &l);
     double ms = -1;
-    if (l.hit) ms = from_json(c, i, &J, l.hit);
+    if (c->worker && gt->end[i].status) {
+      /* Its result came as it ended. */
+      if (l.hit) properties(c, i, &J, l.hit);
+      end_record(c, i);
+      ms = gt->end[i].ms;
+    } else if (l.hit) ms = from_json(c, i, &J, l.hit);
     else if (gt->end[i].status)
-      ms = from_console(c, i, have ? NULL : J.why);
+      ms = from_console(c, i, have ? NULL : J.why, 0);
     /* A shared process's test took what GoogleTest says it took. */
     c->took_ms[i] = ms;
   }
@@ -531,14 +631,16 @@ static const char *const unenv[] = {"GTEST_SHARD_INDEX", "GTEST_TOTAL_SHARDS",
 /* --gtest PATH, repeatable. */
 static const krun_sopt opts[] = {
     {.name = "gtest", .arg = "PATH", .type = KRUN_SOPT_PATHS, .lists = 1,
-     .help = "a GoogleTest binary: each of its tests in its own process, ids Suite.Name "
-             "as GoogleTest spells them (repeatable)"},
+     .help = "a GoogleTest binary: each of its tests in its own process (many in one "
+             "under --isolation worker), ids Suite.Name as GoogleTest spells them "
+             "(repeatable)"},
     {NULL},
 };
 
 const krun__source_i krun__gtest_source = {
     .name = "gtest",
     .opts = opts,
+    .workers = 1,
     .list = gtest_list,
     .argv = gtest_argv,
     .program = program,

@@ -94,6 +94,12 @@ static void view_emit(krun__child *c, int i, const char *line) {
   } else if (i < j->ntests) krun__ingest(&R->rep, j->tests[i], &j->st[i], line);
 }
 
+static int view_others(const krun__child *c, pid_t *pids, int max) {
+  const krun__job *j = (const krun__job *)(const void *)((const char *)c -
+                                                          offsetof(krun__job, view));
+  return krun__contain_others(c->run->core, j, pids, max);
+}
+
 krun__child *krun__job_view(krun__run *R, krun__job *j) {
   krun__child *c = &j->view;
   c->run = &R->srcrun;
@@ -116,6 +122,7 @@ krun__child *krun__job_view(krun__run *R, krun__job *j) {
   c->log = &j->log;
   c->took_ms = j->took_ms;
   c->emit = view_emit;
+  c->others = view_others;
   return c;
 }
 

@@ -173,14 +173,19 @@ static void start_shared(krun__run *R) {
 
 /* ---- Reading from children ----------------------------------------------------------------- */
 
-/* --isolation none: a `test` record moves on to the next run of that id. */
+/* A shared process's `test` record moves it on to the next run of that
+ * id that has not started: after the current one first (--isolation none
+ * repeats in order), else any before it (a worker's program may run the
+ * tests it is given in an order of its own). */
 static void route_test(krun__run *R, krun__job *j, const char *line) {
   char *copy = kh_strdup(line);
   kp_record rec;
   const char *id = kp_parse(copy, &rec, NULL) == 0 ? kp_get(&rec, "id") : NULL;
-  for (int i = j->cur + 1; id && i < j->ntests; i++) {
+  for (int k = 1; id && k <= j->ntests; k++) {
+    int i = (j->cur + k) % j->ntests;
     if (j->st[i].started || strcmp(j->tests[i]->id, id) != 0) continue;
     j->cur = i;
+    j->st[i].pos = ++j->nstarted;
     j->test_ms = kh_now_ms();
     j->tests[i]->started_s = kh_wall_s();
     krun__journal_start(R, j, j->tests[i]);

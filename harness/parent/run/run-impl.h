@@ -50,6 +50,8 @@ void krun__log_free(krun__log *l);
 /* Where a test's stream is in the protocol's order. */
 typedef struct krun__stream {
   int started, ended, has_result;
+  int pos;                  /* a shared process's: its place in the order
+                               the process ran its tests, 1 first */
   char status[8];           /* the result record's: pass, fail, error, skip */
 } krun__stream;
 
@@ -155,6 +157,7 @@ typedef struct krun__job {
   krun__stream *st;
   const krun_test **defs;
   int ntests, cur;          /* cur: where records go; -1: none yet */
+  int nstarted;             /* a shared process's runs begun so far */
   char *partial;            /* an unterminated last line */
   /* Its devices (indexes into bi->dev): dev is the first, -1 for none; a
    * test of several devices has ndevs of them, slots taken on each. */
@@ -392,6 +395,10 @@ void krun__contain_job(krun__run *R, krun__job *j);
 void krun__contain_job_clear(krun__job *j);
 /* After the child ended: what it left, described, killed. */
 void krun__contain_left(krun__run *R, krun__job *j, krun__left *l);
+/* While job j runs: its live processes besides its own (its cgroup's,
+ * else what descends from it and kiln's orphans that carry its KILN_JOB),
+ * at most max into pids, nothing killed; -1 under --contain none. */
+int krun__contain_others(const krun__run *R, const krun__job *j, pid_t *pids, int max);
 /* Notes a finished test's [spawn, end], for orphans found later. */
 void krun__contain_span(krun__run *R, const krun__job *j);
 /* At the end: whatever no test claimed, onto the run. */

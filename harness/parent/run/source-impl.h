@@ -66,6 +66,11 @@ typedef struct krun__child {
    * as if the child had sent it on its result pipe; i = -1: routed as the
    * child's own records are (a `test` record moves a shared process on). */
   void (*emit)(struct krun__child *c, int i, const char *line);
+  /* The child's live processes besides its own process, at most max into
+   * pids, as kiln's containment finds them (its cgroup, else what
+   * descends from it and kiln's orphans that carry its KILN_JOB); looked
+   * at, not killed. -1 when kiln does not look (--contain none). */
+  int (*others)(const struct krun__child *c, pid_t *pids, int max);
 } krun__child;
 
 /* What a lister may ask of the others: a manifest names suites of other
@@ -128,9 +133,10 @@ typedef struct krun__source_i {
   /* 1: its children can start before their test is known (--warm, the
    * test assigned on stdin), so the warm pool may run them (optional). */
   int warm;
-  /* 1: a child can run a sequence of its tests as a worker, checking
-   * between two that the first left nothing behind (--isolation worker;
-   * the child's view says worker) (optional). */
+  /* 1: a child can run a sequence of its tests as a worker, reporting
+   * each as it ends and checking between two, as far as the source can,
+   * that the first left nothing behind (--isolation worker; the child's
+   * view says worker) (optional). */
   int workers;
   /* The child's console output as it comes, made into records handed to
    * c->emit in order (optional). */

@@ -37,13 +37,20 @@ int krun__worker_take(const krun__run *R) {
   int free_jobs = R->maxrun - R->nrunning;
   if (free_jobs < 1) free_jobs = 1;
   int size = (n + free_jobs - 1) / free_jobs;
-  return size < 1 ? 1 : size > KRUN_WORKER_MAX ? KRUN_WORKER_MAX : size;
+  size = size < 1 ? 1 : size > KRUN_WORKER_MAX ? KRUN_WORKER_MAX : size;
+  /* A sequence names each test once (a program given a list of its tests
+   * may run each once per process): a repeat of one waits for the next
+   * worker. */
+  for (int q = R->qhead + 1; q < R->qhead + size; q++)
+    for (int p = R->qhead; p < q; p++)
+      if (R->queue[p].test == R->queue[q].test) return q - R->qhead;
+  return size;
 }
 
 void krun__worker_resume(krun__run *R, krun__job *j) {
   /* A worker that ended before its first test could not start: its runs
    * are decided as any child's that could not (no new worker for them). */
-  if (!j->worker || R->stopping || !j->st[0].started) return;
+  if (!j->worker || R->stopping || !j->nstarted) return;
   for (int i = j->ntests - 1; i >= 0; i--) {
     if (j->st[i].started) continue;
     krep_test *t = j->tests[i];
@@ -54,11 +61,14 @@ void krun__worker_resume(krun__run *R, krun__job *j) {
   }
 }
 
-/* The tests that ran before run i in its worker, comma-separated. */
+/* The tests that ran before run i in its worker, comma-separated, in the
+ * order the worker ran them (which a program of its own may choose). */
 static char *before(const krun__job *j, int i) {
   kh_buf b = {0};
-  for (int k = 0; k < i; k++)
-    if (j->tests[k] && j->st[k].started) kh_buf_addf(&b, "%s%s", b.len ? ", " : "", j->tests[k]->id);
+  for (int p = 1; p < j->st[i].pos; p++)
+    for (int k = 0; k < j->ntests; k++)
+      if (j->tests[k] && j->st[k].started && j->st[k].pos == p)
+        kh_buf_addf(&b, "%s%s", b.len ? ", " : "", j->tests[k]->id);
   return b.data ? b.data : kh_strdup("");
 }
 
