@@ -14,7 +14,9 @@
  *              KILN_JOB=<kiln pid>.<n> in their environment.
  *
  * Each process found is described (pid, command line, how it left) on the
- * test that started it, and killed; besides the above, a test claims what
+ * test that started it, and killed, unless it is ending by itself (a
+ * zombie, in its exit, or gone within a short grace: procs.c); besides
+ * the above, a test claims what
  * is still in its process group, and an orphan with no KILN_JOB (it
  * cleared its environment) that started while that test alone ran. What
  * no test claims (such an orphan of two tests at once, or one of
@@ -399,7 +401,8 @@ int krun__contain_others(const krun__run *R, const krun__job *j, pid_t *out, int
   int k = 0;
   for (int i = 0; i < n && k < max; i++) {
     long pg, se;
-    if (pids[i] != j->pid && stat_of(pids[i], &pg, &se) == 0) out[k++] = pids[i];
+    if (pids[i] != j->pid && !krun__proc_ending(pids[i]) && stat_of(pids[i], &pg, &se) == 0)
+      out[k++] = pids[i];
   }
   return k;
 }
@@ -492,9 +495,15 @@ static void find_and_kill(krun__run *R, const krun__job *j, const char *cg, pid_
   pid_t pids[MAX_FOUND];
   for (int round = 0; round < ROUNDS; round++) {
     int n = left_by(R, j, cg, pids), live = 0;
+    /* What is ending by itself is no leak: a zombie, a process in its
+     * exit (the last holder of the test's pipes, whose close let kiln
+     * finish the test: a multiprocessing resource tracker), or one that
+     * ends within a short grace (what waited for the runner's end). The
+     * grace is spent once, before the first kill. */
+    if (round == 0 && n) krun__procs_settle(pids, n, KRUN_EXIT_GRACE_MS);
     for (int i = 0; i < n; i++) {
       long pg, se;
-      if (stat_of(pids[i], &pg, &se) != 0) continue;   /* gone, or a zombie */
+      if (krun__proc_ending(pids[i]) || stat_of(pids[i], &pg, &se) != 0) continue;
       krun__job *owner = j ? owner_besides(R, j, pids[i]) : NULL;
       krep_proc p = {pids[i], command_of(&R->rep, pids[i]),
                      se != (long)R->ct.session ? "new session"

@@ -11,7 +11,9 @@
  * start time), which finds a helper that cleared its environment and left
  * its process group, orphaned to init when kiln died. Whatever it kills,
  * however it found it, it appends to the run's journal as a `left` record
- * saying how, so `kiln report rebuild` lists them under the run. A process started in the last 200 ms
+ * saying how, so `kiln report rebuild` lists them under the run; what
+ * ends by itself within a short grace (krun__procs_settle) is not
+ * killed, nor listed. A process started in the last 200 ms
  * before kiln died, carrying no KILN_JOB and outside a cgroup, can escape.
  * (A kiln killed together with its guard, say by a kill of every process
  * of the user, leaves this to a cgroup-aware supervisor.)
@@ -85,6 +87,7 @@ typedef struct noted {
  * is there already (one that outlives a SIGKILL for a moment is found
  * again); 1 when the kill was sent. */
 static int kill_noted(pid_t pid, const char *how, noted *nt) {
+  if (krun__proc_ending(pid)) return 0;   /* exiting by itself: nothing left */
   char path[64], *cmd = NULL;
   size_t len = 0;
   snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)pid);
@@ -208,6 +211,38 @@ static int kill_cgroup(const char *cg, noted *nt) {
   return c.n;
 }
 
+/* What the guard is about to kill, gathered first so that it can be
+ * given the exit grace (a helper that ends when its runner died with
+ * kiln, its pipes at end of file, is no process left behind). */
+typedef struct gathered {
+  pid_t *pids;
+  int n;
+  const char *mark;
+  size_t len;
+} gathered;
+
+static int gather(pid_t pid, void *arg) {
+  gathered *g = arg;
+  if (pid != getpid() && g->n < MAX_SEEN) g->pids[g->n++] = pid;
+  return 0;
+}
+
+static int gather_marked(pid_t pid, void *arg) {
+  gathered *g = arg;
+  marked m = {g->mark, g->len, 0, NULL, 0};
+  if (pid != getpid()) (void)krun__environ_each(pid, has_mark, &m);
+  return m.found ? gather(pid, g) : 0;
+}
+
+static void settle(const seen *s, int n, const char *mark, size_t len, const char *cgroup) {
+  gathered g = {kh_xcalloc(MAX_SEEN, sizeof *g.pids), 0, mark, len};
+  for (int i = 0; i < n; i++) gather(s[i].pid, &g);
+  krun__procs_each(gather_marked, &g);
+  if (cgroup) krun__cgroup_each(cgroup, 0, gather, &g);
+  (void)krun__procs_settle(g.pids, g.n, KRUN_EXIT_GRACE_MS);
+  free(g.pids);
+}
+
 int krun_guard(long kiln, const char *cgroup, const char *journal) {
   signal(SIGINT, SIG_IGN), signal(SIGTERM, SIG_IGN), signal(SIGHUP, SIG_IGN);
   signal(SIGPIPE, SIG_IGN);
@@ -247,6 +282,7 @@ int krun_guard(long kiln, const char *cgroup, const char *journal) {
   krep_report rep;
   krep_init(&rep);
   noted nt = {&rep, kh_xcalloc(MAX_SEEN, sizeof *nt.procs), 0};
+  settle(last, nlast, mark, (size_t)mlen, cgroup);
   kill_seen(last, nlast, &nt);
   free(last);
   for (int round = 0; round < ROUNDS; round++) {

@@ -1,12 +1,15 @@
 /* Walks over processes, shared by containment (contain.c: what a test
  * left) and the guard (guard.c: what a dead kiln left): the pids a file
- * lists, every process in /proc, every process in a cgroup tree, and a
- * process's environment. Reading only; what to do with each process is
- * the caller's.
+ * lists, every process in /proc, every process in a cgroup tree, a
+ * process's environment, and whether a process is already ending (so
+ * that neither counts one that was exiting by itself as left behind).
+ * Reading only; what to do with each process is the caller's.
  */
 #include "run-impl.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -66,4 +69,49 @@ int krun__environ_each(pid_t pid, int (*fn)(const char *var, void *arg), void *a
     if (fn(env + off, arg)) break;
   free(env);
   return 0;
+}
+
+/* The kernel's PF_EXITING (include/linux/sched.h): the task is in
+ * do_exit. It is set before the task closes its files, so a helper whose
+ * exit closed the last end of a test's pipes has it when kiln looks. */
+#define TASK_EXITING 0x4u
+
+int krun__proc_ending(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%ld/task", (long)pid);
+  DIR *d = opendir(path);
+  if (!d) return kill(pid, 0) != 0 && errno == ESRCH;
+  struct dirent *e;
+  int live = 0;
+  while (!live && (e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.') continue;
+    char stat[320], *s = NULL;
+    snprintf(stat, sizeof stat, "/proc/%ld/task/%s/stat", (long)pid, e->d_name);
+    if (kh_read_file(stat, 4096, &s, NULL) != 0) continue;   /* that thread is gone */
+    const char *rp = strrchr(s, ')');
+    char state = 0;
+    unsigned flags = 0;
+    /* state ppid pgrp session tty_nr tpgid flags */
+    if (rp && sscanf(rp + 1, " %c %*d %*d %*d %*d %*d %u", &state, &flags) == 2)
+      live = state != 'Z' && state != 'X' && !(flags & TASK_EXITING);
+    else
+      live = 1;
+    free(s);
+  }
+  closedir(d);
+  return !live;
+}
+
+int krun__procs_settle(const pid_t *pids, int n, double ms) {
+  double until = kh_now_ms() + ms;
+  int left = 0;
+  for (int i = 0; i < n; i++)
+    while (!krun__proc_ending(pids[i])) {
+      if (kh_now_ms() >= until) {
+        left++;
+        break;
+      }
+      usleep(2000);
+    }
+  return left;
 }

@@ -417,6 +417,14 @@ void krun__procs_each(krun__pid_fn *fn, void *arg);
 void krun__cgroup_each(const char *cg, int remove, krun__pid_fn *fn, void *arg);
 /* Each VAR=VALUE of the process's environment; -1 when it cannot be read. */
 int krun__environ_each(pid_t pid, int (*fn)(const char *var, void *arg), void *arg);
+/* 1 when pid is ending by itself: gone, a zombie, or every thread of it
+ * in its exit (a process whose mm is gone reads as `?`); 0 while it runs. */
+int krun__proc_ending(pid_t pid);
+/* Waits until each of the n pids is ending, at most ms in all; returns
+ * how many still run. A process that ends within this grace of being
+ * found was exiting by itself, and is no leak. */
+#define KRUN_EXIT_GRACE_MS 500
+int krun__procs_settle(const pid_t *pids, int n, double ms);
 
 /* guard.c: the guard that ends a run's processes when kiln dies */
 void krun__guard_start(krun__run *R);
