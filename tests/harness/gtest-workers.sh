@@ -13,13 +13,6 @@
 G=$KILN_GTEST
 SRC=$KILN_SOURCE/tests/thirdparty/gtest-sample.cc
 
-# note ID KEY [N]: a note's value in a test's N-th record.
-note() {
-  local i k
-  i=$(test_index "$1" "${3:-0}")
-  k=$(grep -E "^tests\.$i\.notes\.[0-9]+\.key=$2\$" "$T/flat.txt" | head -1 | sed -E 's/.*notes\.([0-9]+)\..*/\1/')
-  [ -n "$k" ] && field "tests.$i.notes.$k.value"
-}
 # runs ID: how many records the report has of a test.
 runs() { grep -cE "^tests\.[0-9]+\.id=$1\$" "$T/flat.txt"; }
 

@@ -13,14 +13,6 @@
 G=$KILN_GTEST
 SRC=$KILN_SOURCE/tests/thirdparty/gtest-sample.cc
 
-# note ID KEY [N]: a note's value in a test's record.
-note() {
-  local i k
-  i=$(test_index "$1" "${3:-0}")
-  k=$(grep -E "^tests\.$i\.notes\.[0-9]+\.key=$2\$" "$T/flat.txt" | head -1 | sed -E 's/.*notes\.([0-9]+)\..*/\1/')
-  [ -n "$k" ] && field "tests.$i.notes.$k.value"
-}
-
 cat >"$T/gt.yaml" <<'EOF'
 jobs: 2
 tests:

@@ -66,6 +66,13 @@ tfield() {
 # finals ID REPORT: the final outcomes of a test's runs, space-separated.
 finals() { awk -v id="$1" '$1 == "-" && $2 == "id:" { on = ($3 == id) } on && $1 == "outcome:" { o = $2 }
   on && $1 == "final:" && $2 == "true" { printf "%s%s", n++ ? " " : "", o }' "$2"; }
+# note ID KEY [N]: a note's value in a test's N-th record (after flat).
+note() {
+  local i k
+  i=$(test_index "$1" "${3:-0}")
+  k=$(grep -E "^tests\.$i\.notes\.[0-9]+\.key=$2\$" "$T/flat.txt" | head -1 | sed -E 's/.*notes\.([0-9]+)\..*/\1/')
+  [ -n "$k" ] && field "tests.$i.notes.$k.value"
+}
 # pids REPORT: how many processes ran the report's runs.
 pids() { grep -E '^  pid: [0-9]+$' "$1" | sort -u | wc -l; }
 

@@ -75,7 +75,7 @@ typedef struct kcli__args {
   char **argv;              /* the whole command line, for reports */
   krun_settings flags;      /* the settings it gave */
   char *config, *report, *out, *spec, *token_key, *runner_dir, *runner;
-  char *junit, *shard, *shard_durations, *shard_plan, *yaml, *slots_from;
+  char *junit, *shard, *shard_durations, *shard_plan, *yaml, *slots_from, *durations;
   char *concurrency, *skip, *rss_tests, *format;
   kcli__strs history, sbatch;
   kcli__given *given;

@@ -47,7 +47,7 @@ static int trial(bisect *B, const int *set, int n) {
   char *dir = kh_asprintf("%s/trial-%d", B->out, ++B->trials);
   char *select = kh_strdup(B->reg.tests[B->target].id);
   krun_opts o = {&B->s, &B->reg, chosen, &B->bi, B->key, dir, NULL, NULL, NULL,
-                 "kiln bisect (trial)", &select, 1, 0, NULL, NULL, NULL, 1};
+                 "kiln bisect (trial)", &select, 1, 0, NULL, NULL, NULL, 1, NULL, NULL};
   int rc = krun_run(&o);
   int v = T_UNRESOLVED;
   krep_report rep;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- The plan ------------------------------------------------------------------ */
 
@@ -408,6 +409,35 @@ static int peaks_for(kcli__args *a, const krun_settings *s, const krun_backend_i
   return a->slots_from ? KH_EXIT_USAGE : 0;
 }
 
+/* The earlier times the queue is ordered by: --durations (none: no
+ * order), else --shard-durations, else the run folder's earlier report
+ * when the folder is used again. A report named on the command line that
+ * cannot be read is a usage error; the folder's own, a warning. */
+static int durations_for(const kcli__args *a, const krun_registry *reg, const char *out,
+                         char **from, double **ms) {
+  const char *given = a->durations ? a->durations : a->shard_durations;
+  if (given && strcmp(given, "none") == 0) return 0;
+  char *earlier = kh_asprintf("%s/report.yaml", out);
+  if (!given && access(earlier, F_OK) != 0) {
+    free(earlier);
+    return 0;
+  }
+  *from = given ? kh_strdup(given) : earlier;
+  if (given) free(earlier);
+  kh_err err;
+  int known;
+  *ms = krun_durations_load(*from, reg, &known, &err);
+  if (*ms) return 0;
+  const char *what = a->durations ? "--durations"
+                     : given      ? "--shard-durations"
+                                  : "the run folder's earlier report";
+  fprintf(stderr, "kiln: %s: %s%s\n", what, err.msg,
+          given ? "" : "; the tests run in the selection's order");
+  free(*from);
+  *from = NULL;
+  return given ? KH_EXIT_USAGE : 0;
+}
+
 /* Every file the run will write, checked before the first test: a run
  * must not work for an hour and then find it cannot write its results. */
 static int check_outputs(kcli__args *a, const char *out, const char *junit,
@@ -439,16 +469,19 @@ int kcli__run(kcli__args *a) {
   char *peaks_from = NULL;
   long long *peaks = NULL;
   if (rc == 0) rc = peaks_for(a, &p.s, &p.bi, &p.reg, out, &peaks_from, &peaks);
+  char *durations_from = NULL;
+  double *durations = NULL;
+  if (rc == 0) rc = durations_for(a, &p.reg, out, &durations_from, &durations);
   if (rc == 0) {
     char *key = krun_tokens_key(a->token_key, p.bi.backend);
     char *command = command_line(a->argc, a->argv);
     krun_opts o = {&p.s, &p.reg, p.chosen, &p.bi, key, out, a->report, junit,
                    p.config_path, command, p.sel, p.nsel, a->verbose, &p.sh, peaks, peaks_from,
-                   0};
+                   0, durations, durations_from};
     rc = krun_run(&o);
     free(key), free(command);
   }
-  free(out), free(peaks_from), free(peaks);
+  free(out), free(peaks_from), free(peaks), free(durations_from), free(durations);
   plan_free(&p);
   return rc;
 }

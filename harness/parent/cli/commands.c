@@ -16,7 +16,7 @@
 #define RUN_OPTS "jobs backend config report out timeout grace retries repeat " \
   "isolation wrap warm allow-empty contain poison sanitize seed cap slots slots-from "  \
   "resource-spec token-key leaks tolerance junit shard shard-durations shard-plan "     \
-  "runner-dir runner sources verbose"
+  "durations runner-dir runner sources verbose"
 
 #define SLURM_OPTS "slurm-out partition account time merge-time gpus-per-task tasks " \
   "sbatch dry-run no-wait resume follow merge poll base report junit shard-durations " \

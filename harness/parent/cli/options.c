@@ -49,6 +49,7 @@ const kcli__opt kcli__opts[] = {
   STR("junit", "junit", 0, "FILE", junit, "also write JUnit XML to FILE (default $XML_OUTPUT_FILE when set)"),
   STR("shard", "shard", 0, "K/N", shard, "run shard K of N (1-based; else Bazel/Slurm array env)"),
   STR("shard-durations", "shard-durations", 0, "REPORT", shard_durations, "balance shards by this report's times"),
+  STR("durations", "durations", 0, "REPORT", durations, "queue the longest tests first by this report's (or run folder's) times, untimed tests first (default: --shard-durations, else the run folder's earlier report; none: the selection's order)"),
   STR("shard-plan", "shard-plan", 0, "FILE", shard_plan, "run this shard's tests of a plan (kiln slurm writes them)"),
   STR("runner-dir", "runner-dir", 0, "DIR", runner_dir, "where kiln-runner-<backend> lives (env KILN_RUNNER_DIR)"),
   STR("runner", "runner", 0, "PATH", runner, "a kiln runner a project built against the installed kiln: its tests, its backend"),

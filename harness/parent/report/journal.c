@@ -28,7 +28,7 @@ typedef struct jkiln {
   double start;
   const char *command;
   long long pid;
-  const char *containment, *allot, *slots_from;
+  const char *containment, *allot, *slots_from, *durations_from;
 } jkiln;
 
 typedef struct jplan {
@@ -100,7 +100,7 @@ static const kp_key kiln_keys[] = {
     K(jkiln, host, KP_STR), K(jkiln, backend, KP_STR), K(jkiln, config, KP_STR),
     K(jkiln, out, KP_STR), K(jkiln, token_key, KP_STR), K(jkiln, start, KP_DOUBLE),
     K(jkiln, command, KP_STR), O(jkiln, pid, KP_INT), K(jkiln, containment, KP_STR),
-    K(jkiln, allot, KP_STR), O(jkiln, slots_from, KP_STR)};
+    K(jkiln, allot, KP_STR), O(jkiln, slots_from, KP_STR), O(jkiln, durations_from, KP_STR)};
 static const kp_key plan_keys[] = {K(jplan, runs, KP_INT)};
 static const kp_key start_keys[] = {
     K(jstart, seq, KP_INT), K(jstart, id, KP_STR), K(jstart, suite, KP_STR),
@@ -198,7 +198,7 @@ krep_journal *krep_journal_open(const krep_report *rep, const char *path,
   jkiln k = {KREP_FORMAT, rep->kiln_version, rep->git, rep->host, rep->backend,
              rep->config, rep->out_dir, rep->token_key, rep->start_s, rep->command,
              rep->kiln_pid >= 0 ? rep->kiln_pid : KP_NONE, rep->containment,
-             rep->allot_source, rep->slots_from};
+             rep->allot_source, rep->slots_from, rep->durations_from};
   put(j, &rec_kiln, &k);
   if (rep->shard.count) {
     jshard s = {rep->shard.index, rep->shard.count, rep->shard.selected,
@@ -404,6 +404,7 @@ static void read_header(krep_report *rep, const kp_record *rec) {
   rep->token_key = krep_str(rep, k.token_key);
   rep->command = krep_str(rep, k.command);
   rep->slots_from = krep_str(rep, k.slots_from);
+  rep->durations_from = krep_str(rep, k.durations_from);
   rep->start_s = k.start;
   rep->kiln_pid = k.pid == KP_NONE ? -1 : k.pid;
   rep->containment = nonempty(rep, k.containment);

@@ -327,6 +327,7 @@ static void read_run(reader *r, yaml_node_t *root) {
   rep->out_dir = str(r, run, "out");
   rep->token_key = str(r, run, "token_key");
   rep->slots_from = str(r, run, "slots_from");
+  rep->durations_from = str(r, run, "durations_from");
   rep->start_s = kh_iso_parse(text(node(r, run, "start")));
   rep->end_s = kh_iso_parse(text(node(r, run, "end")));
   rep->duration_s = num(node(r, run, "duration_s"));

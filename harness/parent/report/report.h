@@ -197,6 +197,7 @@ typedef struct krep_report {
   const char *kiln_version, *git, *command;
   const char *host, *backend, *config, *out_dir, *token_key;
   const char *slots_from;   /* --slots auto: the report peaks came from */
+  const char *durations_from;   /* the report the queue's order came from */
   double start_s, end_s;
   double duration_s;        /* NAN: end - start */
   int interrupted;

@@ -314,6 +314,7 @@ static void meta(krep_yaml *y, const krep_report *rep) {
   kstr_or_null(y, "out", rep->out_dir);
   kstr_or_null(y, "token_key", rep->token_key);
   if (rep->slots_from) kstr(y, "slots_from", rep->slots_from);
+  if (rep->durations_from) kstr(y, "durations_from", rep->durations_from);
   ktime(y, "start", rep->start_s);
   ktime(y, "end", rep->end_s);
   kms(y, "duration_s", krep_duration(rep));

@@ -233,6 +233,7 @@ typedef struct krun__run {
   int cap[KRUN_MAX_DEVICES], used[KRUN_MAX_DEVICES];
   krun__item *queue;
   int qhead, qlen, qcap;
+  double *est;              /* per registry test: its expected ms (order.c), or NULL */
   krun__job *jobs;
   int maxjobs;              /* running and warm children */
   int maxrun;               /* tests at once (--jobs) */
@@ -320,6 +321,13 @@ void krun__tokens_blame(krun__run *R, krep_test *t);
 void krun__job_devices(krun__job *j, const int *devs, int n);
 void krun__queue_front(krun__run *R, krun__item it);
 krun__item krun__queue_take(krun__run *R);
+
+/* order.c: the queue longest first by an earlier report's durations
+ * (o->durations; nothing without them, or under --isolation none). */
+void krun__order(krun__run *R);
+/* A registry test's expected ms (its earlier time, or the median of the
+ * known ones); NAN when the run has no durations. */
+double krun__order_ms(const krun__run *R, int test);
 
 /* worker.c: --isolation worker */
 /* How many of the queued runs from the head one worker takes (1: the

@@ -92,6 +92,8 @@ static void fill_meta(krun__run *R) {
   rep->containment = krep_str(rep, krun_contain_names[R->ct.mode]);
   rep->allot_source = krep_str(rep, o->s->allot_source);
   rep->slots_from = krep_str(rep, o->peaks_from);
+  if (o->durations && o->s->isolation != KRUN_ISO_NONE)
+    rep->durations_from = krep_str(rep, o->durations_from);
   if (o->shard && o->shard->count)
     rep->shard = (krep_shard){o->shard->index, o->shard->count, o->shard->selected,
                               o->shard->total, krep_str(rep, o->shard->method),
@@ -470,7 +472,7 @@ static void cleanup(krun__run *R, const sigset_t *old) {
   for (int i = 0; i < R->nwrap; i++) free(R->wrap[i]);
   free(R->wrap);
   free(R->queue), free(R->jobs), free(R->line), free(R->log_dir), free(R->self), free(R->held);
-  free(R->sanitizer);
+  free(R->sanitizer), free(R->est);
   for (int i = 0; i < R->nconfirm; i++) free(R->confirm[i].after);
   free(R->confirm);
   if (R->lock_fd >= 0) close(R->lock_fd);
@@ -531,6 +533,7 @@ int krun_run(const krun_opts *o) {
                      o->bi->ndevices, o->bi->ndevices == 1 ? "" : "s", o->bi->devices_from,
                      o->out_dir);
   krun__slots_note(&R);
+  krun__order(&R);
   sources_open(&R);
   krun__loop(&R);
   krun__sources_close(R.srcctx);     /* what they keep is no stray of the run's */

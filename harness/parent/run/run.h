@@ -346,6 +346,14 @@ char *krun_peaks_latest(int backend, const char *exclude);
  * largest `memory.peak.bytes` of its records; -1: none), malloc'd. */
 long long *krun_peaks_load(const char *path, const krun_registry *reg, kh_err *err);
 
+/* ---- Longest first (order.c) ------------------------------------------------- */
+
+/* Each registry test's mean wall time over its runs in the report at path
+ * (a report or a run folder), NAN where it has none, malloc'd, *known of
+ * them timed; NULL with err when the report cannot be read. */
+double *krun_durations_load(const char *path, const krun_registry *reg, int *known,
+                            kh_err *err);
+
 /* ---- Shards ------------------------------------------------------------------ */
 
 typedef struct krun_shard {
@@ -527,6 +535,9 @@ typedef struct krun_opts {
   const long long *peaks;   /* --slots auto: per registry test, -1 unknown */
   const char *peaks_from;   /* the report they came from, or NULL */
   int quiet;                /* nothing on the console (kiln bisect's trials) */
+  const double *durations;  /* per registry test, ms from an earlier report
+                               (NAN unknown), or NULL: the selection's order */
+  const char *durations_from;   /* that report */
 } krun_opts;
 
 /* Runs everything; returns kiln's exit status. */

@@ -14,6 +14,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Without durations: the n runs shared out over the children that can
+ * still start, so that they end together. */
+static int by_count(const krun__run *R, int n) {
+  int free_jobs = R->maxrun - R->nrunning;
+  if (free_jobs < 1) free_jobs = 1;
+  return (n + free_jobs - 1) / free_jobs;
+}
+
+/* With durations (order.c): as many of the n runs as fit in a slot's
+ * share of the work still queued (its expected time over the slots), at
+ * least one. Each new sequence is cut from what is left, so sequences
+ * shrink as the queue empties and the slots end together (guided
+ * self-scheduling, by time rather than by count). */
+static int by_time(const krun__run *R, int n) {
+  double left = 0, sum = 0;
+  for (int q = R->qhead; q < R->qlen; q++) left += krun__order_ms(R, R->queue[q].test);
+  double share = left / (R->maxrun > 0 ? R->maxrun : 1);
+  int k = 0;
+  while (k < n) {
+    double ms = krun__order_ms(R, R->queue[R->qhead + k].test);
+    if (k > 0 && sum + ms > share) break;
+    sum += ms;
+    k++;
+  }
+  return k;
+}
+
 int krun__worker_take(const krun__run *R) {
   if (R->s->isolation != KRUN_ISO_WORKER || R->qhead == R->qlen) return 1;
   /* Slots sized per test (--slots auto) and sanitizer findings, which are
@@ -32,11 +59,7 @@ int krun__worker_take(const krun__run *R) {
       break;
     n++;
   }
-  /* Shared out over the children that can still start, so that they end
-   * together. */
-  int free_jobs = R->maxrun - R->nrunning;
-  if (free_jobs < 1) free_jobs = 1;
-  int size = (n + free_jobs - 1) / free_jobs;
+  int size = R->est ? by_time(R, n) : by_count(R, n);
   size = size < 1 ? 1 : size > KRUN_WORKER_MAX ? KRUN_WORKER_MAX : size;
   /* A sequence names each test once (a program given a list of its tests
    * may run each once per process): a repeat of one waits for the next
