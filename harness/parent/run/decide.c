@@ -108,6 +108,9 @@ static void decide_unended(krep_report *rep, krep_test *t, const krun__stream *s
         x->timeout_s, x->kill_sent ? ", then SIGKILL after the grace period" : "");
   else if (x->interrupted)
     lost_by_kiln(rep, t, x->stop_sig);
+  else if (x->shared_died == 2 && !st->started)
+    say(rep, t, KREP_ERROR, "not run: its worker (--isolation worker) ended before this "
+        "test began");
   else if (x->shared_died && !st->started)
     say(rep, t, KREP_ERROR, "not run: the shared runner process (--isolation none) "
         "ended before this test");

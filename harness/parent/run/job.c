@@ -384,8 +384,8 @@ int krun__spawn(krun__run *R, krun__job *j) {
   if (j->ntests == 1) krun__journal_start(R, j, j->tests[0]);
   kh_buf_free(&devs);
   /* Without slots to take, nothing says when the test holds them: its
-   * clock starts now. */
-  if (!req.take_slots && j->ntests == 1)
+   * clock (a worker's, until its first test begins) starts now. */
+  if (!req.take_slots && (j->ntests == 1 || j->worker))
     j->deadline = j->spawn_ms + krun__timeout_ms(R, j->defs[0]);
   for (int i = 0; i < j->ndevs; i++) R->used[j->devs[i]] += j->slots;
   return 0;
@@ -453,9 +453,11 @@ static krun__exit exit_info(krun__run *R, krun__job *j, int i) {
   x.exec_errno = j->exec_errno;
   x.grace_s = R->s->grace_s;
   x.timeout_s = krun__timeout_ms(R, j->defs[i]) / 1e3;
-  /* In a shared process only the test that was running met the end. */
-  if (j->ntests > 1 && i != j->cur) {
-    x.shared_died = !j->st[i].started;
+  /* In a shared process only the test that was running met the end (in a
+   * worker that ended before its first test began: its first). */
+  int met = j->cur >= 0 || !j->worker ? j->cur : 0;
+  if (j->ntests > 1 && i != met) {
+    x.shared_died = j->st[i].started ? 0 : j->worker ? 2 : 1;
     x.exited = 1;
     return x;
   }
@@ -501,6 +503,25 @@ static void write_log(krun__run *R, const krun__job *j, const char *name) {
   free(path);
 }
 
+/* Whom what the child left running is charged to: its test; in a worker
+ * whose source stops it at a test's check, the test it stopped at (the
+ * last begun, with a `worker_check` note), else none (the run). */
+static krep_test *left_owner(const krun__job *j) {
+  if (!j->worker) return j->ntests == 1 ? j->tests[0] : NULL;
+  if (!krun__source(j->kind)->worker_stops) return NULL;
+  int last = -1;
+  for (int i = 0; i < j->ntests; i++)
+    if (j->tests[i] && j->st[i].started && (last < 0 || j->st[i].pos > j->st[last].pos))
+      last = i;
+  if (last < 0) return NULL;
+  int at = 0;
+  kp_note n;
+  for (const krep_rec *r; (r = krep_test_next(j->tests[last], "note", &at)) != NULL;)
+    if (krep_rec_decode(r, &kp_rec_note, &n) == 0 && n.key && strcmp(n.key, "worker_check") == 0)
+      return j->tests[last];
+  return NULL;
+}
+
 void krun__job_finish(krun__run *R, krun__job *j) {
   double now = kh_now_ms();
   /* What it left running, wherever it went, found before anything is
@@ -531,9 +552,10 @@ void krun__job_finish(krun__run *R, krun__job *j) {
   char *name = log_name(j);
   write_log(R, j, name);
   char *tail = krun__log_tail(&j->log);
-  /* A shared process's leftovers belong to none of its tests alone. */
-  for (int k = 0; k < left.n; k++)
-    krep_add_proc(&R->rep, j->ntests == 1 ? j->tests[0] : NULL, &left.procs[k]);
+  /* A shared process's leftovers belong to none of its tests alone; a
+   * worker's, to the test its check found them after. */
+  krep_test *owner = left_owner(j);
+  for (int k = 0; k < left.n; k++) krep_add_proc(&R->rep, owner, &left.procs[k]);
   free(left.procs);
   for (int i = 0; i < j->ntests; i++) {
     krep_test *t = j->tests[i];

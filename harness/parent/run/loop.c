@@ -228,6 +228,13 @@ static void job_line(krun__run *R, krun__job *j, const char *line) {
     j->exec_errno = atoi(line + 17) > 0 ? atoi(line + 17) : EIO;
     return;
   }
+  /* A worker's clock, until its first test begins (its start-up, a framework's
+   * collection), runs from when it holds its slots, as a test's does. */
+  if (j->worker && j->cur < 0 && !j->token_seen &&
+      strncmp(line, "phase name=token_wait", 21) == 0) {
+    j->token_seen = 1;
+    j->deadline = kh_now_ms() + krun__timeout_ms(R, j->defs[0]);
+  }
   if (shared && strncmp(line, "test ", 5) == 0) route_test(R, j, line);
   krep_test *t = krun__job_test(j);
   if (!t) return;

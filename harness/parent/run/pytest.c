@@ -1,6 +1,6 @@
 /* pytest suites under kiln (docs/third-party.md): each node id a test of
- * its own process, with the slots, narrowing, timeouts and reports every
- * test gets. Its flags and config keys (--pytest, --zygote) are its
+ * its own process (or of a worker's sequence), with the slots, narrowing,
+ * timeouts and reports every test gets. Its flags and config keys (--pytest, --zygote) are its
  * table's; its zygotes live in its context. The Python side is kiln's
  * package kiln_pytest (harness/python/, installed under share/kiln/python):
  *
@@ -13,6 +13,9 @@
  *   python3 -m kiln_pytest run [--zygote S] --result-fd 3 --rootdir DIR -- NODEID
  *       one test, in the rootdir, its records (test, phase, note, result,
  *       end) on fd 3 as a runner writes them, made from pytest's reports;
+ *       with --worker (--isolation worker) every node id of the child in
+ *       one session, each test's records as it ends, and between two a
+ *       check of what the first left behind (a `worker_check` note);
  *   python3 -m kiln_pytest zygote --socket S --rootdir DIR PATH
  *       per source for the run (open, close): imports what the
  *       test files import from outside the project once, then forks a
@@ -321,6 +324,19 @@ static void pytest_close(void *ctx) {
 
 /* ---- A test's process ------------------------------------------------------------------ */
 
+/* pytest's node id: kiln's id less its escapes (a '%' in a parameter). */
+static char *nodeid(const char *id) {
+  char *raw = kh_xmalloc(strlen(id) + 1);
+  long len = ksel_id_unescape(id, raw, strlen(id));
+  if (len < 0 || memchr(raw, '\0', (size_t)len)) {
+    free(raw);
+    return kh_strdup(id);
+  }
+  raw[len] = '\0';
+  return raw;
+}
+
+/* One node id, or a worker's (--worker: every id in one session). */
 static void pytest_argv(krun__child *c, char **argv, int *n) {
   const pyctx *P = c->ctx;
   argv[(*n)++] = kh_strdup(python());
@@ -335,18 +351,9 @@ static void pytest_argv(krun__child *c, char **argv, int *n) {
   argv[(*n)++] = kh_strdup("3");
   argv[(*n)++] = kh_strdup("--rootdir");
   argv[(*n)++] = kh_strdup(c->src->dir);
+  if (c->worker) argv[(*n)++] = kh_strdup("--worker");
   argv[(*n)++] = kh_strdup("--");
-  /* pytest's node id: kiln's id less its escapes (a '%' in a parameter). */
-  const char *id = c->defs[0]->id;
-  char *raw = kh_xmalloc(strlen(id) + 1);
-  long len = ksel_id_unescape(id, raw, strlen(id));
-  if (len < 0 || memchr(raw, '\0', (size_t)len)) {
-    free(raw);
-    raw = kh_strdup(id);
-  } else {
-    raw[len] = '\0';
-  }
-  argv[(*n)++] = raw;
+  for (int i = 0; i < (c->worker ? c->ntests : 1); i++) argv[(*n)++] = nodeid(c->defs[i]->id);
 }
 
 static const char *program(const krun__child *c) {
@@ -408,5 +415,7 @@ const krun__source_i krun__pytest_source = {
     .argv = pytest_argv,
     .program = program,
     .records = 1,
+    .workers = 1,
+    .worker_stops = 1,
     .finish = pytest_finish,
 };

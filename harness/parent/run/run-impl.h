@@ -94,8 +94,8 @@ typedef struct krun__exit {
   int outside;              /* a stop signal kiln did not send ended it */
   int signaled, sig;
   int exited, code;
-  int shared_died;          /* --isolation none: the process ended before
-                               this test ran */
+  int shared_died;          /* the process it shared ended before this
+                               test ran: 1 --isolation none, 2 its worker */
   int single;               /* the process ran this test alone, so its exit
                                status is this test's */
 } krun__exit;
@@ -207,11 +207,12 @@ typedef struct krun__health {
 } krun__health;
 
 /* A worker's run that did not pass, queued alone (worker.c): that run,
- * the tests before it in the worker, and its outcome there. */
+ * the tests before it in the worker, its outcome there, and whether it
+ * began there. */
 typedef struct krun__confirm {
   int test, repeat, attempt;
   char *after;
-  int was;
+  int was, started;
 } krun__confirm;
 
 /* A test run that ended on a device under probe, kept back until the

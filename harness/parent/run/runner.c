@@ -77,4 +77,5 @@ const krun__source_i krun__runner_source = {
     .protocol = 1,
     .warm = 1,
     .workers = 1,
+    .worker_stops = 1,
 };

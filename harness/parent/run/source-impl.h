@@ -138,6 +138,10 @@ typedef struct krun__source_i {
    * that the first left nothing behind (--isolation worker; the child's
    * view says worker) (optional). */
   int workers;
+  /* 1: its worker stops after a test whose check found something left
+   * behind (a `worker_check` note), so what the worker leaves running is
+   * that test's (optional: 0, the run's). */
+  int worker_stops;
   /* The child's console output as it comes, made into records handed to
    * c->emit in order (optional). */
   void (*output)(krun__child *c, const char *data, size_t n);

@@ -41,6 +41,30 @@ static int by_time(const krun__run *R, int n) {
   return k;
 }
 
+/* Where a sequence of size runs from the head ends, of the n that could
+ * go (the head's source and needs): at the end of a suite (a test file, a
+ * Check suite) when one ends within half the size before that, or past it
+ * by at most half the size and with no test twice: a worker loads every
+ * file it runs a test of, so a file split over two workers is loaded
+ * twice. */
+static int file_end(const krun__run *R, int n, int size) {
+  if (size >= n) return size;
+  const krun__item *q = &R->queue[R->qhead];
+  const krun_test *tests = R->o->reg->tests;
+#define SUITE(i) (tests[q[(i)].test].suite)
+  if (strcmp(SUITE(size - 1), SUITE(size)) != 0) return size;
+  int back = size - 1, fwd = size + 1;
+  while (back > 0 && strcmp(SUITE(back - 1), SUITE(back)) == 0) back--;
+  while (fwd < n && fwd <= KRUN_WORKER_MAX && strcmp(SUITE(fwd - 1), SUITE(fwd)) == 0) fwd++;
+#undef SUITE
+  if (back > 0 && 2 * back >= size) return back;
+  if (fwd > KRUN_WORKER_MAX || 2 * (fwd - size) > size) return size;
+  for (int i = size; i < fwd; i++)
+    for (int k = 0; k < i; k++)
+      if (q[k].test == q[i].test) return size;
+  return fwd;
+}
+
 int krun__worker_take(const krun__run *R) {
   if (R->s->isolation != KRUN_ISO_WORKER || R->qhead == R->qlen) return 1;
   /* Slots sized per test (--slots auto) and sanitizer findings, which are
@@ -67,7 +91,7 @@ int krun__worker_take(const krun__run *R) {
   for (int q = R->qhead + 1; q < R->qhead + size; q++)
     for (int p = R->qhead; p < q; p++)
       if (R->queue[p].test == R->queue[q].test) return q - R->qhead;
-  return size;
+  return file_end(R, n, size);
 }
 
 void krun__worker_resume(krun__run *R, krun__job *j) {
@@ -104,7 +128,7 @@ int krun__worker_settle(krun__run *R, krun__job *j, int i) {
   R->confirm = kh_xrealloc(R->confirm, (size_t)(R->nconfirm + 1) * sizeof *R->confirm);
   R->confirm[R->nconfirm++] = (krun__confirm){(int)(j->defs[i] - R->o->reg->tests),
                                               t->repeat, t->attempt + 1, after,
-                                              t->outcome};
+                                              t->outcome, j->st[i].started};
   t->final = 0;
   krun__queue_front(R, (krun__item){(int)(j->defs[i] - R->o->reg->tests), t->repeat,
                                     t->attempt + 1, 1});
@@ -123,7 +147,9 @@ void krun__worker_verdict(krun__run *R, krep_test *t, const krun_test *def) {
   kp_field f[] = {{"key", "confirmed_alone"},
                   {"value", krep_outcome_failed(t->outcome) ? "true" : "false"}};
   krep_test_keep(&R->rep, t, "note", f, 2);
-  if (t->outcome != KREP_PASS) return;
+  /* A run its worker never began (the worker failed before it) was not
+   * polluted by anything: its run alone is its result. */
+  if (t->outcome != KREP_PASS || !c->started) return;
   char *msg = kh_asprintf("%s in a worker after %s; passed alone (`kiln bisect %s` "
                           "finds the test that pollutes it)",
                           krep_outcome_name(c->was), *c->after ? c->after : "no other test",

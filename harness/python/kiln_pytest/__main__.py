@@ -7,10 +7,12 @@
                                     then a `test` record per item; every
                                     path in this interpreter, each kept in
                                     (and taken from) the cache folder
-  run [--zygote SOCKET] --result-fd N [--rootdir DIR] NODEID
+  run [--zygote SOCKET] --result-fd N [--rootdir DIR] [--worker] NODEID...
                                     one test, its records on fd N; through
                                     the zygote at SOCKET when it is there
-                                    and fit, else here
+                                    and fit, else here; --worker: every
+                                    node id in one session, checked
+                                    between two (worker.py)
   zygote --socket PATH [--rootdir DIR] PATH...
                                     imports the tests' dependencies, then
                                     forks a child per `run` that asks
@@ -123,14 +125,29 @@ def collect(argv):
 
 
 def run_here(opts, rest):
-    """One node id in this process; its exit status."""
+    """The node id (or, with --worker, every node id) in this process;
+    pytest's exit status."""
     import pytest
     from . import plugin
     fd = int(opts.get("--result-fd", "3"))
+    if "--worker" in rest:
+        return _run_worker(fd, opts, [a for a in rest if a != "--worker"])
     nodeid = rest[-1] if rest else ""
     r = plugin.Reporter(fd, os.environ.get("KILN_TEST"))
     code = pytest.main(_pytest_args(opts.get("--rootdir")) + rest, plugins=[r])
     r.finish_without_test(code, nodeid)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return int(code)
+
+
+def _run_worker(fd, opts, nodeids):
+    import pytest
+    from . import worker
+    w = worker.Worker(fd, nodeids)
+    args = _pytest_args(opts.get("--rootdir")) + ["--continue-on-collection-errors"]
+    code = pytest.main(args + worker.files(nodeids), plugins=[w])
+    w.finish(code)
     sys.stdout.flush()
     sys.stderr.flush()
     return int(code)

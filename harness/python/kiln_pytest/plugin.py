@@ -157,6 +157,7 @@ class Reporter:
         self.started = False
         self.ended = False
         self.collect_error = None
+        self.interrupt = None
         self.reports = {}
         self.rootdir = os.getcwd()
 
@@ -188,7 +189,7 @@ class Reporter:
         if self.started and not self.ended:
             self._finish()
 
-    def _finish(self):
+    def _finish(self, notes=()):
         r = self.reports
         setup, call, teardown = r.get("setup"), r.get("call"), r.get("teardown")
         if setup is not None:
@@ -198,6 +199,8 @@ class Reporter:
         if teardown is not None:
             self.sink.send("phase", name="teardown", ms=teardown.duration * 1e3)
         status, message, path, line = self._verdict(setup, call, teardown)
+        for key, value in notes:
+            self.sink.send("note", key=key, value=value)
         self.sink.send("result", status=status, message=message, file=path, line=line)
         self.sink.send("end")
         self.ended = True
@@ -238,14 +241,45 @@ class Reporter:
             return "skip", reason or "skipped", _rel(path, self.rootdir), line or 0
         return "skip", str(longrepr) if longrepr else "skipped", "", 0
 
+    def pytest_keyboard_interrupt(self, excinfo):
+        # pytest.exit() or KeyboardInterrupt: pytest ends the session here.
+        self.interrupt = excinfo
+
+    def _interrupted(self):
+        """(message, file, line) of the stop that ended pytest inside the
+        test: pytest.exit() or a KeyboardInterrupt, where it was raised."""
+        e = self.interrupt
+        if isinstance(e.value, pytest.exit.Exception):
+            what = "the test called pytest.exit(%r)" % getattr(e.value, "msg", str(e.value))
+        else:
+            what = "%s during the test" % e.typename
+        path, line = "", 0
+        for entry in reversed(list(e.traceback)):
+            rel = _rel(entry.path, self.rootdir)
+            if not os.path.isabs(rel) and "site-packages" not in rel:
+                path, line = rel, entry.lineno + 1
+                break
+        return what + ": pytest ended its session there", path, line
+
     def finish_without_test(self, exitcode, nodeid):
-        """pytest ended and ran no test: why, as the test's error."""
+        """pytest ended without finishing the test: why, as the test's
+        error (exitcode None: a worker's session ran on without it)."""
         if self.ended:
             return
+        started = self.started
         self._start(nodeid)
-        if self.collect_error is not None:
+        status = "" if exitcode is None else ", exit status %s" % int(exitcode)
+        if started and self.interrupt is not None:
+            message, path, line = self._interrupted()
+        elif self.collect_error is not None:
             message, path, line = _where(self.collect_error, self.rootdir)
             message = "collection: " + message
+        elif started:
+            message, path, line = ("pytest ended during the test without its report%s"
+                                   % status), "", 0
+        elif exitcode is None:
+            message, path, line = ("pytest collected no test for this id (not found, or "
+                                   "deselected)"), "", 0
         else:
             message, path, line = ("pytest ran no test for this id (exit status %s: not "
                                    "found, or deselected)" % int(exitcode)), "", 0

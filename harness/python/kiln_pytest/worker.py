@@ -1,0 +1,155 @@
+"""`run --worker`: one pytest session runs a sequence of node ids (kiln's
+--isolation worker), each test's records on the result fd as it ends,
+the same records a process of one test sends (a `test` record moves kiln
+on to the next run of the sequence).
+
+pytest is given the node ids' files (each once, those that exist) and
+runs, in the order kiln gave, exactly the items of those ids; the rest of
+the files' items are deselected. Between two tests the worker checks what
+the last one left behind (checks.py); a test that left something gets a
+`worker_check` note before its result, and the session stops after it:
+kiln gives the ids not yet begun to a new worker. An id pytest did not
+collect is an error at its turn in the sequence (`collection: ...` when
+its module did not import), as it is for a process of its own. When the
+session ends early (the check, `pytest -x`, a test that called
+pytest.exit or raised KeyboardInterrupt, a usage error before any test),
+the ids not begun get no record: kiln runs them elsewhere.
+"""
+import os
+
+import pytest
+
+from . import checks, plugin, records
+
+
+def files(nodeids):
+    """The files (or folders) of the node ids, each once, in order: what
+    pytest collects. A missing one is left out, so that it fails alone at
+    its turn instead of pytest refusing the whole session."""
+    out = []
+    for nid in nodeids:
+        path = nid.split("::", 1)[0]
+        if path not in out and os.path.exists(path):
+            out.append(path)
+    return out
+
+
+class Worker:
+    """The plugin of a worker's session."""
+
+    def __init__(self, fd, nodeids):
+        self.fd = fd
+        self.wanted = list(nodeids)
+        self.pos = {}
+        for i, nid in enumerate(self.wanted):
+            self.pos.setdefault(nid, i)
+        self.next = 0              # the first wanted position not yet reported
+        self.have = set()          # wanted positions pytest collected
+        self.cur = None            # the running test's reporter
+        self.rootdir = os.getcwd()
+        self.collect_errors = []
+        self.session = None
+        self.stopped = None        # what ended the sequence early
+
+    # ---- pytest's hooks ----------------------------------------------------------------
+
+    def pytest_configure(self, config):
+        config.addinivalue_line("markers", plugin.MARK_HELP)
+        self.rootdir = str(config.rootpath)
+
+    def pytest_sessionstart(self, session):
+        self.session = session
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.collect_errors.append(report)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session, config, items):
+        keep, drop = {}, []
+        for item in items:
+            i = self.pos.get(item.nodeid)
+            if i is None or i in keep:
+                drop.append(item)
+            else:
+                keep[i] = item
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+        items[:] = [keep[i] for i in sorted(keep)]
+        self.have = set(keep)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        at = self.pos.get(item.nodeid, self.next)
+        self._uncollected(at)
+        kid = records.kiln_id(item.nodeid)
+        os.environ["KILN_TEST"] = kid
+        cur = self.cur = plugin.Reporter(self.fd, kid)
+        cur.rootdir = self.rootdir
+        state = checks.before()
+        outcome = yield
+        self.next = max(self.next, at + 1)
+        if outcome.excinfo is not None or not cur.started or cur.ended:
+            return                 # stopped inside the test: finish() says so
+        self.cur = None
+        found = checks.left_behind(state)
+        notes = []
+        if found:
+            what = "; ".join(phrase for _, phrase in found)
+            notes.append(("worker_check", what))
+            self.stopped = "the test left " + what
+            self.session.shouldstop = "kiln_pytest worker: " + self.stopped
+        cur._finish(notes)
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        if self.cur is not None:
+            self.cur.pytest_runtest_logstart(nodeid, location)
+
+    def pytest_runtest_logreport(self, report):
+        if self.cur is not None:
+            self.cur.pytest_runtest_logreport(report)
+
+    def pytest_keyboard_interrupt(self, excinfo):
+        if self.cur is not None:
+            self.cur.pytest_keyboard_interrupt(excinfo)
+
+    # ---- The ids pytest ran no test for ----------------------------------------------------
+
+    def _uncollected(self, upto):
+        """Errors for the wanted ids before position upto that pytest did
+        not collect, in their order."""
+        for i in range(self.next, upto):
+            if i in self.have or self.pos.get(self.wanted[i]) != i:
+                continue
+            nid = self.wanted[i]
+            r = plugin.Reporter(self.fd, records.kiln_id(nid))
+            r.rootdir = self.rootdir
+            err = self._collect_error(nid)
+            if err is not None:
+                r.collect_error = err
+            r.finish_without_test(None, nid)
+        self.next = max(self.next, upto)
+
+    def _collect_error(self, nid):
+        best = None
+        for rep in self.collect_errors:
+            n = rep.nodeid
+            if nid == n or nid.startswith(n + "::") or nid.startswith(n.rstrip("/") + "/") \
+                    or not n:
+                if best is None or len(n) > len(best.nodeid):
+                    best = rep
+        return best
+
+    def finish(self, code):
+        """After the session: a test it was stopped in, and the ids it
+        never reached when it ran to its end."""
+        if self.cur is not None and self.cur.started and not self.cur.ended:
+            self.cur.finish_without_test(code, self.cur.test_id)
+            return
+        s = self.session
+        if self.stopped or s is None or s.shouldstop or s.shouldfail:
+            return
+        if int(code) not in (int(pytest.ExitCode.OK), int(pytest.ExitCode.TESTS_FAILED),
+                             int(pytest.ExitCode.NO_TESTS_COLLECTED)):
+            return                 # pytest failed as a whole: kiln runs them alone
+        self._uncollected(len(self.wanted))

@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# pytest tests in workers (--isolation worker; the sample in
+# tests/harness/pytest-workers): one pytest session runs a sequence of node
+# ids and reports each as it ends; a polluter's victim fails in the worker,
+# passes alone and is `polluted`, naming the polluter (no false failure);
+# between two tests the worker checks for a thread, a child process, CUDA
+# memory or a CUDA error left behind (the torch stand-in's counters), notes
+# it and ends the sequence there; a crash, a hang, pytest.exit() and a
+# KeyboardInterrupt in the middle of a sequence leave every other test one
+# result, and every non-pass is confirmed alone; a module that does not
+# import is an error at its turn; a worker whose collection hangs is timed
+# out; through the zygote and through fresh interpreters. And, one test per
+# process: pytest.exit() and KeyboardInterrupt name themselves.
+. "$(dirname "$0")/lib.sh"
+
+for p in "${KILN_PYTHON:-python3}" python3 /usr/bin/python3; do
+  if "$p" -c 'import pytest' 2>/dev/null; then export KILN_PYTHON=$p; break; fi
+done
+if ! "${KILN_PYTHON:-python3}" -c 'import pytest' 2>/dev/null; then
+  echo "pytest is not installed (python3-pytest)"
+  [ "${KILN_REQUIRE_PYTEST:-0}" = 1 ] && exit 1
+  exit 77
+fi
+S=$T/suite
+cp -r "$KILN_SOURCE/tests/harness/pytest-workers" "$S"
+export PYTHONDONTWRITEBYTECODE=1 KILN_PYTEST_LISTING=$T/listing
+C=tests/test_cache.py L=tests/test_leaks.py F=tests/test_faults.py P=tests/test_stops.py
+
+# recs ID: the indexes of a node id's records in $T/flat.txt, in order.
+recs() {
+  awk -v id="$1" 'index($0, "=") { k = substr($0, 1, index($0, "=") - 1)
+    if (k ~ /^tests\.[0-9]+\.id$/ && substr($0, index($0, "=") + 1) == id) { split(k, a, "."); print a[2] } }' \
+    "$T/flat.txt"
+}
+# finals ID: the final outcomes of its runs; nrecs ID: its records.
+finals() {
+  local i out=""
+  for i in $(recs "$1"); do
+    [ "$(field "tests.$i.final")" = true ] && out="$out${out:+ }$(field "tests.$i.outcome")"
+  done
+  echo "$out"
+}
+nrecs() { recs "$1" | wc -l | tr -d ' '; }
+# rec ID N KEY: a field of its N-th record (from 0).
+rec() { local i; i=$(recs "$1" | sed -n "$(($2 + 1))p"); [ -n "$i" ] && field "tests.$i.$3"; }
+# note ID KEY: the first note KEY on any of its records ('' for none).
+note() {
+  local i n
+  for i in $(recs "$1"); do
+    n=$(grep -E "^tests\.$i\.notes\.[0-9]+\.key=$2\$" "$T/flat.txt" | head -1 |
+      sed -E 's/^tests\.[0-9]+\.notes\.([0-9]+)\..*/\1/')
+    [ -n "$n" ] && { field "tests.$i.notes.$n.value"; return; }
+  done
+}
+# no_fail: no test's final outcome is fail (false failures).
+no_fail() {
+  local n
+  n=$(awk -F= '$1 ~ /^tests\.[0-9]+\.outcome$/ { o[$1] = $2 } $1 ~ /\.final$/ && $2 == "true" {
+        sub(/final$/, "outcome", $1); if (o[$1] == "fail") n++ } END { print n + 0 }' "$T/flat.txt")
+  expect_eq "$n" 0 "$1: final failures"
+}
+expect_none_left() {
+  sleep 0.3
+  local left
+  left=$(pgrep -f "kiln_pytest.*$T|sleep 600" | tr '\n' ' ')
+  if [ -n "$left" ]; then fail "processes left $1: $left"; ps -o pid,args -p "${left// /,}"
+  else ok "nothing left running $1"; fi
+}
+
+# The polluter is real: in one plain pytest process its victim fails.
+(cd "$S" && "$KILN_PYTHON" -m pytest -q -p no:cacheprovider "$C" >"$T/out.txt" 2>&1)
+rc=$?
+expect_rc 1 "plain pytest, one process: the victim fails"
+expect_out 'FAILED tests/test_cache.py::test_reads' "plain pytest names the victim"
+
+for zyg in true false; do
+  # ---- A polluter: its victim fails in the worker, passes alone: polluted ------------
+  k run --pytest "$S" --isolation worker -j 1 --zygote $zyg -o "$T/pol-$zyg" "$C"
+  expect_rc 0 "a polluter in a worker (zygote $zyg)"
+  flat "$T/pol-$zyg/report.yaml"
+  expect_eq "$(finals $C::test_reads)" polluted "the victim: polluted, not failed ($zyg)"
+  expect_eq "$(finals $C::test_corrupts)" pass "the polluter passes ($zyg)"
+  no_fail "the polluter's run ($zyg)"
+  expect_match "$(note $C::test_reads worker_after)" "test_cache.py::test_corrupts" \
+    "the victim's worker_after names the polluter ($zyg)"
+  expect_eq "$(rec $C::test_reads 0 outcome)" fail "in the worker the victim failed ($zyg)"
+  expect_eq "$(note $C::test_reads confirmed_alone)" false "alone it passed ($zyg)"
+  expect_out "^POLLUTED +$C::test_reads .*" "the console says polluted ($zyg)"
+  expect_out "passed alone \(\`kiln bisect $C::test_reads\`" "and prints kiln bisect ($zyg)"
+  p=$(rec $C::test_fills 0 pid)
+  expect_eq "$(rec $C::test_plain 0 pid) $(rec $C::test_reads 0 pid)" "$p $p" \
+    "the file's tests ran in one pytest process ($zyg)"
+  start=$([ $zyg = true ] && echo zygote || echo fresh)
+  expect_eq "$(note $C::test_plain pytest_start)" $start "each test says how it started ($zyg)"
+  ls "$T/pol-$zyg"/logs/worker-*.log >/dev/null 2>&1 && ok "the worker has its log ($zyg)" \
+    || fail "no logs/worker-N.log ($zyg)"
+
+  # ---- What a test leaves behind ends its worker --------------------------------------------
+  k run --pytest "$S" --isolation worker -j 1 --zygote $zyg --grace 1 -o "$T/leak-$zyg" "$L"
+  expect_rc 1 "tests that leave things behind (zygote $zyg)"
+  flat "$T/leak-$zyg/report.yaml"
+  expect_eq "$(note $L::test_thread_left worker_check)" \
+    "1 thread still running: left-behind (daemon)" "a thread left: worker_check ($zyg)"
+  expect_eq "$(note $L::test_thread_joined worker_check)$(note $L::test_thread_ending worker_check)" \
+    "" "a thread joined, a thread ending by itself: no worker_check ($zyg)"
+  if [ "$(rec $L::test_thread_ending 0 pid)" != "$(rec $L::test_thread_left 0 pid)" ]; then
+    ok "the test after the thread ran in a new worker ($zyg)"
+  else fail "the test after the thread ran in the same worker ($zyg)"; fi
+  expect_match "$(note $L::test_process_left worker_check)" \
+    '^1 child process still running: pid [0-9]+ `sleep`$' "a child process left: worker_check ($zyg)"
+  expect_eq "$(finals $L::test_process_left)" leak "the process left is a leak ($zyg)"
+  expect_match "$(rec $L::test_process_left 0 message)" '^left 1 process running after it ended: pid [0-9]+ `sleep 600`' \
+    "charged to the test whose check found it ($zyg)"
+  expect_eq "$(note $L::test_process_left confirmed_alone)" true "and confirmed alone ($zyg)"
+  expect_match "$(note $L::test_memory_freed worker_check)" \
+    '^cuda:0 memory_reserved 0\.0 MiB -> 1\.0 MiB \(torch.s caching allocator keeps 1048576 bytes more\)$' \
+    "memory freed but the cache grown: memory_reserved ($zyg)"
+  expect_match "$(note $L::test_memory_left worker_check)" \
+    '^cuda:0 memory_allocated 0\.0 MiB -> 3\.0 MiB \(3145728 bytes still allocated\); cuda:0 memory_reserved' \
+    "memory left allocated: memory_allocated ($zyg)"
+  expect_eq "$(note $L::test_cuda_error_left worker_check)" \
+    "a CUDA error after the test: torch.cuda.synchronize() raised RuntimeError: CUDA error: an illegal memory access was encountered" \
+    "a sticky CUDA error ($zyg)"
+  for t in thread_joined thread_left thread_ending memory_freed memory_left cuda_error_left clean; do
+    expect_eq "$(finals $L::test_$t)" pass "test_$t: one result, pass ($zyg)"
+  done
+  expect_none_left "after the leaks ($zyg)"
+
+  # ---- A crash and a hang mid-sequence: one result each, none twice --------------------
+  k run --pytest "$S" --isolation worker -j 1 --zygote $zyg --grace 1 -o "$T/crash-$zyg" "$F"
+  expect_rc 1 "a crash and a hang in a worker (zygote $zyg)"
+  flat "$T/crash-$zyg/report.yaml"
+  expect_eq "$(finals $F::test_exits) $(finals $F::test_segfault) $(finals $F::test_hangs)" \
+    "crash crash timeout" "os._exit, SIGSEGV, a hang: confirmed alone ($zyg)"
+  expect_match "$(rec $F::test_exits 0 message)" '^exited with status 7 without finishing the test' \
+    "os._exit(7) in the worker ($zyg)"
+  expect_match "$(rec $F::test_segfault 0 message)" '^killed by SIGSEGV' "SIGSEGV in the worker ($zyg)"
+  expect_match "$(rec $F::test_hangs 0 message)" '^timed out after 3 s' "the hang in the worker ($zyg)"
+  for t in first second third last; do
+    expect_eq "$(finals $F::test_$t)/$(nrecs $F::test_$t)" pass/1 "test_$t: one result, run once ($zyg)"
+  done
+  for t in exits segfault hangs; do
+    expect_eq "$(nrecs $F::test_$t)/$(note $F::test_$t confirmed_alone)" 2/true \
+      "test_$t: the worker's run and the one alone ($zyg)"
+  done
+  if [ "$(rec $F::test_second 0 pid)" != "$(rec $F::test_exits 0 pid)" ]; then
+    ok "the rest after the crash resumed in a new worker ($zyg)"
+  else fail "test_second ran in the crashed worker ($zyg)"; fi
+  expect_none_left "after the crashes ($zyg)"
+
+  # ---- pytest.exit() and KeyboardInterrupt inside a test ---------------------------------
+  k run --pytest "$S" --isolation worker -j 1 --zygote $zyg -o "$T/stop-$zyg" "$P"
+  expect_rc 1 "tests that stop pytest, in a worker (zygote $zyg)"
+  flat "$T/stop-$zyg/report.yaml"
+  expect_eq "$(finals $P::test_calls_exit) $(finals $P::test_interrupts)" "error error" \
+    "pytest.exit() and KeyboardInterrupt: errors ($zyg)"
+  expect_eq "$(rec $P::test_calls_exit 0 message)" \
+    "the test called pytest.exit('the test stops the session'): pytest ended its session there" \
+    "pytest.exit's message ($zyg)"
+  for t in before between after; do
+    expect_eq "$(finals $P::test_$t)/$(nrecs $P::test_$t)" pass/1 "test_$t: one result ($zyg)"
+  done
+done
+
+# ---- A module that does not import: an error at its turn, the rest runs ---------------
+k run --pytest "$S" --isolation worker -j 1 -o "$T/broken" tests/test_broken.py \
+  tests/test_host.py::test_host_only
+expect_rc 1 "a module that does not import, in a worker"
+flat "$T/broken/report.yaml"
+expect_match "$(rec tests/test_broken.py 0 message)" \
+  "^collection: .*ModuleNotFoundError: No module named 'kiln_sample_module_that_is_not_there'" \
+  "its error, pytest's reason"
+expect_eq "$(finals tests/test_broken.py)" error "confirmed alone"
+expect_eq "$(rec tests/test_host.py::test_host_only 0 pid)/$(finals tests/test_host.py::test_host_only)" \
+  "$(rec tests/test_broken.py 0 pid)/pass" "the next test, in the same worker, passes"
+
+# ---- The tests of one file in one worker where the split would cost a collection ------
+k run --pytest "$S" --isolation worker -j 2 -o "$T/files" "$C" $P::test_before
+flat "$T/files/report.yaml"
+p=$(rec $C::test_fills 0 pid)
+expect_eq "$(rec $C::test_corrupts 0 pid) $(rec $C::test_reads 0 pid) $(rec $C::test_plain 0 pid)" \
+  "$p $p $p" "-j 2: test_cache.py's four tests in one worker, not split at three"
+
+# ---- A worker whose collection hangs is timed out ------------------------------------
+SAMPLE_COLLECT_HANG=1 k run --pytest "$S" --isolation worker -j 1 --timeout 3 --grace 1 \
+  -o "$T/hang" $C::test_fills $C::test_plain
+expect_rc 1 "a worker that hangs while pytest collects"
+flat "$T/hang/report.yaml"
+expect_match "$(rec $C::test_fills 0 message)" '^timed out after 3 s' "its first test: timed out"
+expect_eq "$(rec $C::test_plain 0 message)" "not run: its worker (--isolation worker) ended before this test began" \
+  "the rest: not run by that worker"
+expect_eq "$(finals $C::test_fills) $(finals $C::test_plain)" "timeout timeout" "each confirmed alone"
+expect_none_left "after the hung collection"
+
+# ---- One test per process: pytest.exit() and KeyboardInterrupt say so -----------------
+k run --pytest "$S" -j 1 -o "$T/stops" "$P"
+flat "$T/stops/report.yaml"
+expect_eq "$(rec $P::test_calls_exit 0 message)" \
+  "the test called pytest.exit('the test stops the session'): pytest ended its session there" \
+  "pytest.exit() alone: its message, not 'ran no test'"
+expect_eq "$(rec $P::test_calls_exit 0 file):$(rec $P::test_calls_exit 0 line)" "$P:11" \
+  "pytest.exit() alone: where it was called"
+expect_eq "$(rec $P::test_interrupts 0 message)" \
+  "KeyboardInterrupt during the test: pytest ended its session there" "KeyboardInterrupt alone"
+
+expect_tokens_full "after the runs"
+finish
