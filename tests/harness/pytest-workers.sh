@@ -10,7 +10,9 @@
 # result, and every non-pass is confirmed alone; a module that does not
 # import is an error at its turn; a worker whose collection hangs is timed
 # out; through the zygote and through fresh interpreters. And, one test per
-# process: pytest.exit() and KeyboardInterrupt name themselves.
+# process: pytest.exit() and KeyboardInterrupt name themselves, and a zygote
+# child waits, as an interpreter does at its exit, for a multiprocessing
+# child that is no daemon.
 . "$(dirname "$0")/lib.sh"
 
 for p in "${KILN_PYTHON:-python3}" python3 /usr/bin/python3; do
@@ -203,5 +205,15 @@ expect_eq "$(rec $P::test_calls_exit 0 file):$(rec $P::test_calls_exit 0 line)" 
 expect_eq "$(rec $P::test_interrupts 0 message)" \
   "KeyboardInterrupt during the test: pytest ended its session there" "KeyboardInterrupt alone"
 
+# ---- A zygote child waits for a child that is no daemon, as an interpreter does ----------
+for zyg in true false; do
+  k run --pytest "$S" -j 1 --zygote $zyg -o "$T/atexit-$zyg" tests/test_exit_handlers.py
+  expect_rc 0 "a multiprocessing child not joined (zygote $zyg)"
+  flat "$T/atexit-$zyg/report.yaml"
+  expect_eq "$(finals tests/test_exit_handlers.py::test_child_not_joined)" pass \
+    "joined at exit, as pytest alone does: no leak (zygote $zyg)"
+  expect_eq "$(note tests/test_exit_handlers.py::test_child_not_joined pytest_start)" \
+    "$([ $zyg = true ] && echo zygote || echo fresh)" "it started as asked (zygote $zyg)"
+done
 expect_tokens_full "after the runs"
 finish

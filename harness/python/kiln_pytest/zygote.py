@@ -321,10 +321,28 @@ def _child(req, fds, libc):
         traceback.print_exc()
     finally:
         try:
-            sys.stdout.flush()
-            sys.stderr.flush()
+            _exit_as_interpreter()
         finally:
             os._exit(code)
+
+
+def _exit_as_interpreter():
+    """What an interpreter does on its way out, which os._exit skips: wait
+    for the threads that are no daemons, then run the atexit handlers
+    (multiprocessing's joins the children that are no daemons, as pytest
+    alone would wait for them), then flush."""
+    import atexit
+    import threading
+    try:
+        threading._shutdown()
+    except Exception:
+        pass
+    try:
+        atexit._run_exitfuncs()
+    except Exception:
+        pass
+    sys.stdout.flush()
+    sys.stderr.flush()
 
 
 def serve(argv):
