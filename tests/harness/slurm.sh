@@ -10,6 +10,8 @@
 #   - a task killed with scancel leaves its tests lost, with its Slurm state,
 #     job and node, and `kiln slurm --resume` completes the run, its reruns
 #     with the run's seed (status good, no false "error growth");
+#   - a task cancelled while its test's process is still ending after its
+#     result keeps that result (a note says the task's kiln was stopped);
 #   - a GoogleTest binary and a manifest are spread over the tasks like
 #     kiln's own tests, with no KILN_EMU_DEVICES set anywhere;
 #   - on a drained node the follow line says why the tasks pend, and the
@@ -117,6 +119,29 @@ expect_eq "$(field summary.lost)/$(field summary.fail)" 0/0 "nothing lost or fai
 expect_match "$(grep -E '^run\.merged_from\.[0-9]+\.round=2$' "$T/flat.txt" | wc -l)" '^[1-9]' \
   "the resumed round's shards are among the merged reports"
 expect_eq "$(grep -c '^round ' "$B/slurm/state")" 2 "two rounds in the run's state"
+
+# ---- scancel's SIGTERM reaches a task whose test is past its result ----
+# The test's process lingers after its result (a --wrap that sleeps); the
+# cancel signals it and the task's kiln: the result that arrived stands,
+# with a note, and the run is good.
+cat >"$T/linger" <<'EOF2'
+#!/usr/bin/env bash
+"$@"; rc=$?
+touch "$MARK"; sleep 30; exit $rc
+EOF2
+chmod +x "$T/linger"
+W=$T/root/w
+MARK=$T/w.mark k slurm --backend host -j 1 --tasks 1 --no-wait --wrap "$T/linger" -o "$W" faults/pass
+for i in $(seq 600); do [ -e "$T/w.mark" ] && break; sleep 0.1; done
+[ -e "$T/w.mark" ] && ok "the task's test is past its result" || fail "the task's test never ended"
+sleep 0.3
+scancel "$(sed -nE 's/^round n=1 .*array=([0-9]+).*/\1/p' "$W/slurm/state")"
+k slurm --follow "$W" --poll 0.3
+flat "$W/report.yaml"
+expect_eq "$(tfield faults/pass outcome)" pass "scancel after the test's result: its result stands (not a crash)"
+grep -q "kiln was stopped by SIGTERM after the test's result arrived" "$W/report.yaml" &&
+  ok "...with a note that the task's kiln was stopped" || fail "no note that the task's kiln was stopped"
+expect_eq "$(head -1 "$W/status")" good "...and the run is good"
 
 # ---- A GoogleTest binary and a manifest, spread over the cluster ----
 if [ -n "${KILN_GTEST:-}" ]; then

@@ -2,7 +2,9 @@
  * child ended, apart from any I/O so that it can be fuzzed
  * (tests/fuzz/fuzz-record.c). The child's own verdict stands when it
  * reached its end record, except for leaks under the fail policy and an
- * exit status or signal that came after a pass.
+ * exit status or signal that came after a pass; when kiln was stopped
+ * after the result arrived, the result stands as sent, with a note (the
+ * stop, not the test, ended the process). A stop before the result: lost.
  */
 #include "run-impl.h"
 
@@ -46,6 +48,30 @@ static void left_running(krep_report *rep, krep_test *t, int leaks_fail) {
       killed);
 }
 
+/* kiln's stop reached the process after its result: how the process
+ * ended says nothing of the test. A signal other than a stop signal
+ * (SIGSEGV in an atexit handler) is still the test's own. */
+static int stopped_after_result(const krun__exit *x) {
+  if (!x->interrupted) return 0;
+  if (!x->signaled) return 1;
+  return x->sig == SIGTERM || x->sig == SIGINT || x->sig == SIGHUP || x->sig == SIGKILL;
+}
+
+/* The note on a result that stands although kiln was stopped before its
+ * process had ended. */
+static void note_stopped(krep_report *rep, krep_test *t, const krun__exit *x) {
+  char sig[32] = "", how[64];
+  if (x->stop_sig) krun__signal_name(x->stop_sig, sig, sizeof sig);
+  if (x->signaled) krun__signal_name(x->sig, how, sizeof how);
+  else snprintf(how, sizeof how, "status %d", x->code);
+  char msg[256];
+  snprintf(msg, sizeof msg, "kiln was stopped%s%s after the test's result arrived; its "
+           "process, still ending, %s %s with the run", *sig ? " by " : "", sig,
+           x->signaled ? "was killed by" : "exited with", how);
+  kp_field f[] = {{"key", "interrupted"}, {"value", msg}};
+  krep_test_keep(rep, t, "note", f, 2);
+}
+
 static void decide_ended(krep_report *rep, krep_test *t, const krun__stream *st,
                          const krun__exit *x, int leaks_fail) {
   static const struct { const char *status; int outcome; } map[] = {
@@ -66,6 +92,12 @@ static void decide_ended(krep_report *rep, krep_test *t, const krun__stream *st,
     /* Point at the allocation, not at Check's last line. */
     t->file = krep_str(rep, file);
     t->line = first.line > 0 && first.line <= INT_MAX ? (int)first.line : 0;
+  }
+  /* Its result stands; the processes it left are listed, but whether it
+   * would have ended them had the stop not cut its exit short is unknown. */
+  if (stopped_after_result(x)) {
+    note_stopped(rep, t, x);
+    return;
   }
   /* A runner that passed its one test exits 0; any other status comes from
    * a --wrap tool (valgrind --error-exitcode) or a sanitizer at exit. */
@@ -143,7 +175,9 @@ void krun__decide(krep_report *rep, krep_test *t, const krun__stream *st,
         x->role ? x->role : "runner", x->runner, strerror(x->exec_errno));
   } else if (t->protocol_error) {
     say(rep, t, KREP_ERROR, "protocol error: %s", t->protocol_error);
-  } else if (st->ended) {
+  } else if (st->ended || (st->has_result && stopped_after_result(x))) {
+    /* A result that arrived before kiln's stop stands, also when the stop
+     * came between it and the end record. */
     decide_ended(rep, t, st, x, leaks_fail);
   } else if (partial && *partial && !x->signaled && !x->timed_out) {
     krun__protocol_error(rep, t, "truncated record at the end of the stream", partial);

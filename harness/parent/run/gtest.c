@@ -595,11 +595,13 @@ static void gtest_finish(krun__child *c) {
   int have = json_load(gt->json, &J) == 0;
   for (int i = 0; i < c->ntests; i++) {
     if (!c->st[i].started || c->st[i].ended) continue;
-    /* The test that was running when time ran out, or kiln stopped, is
-     * decided as such. */
-    if (i == c->cur && (c->timed_out || c->interrupted)) continue;
+    /* The test that was running when time ran out is decided as such;
+     * one when kiln stopped, too, unless its result came (the JSON, the
+     * console's end line): that stands. */
+    if (i == c->cur && c->timed_out) continue;
     lookup l = {c->defs[i]->id, NULL};
     if (have && last_run(c, i)) each_case(&J, find_case, &l);
+    if (i == c->cur && c->interrupted && !l.hit && !gt->end[i].status) continue;
     double ms = -1;
     if (c->worker && gt->end[i].status) {
       /* Its result came as it ended. */

@@ -400,12 +400,34 @@ static void finish(krun__run *R, krun__job *j) {
   krun__job_end(R, j);
 }
 
+/* Could a stop signal kiln did not send (a batch system's cancel reaches
+ * every process of the job) have ended this test child, whose records are
+ * all read? Besides a death by SIGTERM, SIGINT or SIGHUP (held when it is
+ * reaped), an exit with 128 + one of them (a handler's), or any exit in
+ * the middle of its test (a client whose server that cancel ended
+ * exits 3). Then its verdict, too, waits for kiln's own signal. */
+static int stop_may_explain(const krun__job *j) {
+  if (j->term_sent || j->outside_sig || j->probe || (j->warm && !j->assigned) ||
+      !WIFEXITED(j->wstatus))
+    return 0;
+  int code = WEXITSTATUS(j->wstatus);
+  if (code == 128 + SIGTERM || code == 128 + SIGINT || code == 128 + SIGHUP) return 1;
+  return j->cur >= 0 && j->cur < j->ntests && j->st[j->cur].started && !j->st[j->cur].ended;
+}
+
 static void finish_ready(krun__run *R, double now) {
   for (int i = 0; i < R->maxjobs; i++) {
     krun__job *j = &R->jobs[i];
     if (!j->active || !j->exited) continue;
     int drained = j->fd_res < 0 && j->fd_out < 0;
-    if ((drained && now >= j->hold_until) || now >= j->drain_until) finish(R, j);
+    if (!drained && now < j->drain_until) continue;
+    if (stop_may_explain(j)) {
+      j->outside_sig = 1;
+      /* kiln's stop came while its pipes drained: it is that stop's. */
+      if (R->stopping) j->interrupted = 1;
+      else j->hold_until = now + OUTSIDE_HOLD_MS;
+    }
+    if (now >= j->hold_until) finish(R, j);
   }
 }
 

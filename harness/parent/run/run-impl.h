@@ -168,9 +168,11 @@ typedef struct krun__job {
   int exited, wstatus;
   int timed_out, term_sent, kill_sent, interrupted;
   double term_late_ms;      /* how late the loop sent SIGTERM */
-  /* Ended by SIGTERM, SIGINT or SIGHUP that kiln did not send (a batch
+  /* Ended in a way a stop signal kiln did not send explains (a batch
    * system's cancel signals every process of the job, kiln's own a moment
-   * later): its verdict waits until hold_until for kiln's signal. */
+   * later): killed by SIGTERM, SIGINT or SIGHUP, or exited 128 + one of
+   * them or mid-test (loop.c). Its verdict waits until hold_until for
+   * kiln's signal. */
   int outside_sig;
   double hold_until;
   int exec_errno;
