@@ -92,7 +92,7 @@ extern "C" int ke__fault_divergent_barrier_launch(void *stream, float *out) {
   return (int)hipGetLastError();
 }
 
-#if defined(KD_PLANTED_SWITCH) && defined(KILN_BACKEND_HOST) && !defined(KE_PLANTED_BUG)
+#if defined(KD_PLANTED_SWITCH) && defined(KILN_BACKEND_HOST)
 /* The switch of the planted bugs (kd.h): set only by the mutant runners
  * (suites/planted.c). */
 extern "C" int kd_planted_bug = 0;

@@ -327,13 +327,10 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
   /* Ping-pong turns: as many as the other warpgroup takes. */
   const int other = C::PINGPONG ? kd_fa3_nvis(a, g, 1 - cw, BN, ntiles) : 0;
   const int turns = nvis > other ? nvis : other;
-#if defined(KE_PLANTED_BUG_PINGPONG)
-  /* Planted bug (mutant builds only, tests must catch it): each warpgroup
-   * arrives on its own barrier, so warpgroup 0's never completes. */
-  const int bar_mine = KD_FA3_BAR + cw, bar_other = bar_mine;
-#else
-  const int bar_mine = KD_FA3_BAR + cw, bar_other = KD_FA3_BAR + 1 - cw;
-#endif
+  /* Planted bug (kd.h, KD_PLANT_PINGPONG): each warpgroup arrives on its
+   * own barrier, so warpgroup 0's never completes. */
+  const int bar_mine = KD_FA3_BAR + cw,
+            bar_other = KD_PLANTED_AT(KD_PLANT_PINGPONG) ? bar_mine : KD_FA3_BAR + 1 - cw;
   if (C::PINGPONG && cw == 1 && turns > 0)
     kd_bar_arrive(bar_other, KD_FA3_BAR_COUNT);
 
@@ -439,14 +436,14 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
     kd_wg_fence_regs(sacc);
     kd_wg_fence_regs(lsum);
     kd_wg_fence_regs(alpha);
-#if defined(KE_PLANTED_BUG_WAIT)
-    /* Planted bug (mutant builds only, tests must catch it): O rescaled
-     * before the wait, while the previous tile's P V may still land. */
-    KD_UNROLL
-    for (int n = 0; n < ON; n++)
+    if (KD_PLANTED_AT(KD_PLANT_WAIT)) {
+      /* Planted bug (kd.h, KD_PLANT_WAIT): O rescaled before the wait,
+       * while the previous tile's P V may still land. */
       KD_UNROLL
-      for (int i = 0; i < OW / 2; i++) oacc[n][i] *= alpha[(i / 2) % 2];
-#endif
+      for (int n = 0; n < ON; n++)
+        KD_UNROLL
+        for (int i = 0; i < OW / 2; i++) oacc[n][i] *= alpha[(i / 2) % 2];
+    }
     /* The previous tile's P V has landed: free its V, rescale O. */
     kd_wg_wait<0>();
     KD_UNROLL
@@ -457,12 +454,12 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
 #endif
       if (l == 0) kd_mbar_arrive(&b.empty_v[(t - 1) % S]);
     }
-#if !defined(KE_PLANTED_BUG_WAIT)
-    KD_UNROLL
-    for (int n = 0; n < ON; n++)
+    if (!KD_PLANTED_AT(KD_PLANT_WAIT)) {
       KD_UNROLL
-      for (int i = 0; i < OW / 2; i++) oacc[n][i] *= alpha[(i / 2) % 2];
-#endif
+      for (int n = 0; n < ON; n++)
+        KD_UNROLL
+        for (int i = 0; i < OW / 2; i++) oacc[n][i] *= alpha[(i / 2) % 2];
+    }
 
     /* Causal tiles: keys in [wg_min_lim, min(Sk, k0 + BN)) are loaded
      * but hidden from some rows of the warpgroup. */

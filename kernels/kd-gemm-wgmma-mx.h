@@ -174,13 +174,11 @@ template <int F, int PROBE = 0> struct kd_wg_b_mx {
             pair[e] = one(code[2 * e]) | one(code[2 * e + 1]) << 16;
           }
         }
-#if defined(KE_PLANTED_BUG_MX)
-        /* Planted bug (mutant builds only, tests must catch it): the chunk
-         * written where the tile would be without the swizzle. */
-        const uint32_t at = 128u * (uint32_t)r + 16u * (uint32_t)c;
-#else
-        const uint32_t at = kd_sw128(r, 8 * c);
-#endif
+        /* Planted bug (kd.h, KD_PLANT_MX): the chunk written where the
+         * tile would be without the swizzle. */
+        const uint32_t at = KD_PLANTED_AT(KD_PLANT_MX)
+                                ? 128u * (uint32_t)r + 16u * (uint32_t)c
+                                : kd_sw128(r, 8 * c);
         *(uint4 *)(void *)(sb + at) =
             make_uint4(pair[0], pair[1], pair[2], pair[3]);
       }

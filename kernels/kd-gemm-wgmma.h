@@ -188,13 +188,12 @@ kd_wg_epilogue_tma(const kd_tmap *tc, unsigned char *buf,
   KD_UNROLL
   for (int q = 0; q < Cfg::BN / 64; q++) {
     unsigned char *b = buf + (q % 2) * 8192;
-#if defined(KE_PLANTED_BUG_EPI)
-    /* Planted bug (mutant builds only, tests must catch it): b written
-     * while the store two quarters back may still be reading it. */
-    if (t == 0) kd_bulk_wait_read<2>();
-#else
-    if (t == 0) kd_bulk_wait_read<1>();
-#endif
+    /* Planted bug (kd.h, KD_PLANT_EPI): b written while the store two
+     * quarters back may still be reading it. */
+    if (t == 0 && KD_PLANTED_AT(KD_PLANT_EPI))
+      kd_bulk_wait_read<2>();
+    else if (t == 0)
+      kd_bulk_wait_read<1>();
     kd_bar_sync(KD_WG_BAR_EPI + cw, 128); /* b is free */
     /* Quarter q: sum elements 32 q .. 32 q + 31 (kd_wg_epilogue's map). */
     KD_UNROLL
@@ -336,13 +335,12 @@ kd_wg_group(float (&sum)[Cfg::BN / 2],
       if (!FIRST || j > 0) {
         /* The previous unit: chunk j - 1 of this group, or the last chunk
          * of the previous one. */
-#if defined(KE_PLANTED_BUG_WAIT)
-        /* Planted bug (mutant builds only, tests must catch it): the
-         * previous unit's partial read while it may still be in flight. */
-        kd_wg_wait<2>();
-#else
-        kd_wg_wait<1>();
-#endif
+        /* Planted bug (kd.h, KD_PLANT_WAIT): the previous unit's partial
+         * read while it may still be in flight. */
+        if (KD_PLANTED_AT(KD_PLANT_WAIT))
+          kd_wg_wait<2>();
+        else
+          kd_wg_wait<1>();
         kd_wg_add<Cfg>(sum, part[b ^ 1], jp);
         if (jp == CH - 1) kd_wg_release<S, Cfg::EVERY>(empty, r.ps0, r.pn);
       }

@@ -587,16 +587,12 @@ __device__ __forceinline__ void kd_wg_rs(float (&d)[N / 2],
 #undef KD_WG__RS
 
 /* The accumulator pair register r of the A fragment takes. Planted bug
- * (kd.h; KE_PLANTED_BUG_RS alone in tests/kernels): registers 1 and 2
- * swapped, the second row of eight taken for the second eight columns.
- * Constant where the bug is fixed at build time, so that the GPUs index
+ * (kd.h: KD_PLANTED, or KD_PLANT_RS alone in tests/kernels): registers 1
+ * and 2 swapped, the second row of eight taken for the second eight
+ * columns. Constant where no switch can plant it, so that the GPUs index
  * registers. */
-#if defined(KE_PLANTED_BUG_RS)
-#define KD_WG__A_PAIR_BUG 1
-#else
-#define KD_WG__A_PAIR_BUG KD_PLANTED
-#endif
-#if defined(KD_PLANTED_SWITCH) && defined(KILN_BACKEND_HOST) && !defined(KE_PLANTED_BUG)
+#define KD_WG__A_PAIR_BUG (KD_PLANTED || KD_PLANTED_AT(KD_PLANT_RS))
+#if defined(KD_PLANTED_RUNTIME)
 __device__ __forceinline__ int kd_wg__a_pair(int r) {
 #else
 __device__ __forceinline__ constexpr int kd_wg__a_pair(int r) {

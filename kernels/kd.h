@@ -25,18 +25,38 @@
 #include "launch.h"
 
 /* Planted bugs: deliberately wrong forms of a kernel that prove its tests
- * can fail (tests/planted-bug.sh). KE_PLANTED_BUG builds them in for good
- * (the layer tests of tests/kernels); the host library of a build with
- * planted bugs (KD_PLANTED_SWITCH) carries them behind kd_planted_bug,
- * which only the mutant runners set, so that their tests need no second
- * kernel library; elsewhere KD_PLANTED is 0 and the compiler drops them. */
-#if defined(KE_PLANTED_BUG)
-#define KD_PLANTED 1
+ * can fail (tests/planted-bug.sh, tests/kernels). They are compiled in only
+ * where a run-time switch selects them, so that no test needs a second
+ * build of a kernel:
+ * - the host library of a build with planted bugs (KD_PLANTED_SWITCH)
+ *   carries the families' bugs (KD_PLANTED) behind kd_planted_bug, which
+ *   only the mutant runners set (suites/planted.c);
+ * - the layer tests of tests/kernels (KD_PLANTED_NAMED) carry every bug,
+ *   each behind its bit of kd_planted_named, which `--planted NAME` sets
+ *   (tests/kernels/planted.h); KD_PLANT_LAYER is the one KD_PLANTED means.
+ * Elsewhere both are 0 and the compiler drops them: the GPU builds' code is
+ * the same as without them. */
+enum {
+  KD_PLANT_LAYER = 1 << 0,     /* KD_PLANTED: the layers' own (kd-mma.h, kd-wgmma.h) */
+  KD_PLANT_RS = 1 << 1,        /* P's A registers 1 and 2 swapped (kd-wgmma.h) */
+  KD_PLANT_WAIT = 1 << 2,      /* a result used before its wgmma group is waited for */
+  KD_PLANT_PINGPONG = 1 << 3,  /* each consumer warpgroup on its own barrier */
+  KD_PLANT_EPI = 1 << 4,       /* an epilogue buffer refilled while a store reads it */
+  KD_PLANT_MX = 1 << 5,        /* MX W chunks written without the swizzle */
+};
+#if defined(KD_PLANTED_NAMED) && defined(KILN_BACKEND_HOST)
+extern "C" unsigned kd_planted_named;   /* tests/kernels/planted.h */
+#define KD_PLANTED_AT(bit) ((kd_planted_named & (unsigned)(bit)) != 0)
+#define KD_PLANTED KD_PLANTED_AT(KD_PLANT_LAYER)
+#define KD_PLANTED_RUNTIME 1
 #elif defined(KD_PLANTED_SWITCH) && defined(KILN_BACKEND_HOST)
 extern "C" int kd_planted_bug;   /* kernels/faults.hip */
 #define KD_PLANTED (kd_planted_bug != 0)
+#define KD_PLANTED_AT(bit) 0
+#define KD_PLANTED_RUNTIME 1
 #else
 #define KD_PLANTED 0
+#define KD_PLANTED_AT(bit) 0
 #endif
 
 /* Storage types. f16 and bf16 travel as raw 16-bit patterns so that the

@@ -2,15 +2,16 @@
  * 32 (kd_mma_nv, NVIDIA's fragment tables) and 64 (kd_mma_cdna, AMD's):
  * every load form (A and B, stored either way, in padded and swizzled
  * tiles), the multiply, the C element ownership, the row reduction and the
- * C -> A conversion of attention, each against a double reference. Built
- * a second time with KE_PLANTED_BUG (a wrong fragment layout in the layer),
- * where it must fail (meson: should_fail).
+ * C -> A conversion of attention, each against a double reference. Run
+ * a second time with `--planted layer` (a wrong fragment layout in the
+ * layer, planted.h), where it must fail (meson: should_fail).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "kd-mma.h"
+#include "planted.h"
 
 static int g_failures;
 #define CHECK(cond, ...)                                                     \
@@ -251,7 +252,8 @@ static void check_arch(const char *arch, const char *dt) {
   check_two_step<Arch, T>(arch, dt);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  kt_planted_args("mma-layer", argc, argv, KD_PLANT_LAYER);
   if (kemu_set_warp_size(32) != hipSuccess) return 2;
   check_arch<kd_mma_nv, kd_bf16>("nv", "bf16");
   check_arch<kd_mma_nv, kd_half>("nv", "f16");

@@ -12,12 +12,12 @@
  * port/host/hopper-on-host.h executes them. One case
  * goes through the engine's entry (ke__attention_sm90_launch) with
  * KILN_EMU_SM=90 and no KILN_HOPPER_ATTN, where the kernel is the default,
- * and a child process checks that KILN_HOPPER_ATTN=0 turns it off. Built a
- * second time with KE_PLANTED_BUG_RS (P's A registers 1 and 2 swapped in
- * kd_wg_acc_to_a), KE_PLANTED_BUG_WAIT (O rescaled before its P V lands)
- * and KE_PLANTED_BUG_PINGPONG (each consumer warpgroup arrives on its own
- * ping-pong barrier: a deadlock the emulation reports), where it must fail
- * (meson: should_fail). The schedules: ping-pong between the consumer
+ * and a child process checks that KILN_HOPPER_ATTN=0 turns it off. Run
+ * again with each of its planted bugs (planted.h: `rs`, P's A registers 1
+ * and 2 swapped in kd_wg_acc_to_a; `wait`, O rescaled before its P V
+ * lands; `pingpong`, each consumer warpgroup arriving on its own ping-pong
+ * barrier: a deadlock the emulation reports), where it must fail (meson:
+ * should_fail). The schedules: ping-pong between the consumer
  * warpgroups (named barriers) and the one before it, the timing variants.
  */
 #include <math.h>
@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "attention_sm90.hip" /* the engine's entry, with kd-attn-wgmma.h */
+#include "planted.h"
 
 static int g_failures, g_cases;
 
@@ -373,7 +374,8 @@ static void routing() {
   unsetenv("KILN_EMU_SM");
 }
 
-int main() {
+int main(int argc, char **argv) {
+  kt_planted_args("wgmma-attn", argc, argv, KD_PLANT_RS | KD_PLANT_WAIT | KD_PLANT_PINGPONG);
   if (kemu_set_warp_size(32) != hipSuccess) return 2;
   routing();
   all<kd_bf16>();

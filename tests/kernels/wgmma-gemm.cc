@@ -5,9 +5,11 @@
  * of A and B, edges in M, N and K, a batch with one operand shared, alpha
  * and beta, against a double reference with the GEMM suite's f32-sum
  * bound. It runs wgmma through its descriptors and swizzle, TMA and the
- * mbarriers as port/host/hopper-on-host.h executes them. Built a second
- * time with KE_PLANTED_BUG (a wrong descriptor stride in kd-wgmma.h),
- * where it must fail (meson: should_fail).
+ * mbarriers as port/host/hopper-on-host.h executes them. Run again with
+ * each of its planted bugs (planted.h: `layer`, a wrong descriptor stride
+ * in kd-wgmma.h; `wait`, a partial read before its group is waited for;
+ * `epi`, an epilogue buffer refilled while its TMA store reads it), where
+ * it must fail (meson: should_fail).
  */
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "kd-gemm-wgmma-variants.h"
+#include "planted.h"
 
 static int g_failures;
 
@@ -116,7 +119,8 @@ static void layouts(int64_t batch, int64_t m, int64_t n, int64_t k,
                     l == 3 ? 0.25f : 0.0f, c16);
 }
 
-int main() {
+int main(int argc, char **argv) {
+  kt_planted_args("wgmma-gemm", argc, argv, KD_PLANT_LAYER | KD_PLANT_WAIT | KD_PLANT_EPI);
   if (kemu_set_warp_size(32) != hipSuccess) return 2;
   typedef kd_wg_cfg<256, 3> big;
   typedef kd_wg_cfg<128, 2> small;

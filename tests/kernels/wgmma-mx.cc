@@ -5,9 +5,9 @@
  * and shared, f32 and bf16 Y (the register and the TMA-store epilogue),
  * several tiles a block. Each case must equal, bit for bit, the Hopper
  * GEMM on W dequantised to bf16 by the host (kd_mx_decode, exact in
- * bf16), and lie within the f32-sum bound of a double reference. Built a
- * second time with KE_PLANTED_BUG_MX (the producer writes W's chunks
- * without the swizzle), where it must fail (meson: should_fail).
+ * bf16), and lie within the f32-sum bound of a double reference. Run
+ * again with `--planted mx` (the producer writes W's chunks without the
+ * swizzle, planted.h), where it must fail (meson: should_fail).
  */
 #include <math.h>
 #include <stdio.h>
@@ -18,6 +18,7 @@
 
 #include "kd-gemm-wgmma-mx.h"
 #include "kd-gemm-wgmma-variants.h"
+#include "planted.h"
 
 static int g_failures;
 
@@ -122,7 +123,8 @@ static void one(int64_t batch, int64_t m, int64_t n, int64_t k, bool share_x) {
   hipFree(y2);
 }
 
-int main() {
+int main(int argc, char **argv) {
+  kt_planted_args("wgmma-mx", argc, argv, KD_PLANT_MX);
   if (kemu_set_warp_size(32) != hipSuccess) return 2;
   typedef kd_wgv_128_e2_pp_tma cfg; /* the engine's (gemm_sm90.hip) */
   one<KE_MXFP4_E2M1, cfg, float>(1, 130, 300, 96, false);
