@@ -49,6 +49,23 @@ expect_out '^POLLUTED +faults/flaky_once ' "the console says polluted"
 expect_out 'in a worker after faults/skip; passed alone \(`kiln bisect faults/flaky_once`' \
   "and names the test before it and the bisect command"
 
+# ---- Fresh allocations poisoned: no pass on memory an earlier test wrote -----------
+# faults/unwritten_read reads a device buffer nobody wrote and assumes zeros.
+# Without --poison it passes or fails on what the allocator (or the test
+# before it in the worker) left; in worker mode every allocation is NaN
+# bytes, in the worker and in the run alone that confirms it.
+k run --backend host -j 1 --isolation worker -o "$T/psn" engine/ledger_reports_call_site \
+  faults/unwritten_read
+expect_rc 1 "an unwritten read in a worker"
+expect_eq "$(finals faults/unwritten_read "$T/psn/report.yaml")" fail \
+  "the unwritten read fails in worker mode"
+flat "$T/psn/report.yaml"
+expect_eq "$(tfield faults/unwritten_read checks.0.nan 0)" 4096 \
+  "in its worker: every element read NaN (poisoned)"
+expect_eq "$(tfield faults/unwritten_read checks.0.nan 1)" 4096 \
+  "alone, confirming it: poisoned the same"
+expect_eq "$(note faults/unwritten_read confirmed_alone 1)" true "confirmed alone"
+
 # ---- A crash mid-sequence: the rest resumes in a new worker, one result each ------
 k run --backend host -j 1 --isolation worker --repeat 2 -o "$T/crash" faults/segfault \
   faults/skip

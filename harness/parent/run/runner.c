@@ -50,7 +50,11 @@ static void runner_args(krun__child *c, char **argv, int *n) {
   argv[(*n)++] = kh_strdup(c->run->runner);
   argv[(*n)++] = kh_strdup("--result-fd");
   argv[(*n)++] = kh_strdup("3");
-  if (s->poison) argv[(*n)++] = kh_strdup("--poison");
+  /* Under --isolation worker every fresh allocation is poisoned, in the
+   * workers and in the runs alone that confirm them: no test passes on a
+   * buffer an earlier test of its worker left written, and the run alone
+   * sees the same NaN bytes its worker run saw. */
+  if (s->poison || s->isolation == KRUN_ISO_WORKER) argv[(*n)++] = kh_strdup("--poison");
   if (c->run->seed_given) argv[(*n)++] = kh_asprintf("--seed=%llu", s->seed);
   if (s->cap > 0) argv[(*n)++] = kh_asprintf("--cap=%g", s->cap);
   for (int i = 0; i < s->ntol; i++) {
