@@ -27,7 +27,7 @@ import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()          # raises on invalid XML
 assert root.tag == "testsuites", root.tag
 cases = {c.get("classname") + "/" + c.get("name"): c for c in root.iter("testcase")}
-def kinds(tid): return sorted(e.tag for e in cases[tid] if e.tag != "system-out")
+def kinds(tid): return sorted(e.tag for e in cases[tid] if e.tag not in ("system-out", "properties"))
 want = {"faults/pass": [], "faults/skip": ["skipped"],
         "faults/flaky_once": ["flakyFailure"],
         "faults/segfault": ["error", "rerunError"],
@@ -37,6 +37,8 @@ for tid, k in want.items():
     assert kinds(tid) == sorted(k), (tid, kinds(tid), k)
 assert cases["faults/segfault"].find("error").get("type") == "crash"
 assert float(cases["faults/pass"].get("time")) > 0
+ran = {p.get("name"): p.get("value") for p in cases["faults/pass"].iter("property")}
+assert ran.get("kiln.ran") == "alone", ran
 suites = {s.get("name"): s for s in root.iter("testsuite")}
 assert suites["faults"].get("tests") == "5" and suites["faults"].get("failures") == "1"
 assert suites["faults"].get("errors") == "1" and suites["faults"].get("skipped") == "1"

@@ -53,6 +53,19 @@ static void speed_tail(FILE *out, const krep__finding *f, double run_shift) {
           exp(dir(f) * run_shift), 100 * (exp(f->fig.noise) - 1), f->fig.nb, f->fig.nn, conf);
 }
 
+static int plain(const char *ran) { return !*ran || strcmp(ran, "alone") == 0; }
+
+/* How it ran before and now, when either was not simply alone. */
+static void ran(FILE *out, const krep__finding *f) {
+  if (plain(f->ran_base) && plain(f->ran_new)) return;
+  fprintf(out, " [before: ");
+  if (f->base_outcome >= 0)
+    fprintf(out, "%s %s", krep_outcome_name(f->base_outcome), *f->ran_base ? f->ran_base : "?");
+  else
+    fprintf(out, "not in the base");
+  fprintf(out, "; now: %s %s]", krep_outcome_name(f->rec->outcome), *f->ran_new ? f->ran_new : "?");
+}
+
 static void line(FILE *out, const krep__finding *f, const krep__findings *fs) {
   fprintf(out, "  %-14s %s", krep__find_kinds[f->kind].heading, f->test);
   /* A throttled finding reads as the kind it would have been. */
@@ -61,13 +74,15 @@ static void line(FILE *out, const krep__finding *f, const krep__findings *fs) {
   if (throttled) as = *f, as.kind = f->as, f = &as;
   char where[160], conf[40];
   switch (f->kind) {
-  case F_NEWLY_FAILING: case F_STILL_FAILING: case F_NEWLY_FLAKY:
+  case F_NEWLY_FAILING: case F_STILL_FAILING: case F_NEWLY_FLAKY: case F_NEWLY_POLLUTED:
+  case F_STILL_POLLUTED:
     if (f->failed && f->failed < f->repeats) {
       repeats(f, where, sizeof where);
       fprintf(out, ": failed in %s", where);
     }
     fprintf(out, ": %s%s%s", krep_outcome_name(f->rec->outcome), *message(f) ? ": " : "",
             message(f));
+    ran(out, f);
     break;
   case F_SLOWER_RUN:
     percent(f->p, conf, sizeof conf);
@@ -192,9 +207,13 @@ static void yaml_finding(krep_yaml *y, const krep__finding *f, const krep__findi
     kstr(y, "metric", f->what);
     kstr(y, "unit", f->unit ? f->unit : "");
   }
-  if (f->kind == F_NEWLY_FAILING || f->kind == F_NEWLY_FLAKY || f->kind == F_STILL_FAILING) {
+  if (f->kind == F_NEWLY_FAILING || f->kind == F_NEWLY_FLAKY || f->kind == F_STILL_FAILING ||
+      f->kind == F_NEWLY_POLLUTED || f->kind == F_STILL_POLLUTED) {
     kstr(y, "outcome", krep_outcome_name(f->rec->outcome));
     kstr(y, "message", message(f));
+    if (f->base_outcome >= 0) kstr(y, "base_outcome", krep_outcome_name(f->base_outcome));
+    if (*f->ran_base) kstr(y, "base_ran", f->ran_base);
+    if (*f->ran_new) kstr(y, "new_ran", f->ran_new);
     if (f->failed) {
       krep_yaml_key(y, "failed_repeats");
       krep_yaml_seq(y, 1);

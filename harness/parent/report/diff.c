@@ -41,7 +41,8 @@ typedef struct agg {
   const char *id;
   const krep_test *first;   /* a final record, for messages */
   const krep_test *failing; /* the first final record that failed */
-  int repeats, failed, flaky;
+  const krep_test *polluting;   /* the first final record polluted */
+  int repeats, failed, flaky, polluted;
   int throttled;            /* a record's device slowed down (clocks) */
   int failed_repeat[8];     /* the first repeats that failed */
   named body;               /* body (or wall) ms */
@@ -50,6 +51,7 @@ typedef struct agg {
 } agg;
 
 typedef struct fold {
+  const krep_report *rep;
   agg *a;
   int n;
 } fold;
@@ -95,6 +97,7 @@ static void fold_test(const krep_test *t, agg *g) {
     g->failed++;
   }
   g->flaky |= t->outcome == KREP_FLAKY;
+  if (t->outcome == KREP_POLLUTED && !g->polluted++) g->polluting = t;
   g->throttled |= krep_test_throttled(t);
   sample(&g->body, isnan(v.body_ms) ? t->wall_ms : v.body_ms);
   for (int c = 0; c < v.nchecks; c++) {
@@ -116,6 +119,7 @@ static void fold_test(const krep_test *t, agg *g) {
 
 /* Names in a view point into the pool (the report outlives the fold). */
 static void fold_rep(const krep_report *rep, fold *f) {
+  f->rep = rep;
   f->a = kh_xcalloc((size_t)rep->ntests + 1, sizeof *f->a);
   f->n = 0;
   for (int i = 0; i < rep->ntests; i++) {
@@ -152,13 +156,22 @@ static void add(krep__findings *fs, krep__finding f) {
   fs->counts[f.kind]++;
 }
 
-/* A failing test's finding: its first failing record, and the repeats
- * that failed when some passed. */
-static krep__finding failure(int kind, const agg *n) {
-  krep__finding f = {.kind = kind, .test = n->id, .rec = n->failing ? n->failing : n->first,
-                     .base = NAN, .neu = NAN};
+/* The record a test's finding is about in one report: its first
+ * failing, else polluted, else first final record. */
+static const krep_test *telling(const agg *g) {
+  return g->failing ? g->failing : g->polluting ? g->polluting : g->first;
+}
+
+/* A failing (or polluted) test's finding: its first such record, the
+ * repeats that failed when some passed, and how it ran in each report. */
+static krep__finding failure(int kind, const agg *n, const fold *N, const agg *b,
+                             const fold *B) {
+  krep__finding f = {.kind = kind, .test = n->id, .rec = telling(n), .base = NAN, .neu = NAN};
   f.failed = n->failed, f.repeats = n->repeats;
   memcpy(f.failed_repeat, n->failed_repeat, sizeof f.failed_repeat);
+  krep_ran_text(N->rep, f.rec, f.ran_new, sizeof f.ran_new);
+  f.base_outcome = b ? telling(b)->outcome : -1;
+  if (b) krep_ran_text(B->rep, telling(b), f.ran_base, sizeof f.ran_base);
   return f;
 }
 
@@ -187,14 +200,19 @@ static void compare(krep__findings *fs, const fold *B, const fold *N, const krep
     if (!b) {
       f.kind = F_NEW_TEST;
       add(fs, f);
-      if (n->failed) add(fs, failure(F_NEWLY_FAILING, n));
+      if (n->failed) add(fs, failure(F_NEWLY_FAILING, n, N, NULL, B));
+      else if (n->polluted) add(fs, failure(F_NEWLY_POLLUTED, n, N, NULL, B));
       continue;
     }
     if (n->failed) {
-      add(fs, failure(b->failed ? F_STILL_FAILING : F_NEWLY_FAILING, n));
+      add(fs, failure(b->failed ? F_STILL_FAILING : F_NEWLY_FAILING, n, N, b, B));
     } else if (b->failed) {
       f.kind = F_FIXED, add(fs, f);
     }
+    /* Passing alone but not in its worker: some test before it there now
+     * leaves state behind. */
+    if (!n->failed && n->polluted)
+      add(fs, failure(b->polluted ? F_STILL_POLLUTED : F_NEWLY_POLLUTED, n, N, b, B));
     if (n->flaky && !b->flaky) f.kind = F_NEWLY_FLAKY, add(fs, f);
     compare_checks(fs, b, n, o);
   }

@@ -1,7 +1,9 @@
 /* The HTML report: one self-contained file. The style sheet and the filter
  * script are string constants, the plots are SVG drawn from the report's
  * numbers (html-svg.c), and text from tests is escaped with the JUnit
- * writer's XML escaper (valid in HTML too). The filter reads its initial
+ * writer's XML escaper (valid in HTML too). Each test's row says how it
+ * ran (alone, in which worker at which place, or alone to confirm a
+ * worker's run; ran.c's words). The filter reads its initial
  * state from the URL fragment (#outcome=fail&suite=softmax), so a link can
  * point at "the failures of last night".
  */
@@ -20,7 +22,7 @@ static const char css[] =
   "h1{font-size:20px;margin:16px 0 4px}h2{font-size:16px;margin:24px 0 8px}"
   ".meta{color:#555}.chips span{display:inline-block;padding:2px 10px;margin:4px 6px 0 0;"
   "border-radius:10px;background:#eee}.o-pass{color:#176c2e}.o-fail,.o-crash,.o-error,"
-  ".o-timeout,.o-lost,.o-collateral{color:#b3261e;font-weight:600}.o-leak,.o-flaky{color:#8a5a00;font-weight:600}"
+  ".o-timeout,.o-lost,.o-collateral{color:#b3261e;font-weight:600}.o-leak,.o-flaky,.o-polluted{color:#8a5a00;font-weight:600}"
   ".o-skip{color:#00639b}.plots{display:flex;flex-wrap:wrap;gap:16px}"
   ".plots figure{margin:0;border:1px solid #ddd;border-radius:6px;padding:8px}"
   "figcaption{font-weight:600;margin-bottom:4px}svg text{font:11px sans-serif;fill:#333}"
@@ -376,13 +378,30 @@ static void detail_metrics(kh_buf *b, const krep__view *v) {
   LIT(b, "</table>");
 }
 
-static void detail(kh_buf *b, const krep_test *t, const krep__view *v, int row) {
-  kh_buf_addf(b, "<tr class=\"detail hidden\" id=\"d-%d\"><td colspan=\"7\">", row);
+/* How it ran, with what its worker ran before it (a worker's run) or what
+ * it confirms (a run alone after a worker's). */
+static void detail_ran(kh_buf *b, const krep_report *rep, const krep_test *t) {
+  char ran[200];
+  krep_ran_text(rep, t, ran, sizeof ran);
+  if (!*ran) return;
+  LIT(b, "<p class=\"ran\">ran "), text(b, ran);
+  const krep_test *w = krep_test_confirms(rep, t);
+  const char *after = krep_test_note(w ? w : t, "worker_after");
+  if (after) LIT(b, "; in the worker after "), text(b, *after ? after : "no other test");
+  const char *alone = krep_test_note(t, "confirmed_alone");
+  if (alone) LIT(b, "; confirmed alone: "), text(b, alone);
+  LIT(b, "</p>");
+}
+
+static void detail(kh_buf *b, const krep_report *rep, const krep_test *t, const krep__view *v,
+                   int row) {
+  kh_buf_addf(b, "<tr class=\"detail hidden\" id=\"d-%d\"><td colspan=\"8\">", row);
   if (t->message && *t->message) {
     LIT(b, "<p><b>");
     if (t->file && *t->file) text(b, t->file), kh_buf_addf(b, ":%d: ", t->line);
     LIT(b, "</b>"), text(b, t->message), LIT(b, "</p>");
   }
+  detail_ran(b, rep, t);
   detail_checks(b, v);
   detail_kernels(b, v);
   detail_metrics(b, v);
@@ -392,7 +411,7 @@ static void detail(kh_buf *b, const krep_test *t, const krep__view *v, int row) 
   LIT(b, "</pre></td></tr>\n");
 }
 
-static void row(kh_buf *b, const krep_test *t, int n) {
+static void row(kh_buf *b, const krep_report *rep, const krep_test *t, int n) {
   krep__view v;
   krep__view_of(t, &v);
   double worst = NAN;
@@ -411,22 +430,25 @@ static void row(kh_buf *b, const krep_test *t, int n) {
   text(b, t->id);
   LIT(b, "</td><td>");
   for (const char *p = t->tags; next_tag(&p, tag, sizeof tag);) LIT(b, " "), text(b, tag);
-  kh_buf_addf(b, "</td><td class=\"o-%s\">%s%s</td><td class=num>%d/%d</td>"
-              "<td class=num>", o, o, t->final ? "" : " (retried)", t->repeat, t->attempt);
+  kh_buf_addf(b, "</td><td class=\"o-%s\">%s%s</td><td>", o, o, t->final ? "" : " (retried)");
+  char ran[200];
+  krep_ran_text(rep, t, ran, sizeof ran);
+  text(b, ran);
+  kh_buf_addf(b, "</td><td class=num>%d/%d</td><td class=num>", t->repeat, t->attempt);
   number(b, t->wall_ms);
   LIT(b, "</td><td class=num>");
   number(b, worst);
   kh_buf_addf(b, "</td><td class=num>%d</td></tr>\n", v.nkernels);
-  detail(b, t, &v, n);
+  detail(b, rep, t, &v, n);
   krep__view_free(&v);
 }
 
 static void table(kh_buf *b, const krep_report *r) {
   filters(b, r);
-  LIT(b, "<table id=\"tests\"><tr><th>test</th><th>tags</th><th>status</th>"
+  LIT(b, "<table id=\"tests\"><tr><th>test</th><th>tags</th><th>status</th><th>ran</th>"
          "<th>repeat/attempt</th><th>wall ms</th><th>worst error/tol</th>"
          "<th>kernels</th></tr>\n");
-  for (int i = 0; i < r->ntests; i++) row(b, r->tests[i], i);
+  for (int i = 0; i < r->ntests; i++) row(b, r, r->tests[i], i);
   LIT(b, "</table>\n");
 }
 

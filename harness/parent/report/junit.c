@@ -1,7 +1,8 @@
 /* JUnit XML from the model, in the Jenkins/Surefire variant CI systems
  * read (Jenkins, GitLab, GitHub's test reporters, Bazel): a <testsuite>
  * per kiln suite, a <testcase> per final test run, <failure>/<error>/
- * <skipped>, retried attempts as <flakyFailure>/<rerunFailure>. Free text
+ * <skipped>, retried attempts as <flakyFailure>/<rerunFailure>, how each
+ * ran (alone or in which worker) as the test case's <properties>. Free text
  * is escaped as character data rather than CDATA: escaping cannot be
  * broken by what a test prints ("]]>" included), and every character XML
  * 1.0 forbids is replaced.
@@ -157,6 +158,38 @@ static void attempts(kh_buf *b, const krep_report *rep, const krep_test *t) {
   }
 }
 
+static void property(kh_buf *b, const char *name, const char *value) {
+  LIT(b, "        <property");
+  attr(b, "name", name);
+  attr(b, "value", value ? value : "");
+  LIT(b, "/>\n");
+}
+
+/* How the run ran, as the test case's properties: kiln.ran (alone, worker
+ * or shared), its worker and place there, its log; for a run alone that
+ * confirms a worker's, whether it failed alone and how the worker's run
+ * went. */
+static void ran(kh_buf *b, const krep_report *rep, const krep_test *t) {
+  if (!krep_ran_name(t->ran)) return;
+  char num[32], text[200];
+  LIT(b, "      <properties>\n");
+  property(b, "kiln.ran", krep_ran_name(t->ran));
+  if (t->worker > 0) snprintf(num, sizeof num, "%d", t->worker), property(b, "kiln.worker", num);
+  if (t->position > 0)
+    snprintf(num, sizeof num, "%d", t->position), property(b, "kiln.position", num);
+  if (t->log_path && *t->log_path) property(b, "kiln.log", t->log_path);
+  const krep_test *w = krep_test_confirms(rep, t);
+  if (w) {
+    property(b, "kiln.confirmed_alone", krep_test_note(t, "confirmed_alone"));
+    char where[160];
+    krep_ran_text(rep, w, where, sizeof where);
+    snprintf(text, sizeof text, "%s %s", krep_outcome_name(w->outcome), where);
+    property(b, "kiln.worker_run", text);
+    property(b, "kiln.worker_after", krep_test_note(w, "worker_after"));
+  }
+  LIT(b, "      </properties>\n");
+}
+
 static void testcase(kh_buf *b, const krep_report *rep, const krep_test *t) {
   char name[512], time[32];
   if (t->repeat > 1) snprintf(name, sizeof name, "%s [repeat %d]", name_of(t), t->repeat);
@@ -171,6 +204,7 @@ static void testcase(kh_buf *b, const krep_report *rep, const krep_test *t) {
     kh_buf_addf(b, " line=\"%d\"", t->line);
   }
   LIT(b, ">\n");
+  ran(b, rep, t);
   const char *e = element(t->outcome);
   if (e) verdict(b, e, t, 0);
   if (t->outcome == KREP_SKIP) {

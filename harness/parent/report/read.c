@@ -247,6 +247,9 @@ static int read_key(reader *r, krep_test *t, const char *k, yaml_node_t *v) {
   else if (strcmp(k, "device") == 0) t->device = (int)integer(v, -1);
   else if (strcmp(k, "slots") == 0) t->slots = (int)integer(v, 1);
   else if (strcmp(k, "warm") == 0) t->warm = boolean(v);
+  else if (strcmp(k, "ran") == 0) t->ran = krep_ran_parse(s);
+  else if (strcmp(k, "worker") == 0) t->worker = (int)integer(v, 0);
+  else if (strcmp(k, "position") == 0) t->position = (int)integer(v, 0);
   else if (strcmp(k, "pid") == 0) t->pid = integer(v, KP_NONE);
   else if (strcmp(k, "seed") == 0) {
     char *end;

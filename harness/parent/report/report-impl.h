@@ -103,6 +103,7 @@ void krep__noise_run(const double *hist_shift, int nhist, krep__noise *out);
 #define KREP__FIND_MAP(X)                                        \
   X(NEWLY_FAILING, "newly_failing", 1, "newly failing")          \
   X(NEWLY_FLAKY, "newly_flaky", 1, "newly flaky")                \
+  X(NEWLY_POLLUTED, "newly_polluted", 1, "newly polluted")       \
   X(SLOWER_RUN, "slower_run", 1, "slower run")                   \
   X(SLOWER_TEST, "slower_test", 1, "slower test")                \
   X(SLOWER_KERNEL, "slower_kernel", 1, "slower kernel")          \
@@ -111,6 +112,7 @@ void krep__noise_run(const double *hist_shift, int nhist, krep__noise *out);
   X(THROTTLED, "throttled", 0, "throttled")                      \
   X(FIXED, "fixed", 0, "fixed")                                  \
   X(STILL_FAILING, "still_failing", 0, "still failing")          \
+  X(STILL_POLLUTED, "still_polluted", 0, "still polluted")       \
   X(NEW_TEST, "new_test", 0, "new test")                         \
   X(REMOVED_TEST, "removed_test", 0, "removed test")
 
@@ -137,6 +139,10 @@ typedef struct krep__finding {
   const krep_test *rec;     /* NEW's record (the first failing one for a
                                failure; BASE's for removed) */
   int failed, repeats;      /* a failure: repeats that failed, of all */
+  /* A failure or a polluted run: how it ran in BASE (its record there,
+   * with its outcome; -1: none) and in NEW (krep_ran_text); "" unknown. */
+  char ran_base[160], ran_new[160];
+  int base_outcome;
   int failed_repeat[8];
   int speed;                /* a speed finding: fig holds its judgment */
   krep__fig fig;

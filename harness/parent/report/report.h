@@ -67,6 +67,13 @@ int krep_outcome_failed(int outcome);      /* flaky and skip do not fail */
 int krep_outcome_retryable(int outcome);
 int krep_outcome_parse(const char *name);  /* -1 for an unknown name */
 
+/* How a test run ran (ran.c): in a process of its own, in a worker's
+ * sequence (--isolation worker), or in --isolation none's one shared
+ * process; unknown for a run that never ran and in older reports. */
+enum { KREP_RAN_UNKNOWN = 0, KREP_RAN_ALONE, KREP_RAN_WORKER, KREP_RAN_SHARED };
+const char *krep_ran_name(int ran);        /* NULL for unknown */
+int krep_ran_parse(const char *name);      /* KREP_RAN_UNKNOWN for another */
+
 /* ---- The model ------------------------------------------------------------ */
 
 /* A child's record as it sent it. */
@@ -129,6 +136,11 @@ typedef struct krep_test {
                                NULL for one */
   int slots;
   int warm;                 /* ran in a warm child */
+  int ran;                  /* KREP_RAN_* */
+  int worker;               /* ran in a worker: its number (logs/worker-N.log); 0 */
+  int position;             /* in a worker or the shared process: its place
+                               in the order the process ran its tests, from
+                               1; 0 */
   long long pid;
   int has_seed;
   unsigned long long seed;
@@ -269,6 +281,21 @@ int krep_test_throttled(const krep_test *t);
  * when it sent one (exact however many it listed), else the sum of its
  * leak records (saturating). */
 long long krep_test_leaked(const krep_test *t, long long *count);
+
+/* A test run's note (a `note` record) of that key, or NULL. */
+const char *krep_test_note(const krep_test *t, const char *key);
+/* The run in a worker that run t (alone) confirms: the replaced attempt
+ * before it, of the same test and repeat, that ran in a worker; or NULL. */
+const krep_test *krep_test_confirms(const krep_report *rep, const krep_test *t);
+/* How t ran, in words every output uses: "in worker 7 at 2", "in the
+ * shared process at 5", "alone", "alone, after fail in worker 7 at 2" (a
+ * confirmation); "" when unknown. */
+void krep_ran_text(const krep_report *rep, const krep_test *t, char *out, size_t n);
+
+/* "workers: 12 runs in 3 workers; 2 run again alone: 1 confirmed, 1
+ * polluted" (a run's merged inputs each count their own workers); ""
+ * when no run was in a worker. */
+void krep_ran_summary(const krep_report *rep, char *out, size_t n);
 
 /* Outcomes of the final runs: counts[KREP_NOUTCOMES], and their total. */
 int krep_count(const krep_report *rep, int *counts);

@@ -1,4 +1,6 @@
-/* `kiln report show`: a readable summary of a report, from the model. */
+/* `kiln report show`: a readable summary of a report, from the model:
+ * counts, how many runs were in workers, and every test that did not
+ * pass with where and how it ran. */
 #include "report-impl.h"
 
 #include <math.h>
@@ -22,7 +24,7 @@ static void show_procs(const krep_proc *p, int n, FILE *out) {
             p[i].how, p[i].killed ? "killed" : "NOT killed: ", p[i].error ? p[i].error : "");
 }
 
-static void show_test(const krep_test *t, FILE *out) {
+static void show_test(const krep_report *rep, const krep_test *t, FILE *out) {
   if (!t->final || (t->outcome == KREP_PASS && !t->nprocs)) return;
   fprintf(out, "  %-7s %s", krep_outcome_name(t->outcome), t->id);
   if (t->repeat != 1) fprintf(out, " (repeat %d)", t->repeat);
@@ -31,6 +33,12 @@ static void show_test(const krep_test *t, FILE *out) {
   fprintf(out, "%s\n", t->message ? t->message : "");
   show_checks(t, out);
   show_procs(t->procs, t->nprocs, out);
+  char ran[160];
+  krep_ran_text(rep, t, ran, sizeof ran);
+  if (*ran) fprintf(out, "        ran: %s\n", ran);
+  const krep_test *w = krep_test_confirms(rep, t);
+  const char *after = w ? krep_test_note(w, "worker_after") : NULL;
+  if (after) fprintf(out, "        after in the worker: %s\n", *after ? after : "no other test");
   if (t->log_path && *t->log_path) fprintf(out, "        log: %s\n", t->log_path);
 }
 
@@ -49,8 +57,11 @@ void krep_show(const krep_report *rep, FILE *out) {
     if (counts[o]) fprintf(out, " %d %s", counts[o], krep_outcome_name(o));
   if (rep->not_run) fprintf(out, " (%d not run)", rep->not_run);
   fprintf(out, "\n");
+  char workers[200];
+  krep_ran_summary(rep, workers, sizeof workers);
+  if (*workers) fprintf(out, "%s\n", workers);
   if (rep->nothing_tested) fprintf(out, "NOTHING TESTED: %s\n", rep->nothing_tested);
   if (rep->nprocs) fprintf(out, "processes no test claimed:\n");
   show_procs(rep->procs, rep->nprocs, out);
-  for (int i = 0; i < rep->ntests; i++) show_test(rep->tests[i], out);
+  for (int i = 0; i < rep->ntests; i++) show_test(rep, rep->tests[i], out);
 }

@@ -228,6 +228,9 @@ static void test(krep_yaml *y, const krep_test *t) {
   }
   kint(y, "slots", t->slots);
   kbool(y, "warm", t->warm);
+  if (krep_ran_name(t->ran)) kstr(y, "ran", krep_ran_name(t->ran));
+  if (t->worker > 0) kint(y, "worker", t->worker);
+  if (t->position > 0) kint(y, "position", t->position);
   if (t->pid != KP_NONE) kint(y, "pid", t->pid);
   if (t->has_seed) {
     char seed[32];

@@ -81,7 +81,7 @@ static void details(krun__console *c, const krep_test *t) {
   }
 }
 
-void krun__console_result(krun__console *c, const krep_test *t) {
+void krun__console_result(krun__console *c, const krep_report *rep, const krep_test *t) {
   if (t->final) c->done++, c->counts[t->outcome]++;
   if (!c->out) return;
   clear(c);
@@ -100,6 +100,11 @@ void krun__console_result(krun__console *c, const krep_test *t) {
   if (isnan(t->wall_ms)) fprintf(c->out, "  no time");
   else fprintf(c->out, "  %.0f ms", t->wall_ms);
   if (t->device >= 0) fprintf(c->out, ", device %d", t->device);
+  /* How it ran, where that is news: in a worker, a worker's run confirmed
+   * alone, the shared process. */
+  char ran[160];
+  krep_ran_text(rep, t, ran, sizeof ran);
+  if (*ran && strcmp(ran, "alone") != 0) fprintf(c->out, ", %s", ran);
   fputc('\n', c->out);
   if (t->outcome != KREP_PASS || c->verbose) details(c, t);
   fflush(c->out);
@@ -151,6 +156,9 @@ void krun__console_summary(krun__console *c, const krep_report *rep,
     paint(c, o, part);
   }
   if (rep->not_run) fprintf(c->out, " (%d not run)", rep->not_run);
+  char workers[200];
+  krep_ran_summary(rep, workers, sizeof workers);
+  if (*workers) fprintf(c->out, "\n%s", workers);
   if (report_path) fprintf(c->out, "\nreport: %s\n", report_path);
   else fprintf(c->out, "\nreport: not written (see above)\n");
   fflush(c->out);

@@ -151,7 +151,7 @@ void krun__journal_start(krun__run *R, const krun__job *j, krep_test *t) {
 
 void krun__publish(krun__run *R, krep_test *t) {
   krep_journal_test(R->journal, t);
-  krun__console_result(&R->con, t);
+  krun__console_result(&R->con, &R->rep, t);
 }
 
 /* A result decided without a child (no device, too many slots). */
@@ -597,6 +597,10 @@ void krun__job_finish(krun__run *R, krun__job *j) {
       t->ready_wait_ms = krep_round_ms(j->ready && j->ready_ms < j->assign_ms
                                            ? j->assign_ms - j->ready_ms : 0);
     }
+    /* How it ran: its worker's number is the one in the log's name. */
+    t->ran = j->worker ? KREP_RAN_WORKER : j->ntests > 1 ? KREP_RAN_SHARED : KREP_RAN_ALONE;
+    t->worker = j->worker ? j->serial : 0;
+    t->position = j->ntests > 1 ? j->st[i].pos : 0;
     t->log_path = krep_str(&R->rep, name);
     t->log_tail = krep_str(&R->rep, tail);
     t->log_bytes = j->log.total;

@@ -121,7 +121,7 @@ typedef struct krun__console {
 } krun__console;
 
 void krun__console_init(krun__console *c, int verbose, int quiet, int total);
-void krun__console_result(krun__console *c, const krep_test *t);
+void krun__console_result(krun__console *c, const krep_report *rep, const krep_test *t);
 void krun__console_progress(krun__console *c, const char *const *running, int n);
 void krun__console_note(krun__console *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
