@@ -107,5 +107,20 @@ if [ -n "${KILN_GTEST:-}" ]; then
   expect_eq "$(note Pow2/Sizes.PowerOfTwo/2 worker_after)" \
     "Arith.Adds, Zeros/0.DefaultIsZero, Zeros/1.DefaultIsZero, Zeros/2.DefaultIsZero, Skip.NoDevice" \
     "the tests before the failure, in the order the binary ran them"
+  # A suite's tests stay together in a worker (a test file is collected
+  # once per worker), the suites ranked by their longest; alone, each test
+  # by its own time.
+  U=(Arith.Adds Arith.FailsOnPurpose Zeros/0.DefaultIsZero Zeros/1.DefaultIsZero)
+  k run --gtest "$G" -j 1 -o "$T/gu" "${U[@]}"
+  R=$T/gu/report.yaml
+  times "$R" Arith.Adds=10 Zeros/0.DefaultIsZero=9 Arith.FailsOnPurpose=8 Zeros/1.DefaultIsZero=7
+  k run --gtest "$G" -j 1 --isolation worker --durations "$R" -o "$T/gs" "${U[@]}"
+  expect_eq "$(order "$T/gs/report.yaml" | cut -d' ' -f1-4)" \
+    "Arith.Adds Arith.FailsOnPurpose Zeros/0.DefaultIsZero Zeros/1.DefaultIsZero" \
+    "in a worker: by suite, the suites by their longest"
+  k run --gtest "$G" -j 1 --durations "$R" -o "$T/gp" "${U[@]}"
+  expect_eq "$(order "$T/gp/report.yaml" | cut -d' ' -f1-4)" \
+    "Arith.Adds Zeros/0.DefaultIsZero Arith.FailsOnPurpose Zeros/1.DefaultIsZero" \
+    "one process per test: each by its own time"
 fi
 finish

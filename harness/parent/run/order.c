@@ -4,9 +4,10 @@
  * before them (a new test may be long, and its author wants it early),
  * so that no long test starts last and holds the run's end. Under
  * --isolation worker the runs one worker could take (one source, the same
- * needs) stay together, ranked by their longest, so that a binary's or a
- * runner's tests share start-ups; worker.c then cuts their sequences by
- * the same durations. --isolation none keeps the selection's order (the
+ * needs) stay together, ranked by their longest, and within them each
+ * suite's (a test file's, whose collection a worker pays once), so that
+ * a binary's or a file's tests share start-ups; worker.c then cuts their
+ * sequences by the same durations. --isolation none keeps the selection's order (the
  * order pollution is reproduced in).
  */
 #include "run-impl.h"
@@ -75,14 +76,18 @@ static int grouped(const krun__run *R, const krun_test *t) {
 typedef struct slot {
   krun__item it;
   int pos;                  /* its place in the selection's order */
-  int group;                /* the first place of its group */
-  double key, rank;         /* its time (unknown: infinite), its group's */
+  int group, suite;         /* the first place of its group, of its suite
+                               in the group (itself when not grouped) */
+  double key;               /* its time (unknown: infinite) */
+  double rank, srank;       /* its group's longest, its suite's there */
 } slot;
 
 static int by_rank(const void *a, const void *b) {
   const slot *x = a, *y = b;
   if (x->rank != y->rank) return x->rank < y->rank ? 1 : -1;
   if (x->group != y->group) return x->group < y->group ? -1 : 1;
+  if (x->srank != y->srank) return x->srank < y->srank ? 1 : -1;
+  if (x->suite != y->suite) return x->suite < y->suite ? -1 : 1;
   if (x->key != y->key) return x->key < y->key ? 1 : -1;
   return x->pos - y->pos;
 }
@@ -96,16 +101,26 @@ static void sort_round(krun__run *R, int from, int to) {
     krun__item it = R->queue[from + i];
     const krun_test *t = &reg->tests[it.test];
     double ms = R->o->durations[it.test];
-    s[i] = (slot){it, i, i, isnan(ms) ? INFINITY : ms, 0};
-    /* Its group: the first run before it one worker could take with it. */
+    s[i] = (slot){it, i, i, i, isnan(ms) ? INFINITY : ms, 0, 0};
+    /* Its group: the first run before it one worker could take with it;
+     * its suite: that of the nearest run before it in the group and its
+     * suite (a source lists a suite's tests together: found at once). */
     for (int k = 0; grouped(R, t) && k < i; k++)
       if (shares_worker(&reg->tests[s[k].it.test], t)) {
         s[i].group = s[k].group;
         break;
       }
+    for (int k = i - 1; s[i].group != i && k >= s[i].group; k--)
+      if (s[k].group == s[i].group && strcmp(reg->tests[s[k].it.test].suite, t->suite) == 0) {
+        s[i].suite = s[k].suite;
+        break;
+      }
   }
-  for (int i = 0; i < n; i++) s[s[i].group].rank = fmax(s[s[i].group].rank, s[i].key);
-  for (int i = 0; i < n; i++) s[i].rank = s[s[i].group].rank;
+  for (int i = 0; i < n; i++) {
+    s[s[i].group].rank = fmax(s[s[i].group].rank, s[i].key);
+    s[s[i].suite].srank = fmax(s[s[i].suite].srank, s[i].key);
+  }
+  for (int i = 0; i < n; i++) s[i].rank = s[s[i].group].rank, s[i].srank = s[s[i].suite].srank;
   qsort(s, (size_t)n, sizeof *s, by_rank);
   for (int i = 0; i < n; i++) R->queue[from + i] = s[i].it;
   free(s);
