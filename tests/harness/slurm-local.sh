@@ -305,4 +305,69 @@ grep -q "lost with Slurm task ${pjob}_1 (PENDING on no node; held for ReqNodeNot
 bash "$P/slurm/merge-1.sh" >"$T/merge.out" 2>&1
 expect_eq "$?" 0 "a merge job whose run lost tests ends COMPLETED (exit 0): the verdict is the run's status"
 expect_eq "$(head -1 "$P/status")" lost "status"
+# ---- A requeued task: its journal starts again --------------------------------------
+# Slurm requeues a task whose node went DOWN (or on `scontrol requeue`): its
+# kiln runs the shard again in the same folder and starts the journal anew.
+# A follower that watched the first run counts the second from its start:
+# never more tests than the run has, nothing of the first run's (before:
+# "tests 19/13 done, 0 failed, 3 lost" while the report was right).
+Q=$T/root/requeue
+k slurm --backend host -j 1 --warm 0 --tasks 1 --no-wait -o "$Q" "${SEL[@]}"
+read -r qjob qmerge < <(sed -nE 's/^round n=1 .*array=([0-9]+) merge=([0-9]+).*/\1 \2/p' "$Q/slurm/state")
+qtotal=$(grep -c '^test ' "$Q/slurm/plan-1")
+echo "0|RUNNING|node0|None" >"$FAKE/squeue-$qjob.txt"
+echo "0|PENDING||Dependency" >"$FAKE/squeue-$qmerge.txt"
+# (The script execs kiln, so $! is kiln.)
+env $(slurm_env 1 0 1) SLURM_ARRAY_JOB_ID=$qjob KILN_EMU_INIT_MS=300 bash "$Q/slurm/array-1.sh" \
+  >"$T/rq1.out" 2>&1 &
+qp=$!
+for i in $(seq 300); do
+  n=$(grep -c '^run ' "$Q/shards/1-1/journal" 2>/dev/null)
+  [ "${n:-0}" -ge 3 ] && break
+  sleep 0.05
+done
+"$KILN" slurm --follow "$Q" --poll 0.1 >"$T/rqf.out" 2>&1 &
+fpid=$!
+for i in $(seq 100); do grep -qE 'tests [1-9][0-9]*/' "$T/rqf.out" && break; sleep 0.1; done
+kill -TERM $qp; wait $qp          # the requeue ends the first run, mid-test
+for i in $(seq 100); do grep -q ' lost;' "$T/rqf.out" && break; sleep 0.1; done
+echo "0|PENDING||BeginTime" >"$FAKE/squeue-$qjob.txt"
+sleep 0.3
+echo "0|RUNNING|node0|None" >"$FAKE/squeue-$qjob.txt"
+env $(slurm_env 1 0 1) SLURM_ARRAY_JOB_ID=$qjob bash "$Q/slurm/array-1.sh" >"$T/rq2.out" 2>&1
+expect_eq "$?" 0 "the requeued task's second run"   # the whole shard
+sleep 0.5
+echo "0|COMPLETED|node0|None" >"$FAKE/squeue-$qjob.txt"
+bash "$Q/slurm/merge-1.sh" >"$T/rqm.out" 2>&1
+rm "$FAKE/squeue-$qmerge.txt"
+wait $fpid
+grep -q ' lost;' "$T/rqf.out" && ok "while the first run ran, the follower saw its lost test" ||
+  fail "the follower never saw the first run's lost test"
+over=$(sed -nE 's/.* tests ([0-9]+)\/([0-9]+) done.*/\1 \2/p' "$T/rqf.out" | awk '$1 > $2' | head -1)
+expect_eq "$over" "" "no follow line counts past the run's $qtotal tests"
+expect_match "$(grep 'tests [0-9]*/' "$T/rqf.out" | tail -1)" \
+  "tests $qtotal/$qtotal done, 0 failed; merge" "the last follow line counts the second run alone"
+expect_eq "$(head -1 "$Q/status")" good "the requeued run's status"
+
+# ---- A task killed for memory: its state, and Slurm's reason as such ------------------
+O=$T/root/oom
+k slurm --backend host -j 1 --tasks 1 --no-wait -o "$O" "${SEL[@]}"
+ojob=$(sed -nE 's/^round n=1 .*array=([0-9]+).*/\1/p' "$O/slurm/state")
+env $(slurm_env 1 0 1) SLURM_ARRAY_JOB_ID=$ojob KILN_EMU_INIT_MS=300 bash "$O/slurm/array-1.sh" \
+  >"$T/oom.out" 2>&1 &
+op=$!
+for i in $(seq 200); do grep -qs '^run ' "$O/shards/1-1/journal" && break; sleep 0.05; done
+kill -KILL $op; wait $op 2>/dev/null
+echo "0|OUT_OF_MEMORY|node0|JobLaunchFailure" >"$FAKE/squeue-$ojob.txt"
+k slurm --merge "$O"
+expect_rc 1 "the merge of a run whose task was killed for memory"
+k slurm --follow "$O" --poll 0.1
+expect_out "lost with Slurm task ${ojob}_0 \(OUT_OF_MEMORY on node0; Slurm's reason: JobLaunchFailure\)" \
+  "the summary gives the task's state and Slurm's reason as such"
+grep -q 'held for' "$T/out.txt" && fail "a task that ran is 'held for' its reason" ||
+  ok "a task that ran is not 'held for' anything"
+flat "$O/report.yaml"
+i=$(grep -E "^tests\.[0-9]+\.lost\.job=${ojob}_0\$" "$T/flat.txt" | head -1 | sed -E 's/^tests\.([0-9]+)\..*/\1/')
+expect_match "$(field tests.$i.message)" "on node0 ended OUT_OF_MEMORY \(Slurm's reason: JobLaunchFailure\) before" \
+  "a lost test's message says how its task ended"
 finish

@@ -172,6 +172,11 @@ int ksl__ended(const char *state) {
   return 0;
 }
 
+int ksl__waiting(const char *state) {
+  return strcmp(state, "PENDING") == 0 || strncmp(state, "REQUEUE", 7) == 0 ||
+         strcmp(state, "RESV_DEL_HOLD") == 0;
+}
+
 void ksl__cancel(long long job) {
   char id[32], *out = NULL;
   snprintf(id, sizeof id, "%lld", job);

@@ -109,10 +109,11 @@ static void owe(const char *run, shard *s, const krun_plan *plan, long long arra
                   state ? state : "unknown: no record kept, e.g. cancelled while pending",
                   reason ? ", held for " : "", reason ? reason : "");
   else
-    w += snprintf(why + w, sizeof why - (size_t)w, "on %s ended %s before this test finished",
-                  *node ? node : "an unknown node",
+    w += snprintf(why + w, sizeof why - (size_t)w, "on %s ended %s%s%s%s before this test "
+                  "finished", *node ? node : "an unknown node",
                   state ? state : "(Slurm state unknown: no accounting, and squeue has "
-                                  "forgotten the job)");
+                                  "forgotten the job)",
+                  reason ? " (Slurm's reason: " : "", reason ? reason : "", reason ? ")" : "");
   snprintf(why + w, sizeof why - (size_t)w, "; its output: %s/slurm/array-%d-%d.out", run,
            s->round, s->index - 1);
   krep_loss loss = {krep_str(rep, "slurm"), krep_str(rep, state), krep_str(rep, job),

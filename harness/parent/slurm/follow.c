@@ -1,6 +1,7 @@
 /* Following a run (`kiln slurm` after it submits, `kiln slurm --follow
  * RUN`): every poll, the last round's tasks from squeue and the tests they
- * finished from their journals (read from where the last poll stopped),
+ * finished from their journals (read from where the last poll stopped, or
+ * again from the start when a requeued task began its journal anew),
  * shown as one progress line; once the merge job has ended, the run's
  * status, with kiln's exit status for it. A merge job that ended without
  * writing the status (cancelled, failed, never able to start) is done
@@ -10,8 +11,10 @@
 #include "slurm-impl.h"
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +37,36 @@ typedef struct progress {
   char merge[64];
   char reason[128];         /* why Slurm holds the first pending task, or "" */
 } progress;
+
+/* What the follower has read of one task's journal. A requeued task (its
+ * node went DOWN, `scontrol requeue`) runs its shard again, and its kiln
+ * truncates the journal and writes a new header: the counts then start
+ * again from its first line. The header (kiln's pid, its start time)
+ * tells one run of the task from the next. */
+typedef struct journal_seen {
+  long long off;
+  int done, failed, lost;
+  char *head;               /* its first line as last read (malloc'd) */
+} journal_seen;
+
+static void journal_read(const char *path, journal_seen *js) {
+  FILE *f = fopen(path, "re");
+  if (!f) return;
+  char *head = NULL;
+  size_t cap = 0;
+  if (getline(&head, &cap, f) < 0 && head) head[0] = '\0';
+  struct stat sb;
+  long long size = fstat(fileno(f), &sb) == 0 ? (long long)sb.st_size : js->off;
+  fclose(f);
+  if (!head || !js->head || strcmp(head, js->head) != 0 || size < js->off) {
+    free(js->head);
+    memset(js, 0, sizeof *js);
+    js->head = head;
+    head = NULL;
+  }
+  free(head);
+  (void)krep_journal_count(path, &js->off, &js->done, &js->failed, &js->lost);
+}
 
 static void count_tasks(const ksl__task *t, int n, progress *p) {
   for (int i = 0; i < n; i++) {
@@ -85,11 +118,13 @@ static void summary(const char *run, const char *status) {
       const krep_test *t = i < rep.ntests ? rep.tests[i] : NULL;
       int lost = t && t->final && t->outcome == KREP_LOST && t->lost.job;
       if (first && (!lost || strcmp(t->lost.job, first->lost.job) != 0)) {
+        /* A reason says why Slurm held a task back while it waited (or
+         * never started); for one that ran it is whatever Slurm said last. */
+        const char *state = first->lost.state, *reason = first->lost.reason;
+        int held = !state || ksl__waiting(state) || !first->lost.node;
         printf("  %d lost with Slurm task %s (%s on %s%s%s)\n", n, first->lost.job,
-               first->lost.state ? first->lost.state : "state unknown",
-               first->lost.node ? first->lost.node : "no node",
-               first->lost.reason ? "; held for " : "",
-               first->lost.reason ? first->lost.reason : "");
+               state ? state : "state unknown", first->lost.node ? first->lost.node : "no node",
+               !reason ? "" : held ? "; held for " : "; Slurm's reason: ", reason ? reason : "");
         first = NULL, n = 0;
       }
       if (lost && !first) first = t;
@@ -129,12 +164,9 @@ int ksl_follow(const char *run, double poll_s) {
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   ksl__task *tasks = kh_xcalloc((size_t)r->tasks, sizeof *tasks);
-  long long *off = kh_xcalloc((size_t)r->tasks, sizeof *off);
-  int *done = kh_xcalloc((size_t)r->tasks, sizeof *done);
-  int *failed = kh_xcalloc((size_t)r->tasks, sizeof *failed);
+  journal_seen *js = kh_xcalloc((size_t)r->tasks, sizeof *js);
   int tty = isatty(STDOUT_FILENO), gone = 0, warned = 0;
   char last[512] = "", status[32] = "";
-  int *lost = kh_xcalloc((size_t)r->tasks, sizeof *lost);
   double t0 = kh_now_ms();
   while (!stop_sig) {
     progress p = {.total = plan.ntests * plan.repeat};
@@ -144,9 +176,9 @@ int ksl_follow(const char *run, double poll_s) {
     if (!ok && !warned++) fprintf(stderr, "\nkiln slurm: %s (asking again)\n", err.msg);
     for (int k = 0; k < r->tasks; k++) {
       char *j = ksl__path(run, "shards/%d-%d/journal", r->n, k + 1);
-      (void)krep_journal_count(j, &off[k], &done[k], &failed[k], &lost[k]);
+      journal_read(j, &js[k]);
       free(j);
-      p.tests += done[k], p.failed += failed[k], p.lost += lost[k];
+      p.tests += js[k].done, p.failed += js[k].failed, p.lost += js[k].lost;
     }
     if (ok) {
       count_tasks(tasks, r->tasks, &p);
@@ -184,7 +216,8 @@ int ksl_follow(const char *run, double poll_s) {
   }
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
-  free(tasks), free(off), free(done), free(failed), free(lost);
+  for (int k = 0; k < r->tasks; k++) free(js[k].head);
+  free(tasks), free(js);
   krun_plan_free(&plan);
   ksl__state_free(&st);
   return rc;

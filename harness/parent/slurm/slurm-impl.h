@@ -83,6 +83,9 @@ int ksl__tasks(long long array, int n, ksl__task *out, int final, kh_err *err);
 int ksl__job(long long job, ksl__task *out, kh_err *err);
 /* 1 for a state after which the job does nothing more. */
 int ksl__ended(const char *state);
+/* 1 for a state in which Slurm holds the job back (PENDING, REQUEUED...):
+ * only then is its reason why it waits. */
+int ksl__waiting(const char *state);
 /* scancel; best effort. */
 void ksl__cancel(long long job);
 /* The follower's record of round r's tasks as it last saw them,
