@@ -5,11 +5,13 @@
 # tests, pass/fail/skip counts, wall seconds, tests per second, and whether
 # each node id's verdict agrees with pytest's (docs/third-party.md,
 # "Measuring against pytest -n 8").
-#   scripts/bench-pytest.sh [-C DIR] [-o OUT] [-n N] [--] PATH...
+#   scripts/bench-pytest.sh [-C DIR] [-o OUT] [-n N] [--ways W] [--] PATH...
 # -C DIR: run everything from DIR (a third-party project's root, where its
 # pytest rootdir is); PATHs are relative to it. -o OUT: where the runs'
 # output goes (default: a new folder under /tmp). -n N: pytest's workers
-# (default 8). kiln is $KILN, else this tree's build/harness/parent/kiln;
+# (default 8). --ways W: the ways to run, a comma-separated subset of a,
+# b, c (default a,b,c; where b is left out the node ids are the ones
+# `kiln list` selects). kiln is $KILN, else this tree's build/harness/parent/kiln;
 # the interpreter $KILN_PYTHON, else python3, else /usr/bin/python3,
 # whichever has pytest and pytest-xdist. All three ways run the same node
 # ids: the ones kiln selects by default (way b's report; a test kiln holds
@@ -17,17 +19,21 @@
 # Each kiln way lists cold (a listing folder of its own under OUT).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-DIR=. OUT= N=8
+DIR=. OUT= N=8 WAYS=a,b,c
 while [ $# -gt 0 ]; do
   case $1 in
     -C) DIR=$2; shift 2 ;;
     -o) OUT=$2; shift 2 ;;
     -n) N=$2; shift 2 ;;
+    --ways) WAYS=$2; shift 2 ;;
     --) shift; break ;;
-    -*) echo "bench-pytest.sh: unknown option $1 (usage: [-C DIR] [-o OUT] [-n N] PATH...)" >&2; exit 2 ;;
+    -*) echo "bench-pytest.sh: unknown option $1 (usage: [-C DIR] [-o OUT] [-n N] [--ways W] PATH...)" >&2; exit 2 ;;
     *) break ;;
   esac
 done
+[[ ,$WAYS, =~ ^(,(a|b|c))+,$ ]] ||
+  { echo "bench-pytest.sh: --ways '$WAYS': a comma-separated list of a, b and c" >&2; exit 2; }
+way_on() { [[ ,$WAYS, == *",$1,"* ]]; }
 [ $# -gt 0 ] || { echo "bench-pytest.sh: no pytest path given (usage: [-C DIR] [-o OUT] [-n N] PATH...)" >&2; exit 2; }
 KILN=${KILN:-$ROOT/build/harness/parent/kiln}
 [ -x "$KILN" ] || { echo "bench-pytest.sh: no kiln at $KILN (build it: scripts/build.sh, or set KILN)" >&2; exit 2; }
@@ -158,12 +164,18 @@ kiln_way() {
 
 : >"$OUT/exits"
 echo "bench-pytest: ${paths[*]} in $(pwd); output in $OUT" >&2
-echo "bench-pytest: (b) kiln run --pytest ..." >&2
-kiln_way kiln-default
-cut -f2- "$OUT/kiln-default.verdicts" >"$OUT/nodeids"
+if way_on b; then
+  echo "bench-pytest: (b) kiln run --pytest ..." >&2
+  kiln_way kiln-default
+  cut -f2- "$OUT/kiln-default.verdicts" >"$OUT/nodeids"
+else
+  # What way b would run: kiln's own listing of the tests it selects.
+  KILN_PYTEST_LISTING=$OUT/list.listing "$KILN" list "${kpaths[@]}" 2>"$OUT/collect.err" |
+    awk '$1 ~ /::/ { print $1 }' >"$OUT/nodeids"
+fi
 if [ ! -s "$OUT/nodeids" ]; then
-  echo "bench-pytest: kiln ran no test (see $OUT/kiln-default.log):" >&2
-  tail -5 "$OUT/kiln-default.log" >&2
+  echo "bench-pytest: no node ids (see $OUT/kiln-default.log or $OUT/collect.err):" >&2
+  tail -5 "$OUT/kiln-default.log" "$OUT/collect.err" 2>/dev/null >&2
   exit 1
 fi
 # Node ids are relative to pytest's rootdir, which kiln ran them in: so
@@ -172,8 +184,9 @@ export PYTHONPATH=$OUT/py${PYTHONPATH:+:$PYTHONPATH}
 KILN_BENCH_ROOTDIR=$OUT/rootdir "$PY" -m pytest -p kiln_bench_verdicts "${paths[@]}" \
   >"$OUT/rootdir.log" 2>&1
 [ -s "$OUT/rootdir" ] || { echo "bench-pytest: pytest found no rootdir (see $OUT/rootdir.log)" >&2; exit 1; }
-echo "bench-pytest: (a) pytest -n $N ($(wc -l <"$OUT/nodeids") node ids, in $(cat "$OUT/rootdir")) ..." >&2
 mapfile -t ids <"$OUT/nodeids"
+if way_on a; then
+echo "bench-pytest: (a) pytest -n $N ($(wc -l <"$OUT/nodeids") node ids, in $(cat "$OUT/rootdir")) ..." >&2
 s=$(date +%s.%N)
 (cd "$(cat "$OUT/rootdir")" && KILN_BENCH_VERDICTS=$OUT/pytest.verdicts \
   "$PY" -m pytest -n "$N" -p no:cacheprovider -p kiln_bench_verdicts -q "${ids[@]}") \
@@ -181,8 +194,11 @@ s=$(date +%s.%N)
 echo "pytest exit $?" >>"$OUT/exits"
 e=$(date +%s.%N)
 secs "$s" "$e" >"$OUT/pytest.wall"
-echo "bench-pytest: (c) kiln run --pytest ... --isolation worker ..." >&2
-kiln_way kiln-worker --isolation worker
+fi
+if way_on c; then
+  echo "bench-pytest: (c) kiln run --pytest ... --isolation worker ..." >&2
+  kiln_way kiln-worker --isolation worker
+fi
 
 # The table: kiln's outcomes mapped to pytest's (flaky and polluted pass,
 # crash and timeout fail); a leak or a lost test is its own.
@@ -213,8 +229,11 @@ print("%-26s %6s %5s %5s %5s %6s %8s %8s  %s" % ("way", "tests", "pass", "fail",
                                                   "verdicts vs pytest"))
 notes = []
 for label, name, kiln in ways:
+    try:
+        wall = float(open("%s/%s.wall" % (out, name)).read())
+    except OSError:
+        continue  # a way left out (--ways)
     v = load(name)
-    wall = float(open("%s/%s.wall" % (out, name)).read())
     got = {k: (MAP.get(o, o) if kiln else o) for k, o in v.items()}
     c = {k: sum(1 for o in got.values() if o == k) for k in ("pass", "fail", "skip")}
     other = len(got) - sum(c.values())
