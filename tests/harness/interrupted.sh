@@ -10,7 +10,8 @@
 #     pytest_unconfigure is slow): pass, with the note (before: crash, "the
 #     runner was killed by SIGTERM after the test ended");
 #   - a batch system's cancel, which signals every process of the job, the
-#     tests' before kiln's (SIGTERM to each, children first): the lingering
+#     tests' before kiln's (SIGTERM to each, children first, kiln's once
+#     the test's process is reaped): the lingering
 #     runner passes with the note; a command whose SIGTERM handler exits
 #     143, and a pytest test through the zygote (the cancel ends the zygote
 #     too, and the client exits 3), are lost (before: crash, "exited with
@@ -22,13 +23,15 @@ descendants() {
   local c
   for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do echo "$c"; descendants "$c"; done
 }
-# A batch system's cancel: SIGTERM to every process of the run, the
-# newest first, and kiln's read of its own 0.3 s later (a busy loop; kiln
-# holds such a test's verdict 0.75 s for it).
+# cancel KILN RUN: a batch system's cancel, SIGTERM to every process of
+# the run, the newest first, and kiln's own once kiln has reaped the
+# test's process (kiln holds the verdict of a test that such a signal may
+# have ended 0.75 s for it).
 cancel() {
-  local p
+  local p i tp
+  tp=$(sed -n 's/^start .* pid=\([0-9]*\).*/\1/p' "$2/journal" | head -1)
   for p in $(descendants "$1" | sort -rn); do kill -TERM "$p" 2>/dev/null; done
-  sleep 0.3
+  for i in $(seq 500); do [ -n "$tp" ] && [ -e "/proc/$tp" ] || break; sleep 0.01; done
   kill -TERM "$1"
 }
 # wait_for FILE: up to 60 s (a sanitized runner starts slowly).
@@ -48,7 +51,7 @@ stopped() {
   kp=$!
   wait_for "$T/$name.mark"
   sleep 0.3
-  if [ "$how" = kiln ]; then kill -TERM $kp; else cancel $kp; fi
+  if [ "$how" = kiln ]; then kill -TERM $kp; else cancel $kp "$T/$name"; fi
   wait $kp; rc=$?
   expect_rc 130 "$name: kiln stopped"
   flat "$T/$name/report.yaml"
@@ -61,11 +64,13 @@ stands() {
     'its process, still ending, was killed by SIGTERM' "$2: with a note that kiln was stopped"
 }
 
-# A --wrap that lingers after the program it runs has ended.
+# A --wrap that lingers after the program it runs has ended (as the
+# process kiln started: a signal ends it, not a shell that outlives it).
 cat >"$T/linger" <<'EOF2'
 #!/usr/bin/env bash
-"$@"; rc=$?
-touch "$MARK"; sleep 30; exit $rc
+"$@"
+touch "$MARK"
+exec sleep 30
 EOF2
 chmod +x "$T/linger"
 
