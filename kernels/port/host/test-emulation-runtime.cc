@@ -345,6 +345,64 @@ void test_memory() {
 
 /* ==== Random numbers ===================================================== */
 
+/* The normals' shape, not only their moments: counts in bins of width 1/4
+ * sigma out to 4 sigma and beyond, against the normal distribution's
+ * (chi-square, 33 degrees of freedom: about 33 +- 8 for a right
+ * generator), and the two tails past 3.654 sigma, where the ziggurat's
+ * base layer hands over to its tail method, each within 5 sigma of what
+ * they should hold. */
+static void check_normal_shape(const float *a, size_t n, double mean,
+                               double stddev) {
+  enum { BINS = 34 };
+  double count[BINS] = {};
+  size_t tail_lo = 0, tail_hi = 0;
+  const double r = 3.6541528853610088;
+  for (size_t i = 0; i < n; i++) {
+    const double z = (a[i] - mean) / stddev;
+    const int b = z < -4.0   ? 0
+                  : z >= 4.0 ? BINS - 1
+                             : 1 + (int)((z + 4.0) * 4.0);
+    count[b]++;
+    tail_lo += z < -r;
+    tail_hi += z > r;
+  }
+  auto cdf = [](double z) { return 0.5 * erfc(-z / sqrt(2.0)); };
+  double chi2 = 0.0;
+  for (int b = 0; b < BINS; b++) {
+    const double lo = b == 0 ? -INFINITY : -4.0 + (b - 1) * 0.25;
+    const double hi = b == BINS - 1 ? INFINITY : -4.0 + b * 0.25;
+    const double want = (double)n * (cdf(hi) - cdf(lo));
+    chi2 += (count[b] - want) * (count[b] - want) / want;
+  }
+  CHECK(chi2 < 80.0, "normal shape: chi-square %.1f over %d bins", chi2, BINS);
+  const double tail = (double)n * cdf(-r), sd = sqrt(tail);
+  CHECK(fabs((double)tail_lo - tail) < 5 * sd &&
+            fabs((double)tail_hi - tail) < 5 * sd,
+        "normal tails past %.3f sigma: %zu and %zu, expected %.0f each", r,
+        tail_lo, tail_hi, tail);
+}
+
+/* The batched Philox (AVX2 where the CPU has it) gives the words of the
+ * single-block function, across a carry into the counter's high word. */
+static void check_philox_batch() {
+  const uint32_t key[2] = {0x243f6a88, 0x85a308d3};
+  const unsigned long long firsts[] = {0, 5, (1ull << 32) - 3, ~0ull - 4};
+  for (unsigned long long first : firsts) {
+    uint32_t fast[4 * KEMU__PHILOX_BATCH], slow[4 * KEMU__PHILOX_BATCH];
+    kemu__philox_batch(first, key, fast);
+    kemu__philox_batch_scalar(first, key, slow);
+    CHECK(memcmp(fast, slow, sizeof fast) == 0,
+          "philox batch from %llu differs from the scalar blocks", first);
+    for (int j = 0; j < KEMU__PHILOX_BATCH; j++) {
+      const unsigned long long b = first + (unsigned)j;
+      uint32_t c[4] = {(uint32_t)b, (uint32_t)(b >> 32), 0, 0};
+      kemu__philox4x32_10(c, key);
+      CHECK(memcmp(c, slow + 4 * j, sizeof c) == 0,
+            "scalar batch block %llu differs", b);
+    }
+  }
+}
+
 void test_philox() {
   /* Known answers from Random123's kat_vectors for philox4x32-10. */
   struct {
@@ -415,6 +473,15 @@ void test_philox() {
   var = sq / n - mean * mean;
   CHECK(fabs(mean - 2.0) < 0.02 && fabs(sqrt(var) - 3.0) < 0.02,
         "normal mean %g stddev %g", mean, sqrt(var));
+  check_normal_shape(a, n, 2.0, 3.0);
+  /* Normals are a function of the seed and their place in the stream. */
+  CHECK(hiprandSetPseudoRandomGeneratorSeed(g2, 0) == 0, "seed");
+  CHECK(hiprandGenerateUniform(g2, b, 4) == 0, "uniform");
+  CHECK(hiprandGenerateNormal(g2, b, n, 2.0f, 3.0f) == 0, "normal");
+  CHECK(memcmp(a, b, n * sizeof(float)) == 0, "same seed, different normals");
+  CHECK(hiprandGenerateNormal(g2, b, n, 2.0f, 3.0f) == 0, "normal");
+  CHECK(memcmp(a, b, n * sizeof(float)) != 0, "a second call repeats normals");
+  check_philox_batch();
   CHECK(hiprandGenerateNormal(g1, a, 7, 0.0f, 1.0f) ==
             HIPRAND_STATUS_LENGTH_NOT_MULTIPLE,
         "odd normal count");
