@@ -31,7 +31,7 @@ const kcli__opt kcli__opts[] = {
   SET("grace", 0, "S", "seconds between SIGTERM and SIGKILL on timeout (default 2)"),
   SET("retries", 0, "N", "run a failed test up to N more times; a later pass is `flaky`"),
   SET("repeat", 0, "N", "run every selected test N times"),
-  SET("isolation", 0, "M", "process (one child per test), none (one shared process) or worker (the tests of a runner, a GoogleTest binary or a pytest source in sequences of one process each, checked between tests; each that does not pass run again alone: polluted when it passes then)"),
+  SET("isolation", 0, "M", "process (one child per test), none (one shared process) or worker (the tests of one source that can share a process, in sequences of one process each, checked between tests; each that does not pass run again alone: polluted when it passes then)"),
   SET("wrap", 0, "CMD", "run each child under CMD (valgrind, compute-sanitizer, ...)"),
   SET("warm", 0, "N", "warm children per device, started before their test (0: off; default auto: 1 per slot)"),
   {"allow-empty", "allow-empty", 0, NULL, KCLI__SETTING, "allow_empty", 0, 0, 0, "exit 0 even when nothing was tested (no device, every test skipped)"},
