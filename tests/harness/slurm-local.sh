@@ -312,7 +312,7 @@ expect_eq "$(head -1 "$P/status")" lost "status"
 # never more tests than the run has, nothing of the first run's (before:
 # "tests 19/13 done, 0 failed, 3 lost" while the report was right).
 Q=$T/root/requeue
-k slurm --backend host -j 1 --warm 0 --tasks 1 --no-wait -o "$Q" "${SEL[@]}"
+k slurm --backend host -j 1 --warm 0 --tasks 1 --no-wait -o "$Q" engine
 read -r qjob qmerge < <(sed -nE 's/^round n=1 .*array=([0-9]+) merge=([0-9]+).*/\1 \2/p' "$Q/slurm/state")
 qtotal=$(grep -c '^test ' "$Q/slurm/plan-1")
 echo "0|RUNNING|node0|None" >"$FAKE/squeue-$qjob.txt"
@@ -351,7 +351,7 @@ expect_eq "$(head -1 "$Q/status")" good "the requeued run's status"
 
 # ---- A task killed for memory: its state, and Slurm's reason as such ------------------
 O=$T/root/oom
-k slurm --backend host -j 1 --tasks 1 --no-wait -o "$O" "${SEL[@]}"
+k slurm --backend host -j 1 --tasks 1 --no-wait -o "$O" engine
 ojob=$(sed -nE 's/^round n=1 .*array=([0-9]+).*/\1/p' "$O/slurm/state")
 env $(slurm_env 1 0 1) SLURM_ARRAY_JOB_ID=$ojob KILN_EMU_INIT_MS=300 bash "$O/slurm/array-1.sh" \
   >"$T/oom.out" 2>&1 &
