@@ -103,13 +103,15 @@ START_TEST(head_dims) {
 END_TEST
 
 /* Long contexts cut unevenly: 5000 keys in 2, 3, 7, 16 and 33 ranges (the
- * last range shorter, or a range of a few keys), every dtype. */
+ * last range shorter, or a range of a few keys), every dtype, GQA 4. One
+ * KV head of one batch: the ranges and their merge are per (batch, KV
+ * head) row tile, and gqa_ratios splits two of each. */
 START_TEST(uneven_splits) {
   static const int64_t splits[] = {2, 3, 7, 16, 33};
   static const ke_dtype dts[] = {KE_F32, KE_F16, KE_BF16};
   for (int i = 0; i < NELEM(splits); i++)
-    dec_check(mk(dts[i % 3], 2, 8, 2, 1, 5000, 128, splits[i]));
-  dec_check(mk(KE_BF16, 1, 32, 8, 1, 4099, 128, 33));
+    dec_check(mk(dts[i % 3], 1, 4, 1, 1, 5000, 128, splits[i]));
+  dec_check(mk(KE_BF16, 1, 8, 2, 1, 4099, 128, 33));
 }
 END_TEST
 
@@ -368,7 +370,8 @@ END_TEST
  * than steps, causal rows whose limits end mid-step, every lane geometry
  * and f32 (which keeps 3 stages). The matrix-unit kernels are off (matrix
  * 0): they have no step counter and would take most 16-bit calls here at
- * warp 32; matrix_path below tests them. */
+ * warp 32; matrix_path below tests them. GQA 4 with one or two KV heads:
+ * the counters are per row tile, and more heads would only repeat them. */
 static void dec_mode(int dynamic, int stages) {
   ke__decode_tuning t;
   kt_assert_ok(ke__decode_tuning_get(kt_ctx(), &t));
@@ -382,16 +385,16 @@ START_TEST(dynamic_steps) {
   static const int modes[][2] = {{1, 3}, {1, 4}, {0, 4}};
   for (int m = 0; m < NELEM(modes); m++) {
     dec_mode(modes[m][0], modes[m][1]);
-    dec_check(mk(KE_BF16, 1, 32, 8, 1, 5000, 128, 40));
-    dec_check(mk(KE_BF16, 1, 32, 8, 1, 5000, 128, 40));
-    dec_check(mk(KE_F16, 2, 8, 2, 1, 3001, 128, 7));
+    dec_check(mk(KE_BF16, 1, 8, 2, 1, 5000, 128, 40));
+    dec_check(mk(KE_BF16, 1, 8, 2, 1, 5000, 128, 40));
+    dec_check(mk(KE_F16, 2, 4, 1, 1, 3001, 128, 7));
     dec_check(mk(KE_F16, 1, 8, 2, 1, 17, 128, 3));
     dec_check(mk(KE_BF16, 1, 4, 2, 1, 1, 128, 3));
     dec_check(mk(KE_BF16, 1, 4, 1, 1, 100, 64, 50));
     dec_check(mk(KE_F16, 1, 4, 2, 1, 999, 32, 5));
     dec_check(mk(KE_BF16, 1, 4, 2, 1, 999, 256, 5));
-    dec_check(mk(KE_F32, 2, 8, 2, 1, 2000, 128, 6));
-    dec_case c = mk(KE_BF16, 1, 8, 2, 4, 3001, 128, 9);
+    dec_check(mk(KE_F32, 2, 4, 1, 1, 2000, 128, 6));
+    dec_case c = mk(KE_BF16, 1, 4, 1, 4, 3001, 128, 9);
     c.causal = 1;
     c.offset = 1500;
     dec_check(c);
@@ -418,23 +421,24 @@ static void dec_matrix(int matrix) {
  * key, ranges of a few tiles, every row tile (GQA 1 to 16, several query
  * rows without a causal limit), peaked scores that rescale across tiles, a
  * causal single query whose keys end mid-tile with NaN K/V past it, one
- * with nothing visible, and NaN/Inf at visible keys. */
+ * with nothing visible, and NaN/Inf at visible keys. The long calls keep
+ * their GQA ratios on one or two KV heads (the tiles are per KV head). */
 START_TEST(matrix_path) {
   static const int modes[] = {2, 3, 0};
   for (int m = 0; m < NELEM(modes); m++) {
     dec_matrix(modes[m]);
-    dec_check(mk(KE_BF16, 1, 32, 8, 1, 5000, 128, 40));
-    dec_check(mk(KE_F16, 2, 8, 2, 1, 3001, 128, 7));
+    dec_check(mk(KE_BF16, 1, 8, 2, 1, 5000, 128, 40));
+    dec_check(mk(KE_F16, 2, 4, 1, 1, 3001, 128, 7));
     dec_check(mk(KE_F16, 1, 8, 8, 1, 17, 128, 3));
     dec_check(mk(KE_BF16, 1, 4, 2, 1, 1, 128, 1));
     dec_check(mk(KE_BF16, 1, 16, 1, 1, 300, 64, 0));
     dec_check(mk(KE_F16, 1, 4, 1, 3, 1000, 80, 5));
     dec_check(mk(KE_BF16, 1, 4, 2, 1, 999, 8, 5));
-    dec_check(mk(KE_F16, 3, 6, 3, 1, 4097, 112, 0));
+    dec_check(mk(KE_F16, 3, 2, 1, 1, 4097, 112, 0));
     dec_case c = mk(KE_BF16, 1, 8, 2, 1, 2000, 96, 3);
     c.q_std = 6.0f;
     dec_check(c);
-    c = mk(KE_BF16, 2, 8, 2, 1, 3001, 128, 9);
+    c = mk(KE_BF16, 2, 4, 1, 1, 3001, 128, 9);
     c.causal = 1;
     c.offset = 1500;
     dec_check(c);

@@ -168,7 +168,9 @@ END_TEST
  * few tokens, more ranges than a short sequence has tokens, GQA groups that
  * are not a whole number of row tiles; without a workspace (partials in the
  * engine scratch, merged by the last block) and with one (the combine
- * kernel; at most ceil(longest / 512) ranges). */
+ * kernel; at most ceil(longest / 512) ranges: 9 for 4097 tokens, more than
+ * the combine's batch of 8). One KV head: the ranges, their counters and
+ * their merge are per (sequence, KV head), and split takes two. */
 START_TEST(split_ranges) {
   static const int32_t lens[] = {3001, 1, 17, 4097, 513, 100};
   static const struct {
@@ -182,7 +184,8 @@ START_TEST(split_ranges) {
       pa_case c = pa_default(NELEM(lens), lens);
       c.head_dim = cfg[i].head_dim;
       c.block_size = cfg[i].block_size;
-      c.num_heads = 2 * cfg[i].group;
+      c.num_heads = cfg[i].group;
+      c.num_kv_heads = 1;
       c.q_dtype = c.kv_dtype = c.out_dtype = cfg[i].dt;
       c.workspace = ws;
       attn_force_splits(cfg[i].splits);
@@ -199,9 +202,11 @@ END_TEST
  * sequence has steps, the same call twice (the counters must be back at
  * 0), 16-bit and f32 caches (f32 keeps 3 stages). The matrix-unit kernels
  * are off (matrix 0): they have no step counter and would take the 16-bit
- * caches of D up to 128 at warp 32. */
+ * caches of D up to 128 at warp 32. One KV head and 1025 tokens where
+ * there were 4097: the step counters are per (sequence, KV head), and the
+ * longest sequence, 3001 tokens, still has 40 ranges of 2 to 5 steps. */
 START_TEST(dynamic_steps) {
-  static const int32_t lens[] = {3001, 1, 17, 4097, 513, 100, 31};
+  static const int32_t lens[] = {3001, 1, 17, 1025, 513, 100, 31};
   static const int modes[][2] = {{2, 3}, {2, 4}, {0, 4}};
   static const struct {
     int64_t splits, head_dim, block_size, group;
@@ -219,7 +224,8 @@ START_TEST(dynamic_steps) {
       pa_case c = pa_default(NELEM(lens), lens);
       c.head_dim = cfg[i].head_dim;
       c.block_size = cfg[i].block_size;
-      c.num_heads = 2 * cfg[i].group;
+      c.num_heads = cfg[i].group;
+      c.num_kv_heads = 1;
       c.q_dtype = c.kv_dtype = c.out_dtype = cfg[i].dt;
       attn_force_splits(cfg[i].splits);
       pa_check(&c, "dynamic_steps");
@@ -237,9 +243,11 @@ END_TEST
  * one block, a single token, a few tiles; GQA 1, 4, 8 and 12 (a group that
  * is not a whole number of row tiles), MQA; the split path; peaked scores
  * that rescale across tiles. The caches' unused slots are NaN (pa_build),
- * so a tile read past a sequence's end fails the check. */
+ * so a tile read past a sequence's end fails the check. The longest
+ * sequence, 1537 tokens, ends one past a 128-key step and a 512-token
+ * partition. */
 START_TEST(matrix_path) {
-  static const int32_t lens[] = {1000, 1, 113, 7, 33, 257, 3001};
+  static const int32_t lens[] = {1000, 1, 113, 7, 33, 257, 1537};
   static const int modes[] = {3, 2};
   static const struct {
     int64_t head_dim, block_size, heads, kv_heads;
