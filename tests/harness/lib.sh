@@ -133,10 +133,9 @@ kh_python_for_engine() {
   KH_ENGINE_SANITIZED=1
 }
 
-# For the pytest tests: an interpreter with pytest in KILN_PYTHON (skip, 77,
-# without one, unless KILN_REQUIRE_PYTEST=1 says it must be there) that
-# loads this build's engine, and a clean copy of the sample suite in $S.
-need_pytest_sample() {
+# need_pytest: KILN_PYTHON set to an interpreter with pytest, else a skip
+# (exit 77; a failure under KILN_REQUIRE_PYTEST=1).
+need_pytest() {
   local p
   for p in "${KILN_PYTHON:-python3}" python3 /usr/bin/python3; do
     if "$p" -c 'import pytest' 2>/dev/null; then export KILN_PYTHON=$p; break; fi
@@ -146,6 +145,13 @@ need_pytest_sample() {
     [ "${KILN_REQUIRE_PYTEST:-0}" = 1 ] && exit 1
     exit 77
   fi
+}
+
+# For the pytest tests: an interpreter with pytest in KILN_PYTHON (skip, 77,
+# without one, unless KILN_REQUIRE_PYTEST=1 says it must be there) that
+# loads this build's engine, and a clean copy of the sample suite in $S.
+need_pytest_sample() {
+  need_pytest
   kh_python_for_engine
   S=$T/suite
   cp -r "$KILN_SOURCE/examples/pytest-suite" "$S"

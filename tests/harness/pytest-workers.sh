@@ -15,14 +15,7 @@
 # child that is no daemon.
 . "$(dirname "$0")/lib.sh"
 
-for p in "${KILN_PYTHON:-python3}" python3 /usr/bin/python3; do
-  if "$p" -c 'import pytest' 2>/dev/null; then export KILN_PYTHON=$p; break; fi
-done
-if ! "${KILN_PYTHON:-python3}" -c 'import pytest' 2>/dev/null; then
-  echo "pytest is not installed (python3-pytest)"
-  [ "${KILN_REQUIRE_PYTEST:-0}" = 1 ] && exit 1
-  exit 77
-fi
+need_pytest
 S=$T/suite
 cp -r "$KILN_SOURCE/tests/harness/pytest-workers" "$S"
 export PYTHONDONTWRITEBYTECODE=1 KILN_PYTEST_LISTING=$T/listing
