@@ -121,6 +121,15 @@ expect_eq "$(note Pow2/Sizes.PowerOfTwo/0 worker_check)" "" "named once, not aga
 expect_eq "$(finals Pow2/Sizes.PowerOfTwo/1 "$T/stray/report.yaml")" pass "the worker went on"
 expect_match "$(field run.processes_left.0.command)" '^sleep 37$' "the worker's leftover, killed at its end"
 expect_no_runners "after the worker that left one"
+# A task that shares the binary's memory until its exit (LeakSanitizer's
+# tracer, a vfork child) is the binary, not a process it left.
+k run --gtest "$G" -j 1 --isolation worker -o "$T/vm" Strays.DISABLED_SharesMemory \
+  'Pow2/Sizes.PowerOfTwo/[01]'
+expect_rc 0 "a task sharing the binary's memory"
+flat "$T/vm/report.yaml"
+for t in Strays.DISABLED_SharesMemory Pow2/Sizes.PowerOfTwo/0; do
+  expect_eq "$(note "$t" worker_check)" "" "$t: the memory-sharing task not named"
+done
 # Alone (one process per test), containment charges it to the test.
 k run --gtest "$G" -o "$T/alone" Strays.DISABLED_LeavesChild
 flat "$T/alone/report.yaml"

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -388,6 +389,20 @@ static int descendants(pid_t root, pid_t *pids, int n) {
   return n;
 }
 
+/* Does pid share the worker's address space? Such a clone (LeakSanitizer's
+ * tracer at the binary's exit, a vfork child before its exec) is the
+ * worker itself, not something it left running. Where kcmp is refused or
+ * missing, every process counts. */
+static int same_memory(pid_t worker, pid_t pid) {
+#if defined(SYS_kcmp)
+  enum { KCMP_VM_ = 1 }; /* linux/kcmp.h's KCMP_VM */
+  return syscall(SYS_kcmp, (long)worker, (long)pid, (long)KCMP_VM_, 0L, 0L) == 0;
+#else
+  (void)worker, (void)pid;
+  return 0;
+#endif
+}
+
 int krun__contain_others(const krun__run *R, const krun__job *j, pid_t *out, int max) {
   if (R->ct.mode == KRUN_CONTAIN_NONE) return -1;
   /* Between two tests of a worker, so cheap: the cgroup's list, or the
@@ -401,7 +416,8 @@ int krun__contain_others(const krun__run *R, const krun__job *j, pid_t *out, int
   int k = 0;
   for (int i = 0; i < n && k < max; i++) {
     long pg, se;
-    if (pids[i] != j->pid && !krun__proc_ending(pids[i]) && stat_of(pids[i], &pg, &se) == 0)
+    if (pids[i] != j->pid && !krun__proc_ending(pids[i]) && stat_of(pids[i], &pg, &se) == 0 &&
+        !same_memory(j->pid, pids[i]))
       out[k++] = pids[i];
   }
   return k;
