@@ -5,13 +5,16 @@
 # tests, pass/fail/skip counts, wall seconds, tests per second, and whether
 # each node id's verdict agrees with pytest's (docs/third-party.md,
 # "Measuring against pytest -n 8").
-#   scripts/bench-pytest.sh [-C DIR] [-o OUT] [-n N] [--ways W] [--] PATH...
+#   scripts/bench-pytest.sh [-C DIR] [-o OUT] [-n N] [--ways W] [--cache cold|warm] [--] PATH...
 # -C DIR: run everything from DIR (a third-party project's root, where its
 # pytest rootdir is); PATHs are relative to it. -o OUT: where the runs'
 # output goes (default: a new folder under /tmp). -n N: pytest's workers
 # (default 8). --ways W: the ways to run, a comma-separated subset of a,
 # b, c (default a,b,c; where b is left out the node ids are the ones
-# `kiln list` selects). kiln is $KILN, else this tree's build/harness/parent/kiln;
+# `kiln list` selects). --cache: each way's compiler caches
+# (TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR) start empty (cold, the
+# default), or as a copy of the caches an untimed `pytest -n N` run of the
+# same ids filled first (warm). kiln is $KILN, else this tree's build/harness/parent/kiln;
 # the interpreter $KILN_PYTHON, else python3, else /usr/bin/python3,
 # whichever has pytest and pytest-xdist. All three ways run the same node
 # ids: the ones kiln selects by default (way b's report; a test kiln holds
@@ -19,13 +22,14 @@
 # Each kiln way lists cold (a listing folder of its own under OUT).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-DIR=. OUT= N=8 WAYS=a,b,c
+DIR=. OUT= N=8 WAYS=a,b,c CACHE=cold
 while [ $# -gt 0 ]; do
   case $1 in
     -C) DIR=$2; shift 2 ;;
     -o) OUT=$2; shift 2 ;;
     -n) N=$2; shift 2 ;;
     --ways) WAYS=$2; shift 2 ;;
+    --cache) CACHE=$2; shift 2 ;;
     --) shift; break ;;
     -*) echo "bench-pytest.sh: unknown option $1 (usage: [-C DIR] [-o OUT] [-n N] [--ways W] PATH...)" >&2; exit 2 ;;
     *) break ;;
@@ -33,6 +37,8 @@ while [ $# -gt 0 ]; do
 done
 [[ ,$WAYS, =~ ^(,(a|b|c))+,$ ]] ||
   { echo "bench-pytest.sh: --ways '$WAYS': a comma-separated list of a, b and c" >&2; exit 2; }
+[[ $CACHE == cold || $CACHE == warm ]] ||
+  { echo "bench-pytest.sh: --cache '$CACHE': cold or warm" >&2; exit 2; }
 way_on() { [[ ,$WAYS, == *",$1,"* ]]; }
 [ $# -gt 0 ] || { echo "bench-pytest.sh: no pytest path given (usage: [-C DIR] [-o OUT] [-n N] PATH...)" >&2; exit 2; }
 KILN=${KILN:-$ROOT/build/harness/parent/kiln}
@@ -146,12 +152,24 @@ if intests:
 print("\n".join(out))
 EOF
 
+# caches NAME: this way's compiler caches, empty or a copy of the primed.
+caches() {
+  rm -rf "$OUT/$1.cache"
+  if [ "$CACHE" = warm ] && [ -d "$OUT/primed.cache" ]; then
+    cp -a "$OUT/primed.cache" "$OUT/$1.cache"
+  else
+    mkdir -p "$OUT/$1.cache/triton" "$OUT/$1.cache/inductor"
+  fi
+  export TRITON_CACHE_DIR=$OUT/$1.cache/triton TORCHINDUCTOR_CACHE_DIR=$OUT/$1.cache/inductor
+}
+
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
 # kiln_way NAME ARGS...: a kiln run; its verdicts in OUT/NAME.verdicts.
 kiln_way() {
   local name=$1 s e
   shift
+  caches "$name"
   s=$(date +%s.%N)
   KILN_PYTEST_LISTING=$OUT/$name.listing "$KILN" run "${kpaths[@]}" -o "$OUT/$name" "$@" \
     >"$OUT/$name.log" 2>&1
@@ -164,7 +182,8 @@ kiln_way() {
 
 : >"$OUT/exits"
 echo "bench-pytest: ${paths[*]} in $(pwd); output in $OUT" >&2
-if way_on b; then
+# Warm, way b runs after the priming: the ids come from kiln's listing.
+if way_on b && [ "$CACHE" = cold ]; then
   echo "bench-pytest: (b) kiln run --pytest ..." >&2
   kiln_way kiln-default
   cut -f2- "$OUT/kiln-default.verdicts" >"$OUT/nodeids"
@@ -185,8 +204,20 @@ KILN_BENCH_ROOTDIR=$OUT/rootdir "$PY" -m pytest -p kiln_bench_verdicts "${paths[
   >"$OUT/rootdir.log" 2>&1
 [ -s "$OUT/rootdir" ] || { echo "bench-pytest: pytest found no rootdir (see $OUT/rootdir.log)" >&2; exit 1; }
 mapfile -t ids <"$OUT/nodeids"
+if [ "$CACHE" = warm ]; then
+  echo "bench-pytest: priming the compiler caches (pytest -n $N, untimed) ..." >&2
+  caches primed
+  (cd "$(cat "$OUT/rootdir")" && KILN_BENCH_VERDICTS=$OUT/primed.verdicts \
+    "$PY" -m pytest -n "$N" -p no:cacheprovider -p kiln_bench_verdicts -q "${ids[@]}") \
+    >"$OUT/primed.log" 2>&1
+fi
+if way_on b && [ "$CACHE" = warm ]; then
+  echo "bench-pytest: (b) kiln run --pytest ..." >&2
+  kiln_way kiln-default
+fi
 if way_on a; then
 echo "bench-pytest: (a) pytest -n $N ($(wc -l <"$OUT/nodeids") node ids, in $(cat "$OUT/rootdir")) ..." >&2
+caches pytest
 s=$(date +%s.%N)
 (cd "$(cat "$OUT/rootdir")" && KILN_BENCH_VERDICTS=$OUT/pytest.verdicts \
   "$PY" -m pytest -n "$N" -p no:cacheprovider -p kiln_bench_verdicts -q "${ids[@]}") \
