@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -249,9 +250,25 @@ typedef struct pyctx {
   int nzyg;
 } pyctx;
 
+/* Where source s's zygote listens: absolute, since the zygote and the
+ * tests run in the source's rootdir, not in kiln's folder; in /tmp where
+ * the run folder's path is too long for a socket's address (with the
+ * ".new" the zygote binds first). */
+static char *socket_path(const char *out_dir, int s) {
+  char cwd[4096];
+  char *p = out_dir[0] == '/' || !getcwd(cwd, sizeof cwd)
+                ? kh_asprintf("%s/pytest-zygote-%d.sock", out_dir, s)
+                : kh_asprintf("%s/%s/pytest-zygote-%d.sock", cwd, out_dir, s);
+  if (strlen(p) + strlen(".new") >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+    free(p);
+    p = kh_asprintf("/tmp/kiln-%ld-pytest-zygote-%d.sock", (long)getpid(), s);
+  }
+  return p;
+}
+
 static void zygote_start(const krun__srcrun *run, int s, zygote *z) {
   const krun_source *src = &run->reg->sources[s];
-  z->sock = kh_asprintf("%s/pytest-zygote-%d.sock", run->out_dir, s);
+  z->sock = socket_path(run->out_dir, s);
   char *log = kh_asprintf("%s/logs/pytest-zygote-%d.log", run->out_dir, s);
   char *logs = kh_asprintf("%s/logs", run->out_dir);
   kh_mkdir_p(logs, 0755);

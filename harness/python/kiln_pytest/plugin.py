@@ -148,6 +148,19 @@ def _where(report, rootdir):
     return message, _rel(path, rootdir), line
 
 
+def collected_apart(nodeid, collected):
+    """The error of a module's own id that now collects: listing could not
+    collect it with the rest of its source, so kiln has no ids for its
+    tests, and none of them ran."""
+    ids = ", ".join(collected[:3]) + (", ..." if len(collected) > 3 else "")
+    return ("collection: pytest could not collect this module when kiln listed it with the "
+            "rest of its source, so its tests have no ids of their own and none ran; "
+            "collected apart it holds %d test%s (%s). Its collection depends on the other "
+            "files (two test files of one name in folders without __init__.py, for one: "
+            "pytest's own run of the source fails the same way); `kiln list` shows it as "
+            "collect_error" % (len(collected), "" if len(collected) == 1 else "s", ids))
+
+
 class Reporter:
     """`run`: pytest's reports of the test as kiln's records on fd."""
 
@@ -157,6 +170,7 @@ class Reporter:
         self.started = False
         self.ended = False
         self.collect_error = None
+        self.collected_apart = None  # a module's own id: what it holds now
         self.interrupt = None
         self.reports = {}
         self.rootdir = os.getcwd()
@@ -168,6 +182,16 @@ class Reporter:
     def pytest_collectreport(self, report):
         if report.failed and self.collect_error is None:
             self.collect_error = report
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session, config, items):
+        # A module's own id (no "::") is in the listing only because the
+        # module did not collect there. Alone it may: its first test is
+        # not the module's verdict, so nothing runs and it is an error.
+        if self.test_id and "::" not in self.test_id and items:
+            self.collected_apart = [item.nodeid for item in items]
+            config.hook.pytest_deselected(items=list(items))
+            items[:] = []
 
     def _start(self, nodeid):
         if not self.started:
@@ -274,6 +298,8 @@ class Reporter:
         elif self.collect_error is not None:
             message, path, line = _where(self.collect_error, self.rootdir)
             message = "collection: " + message
+        elif self.collected_apart:
+            message, path, line = collected_apart(nodeid, self.collected_apart), nodeid, 0
         elif started:
             message, path, line = ("pytest ended during the test without its report%s"
                                    % status), "", 0

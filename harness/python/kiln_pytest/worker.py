@@ -48,6 +48,7 @@ class Worker:
         self.cur = None            # the running test's reporter
         self.rootdir = os.getcwd()
         self.collect_errors = []
+        self.apart = {}            # a module's own id: the items it holds now
         self.session = None
         self.stopped = None        # what ended the sequence early
 
@@ -71,6 +72,9 @@ class Worker:
             i = self.pos.get(item.nodeid)
             if i is None or i in keep:
                 drop.append(item)
+                module = item.nodeid.split("::", 1)[0]
+                if module in self.pos:
+                    self.apart.setdefault(module, []).append(item.nodeid)
             else:
                 keep[i] = item
         if drop:
@@ -127,6 +131,7 @@ class Worker:
             err = self._collect_error(nid)
             if err is not None:
                 r.collect_error = err
+            r.collected_apart = self.apart.get(nid)
             r.finish_without_test(None, nid)
         self.next = max(self.next, upto)
 
