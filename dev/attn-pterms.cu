@@ -5,11 +5,12 @@
 // converted to f16) and rounded once to the input type, P in [0, 1] (p1,
 // round_p's), measured against a double reference at the attention
 // suites' awkward sizes and the perf suite's attention shapes
-// (docs/performance.md, "P in one or two terms", "bf16 attention with V
-// in f16", "f16 attention with P in one f16 term", "The Hopper attention
-// kernel with ping-pong"). The engine compiles only the default
-// schedule's pk and p1; the other variants are built here. A measuring
-// tool, not part of the engine; the same source builds two ways:
+// (docs/decisions/attention.md, "P in one or two terms", "bf16: V in f16,
+// P in one f16 term", "f16: P in one f16 term, weights raised by 2^15",
+// "Ping-pong consumers", "Accuracy of the shipped forms"). The engine
+// compiles only the default schedule's pk and p1; the other variants are
+// built here. A measuring tool, not part of the engine; the same source
+// builds two ways:
 //
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a
 //     -DKILN_BACKEND_CUDA -DKD_SM90A -Ikernels -Iengine/include

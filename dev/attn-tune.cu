@@ -201,7 +201,8 @@ static double value_of(ke_dtype t, const unsigned char *p) {
 }
 
 // One row of the reference (double) and its tolerance, the bound of
-// docs/kernels.md with lambda 6 (suites/perf/flop.c's perf_attn_tol).
+// docs/kernels-attention.md with lambda 6 (suites/perf/flop.c's
+// perf_attn_tol).
 static void reference_row(const problem &p, const std::vector<double> &q,
                           const std::vector<double> &k,
                           const std::vector<double> &v, int64_t b, int64_t h,
@@ -301,7 +302,8 @@ static int sweep(const problem &p, const std::vector<config> &cfgs,
   }
   /* A P rounded once to 16 bits moves each weight by up to half an ulp of
    * it, so the output by up to u16 / 2 * max|v| (u16 = 2^-8 bf16, 2^-11
-   * f16): beyond kiln's tolerance near zero outputs (docs/kernels.md), so
+   * f16): beyond kiln's tolerance near zero outputs
+   * (docs/kernels-attention.md), so
    * such configurations are timed for comparison and checked against that
    * wider bound. */
   const double u16 = p.dtype == KE_BF16 ? 1.0 / 256 : 1.0 / 2048;

@@ -1,9 +1,9 @@
 /* Fused attention, flash-style: O = softmax(scale * Q K^T + causal) V in one
  * pass over K and V; the Sq x Sk scores never exist in memory.
  *
- * Kernels (docs/kernels.md). The launcher at the end runs the family the
- * engine resolved: TILED is the matrix-core kernel (kd-attn-mma.h) for
- * f16/bf16 where the device has matrix units and rows are 16-byte aligned
+ * Kernels (docs/kernels-attention.md). The launcher at the end runs the
+ * family the engine resolved: TILED is the matrix-core kernel (kd-attn-mma.h)
+ * for f16/bf16 where the device has matrix units and rows are 16-byte aligned
  * with D a multiple of 8, the register-tiled SIMT kernel (kd-attn-simt.h)
  * otherwise; ROWS is this file's kernel, below.
  *

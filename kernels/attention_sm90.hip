@@ -3,7 +3,7 @@
  * f16 and bf16 on a compute capability 9.0 device with an sm_90a build
  * (host emulation: KILN_EMU_SM=90 at warp 32), where the H100 measured it
  * correct and faster than the mma.sync kernel on every shape
- * (docs/performance.md). KILN_HOPPER_ATTN=0 turns it off (the mma.sync
+ * (docs/decisions/attention.md). KILN_HOPPER_ATTN=0 turns it off (the mma.sync
  * kernel then runs, for bisecting). Its own translation unit so that the
  * cuda build compiles it for sm_90a only (meson's sm90a_kernel_names).
  * Returns -1 where it does not apply, and the caller goes on to the
@@ -64,7 +64,8 @@ extern "C" int ke__attention_sm90_launch(void *stream, ke_dtype dtype,
 
 /* Whether V in f16 pays for its copy: the copy costs about 2.5 us plus
  * 1 us per MB of V on the H100, and saves about a fifth of the two-term
- * kernel's time (docs/performance.md, "bf16 attention with V in f16": at
+ * kernel's time (docs/decisions/attention.md, "bf16: V in f16, P in one
+ * f16 term": at
  * B 1, H 16, D 128, S 4096 it saved 54 us for 18 us; at S 1024 it cost
  * 1.6 us). So it is taken where each kv head's rows (halved when causal)
  * number at least 2048, twice what the per-MB cost needs, and the call

@@ -16,8 +16,9 @@
  * and TMA stores while the next tile starts (elsewhere in aligned pairs);
  * the large one walks its tiles in L2 groups of 16 tile rows. The fastest
  * variants measured on an H100 whose error stays under torch's at every K
- * (docs/performance.md, "The Hopper GEMM on the H100" and "... with
- * ping-pong and TMA stores"): +17-19 % at 4096^3 and +27-37 % on the
+ * (docs/decisions/gemm.md, "The Hopper GEMM: promotion every 128 k, L2
+ * groups of 16", "Ping-pong consumers and TMA stores" and "The small
+ * tile"): +17-19 % at 4096^3 and +27-37 % on the
  * small tiles' shapes over the schedules before. */
 struct kd_wg_large : kd_wgv_256_e2_g16_pp_tma {};
 struct kd_wg_small : kd_wgv_128_e2_pp_tma {};

@@ -18,7 +18,7 @@
  * register into A fragments (c_to_a). P is two T terms, hi = round(p) and
  * lo = round(p - hi) (PSPLIT), added as hi V + lo V: a single rounding
  * moves outputs near zero by up to half an ulp of T times max|v|, past
- * kiln's tolerance (docs/kernels.md); the second term costs one more
+ * kiln's tolerance (docs/kernels-attention.md); the second term costs one more
  * product per P V unit and no shared-memory traffic. Everything
  * accumulates in f32; O is divided by l at the end, rounded, staged in
  * shared memory and written in 16-byte chunks.
@@ -69,12 +69,11 @@ struct kd_attn_mma_cfg {
 /* The configurations kiln launches, per padded D (dev/attn-tune.cu
  * times these against others). NVIDIA: eight warps of 16 rows (BM = 128),
  * so that each K/V byte brought from L2 feeds 128 FLOP: at 330 TFLOP/s
- * that is 2.6 TB/s of L2 reads, twice that with BM = 64
- * (docs/performance.md); 64-key tiles in three stages up to D = 128, 32-key
- * tiles in two above; Q in registers up to D = 160 (no spills, 114-240
- * registers a thread on sm_90), re-read from shared memory above. CDNA: LDS
- * is 64 KiB and copies are synchronous, so four waves, one stage and Q in
- * registers. */
+ * that is 2.6 TB/s of L2 reads, twice that with BM = 64; 64-key tiles in
+ * three stages up to D = 128, 32-key tiles in two above; Q in registers up
+ * to D = 160 (no spills, 114-240 registers a thread on sm_90), re-read
+ * from shared memory above. CDNA: LDS is 64 KiB and copies are
+ * synchronous, so four waves, one stage and Q in registers. */
 template <class Arch, int DP> struct kd_attn_mma_default {
   static constexpr bool NV = Arch::WARP == 32;
   typedef kd_attn_mma_cfg<DP, (DP <= 128 ? 64 : 32), (NV ? 8 : 4), 1,

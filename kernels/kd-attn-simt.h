@@ -70,7 +70,7 @@ struct kd_attn_simt_cfg {
 
 /* kiln's configurations: shared memory up to 227 KiB on NVIDIA, 64 KiB on
  * AMD. NVIDIA, from the H100 sweep of dev/attn-tune.cu
- * (docs/performance.md): D <= 64 two 128-thread blocks of 64 rows per
+ * (docs/decisions/attention.md): D <= 64 two 128-thread blocks of 64 rows per
  * multiprocessor, D <= 128 one 256-thread block of 128 rows (8 x 4 scores
  * and 8 x 8 outputs per thread, 254 registers, inner loops unrolled by 2),
  * 64-row blocks above. */

@@ -4,8 +4,8 @@
  * measuring tool dev/attn-pterms.cu builds every variant. Templates only:
  * a translation unit compiles the variants it names and no other.
  *
- * A schedule per D, chosen by the H100 (docs/performance.md, "The Hopper
- * attention kernel with ping-pong"): PP at D 64, 128 and 256, 1.5-4 %
+ * A schedule per D, chosen by the H100 (docs/decisions/attention.md,
+ * "Ping-pong consumers"): PP at D 64, 128 and 256, 1.5-4 %
  * faster than NOPP in the same call (D 192, not timed, follows D 64's
  * two-loop shape); the others are timing variants.
  *   NOPP: the schedule before ping-pong. D up to 64: 128-key tiles in
@@ -20,11 +20,11 @@
  *   PP64: ping-pong, D 128 on 64-key tiles in four slots, two loops (the
  *     overlap kept); other D as PP.
  *   SERIAL: the default's shape with P V waited for before the softmax.
- * Each in three forms of P: the kernel's (KD_FA3_PK: P rounded once to
- * f16, its weights raised by 2^15: f16 as it is; bf16 against V converted
- * to f16, kd_fa3<T, C, TV>, where the engine gave the workspace, else two
- * bf16 terms), "p1" (one term of the input's type, P in [0, 1], as round_p
- * asks; bf16 misses the suite's default tolerance, docs/kernels.md) and
+ * Each in three forms of P: the kernel's (KD_FA3_PK: P rounded once to f16,
+ * its weights raised by 2^15: f16 as it is; bf16 against V converted to f16,
+ * kd_fa3<T, C, TV>, where the engine gave the workspace, else two bf16
+ * terms), "p1" (one term of the input's type, P in [0, 1], as round_p asks;
+ * bf16 misses the suite's default tolerance, docs/kernels-attention.md) and
  * "p2" (two 16-bit terms, the kernel before P in f16; timing only). */
 #ifndef KILN_KD_ATTN_WGMMA_CFG_H
 #define KILN_KD_ATTN_WGMMA_CFG_H

@@ -24,7 +24,7 @@
  * P is one f16 term, its weights raised by 2^15 (f16; bf16 against an f16
  * copy of V made first with the engine's workspace: TV, kd_fa3_v16_prep):
  * one RS multiply per 16 keys; or two T terms, hi + lo (bf16 without the
- * workspace; as kd-attn-mma.h and docs/kernels.md explain): two. O
+ * workspace; as kd-attn-mma.h and docs/kernels-attention.md explain): two. O
  * accumulates in the wgmma's f32 registers; the epilogue divides by l and
  * writes T pairs from registers.
  *
@@ -49,16 +49,15 @@
 #include "kd-attn.h"
 #include "kd-wgmma.h"
 
-/* DP padded head dimension (64, 128, 192, 256), BN keys per tile (64 or
- * 128), STAGES K/V slots; PTERMS the form of P: 0 the kernel's (one f16
- * term where V is f16, else two terms: kd_fa3::ONE16), 2 two terms (hi +
- * lo) for timing, 1 one term of T, P in [0, 1] (round_p; it misses the
- * suite's default tolerance in bf16: docs/kernels.md); PIPE: the softmax
- * overlaps the previous tile's P V (false: both are waited for first);
- * SPLIT_LOOP: the tiles that need a mask run in a loop of their own
- * (kd_fa3_consume); PINGPONG: the two consumer warpgroups take turns
- * issuing their multiplies (named barriers), so that one's softmax runs
- * under the other's. */
+/* DP padded head dimension (64, 128, 192, 256), BN keys per tile (64 or 128),
+ * STAGES K/V slots; PTERMS the form of P: 0 the kernel's (one f16 term where
+ * V is f16, else two terms: kd_fa3::ONE16), 2 two terms (hi + lo) for timing,
+ * 1 one term of T, P in [0, 1] (round_p; it misses the suite's default
+ * tolerance in bf16: docs/kernels-attention.md); PIPE: the softmax overlaps
+ * the previous tile's P V (false: both are waited for first); SPLIT_LOOP: the
+ * tiles that need a mask run in a loop of their own (kd_fa3_consume);
+ * PINGPONG: the two consumer warpgroups take turns issuing their multiplies
+ * (named barriers), so that one's softmax runs under the other's. */
 template <int DP_, int BN_, int STAGES_, int PTERMS_ = 0, bool PIPE_ = true,
           bool SPLIT_LOOP_ = true, bool PINGPONG_ = false>
 struct kd_fa3_cfg {

@@ -12,7 +12,7 @@
  * longest row tiles first over every head and batch. Head by head, each
  * head's short tiles would run ahead of the next head's long ones, and a
  * causal grid would end in a tail of long tiles (the Hopper kernel's
- * causal rows took 15-17 % longer so: docs/performance.md).
+ * causal rows took 15-17 % longer so: docs/decisions/attention.md).
  */
 #ifndef KILN_KD_ATTN_H
 #define KILN_KD_ATTN_H

@@ -1,7 +1,7 @@
 /* The dynamic scan of the split-key decode core (kd-decode.h, which
  * includes this file where it needs it): the blocks of a row tile take its
  * keys a step at a time from a shared counter instead of fixed ranges
- * (docs/kernels.md, "Decode": ranges taken a step at a time).
+ * (docs/kernels-decode.md, "Ranges taken a step at a time").
  */
 #ifndef KILN_KD_DECODE_DYN_H
 #define KILN_KD_DECODE_DYN_H

@@ -9,7 +9,7 @@
  * dimensions each: a key costs every lane 8 FMAs per row for the score, 4
  * shuffles per row to sum it, the softmax update and 8 FMAs per row for V,
  * about 65 warp instructions a key at D 128 and 4 rows; on the H100 that
- * instruction stream, not DRAM, bounded it (docs/performance.md). Here a
+ * instruction stream, not DRAM, bounded it (docs/decisions/decode.md). Here a
  * warp takes 16 keys at a time: the rows of the tile (padded to 16) are
  * the M of a 16 x 16 x 16 product, so S = Q K^T is D / 16 products and
  * O += P V is 2 D / 16 (P as two 16-bit terms, kd-attn-mma.h's PSPLIT:

@@ -48,7 +48,7 @@
 /* Raises a kernel's dynamic shared memory limit to bytes once per device
  * (raised: the launcher's own array, one per kernel instantiation) rather
  * than before every launch, where the runtime call sat between the timing
- * events (measured neutral on the H100, docs/performance.md). A refusal
+ * events (measured neutral on the H100, docs/decisions/decode.md). A refusal
  * is not remembered: the 4-stage launchers fall back on it. Racing
  * callers agree. */
 #define KD_DEC_DEVICES 64

@@ -24,8 +24,8 @@
  * a time, k ascending. The unit's own accumulation truncates on NVIDIA, so
  * past KD_MM_PROMOTE_K the configurations promote (Cfg::PROMOTE): each
  * product of 16 k starts from zero in the unit and is added to the f32 sum
- * with a round-to-nearest add (Arch::mma_promote; docs/kernels.md, GEMM,
- * Tolerances).
+ * with a round-to-nearest add (Arch::mma_promote; docs/kernels-gemm.md,
+ * GEMM, Tolerances).
  */
 #ifndef KILN_KD_GEMM_MMA_H
 #define KILN_KD_GEMM_MMA_H
@@ -57,7 +57,7 @@ template <class Cfg> struct kd_mm_promoted : Cfg {
  * 335 -> 252 TFLOP/s), and a longer interval needs a second set of
  * accumulators that those tiles have no registers for. Up to this K the
  * unit's truncation keeps the error within a third of the f32-sum bound
- * (0.22 measured at K = 4096, 0.49 at 16384; docs/performance.md); past
+ * (0.22 measured at K = 4096, 0.49 at 16384; docs/decisions/gemm.md); past
  * it, it would grow to the bound and beyond. */
 #define KD_MM_PROMOTE_K 8192
 
@@ -386,7 +386,7 @@ static int kd_mm_launch(hipStream_t stream, const OpA &a, const OpB &b,
 /* ---- Tile configurations ------------------------------------------------ */
 
 /* Per matrix unit, the configurations the launchers choose from, largest
- * first (docs/kernels.md, GEMM; scripts/gemm-tune.cu measures others).
+ * first (docs/kernels-gemm.md, GEMM; scripts/gemm-tune.cu measures others).
  * NVIDIA: 64 x 64 warp tiles where the grid is large (4 ldmatrix.x4 of A
  * and 4 of B per 32 mma.sync), smaller blocks to fill the GPU otherwise.
  * Large is 128 x 128 x 64 in 3 stages: on the H100 it ran 4096^3 bf16 at

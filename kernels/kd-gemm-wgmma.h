@@ -20,8 +20,8 @@
  *     already loads the next tile's slabs.
  * The promotion (every 128 k in the engine, gemm_sm90.hip) is what keeps
  * the sums as accurate as an f32 sum: the tensor core's own f32
- * accumulation truncates (docs/performance.md, "Matrix-unit rounding at
- * long K"); here it only ever adds EVERY x 64 products.
+ * accumulation truncates (docs/decisions/gemm.md, "Promoted f32 sums past
+ * K = 8192"); here it only ever adds EVERY x 64 products.
  *
  * Layouts: each operand is loaded in its memory orientation, K-major (a
  * [rows][64 k] tile, one TMA box) or MN-major ([64 k][64 rows] tiles, one

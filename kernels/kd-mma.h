@@ -2,7 +2,7 @@
  * into f32 accumulators on the GPU's matrix units, with the fragment loads
  * from shared memory and the element ownership that kernels need around
  * the multiply. GEMM, the MX GEMM and fused attention are written once
- * against it (docs/kernels.md, "The matrix-core layer").
+ * against it (docs/kernels-gemm.md, "The matrix-core layer").
  *
  * The model. The unit of work is one warp-wide product C[16 x 16] +=
  * A[16 x 16] * B[16 x 16] (k = 16). Each lane holds its share of A, B and C

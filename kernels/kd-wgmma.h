@@ -3,8 +3,9 @@
  * through matrix descriptors (SS) or A from registers (RS), tiles brought
  * in by the tensor memory accelerator (TMA) with host-built tensor maps,
  * and the mbarriers both complete on. kernels/kd-gemm-wgmma.h is the GEMM
- * written on it, kernels/kd-attn-wgmma.h the attention (docs/kernels.md,
- * "The Hopper path").
+ * written on it, kernels/kd-attn-wgmma.h the attention (docs/kernels-gemm.md,
+ * "The Hopper path"; docs/kernels-attention.md, "Attention on the Hopper
+ * path").
  *
  * Shared-memory operand layout. Every tile is written by TMA with the
  * 128-byte swizzle: rows of 128 bytes (64 16-bit elements), the 16-byte

@@ -130,7 +130,8 @@ template <> __device__ __forceinline__ kd_bf16 kd_from_float<kd_bf16>(float v) {
  * bf16: 2^-8) may use the hardware's approximate exp, divide, sin and cos
  * (a few f32 ulps); f32 results keep libm's IEEE-accurate forms. The
  * accurate sequences cost more instructions than a 16-bit element's memory
- * time allows in SwiGLU, softmax and RoPE (docs/performance.md). */
+ * time allows in SwiGLU, softmax and RoPE (docs/decisions/memory-bound.md).
+ */
 template <typename T> struct kd_is16 { enum { v = sizeof(T) == 2 }; };
 
 template <typename Tout> __device__ __forceinline__ float kd_exp_for(float x) {

@@ -60,7 +60,7 @@ template <typename I> struct ke_kv_chunks {
  * every input byte leaves DRAM once. Walking the output instead (one load
  * per output chunk) read each input plane `ratio` times; on the H100 those
  * re-reads missed L2 and the kernel moved 1.6x the bytes it had to
- * (docs/performance.md). */
+ * (docs/decisions/memory-bound.md). */
 template <typename I>
 __global__ void __launch_bounds__(KE_KV_REPEAT_BLOCK)
 ke_kv_repeat_vec(const uint4 *__restrict__ in, uint4 *__restrict__ out,

@@ -57,7 +57,7 @@ __global__ void ke_mxfp_dequant_rows(const uint8_t *__restrict__ data,
  * one half of every 32-byte sector it touches: at 64 bytes per thread
  * (MXFP6 -> f32 with 16 elements) each store spans twice the cache lines
  * and the kernel ran at 57 % of copy on the H100 against 91 % for
- * MXFP4 -> f32 (docs/performance.md). */
+ * MXFP4 -> f32 (docs/decisions/memory-bound.md). */
 template <int Bits, typename Tout> struct kd_mx_vec {
   enum { n = Bits == 4 ? 8 : (sizeof(Tout) == 4 ? 8 : 16) };
 };

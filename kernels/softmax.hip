@@ -87,7 +87,7 @@ ke_softmax_rows(const Tin *__restrict__ x, int64_t x_stride,
 
 /* Stores as the compiler writes them, not kd_st16's one-instruction form:
  * on the H100 this kernel ran at 2521 GB/s (f32) with these and 2192 with
- * kd_st16's, while RMSNorm and RoPE gained from kd_st16 (docs/performance.md). */
+ * kd_st16's, while RMSNorm and RoPE gained from kd_st16. */
 __device__ __forceinline__ void ke_softmax_st16(void *p, uint4 v) {
 #if defined(KILN_BACKEND_HOST)
   kd_st16(p, v);
@@ -262,11 +262,11 @@ ke_softmax_vec(const Tin *__restrict__ x, int64_t x_stride,
 /* Rows of 16-bit inputs that fit a block (up to 16384 elements): the row
  * stays in registers as its raw 16-bit words, half the registers of f32
  * values, and each pass (max, sum of exp, scaled store) converts them and
- * takes exp again. With the launch bounds below the 128-thread form fits
- * 48 registers, so ten rows are resident per multiprocessor instead of
- * five: on the H100, rows of 4096 went from 68 % (f16) and 78 % (bf16) of
- * copy to 82 % (40 registers spilled and ran slower, 32 slower still), and
- * to 99 % with Full (docs/performance.md). Full: no element of any row is
+ * takes exp again. With the launch bounds below the 128-thread form fits 48
+ * registers, so ten rows are resident per multiprocessor instead of five: on
+ * the H100, rows of 4096 went from 68 % (f16) and 78 % (bf16) of copy to 82 %
+ * (40 registers spilled and ran slower, 32 slower still), and to 99 % with
+ * Full (docs/decisions/memory-bound.md). Full: no element of any row is
  * masked (no causal mask, cols a multiple of KD_VEC), so no per-element
  * select. */
 #define KE_SOFTMAX16_VPT 4 /* chunks of KD_VEC per thread */

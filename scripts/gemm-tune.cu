@@ -7,7 +7,7 @@
 // prints the median time, TFLOP/s, and the worst sampled error as a
 // fraction of the GEMM tolerance (a wrong configuration fails loudly).
 // A last section measures how the matrix unit's own rounding sits inside
-// the GEMM tolerance at long K (docs/kernels.md, GEMM, Tolerances).
+// the GEMM tolerance at long K (docs/kernels-gemm.md, GEMM, Tolerances).
 //
 //   built by `scripts/gpu-run.sh stage` into .device/gemm-tune:
 //   nvcc -O3 -std=c++17 -arch=sm_90 -DKILN_BACKEND_CUDA -Ikernels \

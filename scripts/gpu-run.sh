@@ -38,7 +38,8 @@ stage)
   nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   "$nvcc_bin" -O3 -std=c++17 -arch=sm_90 scripts/kernel-limits.cu \
     -o "$stage/kernel-limits"
-  # The GEMM tile sweep (docs/performance.md, GEMM notes), run by hand.
+  # The GEMM tile sweep (docs/performance.md, "Measuring tools outside the
+  # engine"), run by hand.
   "$nvcc_bin" -O3 -std=c++17 -arch=sm_90 -DKILN_BACKEND_CUDA -Ikernels \
     -Iengine/include -Iengine/src scripts/gemm-tune.cu -o "$stage/gemm-tune"
   # The Hopper GEMM's sweep and accuracy dump (docs/performance.md), by hand.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The "Speed" measurements on a lent NVIDIA GPU, in one device call
+# kiln's own speed and the kernels' on a lent NVIDIA GPU, in one device call
 # (docs/performance.md): `kiln bench --backend cuda` (context ceiling, kiln
 # warm and cold, isolation none), then the perf suite next to PyTorch
 # (scripts/gpu-perf.sh). Build here first with `scripts/gpu-run.sh stage`;

@@ -1,5 +1,5 @@
 /* A truncating matrix unit against the GEMM tolerance (a model, for
- * docs/kernels.md, GEMM, "The matrix units and this bound"; not part of
+ * docs/kernels-gemm.md, GEMM, "The matrix units and this bound"; not part of
  * the engine).
  *
  * Each output is accumulated as the published models of NVIDIA's tensor

@@ -88,7 +88,7 @@ int ke__attention_decode(ke_context *ctx, ke_dtype dtype, const void *q,
   const int64_t pairs = (rows + tile - 1) / tile * a->hkv * a->b;
   ke__decode_split sp = {1, 1, NULL, NULL};
   /* Stages by default (0): 4 for bf16, whose dynamic scan ran 7-13 %
-   * slower with 3 on the H100 (docs/performance.md), 3 otherwise. */
+   * slower with 3 on the H100 (docs/decisions/decode.md), 3 otherwise. */
   const int64_t stages = ctx->decode_tuning.stages;
   ke__decode_ext ext = {NULL,
                         (int)(stages ? stages : dtype == KE_BF16 ? 4 : 3),

@@ -14,7 +14,7 @@
  * keys a range should take (1 when the count is forced). mma: the call
  * takes the matrix-unit kernel, one block per multiprocessor where the
  * SIMT kernel fits two, so the ranges aim for blocks_per_mp / 2 (at least
- * 1; measured on the H100, docs/performance.md). */
+ * 1; measured on the H100, docs/decisions/decode.md). */
 int64_t ke__decode_splits(const ke_context *ctx, int64_t pairs, int64_t keys,
                           int64_t *min_chunk, int mma);
 

@@ -1,7 +1,7 @@
 /* What the attention suites share (attention-check.c): a case, its
- * tolerance (docs/kernels.md, fused attention), inputs read back to the
- * host, and running one case through ke_attention against the double
- * reference, on packed tensors or on views of larger buffers.
+ * tolerance (docs/kernels-attention.md, "Tolerances"), inputs read back
+ * to the host, and running one case through ke_attention against the
+ * double reference, on packed tensors or on views of larger buffers.
  */
 #ifndef KILN_SUITES_ATTENTION_CHECK_H
 #define KILN_SUITES_ATTENTION_CHECK_H

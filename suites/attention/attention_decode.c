@@ -17,9 +17,10 @@
 #include "kiln/test-tuning.h"
 #include "kiln/test.h"
 
-/* The tolerance is attention's (attention-check.c, docs/kernels.md), whose
- * bound covers the split's extra rescaled sum per key range. A case is an
- * attn_case with its key ranges forced (splits; 0: the engine's choice). */
+/* The tolerance is attention's (attention-check.c,
+ * docs/kernels-attention.md), whose bound covers the split's extra
+ * rescaled sum per key range. A case is an attn_case with its key ranges
+ * forced (splits; 0: the engine's choice). */
 typedef attn_case dec_case;
 
 static void dec_name(const dec_case *c, const char *what, char *buf,

@@ -9,7 +9,7 @@
  * causal offsets negative, zero, positive and past the keys; packed QKV;
  * NaN and Inf in Q, K and V where the special-value rules say what happens.
  * Every check is against the double reference with the tolerances of
- * attention-check.c (docs/kernels.md).
+ * attention-check.c (docs/kernels-attention.md).
  */
 #include <math.h>
 #include <stdio.h>

@@ -138,7 +138,7 @@ static double perf_max_norm(const double *x, int64_t rows, int64_t d) {
   return m;
 }
 
-/* The bound of docs/kernels.md (fused attention, Tolerances):
+/* The bound of docs/kernels-attention.md (fused attention, Tolerances):
  * attn_tol_f32 for these rows, no NMSE limit (a few sampled rows); f16/bf16
  * are their output rounding, plus 2 u_T max|v| with round_p
  * (suites/attention/attention-check.c says why). */

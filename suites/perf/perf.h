@@ -156,9 +156,9 @@ void perf_mx_dequant_case(const perf_cfg *c, perf_run *r);
 void perf_gemm_case(const perf_cfg *c, perf_run *r);
 void perf_mx_gemm_case(const perf_cfg *c, perf_run *r);
 void perf_attention_case(const perf_cfg *c, perf_run *r);
-/* Fused attention's bound (docs/kernels.md) for nq query rows over sk
- * keys, widened to the dtype's defaults for 16-bit outputs, and for P's
- * rounding where round_p. */
+/* Fused attention's bound (docs/kernels-attention.md) for nq query rows
+ * over sk keys, widened to the dtype's defaults for 16-bit outputs, and
+ * for P's rounding where round_p. */
 kt_tol perf_attn_tol(ke_dtype dt, const double *q, int nq, const double *k,
                      const double *v, int64_t sk, int64_t d, int round_p);
 /* decode.c */

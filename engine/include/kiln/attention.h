@@ -2,7 +2,7 @@
  * MHA/GQA/MQA, and K/V head replication.
  * Kernels: kernels/masks.hip, kernels/attention.hip, kernels/kv_repeat.hip;
  * entry points and references: engine/src/{masks,attention,kv_repeat}.c;
- * tolerances and limits: docs/kernels.md.
+ * tolerances and limits: docs/kernels-attention.md.
  */
 #ifndef KILN_ATTENTION_H
 #define KILN_ATTENTION_H
@@ -94,20 +94,20 @@ void ke_mask_apply_ref(double *scores, int64_t matrices, int64_t sq,
  * j makes element e of the row NaN however small the key's weight (the
  * whole row when the V row is NaN). Masked keys are never read, so a NaN
  * there does nothing. An Inf in V at a visible key gives +-Inf in that
- * element, or NaN on the matrix units (docs/kernels.md).
+ * element, or NaN on the matrix units (docs/kernels-attention.md).
  *
  * Kernels: every kernel family computes the same function for every shape
- * (to the tolerances of docs/kernels.md); `kernel` pins one, as PyTorch's
- * sdpa_kernel does, for benchmarks and tests. AUTO takes the decode kernel
- * below at most 16 query rows per KV head ((Hq / Hkv) * Sq), TILED from 64,
- * ROWS in between.
+ * (to the tolerances of docs/kernels-attention.md); `kernel` pins one, as
+ * PyTorch's sdpa_kernel does, for benchmarks and tests. AUTO takes the
+ * decode kernel below at most 16 query rows per KV head ((Hq / Hkv) * Sq),
+ * TILED from 64, ROWS in between.
  *
  * Decode: with at most 16 query rows per KV head and kernel AUTO, the
  * call takes a kernel that splits each KV head's keys across blocks and
- * merges their partial results (docs/kernels.md, "Decode"): same semantics
- * and sizes as above. Its partial results live in the engine's scratch
- * (kiln/engine.h, ke_scratch_release), allocated on first need; if the
- * allocation cap refuses it, the call runs unsplit.
+ * merges their partial results (docs/kernels-decode.md, "Decode"): same
+ * semantics and sizes as above. Its partial results live in the engine's
+ * scratch (kiln/engine.h, ke_scratch_release), allocated on first need; if
+ * the allocation cap refuses it, the call runs unsplit.
  *
  * bf16 on the Hopper kernel (compute capability 9.0): an f16 copy of V
  * (values scaled by a power of two per batch and KV head where they need
@@ -138,8 +138,8 @@ typedef struct ke_attention_params {
    * input dtype first, weights in [0, 1], as FlashAttention and PyTorch's
    * fused kernels do: faster for bf16 on the Hopper path (the only kernel
    * that takes it today), with each output off by at most 2 u max|V| more
-   * (u: the dtype's unit roundoff; docs/kernels.md, "P in two 16-bit
-   * terms"). f32 inputs ignore it. */
+   * (u: the dtype's unit roundoff; docs/kernels-attention.md, "Rounded P
+   * on request"). f32 inputs ignore it. */
   int round_p;
 } ke_attention_params;
 

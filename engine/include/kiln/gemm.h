@@ -1,7 +1,8 @@
 /* kiln engine: batched GEMM, C = alpha * op(A) * op(B) + beta * C.
  * Kernels: kernels/gemm.hip (tiles in kernels/kd-gemm-mma.h and
  * kernels/kd-gemm.h); entry point and
- * reference: engine/src/gemm.c; tolerances and limits: docs/kernels.md.
+ * reference: engine/src/gemm.c; tolerances and limits:
+ * docs/kernels-gemm.md.
  */
 #ifndef KILN_GEMM_H
 #define KILN_GEMM_H
@@ -43,7 +44,7 @@ extern "C" {
  * at a time by the unit, whose internal rounding is the hardware's. All
  * else (f32: no TF32; mixed dtypes; devices without matrix units) runs on
  * the CUDA/SIMD cores, each output one thread's in-order sum of its K
- * terms with fused multiply-add. docs/kernels.md bounds both.
+ * terms with fused multiply-add. docs/kernels-gemm.md bounds both.
  *
  * beta = 0: C is written and never read (it may hold NaN or garbage).
  * alpha = 0: A and B are not read; C = beta * C (as BLAS).

@@ -2,7 +2,7 @@
  * device dequantisation, the dequantise-in-the-tile GEMM, and the double
  * reference encoder and decoder. Kernels: kernels/mxfp.hip and
  * kernels/kd-mx.h; entry points and references: engine/src/mxfp.c;
- * tolerances: docs/kernels.md.
+ * tolerances: docs/kernels-gemm.md.
  */
 #ifndef KILN_MXFP_H
 #define KILN_MXFP_H

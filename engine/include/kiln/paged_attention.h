@@ -1,7 +1,8 @@
 /* kiln engine: paged attention for decode (one query token per sequence,
  * keys and values in a block-paged cache). Kernel:
  * kernels/paged_attention.hip; entry point and reference:
- * engine/src/paged_attention.c; tolerances and limits: docs/kernels.md.
+ * engine/src/paged_attention.c; tolerances and limits:
+ * docs/kernels-decode.md.
  */
 #ifndef KILN_PAGED_ATTENTION_H
 #define KILN_PAGED_ATTENTION_H
@@ -77,7 +78,7 @@ extern "C" {
  * loop's scheduler does) passes them in params instead: they are checked
  * the same way, nothing is read back, and the call does not synchronise
  * the stream (the wait and the launch that follows it on an idle device
- * cost several microseconds a call, docs/performance.md). The caller
+ * cost several microseconds a call, docs/decisions/decode.md). The caller
  * vouches that they hold what the device arrays hold when the kernel
  * runs; a difference is an out-of-bounds read the check cannot see.
  *

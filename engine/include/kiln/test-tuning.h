@@ -16,7 +16,7 @@ extern "C" {
 
 /* How ke_attention (decode shapes) and ke_paged_attention cut each KV
  * head's keys into ranges that blocks stream in parallel
- * (docs/kernels.md, "Decode"). */
+ * (docs/kernels-decode.md, "Decode"). */
 typedef struct ke__decode_tuning {
   int64_t blocks_per_mp;   /* blocks per multiprocessor the ranges aim to
                               fill (default 2); >= 1 */
@@ -36,10 +36,10 @@ typedef struct ke__decode_tuning {
   int64_t stages;          /* depth of the copy pipeline for 16-bit K/V
                               with aligned rows: 3 or 4; 0 (default): 4
                               for dense bf16, 3 otherwise (measured,
-                              docs/performance.md) */
+                              docs/decisions/decode.md) */
   int64_t matrix;          /* 2 or 3 (default 2): 16-bit decode calls that
                               the matrix-unit kernels can take
-                              (docs/kernels.md, "Decode on the matrix
+                              (docs/kernels-decode.md, "Decode on the matrix
                               units") run there with this pipeline depth;
                               0: the SIMT kernels only */
 } ke__decode_tuning;

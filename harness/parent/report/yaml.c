@@ -4,7 +4,7 @@
  * into place. It is its own emitter rather than libyaml's because the
  * report is written once per run with a few hundred scalars per test, and
  * libyaml's general emitter was over a third of kiln's instructions per
- * test (docs/performance.md).
+ * test (docs/decisions/harness-speed.md).
  *
  * Scalars. A string goes plain only when no YAML 1.1 or 1.2 reader
  * (PyYAML, libyaml, Go, Ruby) could take it for something else or for

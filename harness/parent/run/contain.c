@@ -23,8 +23,8 @@
  * --isolation none's shared process) is swept at the end of the run,
  * listed on the run, and fails it. A source may also ask, between two
  * tests of a worker, what the worker has running besides itself
- * (krun__contain_others: looked at, not killed). docs/harness.md has
- * the rules and docs/performance.md what each costs per test.
+ * (krun__contain_others: looked at, not killed). docs/harness.md, "What a
+ * test leaves running", has the rules.
  */
 #include "run-impl.h"
 

@@ -4,12 +4,12 @@
  * makes system calls: death signal, process group, fds, signal mask, then
  * execve. vfork shares kiln's memory instead of copying its page tables,
  * and kiln's pages are never copied on write afterwards: that was most of
- * fork()'s cost per test (docs/performance.md). A failed exec is reported
- * through a close-on-exec pipe (libuv's pattern), which also works where
- * vfork is a fork (valgrind, sanitizers).
+ * fork()'s cost per test (docs/decisions/harness-speed.md). A failed exec
+ * is reported through a close-on-exec pipe (libuv's pattern), which also
+ * works where vfork is a fork (valgrind, sanitizers).
  *
- * Measurement switch: building with -DKRUN_SPAWN_FORK uses fork() instead,
- * to compare the two (docs/performance.md); nothing else changes.
+ * Measurement switch: building with -DKRUN_SPAWN_FORK uses fork() instead, to
+ * compare the two (docs/decisions/harness-speed.md); nothing else changes.
  */
 #include "run-impl.h"
 

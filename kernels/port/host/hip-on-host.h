@@ -50,7 +50,8 @@
  * undefined on a GPU as well). Not thread_local: the kernels' shared
  * arrays add up to megabytes, and static TLS is allocated and cleared for
  * every thread at its start, the main thread included, which cost every
- * runner process about a millisecond before main() (docs/performance.md).
+ * runner process about a millisecond before main()
+ * (docs/decisions/harness-speed.md).
  * `extern __shared__` (CUDA's dynamic shared memory) does not compile: use
  * HIP_DYNAMIC_SHARED. */
 #define __shared__ static

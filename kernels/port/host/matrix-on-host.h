@@ -19,7 +19,7 @@
  * 16-bit values are exact in f32. How they meet the accumulator is each
  * vendor's: NVIDIA's mma.sync adds its 16 products and the accumulator in
  * one step whose result is truncated to f32 (kemu__nv_step, the published
- * models of the tensor cores; docs/kernels.md, GEMM, Tolerances), so the
+ * models of the tensor cores; docs/kernels-gemm.md, GEMM, Tolerances), so the
  * error of a long sum into one accumulator shows here as on the GPU; the
  * MFMA sums in k order with fused multiply-add (AMD's rounding is not
  * modelled).
