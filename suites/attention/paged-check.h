@@ -55,6 +55,11 @@ void pa_check(const pa_case *c, const char *what);
  * f32, three spare blocks. */
 pa_case pa_default(int64_t num_seqs, const int32_t *lens);
 
+/* The refusal tests (paged-refusals.c). */
+void pa_refusals(void);
+void pa_workspace_refusals(void);
+void pa_host_tables(void);
+
 /* Median time of n calls, as the engine's event timing sees it. */
 double pa_median_ms(const pa_inputs *in, const ke_paged_attention_params *p,
                     int n);
