@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include <csignal>
 #include <cstdio>
@@ -65,9 +66,10 @@ TEST(Strays, DISABLED_LeavesChild) {
 }
 
 // Starts a task that shares the binary's memory (as LeakSanitizer's tracer
-// does at exit) and lives until the binary has exited: part of the binary,
-// not a process it left. The task's end of the pipe closes with the
-// binary's last descriptor; raw system calls, as it has no libc state.
+// does at exit) and lives until the binary exits: part of the binary, not
+// a process it left. The binary ends it in its exit, before its memory
+// goes (a static object's destructor closes the pipe and reaps it); raw
+// system calls in the task, which has no libc state of its own.
 static int wait_for_exit(void *arg) {
   int *fds = static_cast<int *>(arg);
   char byte;
@@ -76,12 +78,21 @@ static int wait_for_exit(void *arg) {
   syscall(SYS_exit, 0);
   return 0;
 }
+struct SharedTask {
+  int fds[2] = {-1, -1};
+  pid_t pid = -1;
+  ~SharedTask() {
+    if (pid <= 0) return;
+    close(fds[1]);
+    waitpid(pid, nullptr, 0);
+  }
+};
+static SharedTask shared_task;
 TEST(Strays, DISABLED_SharesMemory) {
-  static int fds[2];
   static char stack[64 * 1024] __attribute__((aligned(16)));
-  ASSERT_EQ(pipe(fds), 0);
-  pid_t pid = clone(wait_for_exit, stack + sizeof stack, CLONE_VM | SIGCHLD, fds);
-  ASSERT_GT(pid, 0);
+  ASSERT_EQ(pipe(shared_task.fds), 0);
+  shared_task.pid = clone(wait_for_exit, stack + sizeof stack, CLONE_VM | SIGCHLD, shared_task.fds);
+  ASSERT_GT(shared_task.pid, 0);
 }
 
 // Fails its first run in a run folder and passes the next: under kiln with
