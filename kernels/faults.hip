@@ -94,6 +94,6 @@ extern "C" int ke__fault_divergent_barrier_launch(void *stream, float *out) {
 
 #if defined(KD_PLANTED_SWITCH) && defined(KILN_BACKEND_HOST)
 /* The switch of the planted bugs (kd.h): set only by the mutant runners
- * (suites/planted.c). */
-extern "C" int kd_planted_bug = 0;
+ * (suites/planted.c). C linkage from kd.h's declaration. */
+int kd_planted_bug = 0;
 #endif
