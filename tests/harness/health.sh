@@ -5,7 +5,9 @@
 # the fault keep their results; one that fails (the host emulation's
 # device loss, kept across processes in KILN_EMU_STATE_DIR) is taken out of
 # the run, the tests that ran on it then become `collateral` and run again
-# on a healthy device, and with no device left the rest are not run.
+# on a healthy device, and with no device left the rest are not run; in
+# a worker, the test that lost its device is not run again alone on
+# another.
 . "$(dirname "$0")/lib.sh"
 need_pyyaml
 
@@ -100,4 +102,26 @@ expect_match "$(tfield faults/gpu_sleeper message 1)" '^not run: no healthy devi
   "...and its second run is not run"
 slots_full 0 "after the last device went"
 expect_no_runners "after the last device went"
+
+# 4. In a worker, two devices: the test that loses its device is not run
+# again alone on the other one (where it would take that one out too);
+# its own failure stands, with the reason, and the other device stays in
+# service for the rest of the run.
+rm -rf "$KILN_EMU_STATE_DIR"/*
+export KILN_EMU_DEVICES=2
+k run --backend host -j 3 --isolation worker --resource-spec "$T/spec.json" -o "$T/wlost" \
+  faults/gpu_sleeper faults/device_lost faults/memory_hog faults/chain_arm
+expect_rc 1 "a lost device in a worker fails the run"
+flat "$T/wlost/report.yaml"
+wl=$(tfield faults/device_lost device)
+expect_eq "$(tfield faults/device_lost ran)" worker "the test that lost its device ran in a worker"
+expect_eq "$(finals faults/device_lost "$T/wlost/report.yaml")" fail "its own failure is its one result"
+expect_match "$(note faults/device_lost not_confirmed)" "^device $wl failed its health probe after it: not run again alone" \
+  "not confirmed alone, with the reason"
+expect_eq "$(field devices.$((1 - wl)).in_service)" "" "the other device stays in service"
+for t in gpu_sleeper memory_hog chain_arm; do
+  expect_eq "$(finals faults/$t "$T/wlost/report.yaml")" pass "faults/$t passes"
+done
+slots_full $((1 - wl)) "after the loss in a worker"
+expect_no_runners "after the loss in a worker"
 finish

@@ -5,7 +5,8 @@
 # passes alone and is `polluted`, naming the polluter (no false failure);
 # between two tests the worker checks for a thread, a child process, CUDA
 # memory or a CUDA error left behind (the torch stand-in's counters), notes
-# it and ends the sequence there; a crash, a hang, pytest.exit() and a
+# it and ends the sequence there, but not the matrix library's workspace
+# that torch makes at a first matmul and keeps; a crash, a hang, pytest.exit() and a
 # KeyboardInterrupt in the middle of a sequence leave every other test one
 # result, and every non-pass is confirmed alone; a module that does not
 # import is an error at its turn; a worker whose collection hangs is timed
@@ -120,6 +121,17 @@ for zyg in true false; do
     expect_eq "$(finals $L::test_$t)" pass "test_$t: one result, pass ($zyg)"
   done
   expect_none_left "after the leaks ($zyg)"
+
+  # ---- The matrix library's workspace is torch's, not the first matmul's -----------------
+  B=tests/test_blas.py
+  k run --pytest "$S" --isolation worker -j 1 --zygote $zyg -o "$T/blas-$zyg" "$B"
+  expect_rc 0 "a suite of linear layers in a worker (zygote $zyg)"
+  flat "$T/blas-$zyg/report.yaml"
+  expect_eq "$(note $B::test_first_matmul worker_check)" "" \
+    "the first test to multiply is not charged with the workspace ($zyg)"
+  expect_eq "$(rec $B::test_next 0 pid)" "$(rec $B::test_first_matmul 0 pid)" \
+    "both tests in one worker ($zyg)"
+  expect_eq "$(finals $B::test_first_matmul) $(finals $B::test_next)" "pass pass" "both pass ($zyg)"
 
   # ---- A crash and a hang mid-sequence: one result each, none twice --------------------
   k run --pytest "$S" --isolation worker -j 1 --zygote $zyg --grace 1 -o "$T/crash-$zyg" "$F"

@@ -182,6 +182,21 @@ static int shard(kcli__args *a, plan *p) {
   return 0;
 }
 
+/* Where neither a flag nor the config chose the isolation: workers on a
+ * GPU backend, where a process per test pays a device context and the
+ * runtime's start (the whole cuda suite on one H200: 57.4 s a process per
+ * test, 38.9 s in workers, the same verdicts; docs/harness.md), a process
+ * per test on the host backend, where a process is cheap and the emulated
+ * kernels are the time. --warm asks for warm children, which only a
+ * process per test has, and --wrap a tool whose process tree a worker
+ * does not see through (a grandchild under valgrind goes unseen). */
+static void default_isolation(plan *p) {
+  if (p->bi.backend == KRUN_BACKEND_HOST || krun_setting_is_set(&p->s, "isolation") ||
+      krun_setting_is_set(&p->s, "warm") || krun_setting_is_set(&p->s, "wrap"))
+    return;
+  p->s.isolation = KRUN_ISO_WORKER;
+}
+
 /* What `kiln run` with these arguments runs: the settings, the backend it
  * resolves to (auto: a GPU backend whose runner finds a device, else
  * host), the tests it selects there and the shard. */
@@ -193,6 +208,7 @@ static int plan_make(kcli__args *a, plan *p) {
     fprintf(stderr, "kiln: %s\n", err.msg);
     return KH_EXIT_INFRA;
   }
+  default_isolation(p);
   kcli__selectors(a, &p->s, &p->sel, &p->nsel);
   int rc = select_tests(a, p);
   if (rc == 0) rc = check_isolation(p);
@@ -249,8 +265,9 @@ static void list_json(const plan *p) {
       free(tag);
       q += len + (q[len] == ',');
     }
-    kh_buf_addf(&b, "], \"slots\": %d, \"timeout_s\": %d, \"needs_gpu\": %s, \"file\": ",
-                t->slots, t->timeout_s, t->needs_gpu ? "true" : "false");
+    kh_buf_addf(&b, "], \"slots\": %d, \"timeout_s\": %d, \"deadline_s\": %d, "
+                "\"needs_gpu\": %s, \"file\": ", t->slots, t->timeout_s,
+                krun_test_deadline_s(&p->s, t), t->needs_gpu ? "true" : "false");
     json_str(&b, t->file);
     kh_buf_addf(&b, ", \"line\": %d}", t->line);
   }

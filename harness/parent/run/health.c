@@ -154,7 +154,7 @@ int krun__health_settle(krun__run *R, krun__job *j, int i) {
   if (!probing || j->cause) return 0;   /* healthy, or the cause itself */
   R->held = kh_xrealloc(R->held, (size_t)(R->nheld + 1) * sizeof *R->held);
   krun__held *h = &R->held[R->nheld++];
-  h->t = t, h->def = j->defs[i], h->ndevs = j->ndevs;
+  *h = (krun__held){.t = t, .def = j->defs[i], .ndevs = j->ndevs};
   memcpy(h->devs, j->devs, (size_t)j->ndevs * sizeof *h->devs);
   return 1;
 }
@@ -174,6 +174,25 @@ static void release_held(krun__run *R) {
       continue;
     }
     R->held[i] = R->held[--R->nheld];
+    if (h.confirm) {
+      /* A worker's run that faulted its device: alone on a healthy device
+       * once its own passed its probe; its result stands otherwise. */
+      if (removed < 0 && !R->stopping) {
+        krun__worker_confirm(R, h.t, h.def, h.after, h.started);
+        continue;
+      }
+      if (removed >= 0) {
+        char *why = kh_asprintf("device %d failed its health probe after it: not run again "
+                                "alone, where it could take another device out of the run",
+                                R->o->bi->dev[removed].physical);
+        kp_field f[] = {{"key", "not_confirmed"}, {"value", why}};
+        krep_test_keep(&R->rep, h.t, "note", f, 2);
+        free(why);
+      }
+      free(h.after);
+      krun__test_done(R, h.t, h.def);
+      continue;
+    }
     if (removed >= 0) {
       collateral(R, h.t, h.def, removed);
     } else {

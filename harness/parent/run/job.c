@@ -27,8 +27,15 @@ void krun__job_devices(krun__job *j, const int *devs, int n) {
   j->dev = n ? devs[0] : -1;
 }
 
+int krun_test_deadline_s(const krun_settings *s, const krun_test *t) {
+  if (t->timeout_s > 0) return t->timeout_s;
+  int own = krun__source(t->kind)->timeout_s;
+  if (own > 0 && !krun_setting_is_set(s, "timeout")) return own;
+  return (int)s->timeout_s;
+}
+
 double krun__timeout_ms(const krun__run *R, const krun_test *t) {
-  return 1e3 * (t->timeout_s > 0 ? t->timeout_s : R->s->timeout_s);
+  return 1e3 * krun_test_deadline_s(R->s, t);
 }
 
 /* ---- The queue ------------------------------------------------------------------- */

@@ -413,7 +413,8 @@ static const krun_sopt opts[] = {
      .what = "a pytest folder or file",
      .help = "a pytest suite (a folder or file): each node id in its own process, ids "
              "the node ids (path/test_x.py::test_y[param]), needs from the mark "
-             "@pytest.mark.kiln(slots=N|'all', gpus=N, gpu=False, timeout=S) (repeatable; "
+             "@pytest.mark.kiln(slots=N|'all', gpus=N, gpu=False, timeout=S) or pytest-timeout's "
+             "mark, else 900 s unless --timeout is given (repeatable; "
              "replaces a config's pytest:; python: $KILN_PYTHON, else python3)"},
     {.name = "zygote", .arg = "B", .type = KRUN_SOPT_BOOL, .dflt = 1, .config = 1,
      .help = "pytest: fork each test from a process that imported the suite's dependencies "
@@ -425,6 +426,11 @@ const krun__source_i krun__pytest_source = {
     .name = "pytest",
     .alone = "pytest test",
     .opts = opts,
+    /* pytest itself has no deadline, and third-party GPU suites have tests
+     * of minutes: Liger-Kernel's swiglu MixtralExperts cases took 110-114 s
+     * on an H200 and two more passed 120 s (docs/third-party.md). Fifteen
+     * minutes still end a hang within a nightly run. */
+    .timeout_s = 900,
     .list = pytest_list,
     .list_all = pytest_list_all,
     .open = pytest_open,

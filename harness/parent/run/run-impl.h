@@ -223,6 +223,12 @@ typedef struct krun__held {
   krep_test *t;
   const krun_test *def;
   int devs[KRUN_MAX_DEVICES], ndevs;
+  /* 1: a worker's run that faulted its device, to run again alone once
+   * the device passes its probe (started, after: as krun__confirm's); if
+   * the device fails, its result stands: run elsewhere, it could take
+   * another device out of the run. */
+  int confirm, started;
+  char *after;
 } krun__held;
 
 typedef struct krun__run {
@@ -342,6 +348,10 @@ void krun__worker_resume(krun__run *R, krun__job *j);
 /* 1 when the worker's i-th run did not pass and was queued to run alone
  * (it is published as a run replaced by a later one); else 0. */
 int krun__worker_settle(krun__run *R, krun__job *j, int i);
+/* Queues worker run t (of test def) to run again alone; it is published
+ * as a run replaced by a later one. Takes after. */
+void krun__worker_confirm(krun__run *R, krep_test *t, const krun_test *def, char *after,
+                          int started);
 /* A run that confirmed a worker's non-pass alone: passing, it becomes
  * `polluted`, naming the tests that ran before it in the worker. */
 void krun__worker_verdict(krun__run *R, krep_test *t, const krun_test *def);

@@ -95,6 +95,11 @@ typedef struct krun__source_i {
   const char *alone;
   /* Its command-line flags and config keys, {NULL} ended (optional). */
   const krun_sopt *opts;
+  /* Seconds its tests may take where neither the test nor --timeout (or
+   * the config's timeout) sets a deadline (optional: 0, the run's
+   * default). For suites written for a runner that has no deadline of
+   * its own. */
+  int timeout_s;
   /* Lists path's tests into L->reg (krun__registry_source with L->kind,
    * then krun__registry_add: id, suite, tags, slots, devices, timeout,
    * file:line). 0; -2 a usage error, -3 (or -1) an infrastructure error,

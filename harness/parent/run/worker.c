@@ -119,20 +119,38 @@ static char *before(const krun__job *j, int i) {
   return b.data ? b.data : kh_strdup("");
 }
 
+void krun__worker_confirm(krun__run *R, krep_test *t, const krun_test *def, char *after,
+                          int started) {
+  R->confirm = kh_xrealloc(R->confirm, (size_t)(R->nconfirm + 1) * sizeof *R->confirm);
+  R->confirm[R->nconfirm++] = (krun__confirm){(int)(def - R->o->reg->tests), t->repeat,
+                                              t->attempt + 1, after, t->outcome, started};
+  t->final = 0;
+  krun__queue_front(R, (krun__item){(int)(def - R->o->reg->tests), t->repeat,
+                                    t->attempt + 1, 1});
+  krun__publish(R, t);
+}
+
 int krun__worker_settle(krun__run *R, krun__job *j, int i) {
   krep_test *t = j->tests[i];
   if (!j->worker || !t || R->stopping || !krep_outcome_failed(t->outcome)) return 0;
   char *after = before(j, i);
   kp_field f[] = {{"key", "worker_after"}, {"value", after}};
   krep_test_keep(&R->rep, t, "note", f, 2);
-  R->confirm = kh_xrealloc(R->confirm, (size_t)(R->nconfirm + 1) * sizeof *R->confirm);
-  R->confirm[R->nconfirm++] = (krun__confirm){(int)(j->defs[i] - R->o->reg->tests),
-                                              t->repeat, t->attempt + 1, after,
-                                              t->outcome, j->st[i].started};
-  t->final = 0;
-  krun__queue_front(R, (krun__item){(int)(j->defs[i] - R->o->reg->tests), t->repeat,
-                                    t->attempt + 1, 1});
-  krun__publish(R, t);
+  /* A run that put its device under probe waits for the verdict
+   * (health.c's held runs): run alone on another device, a test that
+   * takes devices down would take that one too. */
+  int probing = 0;
+  for (int k = 0; k < j->ndevs; k++)
+    probing |= R->health[j->devs[k]].state == KRUN__DEV_SUSPECT;
+  if (j->cause && probing) {
+    R->held = kh_xrealloc(R->held, (size_t)(R->nheld + 1) * sizeof *R->held);
+    krun__held *h = &R->held[R->nheld++];
+    *h = (krun__held){.t = t, .def = j->defs[i], .ndevs = j->ndevs, .confirm = 1,
+                      .started = j->st[i].started, .after = after};
+    memcpy(h->devs, j->devs, (size_t)j->ndevs * sizeof *h->devs);
+    return 1;
+  }
+  krun__worker_confirm(R, t, j->defs[i], after, j->st[i].started);
   return 1;
 }
 

@@ -21,6 +21,14 @@ the moment that takes.
              it keeps are blocks the next test may be handed uninitialised,
              so a test that grew the cache is reported as having left it.
 
+             Before the first test that finds CUDA initialised, the worker
+             has torch allocate its per-device matrix library workspaces
+             (a small matmul per dtype, with and without a bias): torch
+             keeps them for the process, and a test that was first to
+             multiply would otherwise be reported as having left them
+             (64 MiB per device on an H200, torch 2.11), ending a worker
+             at nearly every test of a suite of linear layers.
+
 The torch check reads torch as the tests see it (sys.modules['torch']), so
 a suite's own stand-in module is checked as torch would be.
 """
@@ -120,10 +128,36 @@ def _memory(cuda):
             for d in range(cuda.device_count())]
 
 
+_warmed = []
+
+
+def _warm(torch, cuda):
+    """The workspaces cuBLAS and cuBLASLt keep per device and stream, made
+    once, before a test can be the one that made them: torch.mm and
+    torch.addmm (the Lt path) in each dtype on every device."""
+    _warmed.append(True)
+    for d in range(cuda.device_count()):
+        for dt in ("float32", "float16", "bfloat16"):
+            try:
+                with cuda.device(d):
+                    a = torch.ones(16, 16, device="cuda:%d" % d, dtype=getattr(torch, dt))
+                    torch.mm(a, a)
+                    torch.addmm(a, a, a)
+                    del a
+            except Exception:
+                pass        # a dtype the device lacks: nothing to make
+        try:
+            cuda.synchronize(d)
+        except Exception:
+            pass            # a sticky error: the check after the test says so
+
+
 def _torch_before():
     cuda = _cuda()
     if cuda is None:
         return None        # nothing allocated yet
+    if not _warmed:
+        _warm(sys.modules["torch"], cuda)
     try:
         return _memory(cuda)
     except Exception:

@@ -1,8 +1,13 @@
 """torch.cuda as kiln_pytest's worker checks read it, with counters the
 tests move: allocate() and free() change memory_allocated (and grow
 memory_reserved as a caching allocator does, never shrinking it), fail()
-makes synchronize() raise as after a device fault."""
-_state = {"initialized": False, "allocated": 0, "reserved": 0, "error": None}
+makes synchronize() raise as after a device fault; init() initialises
+CUDA as a suite that touches the device at import does, and the first
+matmul (blas()) allocates WORKSPACE bytes that stay allocated."""
+import contextlib
+
+WORKSPACE = 64 << 20
+_state = {"initialized": False, "allocated": 0, "reserved": 0, "error": None, "blas": False}
 
 
 def is_initialized():
@@ -39,3 +44,18 @@ def free(n):
 def fail(message):
     _state["initialized"] = True
     _state["error"] = message
+
+
+def init():
+    _state["initialized"] = True
+
+
+@contextlib.contextmanager
+def device(d):
+    yield
+
+
+def blas():
+    if not _state["blas"]:
+        _state["blas"] = True
+        allocate(WORKSPACE)
