@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine-impl.h"
 #include "gemm-impl.h"
@@ -156,51 +157,116 @@ int ke_gemm(ke_context *ctx, const ke_tensor *a, const ke_tensor *b,
   return KE_OK;
 }
 
-/* One row of C per item, over all batches. Each output is summed p
- * ascending from 0.0 in either loop order below; with B not transposed
- * the row is accumulated a row of B at a time, so that B is read along
- * its rows (a column walk over a large B misses the cache on every term). */
+/* The reference in register tiles of KE__RT x 4 outputs, each output summed
+ * p ascending from 0.0 exactly as one sum per output would be: the tiles
+ * change which outputs are summed side by side, never an output's order.
+ * op(A) and op(B) are first copied into panels (KE__RT rows of op(A) and 4
+ * columns of op(B), k consecutive), so that the inner loop reads both
+ * along memory whatever the transposes, and a panel of B is used by many
+ * rows while it is in cache (a row at a time streamed all of B from memory
+ * for every row of C). */
+#define KE__RT 4           /* rows of a tile */
+#define KE__RB 32          /* rows of C per work item */
+#define KE__CB 64          /* columns of C per work item */
+
+typedef double ke__v2d __attribute__((vector_size(16)));
+
 typedef struct gemm_ref_job {
   const ke_gemm_params *p;
-  int64_t m, n, k;
+  int64_t batch, m, n, k;
   const double *a, *b;
   double *c;
   int64_t lda, stride_a, ldb, stride_b, ldc, stride_c;
+  double *pa, *pb;                 /* the panels, per batch of A and B */
+  int64_t na, nb;                  /* batches of A and B held */
+  int64_t ra, cb;                  /* row panels of op(A), column panels of op(B) */
+  int64_t rblocks, cblocks;
 } gemm_ref_job;
 
-static void gemm_ref_row(void *arg, int64_t item) {
+/* Panel r of op(A) in batch bi: pa[((bi * ra + r) * k + q) * KE__RT + t] is
+ * op(A)[r * KE__RT + t][q], 0 past the last row. */
+static void gemm_pack_a(void *arg, int64_t item) {
+  const gemm_ref_job *g = arg;
+  const int64_t bi = item / g->ra, r = item % g->ra, k = g->k;
+  const double *ab = g->a + bi * g->stride_a;
+  double *out = g->pa + item * k * KE__RT;
+  for (int64_t q = 0; q < k; q++)
+    for (int t = 0; t < KE__RT; t++) {
+      const int64_t i = r * KE__RT + t;
+      out[q * KE__RT + t] = i >= g->m ? 0.0
+                            : g->p->trans_a ? ab[q * g->lda + i]
+                                            : ab[i * g->lda + q];
+    }
+}
+
+/* Panel c of op(B): pb[((bi * cb + c) * k + q) * 4 + t] is op(B)[q][c*4+t]. */
+static void gemm_pack_b(void *arg, int64_t item) {
+  const gemm_ref_job *g = arg;
+  const int64_t bi = item / g->cb, c = item % g->cb, k = g->k;
+  const double *bb = g->b + bi * g->stride_b;
+  double *out = g->pb + item * k * 4;
+  for (int64_t q = 0; q < k; q++)
+    for (int t = 0; t < 4; t++) {
+      const int64_t j = c * 4 + t;
+      out[q * 4 + t] = j >= g->n ? 0.0
+                       : g->p->trans_b ? bb[j * g->ldb + q]
+                                       : bb[q * g->ldb + j];
+    }
+}
+
+/* acc[t][0..3] = sum over q ascending of a[q][t] * b[q][0..3], from 0.0. */
+static void gemm_tile(const double *a, const double *b, int64_t k,
+                      double acc[KE__RT][4]) {
+  ke__v2d s00 = {0.0, 0.0}, s01 = s00, s10 = s00, s11 = s00, s20 = s00,
+          s21 = s00, s30 = s00, s31 = s00;
+  for (int64_t q = 0; q < k; q++, a += KE__RT, b += 4) {
+    ke__v2d b0, b1;
+    memcpy(&b0, b, sizeof b0);
+    memcpy(&b1, b + 2, sizeof b1);
+    ke__v2d a0 = {a[0], a[0]}, a1 = {a[1], a[1]}, a2 = {a[2], a[2]},
+            a3 = {a[3], a[3]};
+    s00 += a0 * b0, s01 += a0 * b1;
+    s10 += a1 * b0, s11 += a1 * b1;
+    s20 += a2 * b0, s21 += a2 * b1;
+    s30 += a3 * b0, s31 += a3 * b1;
+  }
+  const ke__v2d s[KE__RT][2] = {{s00, s01}, {s10, s11}, {s20, s21},
+                                {s30, s31}};
+  for (int t = 0; t < KE__RT; t++)
+    for (int u = 0; u < 2; u++)
+      acc[t][2 * u] = s[t][u][0], acc[t][2 * u + 1] = s[t][u][1];
+}
+
+/* One block of KE__RB rows and KE__CB columns of C in one batch. */
+static void gemm_ref_block(void *arg, int64_t item) {
   const gemm_ref_job *g = arg;
   const ke_gemm_params *p = g->p;
-  const int64_t bi = item / g->m, i = item % g->m, n = g->n, k = g->k;
-  const double *ab = g->a + bi * g->stride_a, *bb = g->b + bi * g->stride_b;
-  double *cr = g->c + bi * g->stride_c + i * g->ldc;
+  const int64_t per_batch = g->rblocks * g->cblocks;
+  const int64_t bi = item / per_batch, rem = item % per_batch;
+  const int64_t i0 = rem / g->cblocks * KE__RB, j0 = rem % g->cblocks * KE__CB;
+  const int64_t i1 = i0 + KE__RB < g->m ? i0 + KE__RB : g->m;
+  const int64_t j1 = j0 + KE__CB < g->n ? j0 + KE__CB : g->n;
+  const int64_t k = g->k;
   const double alpha = p->alpha, beta = p->beta;
-  double *sum = calloc((size_t)n, sizeof *sum);
-  if (!sum) abort(); /* a reference has no status to return */
-  if (alpha != 0.0) {
-    if (!p->trans_b) {
-      for (int64_t q = 0; q < k; q++) {
-        const double av = p->trans_a ? ab[q * g->lda + i] : ab[i * g->lda + q];
-        const double *br = bb + q * g->ldb;
-        for (int64_t j = 0; j < n; j++) sum[j] += av * br[j];
-      }
-    } else {
-      for (int64_t j = 0; j < n; j++) {
-        double s = 0.0;
-        for (int64_t q = 0; q < k; q++) {
-          const double av = p->trans_a ? ab[q * g->lda + i] : ab[i * g->lda + q];
-          s += av * bb[j * g->ldb + q];
+  double *cb = g->c + bi * g->stride_c;
+  for (int64_t j = j0; j < j1; j += 4) {
+    const double *bp = alpha != 0.0
+        ? g->pb + ((g->nb > 1 ? bi : 0) * g->cb + j / 4) * k * 4 : NULL;
+    for (int64_t i = i0; i < i1; i += KE__RT) {
+      double acc[KE__RT][4] = {{0.0}};
+      if (alpha != 0.0)
+        gemm_tile(g->pa + ((g->na > 1 ? bi : 0) * g->ra + i / KE__RT) * k *
+                              KE__RT, bp, k, acc);
+      for (int t = 0; t < KE__RT && i + t < i1; t++) {
+        double *cr = cb + (i + t) * g->ldc;
+        for (int u = 0; u < 4 && j + u < j1; u++) {
+          double v = alpha * acc[t][u];
+          if (beta != 0.0) v += beta * cr[j + u];
+          cr[j + u] = v;
         }
-        sum[j] = s;
       }
     }
   }
-  for (int64_t j = 0; j < n; j++) {
-    double v = alpha * sum[j];
-    if (beta != 0.0) v += beta * cr[j];
-    cr[j] = v;
-  }
-  free(sum);
 }
 
 void ke_gemm_ref(const ke_gemm_params *params, int64_t batch, int64_t m,
@@ -212,7 +278,22 @@ void ke_gemm_ref(const ke_gemm_params *params, int64_t batch, int64_t m,
     ke_gemm_params_init(&defaults);
     params = &defaults;
   }
-  gemm_ref_job g = {params, m, n, k, a, b, c, lda, stride_a,
+  gemm_ref_job g = {params, batch, m, n, k, a, b, c, lda, stride_a,
                     ldb, stride_b, ldc, stride_c};
-  ke_ref_parallel(batch * m, (double)batch * m * n * k, gemm_ref_row, &g);
+  g.ra = (m + KE__RT - 1) / KE__RT, g.cb = (n + 3) / 4;
+  g.rblocks = (m + KE__RB - 1) / KE__RB, g.cblocks = (n + KE__CB - 1) / KE__CB;
+  ke_ref_begin();
+  if (params->alpha != 0.0f) { /* alpha 0 reads neither A nor B */
+    g.na = stride_a == 0 ? 1 : batch, g.nb = stride_b == 0 ? 1 : batch;
+    g.pa = malloc((size_t)(g.na * g.ra * k * KE__RT) * sizeof *g.pa);
+    g.pb = malloc((size_t)(g.nb * g.cb * k * 4) * sizeof *g.pb);
+    if (!g.pa || !g.pb) abort(); /* a reference has no status to return */
+    ke_ref_parallel(g.na * g.ra, (double)g.na * m * k, gemm_pack_a, &g);
+    ke_ref_parallel(g.nb * g.cb, (double)g.nb * n * k, gemm_pack_b, &g);
+  }
+  ke_ref_parallel(batch * g.rblocks * g.cblocks, (double)batch * m * n * k,
+                  gemm_ref_block, &g);
+  free(g.pa);
+  free(g.pb);
+  ke_ref_end();
 }

@@ -9,45 +9,127 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* gemm_tol's pass over one row of C (item: batch * m + row): the partial
- * sums in the kernel's order, k ascending, a row of B at a time when B is
- * not transposed (the sums are the same, and B is read along its rows). */
+/* gemm_tol's walk: for every output the partial sums in the kernel's order,
+ * k ascending from 0.0, a product that is not finite left out (specials
+ * propagate exactly), and the sum of their squares; per work item (a block
+ * of rows and columns of C) the maxima over its outputs. As in ke_gemm_ref,
+ * op(A) and op(B) are first copied into panels of TOL_RT rows and 4
+ * columns, k consecutive, and each tile of outputs is summed side by side
+ * in registers: the order of every output's sums is the one-at-a-time
+ * order. A product left out adds +0.0 instead (a mask), which changes
+ * nothing: a partial sum that starts at +0.0 and adds finite terms is never
+ * -0.0 (x + -x is +0.0), so adding +0.0 leaves it and its square's sum as
+ * they were. */
+#define TOL_RT 4  /* rows of op(A) per panel */
+#define TOL_RB 32 /* rows of C per work item */
+#define TOL_CB 64 /* columns of C per work item */
+
+typedef double v2d __attribute__((vector_size(16)));
+typedef long long v2i __attribute__((vector_size(16)));
+
 typedef struct tol_job {
   const ke_gemm_params *p;
   int64_t m, n, k, lda, stride_a, ldb, stride_b, ldc, stride_c;
   const double *a, *b, *c;
-  double *walk, *sum, *cmax; /* per row: the maxima over its outputs */
+  double *pa, *pb;              /* panels, per batch of A and of B held */
+  int64_t na, nb, ra, cb, rblocks, cblocks;
+  double *walk, *sum, *cmax;    /* per item: the maxima over its outputs */
 } tol_job;
 
-static void tol_row(void *arg, int64_t item) {
+static void tol_pack_a(void *arg, int64_t item) {
   const tol_job *t = arg;
-  const ke_gemm_params *p = t->p;
-  const int64_t bi = item / t->m, i = item % t->m, n = t->n;
-  const double *ab = t->a + bi * t->stride_a, *bb = t->b + bi * t->stride_b;
-  double *partial = calloc((size_t)(2 * n), sizeof *partial);
-  if (!partial) abort(); /* a worker thread cannot fail a test */
-  double *squares = partial + n;
-  for (int64_t q = 0; q < t->k; q++) {
-    const double av = p->trans_a ? ab[q * t->lda + i] : ab[i * t->lda + q];
-    for (int64_t j = 0; j < n; j++) {
-      const double bv = p->trans_b ? bb[j * t->ldb + q] : bb[q * t->ldb + j];
-      const double prod = av * bv;
-      if (!isfinite(prod)) continue; /* specials propagate exactly */
-      partial[j] += prod;
-      squares[j] += partial[j] * partial[j];
+  const int64_t bi = item / t->ra, r = item % t->ra, k = t->k;
+  const double *ab = t->a + bi * t->stride_a;
+  double *out = t->pa + item * k * TOL_RT;
+  for (int64_t q = 0; q < k; q++)
+    for (int u = 0; u < TOL_RT; u++) {
+      const int64_t i = r * TOL_RT + u;
+      out[q * TOL_RT + u] = i >= t->m ? 0.0
+                            : t->p->trans_a ? ab[q * t->lda + i]
+                                            : ab[i * t->lda + q];
     }
+}
+
+static void tol_pack_b(void *arg, int64_t item) {
+  const tol_job *t = arg;
+  const int64_t bi = item / t->cb, c = item % t->cb, k = t->k;
+  const double *bb = t->b + bi * t->stride_b;
+  double *out = t->pb + item * k * 4;
+  for (int64_t q = 0; q < k; q++)
+    for (int u = 0; u < 4; u++) {
+      const int64_t j = c * 4 + u;
+      out[q * 4 + u] = j >= t->n ? 0.0
+                       : t->p->trans_b ? bb[j * t->ldb + q]
+                                       : bb[q * t->ldb + j];
+    }
+}
+
+/* a * b where the product is finite, +0.0 where it is not (Inf or NaN:
+ * x - x is 0 only for finite x). */
+static inline v2d finite_or_zero(v2d x, v2i *keep) {
+  *keep = (x - x) == (v2d){0.0, 0.0};
+  return (v2d)((v2i)x & *keep);
+}
+
+/* Two rows (u0, u0 + 1 of an A panel) by four columns: partial sums and
+ * the sums of their squares. */
+static void tol_tile(const double *a, const double *b, int64_t k, int u0,
+                     double part[2][4], double sq[2][4]) {
+  const v2d z = {0.0, 0.0};
+  v2d p00 = z, p01 = z, p10 = z, p11 = z, q00 = z, q01 = z, q10 = z, q11 = z;
+  a += u0;
+  for (int64_t q = 0; q < k; q++, a += TOL_RT, b += 4) {
+    v2d b0, b1;
+    memcpy(&b0, b, sizeof b0);
+    memcpy(&b1, b + 2, sizeof b1);
+    const v2d a0 = {a[0], a[0]}, a1 = {a[1], a[1]};
+    v2i k00, k01, k10, k11;
+    p00 += finite_or_zero(a0 * b0, &k00);
+    p01 += finite_or_zero(a0 * b1, &k01);
+    p10 += finite_or_zero(a1 * b0, &k10);
+    p11 += finite_or_zero(a1 * b1, &k11);
+    q00 += (v2d)((v2i)(p00 * p00) & k00);
+    q01 += (v2d)((v2i)(p01 * p01) & k01);
+    q10 += (v2d)((v2i)(p10 * p10) & k10);
+    q11 += (v2d)((v2i)(p11 * p11) & k11);
   }
+  const v2d pv[2][2] = {{p00, p01}, {p10, p11}}, qv[2][2] = {{q00, q01},
+                                                            {q10, q11}};
+  for (int r = 0; r < 2; r++)
+    for (int h = 0; h < 2; h++)
+      for (int l = 0; l < 2; l++)
+        part[r][2 * h + l] = pv[r][h][l], sq[r][2 * h + l] = qv[r][h][l];
+}
+
+static void tol_block(void *arg, int64_t item) {
+  const tol_job *t = arg;
+  const int64_t per_batch = t->rblocks * t->cblocks, k = t->k;
+  const int64_t bi = item / per_batch, rem = item % per_batch;
+  const int64_t i0 = rem / t->cblocks * TOL_RB, j0 = rem % t->cblocks * TOL_CB;
+  const int64_t i1 = i0 + TOL_RB < t->m ? i0 + TOL_RB : t->m;
+  const int64_t j1 = j0 + TOL_CB < t->n ? j0 + TOL_CB : t->n;
   double walk = 0.0, sum = 0.0, cm = 0.0;
-  for (int64_t j = 0; j < n; j++) {
-    if (squares[j] > walk) walk = squares[j];
-    if (fabs(partial[j]) > sum) sum = fabs(partial[j]);
-    if (p->beta != 0.0f) {
-      double cv = fabs(t->c[bi * t->stride_c + i * t->ldc + j]);
-      if (isfinite(cv) && cv > cm) cm = cv;
+  for (int64_t j = j0; j < j1; j += 4) {
+    const double *bp = t->pb + ((t->nb > 1 ? bi : 0) * t->cb + j / 4) * k * 4;
+    for (int64_t i = i0; i < i1; i += 2) {
+      const double *ap =
+          t->pa + ((t->na > 1 ? bi : 0) * t->ra + i / TOL_RT) * k * TOL_RT;
+      double part[2][4], sq[2][4];
+      tol_tile(ap, bp, k, (int)(i % TOL_RT), part, sq);
+      for (int r = 0; r < 2 && i + r < i1; r++)
+        for (int u = 0; u < 4 && j + u < j1; u++) {
+          if (sq[r][u] > walk) walk = sq[r][u];
+          if (fabs(part[r][u]) > sum) sum = fabs(part[r][u]);
+        }
     }
   }
+  if (t->p->beta != 0.0f)
+    for (int64_t i = i0; i < i1; i++)
+      for (int64_t j = j0; j < j1; j++) {
+        double cv = fabs(t->c[bi * t->stride_c + i * t->ldc + j]);
+        if (isfinite(cv) && cv > cm) cm = cv;
+      }
   t->walk[item] = walk, t->sum[item] = sum, t->cmax[item] = cm;
-  free(partial);
 }
 
 kt_tol gemm_tol(ke_dtype out, const ke_gemm_params *p, int64_t batch,
@@ -56,19 +138,34 @@ kt_tol gemm_tol(ke_dtype out, const ke_gemm_params *p, int64_t batch,
                 int64_t stride_b, const double *c, int64_t ldc,
                 int64_t stride_c) {
   const double u = ldexp(1.0, -24), lambda = 8.0;
-  const int64_t rows = batch * m;
-  double *per_row = malloc((size_t)(3 * rows) * sizeof *per_row);
-  ck_assert_ptr_nonnull(per_row);
   tol_job job = {p, m, n, k, lda, stride_a, ldb, stride_b, ldc, stride_c,
-                 a, b, c, per_row, per_row + rows, per_row + 2 * rows};
-  ke_ref_parallel(rows, (double)rows * n * k, tol_row, &job);
+                 a, b, c};
+  job.na = stride_a == 0 ? 1 : batch, job.nb = stride_b == 0 ? 1 : batch;
+  job.ra = (m + TOL_RT - 1) / TOL_RT, job.cb = (n + 3) / 4;
+  job.rblocks = (m + TOL_RB - 1) / TOL_RB;
+  job.cblocks = (n + TOL_CB - 1) / TOL_CB;
+  const int64_t items = batch * job.rblocks * job.cblocks;
+  job.pa = malloc((size_t)(job.na * job.ra * k * TOL_RT) * sizeof *job.pa);
+  job.pb = malloc((size_t)(job.nb * job.cb * k * 4) * sizeof *job.pb);
+  double *per_item = malloc((size_t)(3 * items) * sizeof *per_item);
+  ck_assert_ptr_nonnull(job.pa);
+  ck_assert_ptr_nonnull(job.pb);
+  ck_assert_ptr_nonnull(per_item);
+  job.walk = per_item, job.sum = per_item + items;
+  job.cmax = per_item + 2 * items;
+  ke_ref_parallel(job.na * job.ra, (double)job.na * m * k, tol_pack_a, &job);
+  ke_ref_parallel(job.nb * job.cb, (double)job.nb * n * k, tol_pack_b, &job);
+  ke_ref_parallel(items, (double)batch * m * n * k, tol_block, &job);
+  /* Maxima of values that are never NaN: the order does not matter. */
   double walk_max = 0.0, sum_max = 0.0, c_max = 0.0;
-  for (int64_t r = 0; r < rows; r++) {
+  for (int64_t r = 0; r < items; r++) {
     if (job.walk[r] > walk_max) walk_max = job.walk[r];
     if (job.sum[r] > sum_max) sum_max = job.sum[r];
     if (job.cmax[r] > c_max) c_max = job.cmax[r];
   }
-  free(per_row);
+  free(per_item);
+  free(job.pa);
+  free(job.pb);
   const double alpha = fabs((double)p->alpha), beta = fabs((double)p->beta);
   kt_tol tol = kt_tol_default(out);
   tol.atol = alpha * lambda * u * sqrt(walk_max) +
