@@ -23,11 +23,12 @@ the moment that takes.
 
              Before the first test that finds CUDA initialised, the worker
              has torch allocate its per-device matrix library workspaces
-             (a small matmul per dtype, with and without a bias): torch
-             keeps them for the process, and a test that was first to
-             multiply would otherwise be reported as having left them
-             (64 MiB per device on an H200, torch 2.11), ending a worker
-             at nearly every test of a suite of linear layers.
+             (a small matmul per dtype, with and without a bias, and a
+             backward pass): torch keeps them for the process, and a test
+             that was first to multiply would otherwise be reported as
+             having left them (64 MiB per device on an H200 for a test
+             of linear layers, torch 2.11), ending a worker at nearly
+             every test of such a suite.
 
 The torch check reads torch as the tests see it (sys.modules['torch']), so
 a suite's own stand-in module is checked as torch would be.
@@ -132,9 +133,11 @@ _warmed = []
 
 
 def _warm(torch, cuda):
-    """The workspaces cuBLAS and cuBLASLt keep per device and stream, made
-    once, before a test can be the one that made them: torch.mm and
-    torch.addmm (the Lt path) in each dtype on every device."""
+    """The workspaces cuBLAS and cuBLASLt keep per device, stream and
+    thread, made once, before a test can be the one that made them:
+    torch.mm and torch.addmm (the Lt path) in each dtype on every device,
+    then a backward pass, which autograd runs on a thread of its own with
+    a handle (and so a workspace) of its own."""
     _warmed.append(True)
     for d in range(cuda.device_count()):
         for dt in ("float32", "float16", "bfloat16"):
@@ -145,7 +148,15 @@ def _warm(torch, cuda):
                     torch.addmm(a, a, a)
                     del a
             except Exception:
-                pass        # a dtype the device lacks: nothing to make
+                continue    # a dtype the device lacks: nothing to make
+            try:
+                with cuda.device(d):
+                    g = torch.ones(16, 16, device="cuda:%d" % d, dtype=getattr(torch, dt),
+                                   requires_grad=True)
+                    torch.addmm(g, g, g).sum().backward()
+                    del g
+            except Exception:
+                pass
         try:
             cuda.synchronize(d)
         except Exception:
