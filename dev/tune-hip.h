@@ -2,7 +2,7 @@
 // share (attn-tune.cu, attn-pterms.cu; tests/meson.build builds them on
 // the host), in HIP spelling: one check around every runtime call, the
 // descriptor of packed [B, H, S, D] tensors, and launches timed with
-// events. The CUDA-only tools share scripts/tune.h instead.
+// events. The CUDA-only tools share dev/tune.h instead.
 #ifndef KILN_DEV_TUNE_HIP_H
 #define KILN_DEV_TUNE_HIP_H
 

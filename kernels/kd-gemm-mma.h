@@ -386,7 +386,7 @@ static int kd_mm_launch(hipStream_t stream, const OpA &a, const OpB &b,
 /* ---- Tile configurations ------------------------------------------------ */
 
 /* Per matrix unit, the configurations the launchers choose from, largest
- * first (docs/kernels-gemm.md, GEMM; scripts/gemm-tune.cu measures others).
+ * first (docs/kernels-gemm.md, GEMM; dev/gemm-tune.cu measures others).
  * NVIDIA: 64 x 64 warp tiles where the grid is large (4 ldmatrix.x4 of A
  * and 4 of B per 32 mma.sync), smaller blocks to fill the GPU otherwise.
  * Large is 128 x 128 x 64 in 3 stages: on the H100 it ran 4096^3 bf16 at

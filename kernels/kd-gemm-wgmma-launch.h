@@ -2,7 +2,7 @@
  * tensor maps of its operands and of C, whether TMA can read them, and the
  * launch of kd_wg_gemm for a configuration and layout. Used by the engine
  * (gemm_sm90.hip), the MX GEMM (kd-gemm-wgmma-mx.h), the emulated tests
- * and scripts/gemm-hopper.cu.
+ * and dev/gemm-hopper.cu.
  */
 #ifndef KILN_KD_GEMM_WGMMA_LAUNCH_H
 #define KILN_KD_GEMM_WGMMA_LAUNCH_H

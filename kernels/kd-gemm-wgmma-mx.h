@@ -29,7 +29,7 @@
 /* The producer's named barrier: its four warps, after the value table. */
 enum { KD_WG_BAR_PRODUCER = 5 };
 
-/* PROBE (measuring only, scripts/gemm-hopper.cu --mx; the engine never
+/* PROBE (measuring only, dev/gemm-hopper.cu --mx; the engine never
  * sets it): 1 no loads of W (the codes of the first slab again), 2 no
  * decode (each chunk stores its raw words), 3 no fence.proxy.async; the
  * results are then wrong. */

@@ -1,7 +1,7 @@
 /* The Hopper GEMM's configurations (kernels/kd-gemm-wgmma.h, kd_wg_cfg)
  * that the engine (gemm_sm90.hip), its emulated test
  * (tests/kernels/wgmma-gemm.cc) and its measuring tool
- * (scripts/gemm-hopper.cu) share: one list, so that the test runs the
+ * (dev/gemm-hopper.cu) share: one list, so that the test runs the
  * variants that are measured, and the engine picks among them by name.
  * Names: tile columns, ring slots, mode, promotion interval in slabs of
  * 64 k, then what differs from the defaults (L2 group of 8 tile rows).

@@ -44,7 +44,7 @@
  *            are issued into one while the other is added
  *            (wgmma.wait_group 1), so the adds hide behind the multiplies;
  *   UNPROMOTED  no partials: the unit accumulates over all of K. For
- *            measuring the promotion's cost only (scripts/gemm-hopper.cu);
+ *            measuring the promotion's cost only (dev/gemm-hopper.cu);
  *            its sums truncate like mma.sync's, so the engine never uses it. */
 enum { KD_WG_SERIAL, KD_WG_OVERLAP, KD_WG_UNPROMOTED };
 

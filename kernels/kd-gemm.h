@@ -273,7 +273,7 @@ struct kd_gemm_cfg {
 };
 typedef kd_gemm_cfg<128, 128, 8> kd_gemm_default;
 /* f32 x f32 on large problems (kd_gemm_run_f32): the best of the H100
- * sweep of scripts/gemm-tune.cu (docs/decisions/gemm.md), 4096^3 42.4
+ * sweep of dev/gemm-tune.cu (docs/decisions/gemm.md), 4096^3 42.4
  * TFLOP/s against the default's 40.2. */
 typedef kd_gemm_cfg<256, 128, 8, 1, true> kd_gemm_f32_large;
 

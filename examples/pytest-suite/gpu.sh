@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The sample pytest suite on the lent NVIDIA GPU, in one call
 # (docs/gpu-runs.md):
-#   here:   scripts/gpu-run.sh stage && bash examples/pytest-suite/gpu.sh stage
+#   here:   scripts/gpu.sh stage && bash examples/pytest-suite/gpu.sh stage
 #   there:  bash examples/pytest-suite/gpu.sh [suite|speed|sbs]...   (carry: [".device"])
 # (no part named: all three; the speed alone takes about three minutes
 # there, the side-by-side up to seven)

@@ -3,7 +3,7 @@
  * runs with planted regressions. Tagged `fault`: run only when named.
  *
  * Environment the tests read (set by tests/harness/reports.sh and
- * scripts/gpu-nightly.sh; KILN_DRIFT_SLOW by the nightly only: on a loaded
+ * scripts/gpu.sh nightly; KILN_DRIFT_SLOW by the nightly only: on a loaded
  * host a 2x kernel is not told apart every time, so reports.sh plants the
  * slowdown in a report instead):
  *   KILN_DRIFT_FAIL=1        drift/new_failure fails

@@ -5,7 +5,7 @@
 # output gives for the fault suite's planted kernels (its layout: a
 # "=========" prefix, a finding's line, indented details), and runs the
 # program. Its reports are the real tool's (compute-sanitizer 2025.3.1 on
-# the H100, through scripts/gpu-device-checks.sh), host frames shortened.
+# the H100, through scripts/gpu.sh device-checks), host frames shortened.
 tool=memcheck log=/dev/stderr
 while [ $# -gt 0 ]; do
   case $1 in

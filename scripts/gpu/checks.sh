@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
+# scripts/gpu.sh checks: the suite at 4 jobs, again with --repeat, the pollution pair
 # The GPU acceptance runs, in one call on a lent NVIDIA machine (see
 # docs/gpu-runs.md): the whole suite with several children at once, the
 # suite again with --repeat to hunt flakes, and the state-pollution pair
-# under both isolation modes. Needs .device/ from `scripts/gpu-run.sh stage`.
+# under both isolation modes. Needs .device/ from `scripts/gpu.sh stage`.
 # Writes reports and a summary under $OUT (flat: the device tool returns at
 # most two folder levels and eight files).
 set -u
-. "$(dirname "$0")/gpu-env.sh"
+. "$(dirname "$0")/env.sh"
 repeat=${KILN_GPU_REPEAT:-20}
 # Selection for the repeat run (default: everything, slow tests included).
 read -r -a repeat_sel <<< "${KILN_GPU_REPEAT_SEL:-}"

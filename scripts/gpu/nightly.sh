@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
+# scripts/gpu.sh nightly: three nights: clean, planted regressions, clean (summary, HTML)
 # The nightly flow on a lent NVIDIA GPU, in one call (docs/gpu-runs.md):
 # night 1 clean, night 2 with the drift suite's planted regressions, night 3
 # clean again (its base must be night 1, since night 2 is not good). Each
 # night runs scripts/nightly.sh with the staged kiln on the cuda backend.
-# Needs .device/ from `scripts/gpu-run.sh stage`. Writes into $OUT (flat):
+# Needs .device/ from `scripts/gpu.sh stage`. Writes into $OUT (flat):
 # summary.txt, night{1,2,3}.html, night2-diff.txt, night2-junit.xml.
 set -u
-. "$(dirname "$0")/gpu-env.sh"
+. "$(dirname "$0")/env.sh"
 stage=$(cd "$stage" && pwd)
 export KILN=$stage/kiln KILN_RUNNER_DIR=$stage KILN_NIGHTLY_ROOT=/tmp/kiln-nightly
 export KILN_DIFF_ARGS=${KILN_DIFF_ARGS:-"--time-rel 0.2 --kernel-abs-ms 0.05"}

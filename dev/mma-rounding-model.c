@@ -11,7 +11,7 @@
  * partial sums) + 2 u max |sum|, rtol 1.3e-6), and the same for an
  * in-order f32 sum rounded to nearest (the bound's own model).
  *
- *   cc -O2 scripts/mma-rounding-model.c -o mma-rounding-model -lm
+ *   cc -O2 dev/mma-rounding-model.c -o mma-rounding-model -lm
  *   ./mma-rounding-model [K ...]          (default 1024 4096 16384 65536)
  */
 #include <math.h>

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
+# scripts/gpu.sh suite: the whole default cuda suite, timed: counts, slots, slowest tests
 # The whole default cuda suite on a lent GPU host (one GPU or several), in
 # one device call: no selection, tag slow included, default settings. Prints
 # the machine, the total wall time, the outcome counts, the ten slowest
 # tests with where their time went (kiln run's own ending), the slots each
 # device got, and the references' share of all test bodies. Build here
-# first with `scripts/gpu-run.sh stage`; run there from the repository root
+# first with `scripts/gpu.sh stage`; run there from the repository root
 # with .device carried:
 #
-#   bash scripts/gpu-suite.sh [KILN RUN ARGS...]
+#   bash scripts/gpu.sh suite [KILN RUN ARGS...]
 #
 # Files under $OUT: suite.log (the console), summary.txt, run/ (report).
 set -u
-. "$(dirname "$0")/gpu-env.sh"
+. "$(dirname "$0")/env.sh"
 s="$out/summary.txt"
 { nvidia-smi -L; echo "host cores: $(nproc)"; } > "$s" 2>&1
 t0=$(date +%s.%N)

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
+# scripts/gpu.sh isolation: [PART...] the price of isolation: kiln suite, Liger-Kernel tests
 # The price of isolation on a lent GPU host, in one call or a few: kiln's own
 # cuda suite per process and in workers, and a third-party pytest suite
 # (Liger-Kernel's op tests, docs/third-party.md) three ways beside `pytest
 # -n 8` (scripts/bench-pytest.sh). Parts, in the order given (default:
 # build suite liger-cold):
 #
-#   build        build kiln and the cuda runner there (scripts/gpu-run.sh
-#                build; .device/deps from `scripts/gpu-run.sh pack` here)
+#   build        build kiln and the cuda runner there (scripts/gpu.sh
+#                build; .device/deps from `scripts/gpu.sh pack` here)
 #   unpack       instead of building: restore the binaries an earlier call's
 #                `keep` sent back (carry them as .device/built.tgz)
 #   suite        the whole default cuda suite, --isolation process then worker
@@ -15,11 +16,11 @@
 #   keep         tar the built binaries into $OUT/built.tgz, to carry next time
 #
 # Run there from the repository root with .device and .thirdparty carried:
-#   bash scripts/gpu-isolation.sh [PART...]
+#   bash scripts/gpu.sh isolation [PART...]
 # $OUT gets summary.txt (every part's figures) and isolation.tgz (the logs,
 # the reports, bench-pytest's folders without their caches).
 set -u
-. "$(dirname "$0")/gpu-env.sh"
+. "$(dirname "$0")/env.sh"
 build=$PWD/build-gpu
 liger=$PWD/.thirdparty/Liger-Kernel
 files=${KILN_LIGER_FILES:-test/transformers/test_rms_norm.py test/transformers/test_swiglu.py}
@@ -35,13 +36,13 @@ for part in "$@"; do
   t=$(date +%s.%N)
   case $part in
   build)
-    bash scripts/gpu-run.sh build >"$work/build.log" 2>&1 || { tail -30 "$work/build.log" >>"$s"; say "build failed"; exit 1; }
+    bash scripts/gpu.sh build >"$work/build.log" 2>&1 || { tail -30 "$work/build.log" >>"$s"; say "build failed"; exit 1; }
     say "== build: $(took "$t")" ;;
   unpack)
     tar -xzf "$stage/built.tgz" && cp build-gpu/harness/parent/kiln build-gpu/suites/kiln-runner-cuda "$stage/" && say "== unpacked $(tar -tzf "$stage/built.tgz" | tr '\n' ' ')" ;;
   suite)
     for iso in process worker; do
-      OUT=$work/suite-$iso bash scripts/gpu-suite.sh --isolation "$iso" >/dev/null 2>&1
+      OUT=$work/suite-$iso bash scripts/gpu.sh suite --isolation "$iso" >/dev/null 2>&1
       say "== cuda suite, --isolation $iso"
       sed -n '/^kiln run:/,/^slowest/p' "$work/suite-$iso/summary.txt" | grep -v '^slowest' >>"$s"
       sed -n '/^slowest/,/^report:/p' "$work/suite-$iso/summary.txt" | head -6 >>"$s"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
+# scripts/gpu.sh hopper-attn: the Hopper attention kernel: registers, checks, variants, speed, ncu
 # The Hopper attention kernel (kernels/kd-attn-wgmma.h, the default on
 # compute capability 9.0; KILN_HOPPER_ATTN=0 turns it off) on an H100, in
-# one device call, from the staged build in .device/ (`scripts/gpu-run.sh
+# one device call, from the staged build in .device/ (`scripts/gpu.sh
 # stage` here first; KILN_STAGE names another folder), and
 # dev/attn-pterms.cu, which it builds there with the machine's nvcc unless
 # the stage holds attn-pterms (it is not staged: the runner's carry stays
@@ -28,9 +29,9 @@
 # mode; then every variant's time), regs.txt, variants.txt (attn-pterms'
 # output) and hopper-attn.tgz (every log, report and table).
 #
-#   bash scripts/gpu-hopper-attn.sh
+#   bash scripts/gpu.sh hopper-attn
 set -u
-. "$(dirname "$0")/gpu-env.sh"
+. "$(dirname "$0")/env.sh"
 work=$(mktemp -d /tmp/kiln-fa3.XXXXXX)
 summary="$out/summary.txt"
 keep() { tar czf "$out/hopper-attn.tgz" -C "$work" . 2>/dev/null; }

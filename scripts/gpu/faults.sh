@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# scripts/gpu.sh faults: device faults, SIGINT in a kernel, slots after each, a soak
 # The reliability checks on a lent NVIDIA GPU, in one call (docs/gpu-runs.md,
 # docs/reliability.md): the device faults through the cuda backend (a far
 # out-of-bounds store, a near one caught by guard bytes, an unwritten read
@@ -6,10 +7,10 @@
 # allocation over the cap, a leak), SIGINT during a spinning kernel, the
 # slots back at full value after each, then a GPU soak (scripts/soak.sh,
 # KILN_GPU_SOAK runs of the whole suite, default 20). Needs .device/ from
-# `scripts/gpu-run.sh stage`. Writes a summary and reports under $OUT.
+# `scripts/gpu.sh stage`. Writes a summary and reports under $OUT.
 # KILN_BACKEND=host KILN_STAGE=DIR tries the script itself without a GPU.
 set -u
-. "$(dirname "$0")/gpu-env.sh"
+. "$(dirname "$0")/env.sh"
 B=${KILN_BACKEND:-cuda}
 soak=${KILN_GPU_SOAK:-20}
 export KILN_TOKEN_KEY=/tmp/kiln-gpu-faults-tokens

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
+# scripts/gpu.sh multi: several GPUs: the suite on all, contexts per second, shared tokens
 # kiln on a lent host with several GPUs, in one call (docs/harness.md,
-# "Several GPUs"; needs .device/ from `scripts/gpu-run.sh stage`):
+# "Several GPUs"; needs .device/ from `scripts/gpu.sh stage`):
 #   1. the whole default cuda suite across every GPU (tag slow included),
 #      its wall time, counts and slowest tests, with the device of every
 #      test and the most slots in use at once per device;
@@ -17,7 +18,7 @@
 #      working (the probe after it, and the tests around it).
 # Writes summary.txt and the logs under $OUT.
 set -u
-. "$(dirname "$0")/gpu-env.sh"
+. "$(dirname "$0")/env.sh"
 s="$out/summary.txt"
 kiln() { "$stage/kiln" "$1" --backend cuda --runner-dir "$stage" "${@:2}"; }
 dur() { python3 -c 'import sys,yaml; print(yaml.safe_load(open(sys.argv[1]))["run"]["duration_s"])' "$1"; }

@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
+# scripts/gpu.sh perf: the perf suite beside PyTorch, perf-table.md, roofs, attention sweep
 # kiln's perf suite next to PyTorch on a lent NVIDIA GPU (docs/performance.md):
 # `kiln run --backend cuda -- @perf` from the staged build in .device/
-# (`scripts/gpu-run.sh stage` here first), then scripts/torch-compare.py on
+# (`scripts/gpu.sh stage` here first), then scripts/torch-compare.py on
 # the same device, then scripts/perf-table.py joining the two, then the
-# memory-pattern roofs (.device/kernel-limits, from scripts/kernel-limits.cu)
+# memory-pattern roofs (.device/kernel-limits, from dev/kernel-limits.cu)
 # into summary.txt, then the fused-attention sweep (.device/attn-tune, from
 # dev/attn-tune.cu). Everything lands flat under $OUT: perf.log,
 # perf-report.yaml, torch.json, torch.log, perf-table.md, attn-tune.txt,
 # summary.txt.
 #
-#   bash scripts/gpu-perf.sh [SELECTORS...]     (default: @perf)
+#   bash scripts/gpu.sh perf [SELECTORS...]     (default: @perf)
 #
 # KILN_PERF_TORCH_ARGS adds arguments to torch-compare.py (e.g. "--iters 100").
 set -u
-. "$(dirname "$0")/gpu-env.sh"
+. "$(dirname "$0")/env.sh"
 sel=("$@")
 [ ${#sel[@]} -eq 0 ] && sel=(@perf)
 summary="$out/summary.txt"
@@ -42,7 +43,7 @@ python3 scripts/perf-table.py "${table_args[@]}" -o "$out/perf-table.md" \
   >> "$summary" 2>&1
 echo "perf-table.py: exit $?" >> "$summary"
 if [ -x "$stage/kernel-limits" ]; then
-  echo "== memory-pattern roofs (scripts/kernel-limits.cu)" >> "$summary"
+  echo "== memory-pattern roofs (dev/kernel-limits.cu)" >> "$summary"
   "$stage/kernel-limits" >> "$summary" 2>&1
   echo "kernel-limits: exit $?" >> "$summary"
 fi

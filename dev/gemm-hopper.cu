@@ -3,14 +3,14 @@
 // (promotion mode and interval, tile, L2 grouping of the tile walk,
 // staggered consumers, the measuring-only ones) swept with sampled checks
 // against double, and the inputs and outputs of the long-K accuracy table
-// for each promotion interval, written for scripts/gemm-hopper.py (which
+// for each promotion interval, written for dev/gemm-hopper.py (which
 // adds float64 and torch on the same inputs). A measuring tool for
 // docs/performance.md, not part of the engine.
 //
-//   built by `scripts/gpu-run.sh stage` into .device/gemm-hopper:
+//   built by `scripts/gpu.sh stage` into .device/gemm-hopper:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
 //        -DKILN_BACKEND_CUDA -DKD_SM90A -Ikernels -Iengine/include \
-//        -Iengine/src scripts/gemm-hopper.cu -o gemm-hopper
+//        -Iengine/src dev/gemm-hopper.cu -o gemm-hopper
 //   ./gemm-hopper [--quick] [--dump DIR] [--only TAG[,TAG...]] [--once]
 //                 [--shape MxNxK] [--mx]
 // --dump creates DIR (not its parents) if missing.

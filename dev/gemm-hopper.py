@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""torch beside scripts/gemm-hopper.cu on the same H100 (docs/performance.md).
+"""torch beside dev/gemm-hopper.cu on the same H100 (docs/performance.md).
 
-  python3 scripts/gemm-hopper.py DIR     (DIR: gemm-hopper --dump DIR's files)
+  python3 dev/gemm-hopper.py DIR     (DIR: gemm-hopper --dump DIR's files)
 
 Accuracy: for each dumped case (A [256, K], B [K, 256], f16 or bf16), the
 max relative error max |x - e| / max(|e|, rms(e)) against float64 of kiln's

@@ -8,7 +8,7 @@
 // instructions and their latency; if the probe misses too, the access
 // pattern itself is the limit on this GPU.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90 scripts/kernel-limits.cu -o kernel-limits
+//   nvcc -O3 -std=c++17 -arch=sm_90 dev/kernel-limits.cu -o kernel-limits
 //   ./kernel-limits > limits.txt
 //
 // Method as the perf suite's: buffers rotated over >= 2x L2 so no launch

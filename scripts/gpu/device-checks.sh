@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
+# scripts/gpu.sh device-checks: NVML clocks, compute-sanitizer tools, two-device skips, health
 # Device health, clocks, sanitizers and tests of several devices on a lent
 # NVIDIA GPU, in one call (docs/gpu-runs.md): needs .device/ from
-# `scripts/gpu-run.sh stage`; builds nothing. Writes summary.txt, the run
+# `scripts/gpu.sh stage`; builds nothing. Writes summary.txt, the run
 # reports and compute-sanitizer's own reports under $OUT.
 #   1. clocks: a few kernel tests with NVML's clocks at each test's start
 #      and end (SM and memory MHz, temperature, power, throttle reasons),
@@ -16,7 +17,7 @@
 #   5. --slots auto sized from step 1's peaks.
 # KILN_BACKEND=host KILN_STAGE=DIR tries the script without a GPU.
 set -u
-. "$(dirname "$0")/gpu-env.sh"
+. "$(dirname "$0")/env.sh"
 B=${KILN_BACKEND:-cuda}
 export KILN_TOKEN_KEY=/tmp/kiln-gpu-device-tokens
 S=$out/summary.txt

@@ -9,9 +9,9 @@
 // A last section measures how the matrix unit's own rounding sits inside
 // the GEMM tolerance at long K (docs/kernels-gemm.md, GEMM, Tolerances).
 //
-//   built by `scripts/gpu-run.sh stage` into .device/gemm-tune:
+//   built by `scripts/gpu.sh stage` into .device/gemm-tune:
 //   nvcc -O3 -std=c++17 -arch=sm_90 -DKILN_BACKEND_CUDA -Ikernels \
-//        -Iengine/include -Iengine/src scripts/gemm-tune.cu -o gemm-tune
+//        -Iengine/include -Iengine/src dev/gemm-tune.cu -o gemm-tune
 //   ./gemm-tune [--quick]          (about two minutes on an H100)
 //   ./gemm-tune --simt             (the f32 SIMT configurations alone)
 //
@@ -412,7 +412,7 @@ static void numerics(int64_t k) {
   free_problem(p);
 }
 
-#ifndef GEMM_TUNE_LIBRARY /* scripts/gemm-hopper.cu includes the helpers */
+#ifndef GEMM_TUNE_LIBRARY /* dev/gemm-hopper.cu includes the helpers */
 int main(int argc, char **argv) {
   const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
   const bool simt = argc > 1 && strcmp(argv[1], "--simt") == 0;

@@ -1,11 +1,11 @@
-# The start every GPU-machine script shares (scripts/gpu-*.sh), sourced
+# The start every GPU-machine script shares (scripts/gpu/*.sh), sourced
 # after `set`: from the repository root, the staged binaries in $stage
-# (KILN_STAGE, else .device, made by `scripts/gpu-run.sh stage`), results
+# (KILN_STAGE, else .device, made by `scripts/gpu.sh stage`), results
 # under $out ($OUT, else gpu-out), the cuRAND the runner links found and
 # put on the library path (the toolkit's, the system's or PyTorch's),
 # compute-sanitizer on the PATH when the toolkit has one, and KILN_GIT_REV
 # from the staged REVISION for the reports.
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 stage=${KILN_STAGE:-.device}
 out=${OUT:-$PWD/gpu-out}
 mkdir -p "$out"

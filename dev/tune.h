@@ -5,8 +5,8 @@
 // too (tests/meson.build), so they share dev/tune-hip.h, in HIP spelling,
 // instead.
 // Each tool keeps its kernels and tables.
-#ifndef KILN_SCRIPTS_TUNE_H
-#define KILN_SCRIPTS_TUNE_H
+#ifndef KILN_DEV_TUNE_H
+#define KILN_DEV_TUNE_H
 
 #include <cuda_runtime.h>
 #include <stdio.h>
