@@ -3,8 +3,10 @@
  * f16 and bf16 on a compute capability 9.0 device with an sm_90a build
  * (host emulation: KILN_EMU_SM=90 at warp 32), where the H100 measured it
  * correct and faster than the mma.sync kernel on every shape
- * (docs/decisions/attention.md). KILN_HOPPER_ATTN=0 turns it off (the mma.sync
- * kernel then runs, for bisecting). Its own translation unit so that the
+ * (docs/decisions/attention.md). The context's attention tuning
+ * (kiln/test-tuning.h: hopper 0, which the runner sets from
+ * KILN_HOPPER_ATTN=0) turns it off: the mma.sync kernel then runs, for
+ * bisecting. Its own translation unit so that the
  * cuda build compiles it for sm_90a only (meson's sm90a_kernel_names).
  * Returns -1 where it does not apply, and the caller goes on to the
  * mma.sync kernel.
@@ -15,19 +17,6 @@
  * the kernel's form of P, or in one term of the input type where round_p
  * (kiln/attention.h) allows it: those two forms and no other schedule are
  * compiled here. The timing variants are built by dev/attn-pterms.cu. */
-
-/* Whether the kernel may run: unless KILN_HOPPER_ATTN=0 turns it off
- * (read once per process). */
-static bool ke_attn_sm90_wanted() {
-  static int known; /* 1 + answer */
-  int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
-  if (k == 0) {
-    const char *e = getenv("KILN_HOPPER_ATTN");
-    k = 1 + !(e && strcmp(e, "0") == 0);
-    __atomic_store_n(&known, k, __ATOMIC_RELAXED);
-  }
-  return k == 2;
-}
 
 /* round_p takes the one-term form; else V in f16 for bf16 where the
  * engine gave the workspace (without it, the cap refused it: two terms). */
@@ -44,7 +33,7 @@ static int ke_attn_sm90(hipStream_t s, const void *q, const void *k,
  * aside, which ke__attention_launch checks). */
 static bool ke_attn_sm90_applies(ke_dtype dtype, const ke__attention_desc *a) {
   return (dtype == KE_F16 || dtype == KE_BF16) && a->d <= 256 &&
-         a->d % 8 == 0 && ke_attn_sm90_wanted() && kd_wg_available();
+         a->d % 8 == 0 && !a->no_hopper && kd_wg_available();
 }
 
 extern "C" int ke__attention_sm90_launch(void *stream, ke_dtype dtype,
@@ -70,17 +59,11 @@ extern "C" int ke__attention_sm90_launch(void *stream, ke_dtype dtype,
  * 1.6 us). So it is taken where each kv head's rows (halved when causal)
  * number at least 2048, twice what the per-MB cost needs, and the call
  * holds at least 16 GFLOP, about three times what the fixed cost needs.
- * KILN_FA3_V16 (read once per process) overrides the choice: 1 always
- * (the tests that need the path at small sizes), 0 never. */
+ * The context's tuning (a->v16; the runner sets it from KILN_FA3_V16)
+ * overrides the choice: always (the tests that need the path at small
+ * sizes), or never. */
 static bool ke_attn_sm90_v16_pays(const ke__attention_desc *a) {
-  static int known; /* 1 + setting: 0 by size, 1 never, 2 always */
-  int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
-  if (k == 0) {
-    const char *e = getenv("KILN_FA3_V16");
-    k = 1 + (e && strcmp(e, "0") == 0 ? 1 : e && strcmp(e, "1") == 0 ? 2 : 0);
-    __atomic_store_n(&known, k, __ATOMIC_RELAXED);
-  }
-  if (k != 1) return k == 3;
+  if (a->v16 != 0) return a->v16 == 2;
   const double rows = (double)(a->hq / a->hkv) * (double)a->sq *
                       (a->causal ? 0.5 : 1.0);
   const double flop = 4.0 * (double)(a->b * a->hq) * (double)a->sq *

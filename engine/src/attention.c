@@ -1,5 +1,6 @@
 /* Fused attention: the C entry point (shape, stride and dtype checks, the
- * kernel family, launch) and the double-precision reference, side by side.
+ * kernel family, its tuning knobs, launch) and the double-precision
+ * reference, side by side.
  * The kernels are in kernels/attention.hip (the launcher and ROWS),
  * kernels/kd-attn-mma.h and kernels/kd-attn-simt.h (TILED).
  */
@@ -23,6 +24,33 @@
 /* AUTO takes the tiled kernels from this many query rows per kv head: one
  * full row tile of the matrix-core kernel (kiln/attention.h). */
 #define KE__ATTN_TILED_MIN_ROWS 64
+
+void ke__attention_tuning_defaults(ke__attention_tuning *t) {
+  t->hopper = 1;
+  t->v16 = -1;
+}
+
+int ke__attention_tuning_get(const ke_context *ctx, ke__attention_tuning *t) {
+  if (!ctx || !t)
+    return ke__fail(KE_EINVAL, "ke__attention_tuning_get: NULL argument");
+  *t = ctx->attention_tuning;
+  return KE_OK;
+}
+
+int ke__attention_tuning_set(ke_context *ctx, const ke__attention_tuning *t) {
+  if (!ctx)
+    return ke__fail(KE_EINVAL, "ke__attention_tuning_set: ctx is NULL");
+  if (!t) {
+    ke__attention_tuning_defaults(&ctx->attention_tuning);
+    return KE_OK;
+  }
+  if (t->hopper < 0 || t->hopper > 1 || t->v16 < -1 || t->v16 > 1)
+    return ke__fail(KE_EINVAL, "ke__attention_tuning_set: hopper %lld (0 or "
+                               "1), v16 %lld (-1, 0 or 1)",
+                    (long long)t->hopper, (long long)t->v16);
+  ctx->attention_tuning = *t;
+  return KE_OK;
+}
 
 void ke_attention_params_init(ke_attention_params *p) {
   p->scale = 0.0f;
@@ -179,6 +207,10 @@ int ke_attention(ke_context *ctx, const ke_tensor *q, const ke_tensor *k,
   a.causal = params->causal != 0;
   a.offset = params->causal_offset < 0 ? a.sk - a.sq : params->causal_offset;
   a.round_p = params->round_p;
+  a.no_hopper = ctx->attention_tuning.hopper == 0;
+  /* -1 (by size), 0 (never), 1 (always) -> 0, 1, 2: zero the default. */
+  a.v16 = ctx->attention_tuning.v16 < 0 ? 0
+                                        : (int)ctx->attention_tuning.v16 + 1;
   /* Few query rows per KV head (decode), unless the caller pinned a
    * kernel: the split-key kernel. */
   if (params->kernel == KE_ATTN_KERNEL_AUTO &&

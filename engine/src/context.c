@@ -77,7 +77,7 @@ int ke_context_open(const ke_context_options *opts, ke_context **out) {
   ctx->cap_fraction = opts->cap_fraction;
   ctx->free_at_sizing = info.free_bytes;
   ctx->cap_bytes = (size_t)((double)info.free_bytes * opts->cap_fraction);
-  ke__decode_tuning_defaults(&ctx->decode_tuning);
+  ke__tuning_defaults(ctx);
   hipError_t err = hipStreamCreateWithFlags(&ctx->stream, hipStreamNonBlocking);
   if (err != hipSuccess) {
     int st = ke__runtime_error(err, "hipStreamCreateWithFlags", __func__,

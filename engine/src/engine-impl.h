@@ -71,6 +71,7 @@ struct ke_context {
   int rng_ready;
   ke__scratch scratch;
   ke__decode_tuning decode_tuning;
+  ke__attention_tuning attention_tuning;
   ke__clock_source clocks;
 };
 
@@ -101,6 +102,10 @@ void ke__timing_destroy(ke_context *ctx);
   } while (0)
 
 int ke__device_info_fill(int device, ke_device_info *out);
+
+/* Every family's tuning knobs (kiln/test-tuning.h) at their defaults: the
+ * one call the core context makes into them (tuning.c). */
+void ke__tuning_defaults(ke_context *ctx);
 
 /* Makes ctx's device the calling thread's current one before a runtime
  * call. A process with one context never switches; with one per device

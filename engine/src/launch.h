@@ -157,6 +157,11 @@ typedef struct ke__attention_desc {
   int kernel;
   int round_p; /* P may be rounded once to the input dtype (kiln/attention.h) */
   void *work;  /* NULL, or ke__attention_work_bytes of device workspace */
+  /* The context's attention tuning (kiln/test-tuning.h), zero where it
+   * holds the default, so that a desc made by hand runs the defaults. */
+  int no_hopper; /* 1: not the Hopper kernel (tuning hopper 0) */
+  int v16;       /* the Hopper kernel's f16 V: 0 where it pays, 1 never,
+                    2 always (tuning v16 -1, 0, 1) */
 } ke__attention_desc;
 int ke__attention_launch(void *stream, ke_dtype dtype, const void *q,
                          const void *k, const void *v, void *o,

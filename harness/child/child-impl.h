@@ -90,6 +90,9 @@ int kt__guard_damaged(const void *data, const char *file, int line);
 /* Opens the engine context on device 0 as the fixture does, keeping the
  * time it took and the status for the fixture to report. */
 int kt__context_open(void);
+/* Sets ctx's tuning knobs from the environment's kernel settings
+ * (tuning.c); a status. */
+int kt__tuning_apply(ke_context *ctx);
 /* Closes every context the runner holds. */
 void kt__contexts_close(void);
 void kt__fixture_setup(void);

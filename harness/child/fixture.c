@@ -104,6 +104,15 @@ static int open_on(int device, double *ms) {
              ke_last_error());
     return st;
   }
+  st = kt__tuning_apply(kt__state.ctx[device]);
+  if (st != KE_OK) {
+    (void)ke_context_close(kt__state.ctx[device]);
+    kt__state.ctx[device] = NULL;
+    snprintf(kt__state.setup_error, sizeof kt__state.setup_error,
+             "engine tuning on device %d: %s: %s", device, ke_status_name(st),
+             ke_last_error());
+    return st;
+  }
   /* NVML's start-up is slow (tens of ms): paid here, with the context,
    * which a warm child does before its test is known. */
   ke_clocks c;

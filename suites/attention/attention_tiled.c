@@ -18,6 +18,7 @@
 
 #include "attention-check.h"
 #include "kiln/kernels.h"
+#include "kiln/test-tuning.h"
 #include "kiln/test.h"
 
 /* A case pinned to the tiled kernels. */
@@ -370,6 +371,47 @@ START_TEST(wide_v_range_bf16_f32) {
 }
 END_TEST
 
+/* ---- Tuning ------------------------------------------------------------------------ */
+
+/* The attention knobs (kiln/test-tuning.h): the values the runner set from
+ * the environment (KILN_HOPPER_ATTN, KILN_FA3_V16) kept as a note, which
+ * tests/harness/tuning-env.sh reads; values out of range refused with the
+ * old ones kept; NULL the defaults; then the runner's values back for the
+ * tests after this one in the same process. */
+START_TEST(tuning_knobs) {
+  ke_context *ctx = kt_ctx();
+  ke__attention_tuning given, t, got;
+  kt_assert_ok(ke__attention_tuning_get(ctx, &given));
+  char note[64];
+  snprintf(note, sizeof note, "hopper=%lld v16=%lld", (long long)given.hopper,
+           (long long)given.v16);
+  kt_note("attention_tuning", note);
+  const struct {
+    int64_t hopper, v16;
+  } bad[] = {{2, -1}, {-1, -1}, {1, 2}, {1, -2}};
+  for (int64_t i = 0; i < NELEM(bad); i++) {
+    t.hopper = bad[i].hopper, t.v16 = bad[i].v16;
+    const int st = ke__attention_tuning_set(ctx, &t);
+    ck_assert_msg(st == KE_EINVAL, "hopper %lld v16 %lld: %s, expected "
+                  "KE_EINVAL", (long long)t.hopper, (long long)t.v16,
+                  ke_status_name(st));
+    kt_assert_ok(ke__attention_tuning_get(ctx, &got));
+    ck_assert(got.hopper == given.hopper && got.v16 == given.v16);
+  }
+  kt_assert_ok(ke__attention_tuning_set(ctx, NULL));
+  kt_assert_ok(ke__attention_tuning_get(ctx, &got));
+  ke__attention_tuning_defaults(&t);
+  ck_assert(got.hopper == t.hopper && got.v16 == t.v16);
+  ck_assert(t.hopper == 1 && t.v16 == -1);
+  /* hopper 0 gives the same results (the mma.sync kernel, or no change
+   * where there is no Hopper path). */
+  t.hopper = 0;
+  kt_assert_ok(ke__attention_tuning_set(ctx, &t));
+  run(tiled(KE_F16, 1, 2, 1, 77, 130, 64, 1));
+  kt_assert_ok(ke__attention_tuning_set(ctx, &given));
+}
+END_TEST
+
 /* ---- GPU sizes (slow) -------------------------------------------------------------- */
 
 START_TEST(long_sequences) {
@@ -402,6 +444,7 @@ static const kt_test attention_tiled_tests[] = {
     KT_TEST(packed_qkv_views),
     KT_TEST(special_values),
     KT_TEST(wide_v_range_bf16_f32),
+    KT_TEST(tuning_knobs),
     KT_TEST(long_sequences, .tags = "slow", .timeout_s = 1800),
 };
 

@@ -1,7 +1,10 @@
-/* TEST ONLY: the decode kernels' tuning knobs, for kiln's suites (tests
- * that force a given key split, the perf suite's sweep of split sizes). Not
+/* TEST ONLY: the kernels' tuning knobs, for kiln's suites (tests that
+ * force a given key split, the perf suite's sweep of split sizes) and for
+ * the runner, which turns the kernel settings of the environment
+ * (docs/knobs.md) into these values once, on every context it opens. Not
  * part of the engine API (kiln/kernels.h does not include this). The knobs
- * belong to the context: every context starts with the defaults.
+ * belong to the context: every context starts with the defaults, and the
+ * launchers read only the context's values, never the environment.
  */
 #ifndef KILN_TEST_TUNING_H
 #define KILN_TEST_TUNING_H
@@ -48,6 +51,22 @@ void ke__decode_tuning_defaults(ke__decode_tuning *t);
 int ke__decode_tuning_get(const ke_context *ctx, ke__decode_tuning *t);
 /* NULL restores the defaults; a value out of range is KE_EINVAL. */
 int ke__decode_tuning_set(ke_context *ctx, const ke__decode_tuning *t);
+
+/* Which kernel ke_attention's TILED 16-bit calls take on a Hopper device
+ * (kernels/attention_sm90.hip, docs/kernels-attention.md). */
+typedef struct ke__attention_tuning {
+  int64_t hopper; /* 1 (default): the Hopper (wgmma) kernel where it
+                     applies; 0: the mma.sync kernel instead, for
+                     bisecting (KILN_HOPPER_ATTN=0) */
+  int64_t v16;    /* bf16 V copied to f16 for the Hopper kernel: -1
+                     (default) where it pays by size, 0 never, 1 always
+                     (KILN_FA3_V16) */
+} ke__attention_tuning;
+
+void ke__attention_tuning_defaults(ke__attention_tuning *t);
+int ke__attention_tuning_get(const ke_context *ctx, ke__attention_tuning *t);
+/* NULL restores the defaults; a value out of range is KE_EINVAL. */
+int ke__attention_tuning_set(ke_context *ctx, const ke__attention_tuning *t);
 
 #ifdef __cplusplus
 }
