@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A pytest suite three ways on this machine, one after another: (a)
-# `pytest -n 8`, (b) `kiln run --pytest` at its default settings (one
-# process per test), (c) the same with `--isolation worker`; per way the
+# `pytest -n 8`, (b) `kiln run --pytest` at its default settings (workers
+# on a GPU backend, one process per test on the host), (c) the same with
+# `--isolation worker`; per way the
 # tests, pass/fail/skip counts, wall seconds, tests per second, and whether
 # each node id's verdict agrees with pytest's (docs/third-party.md,
 # "Measuring against pytest -n 8").
