@@ -98,19 +98,7 @@ static void fill_host(double *v, int64_t n, ke_dtype dt, uint64_t seed) {
 
 /* ---- gemm/matrix_cores_large ------------------------------------------------- */
 
-/* suites/gemm/gemm.c's kMmLarge, field for field. */
-static const mm_row kRows[] = {
-    {"1000 cubed", 1, 1000, 1000, 1000, KE_BF16, KE_F32, 1, 0, .pad_a = 0},
-    {"3001 x 1000 x 17", 1, 3001, 1000, 17, KE_F16, KE_F16, 1, 0, .pad_a = 0},
-    {"17 x 3001 x 1000", 1, 17, 3001, 1000, KE_BF16, KE_BF16, 0.5f, 1, .pad_a = 0},
-    {"1000 x 17 x 3001", 1, 1000, 17, 3001, KE_F16, KE_F32, 1, 0, .pad_a = 0},
-    {"3001 x 3001 x 1000", 1, 3001, 3001, 1000, KE_F16, KE_F32, 1, 0, .pad_a = 0},
-    {"vec 1001 cubed", 1, 1001, 1001, 1001, KE_BF16, KE_F16, 1, 0,
-     .pad_a = 7, .pad_b = 7},
-    {"unaligned 1000 x 1001 x 999", 2, 1000, 1001, 999, KE_BF16, KE_F32, 1,
-     0, .pad_a = 1, .pad_b = 3, .off_a = 1},
-};
-#define NROWS ((int)(sizeof kRows / sizeof kRows[0]))
+#define NROWS ((int)kMmLargeN)
 
 /* A stored operand as check_gemm lays it out: [nb, rows, cols + pad]. */
 typedef struct hmat {
@@ -150,7 +138,7 @@ START_TEST(gemm_large) {
   uint64_t h[3] = {FNV0, FNV0, FNV0};
   for (int ri = 0; ri < NROWS; ri++) {
     if (!row_selected(ri)) continue;
-    const gemm_case g0 = mm_row_case(&kRows[ri]);
+    const gemm_case g0 = mm_row_case(&kMmLarge[ri]);
     for (int t = 0; t < 4; t++) {
       gemm_case g = g0;
       g.trans_a = t & 1, g.trans_b = t >> 1;

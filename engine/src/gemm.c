@@ -189,14 +189,8 @@ static void gemm_pack_a(void *arg, int64_t item) {
   const gemm_ref_job *g = arg;
   const int64_t bi = item / g->ra, r = item % g->ra, k = g->k;
   const double *ab = g->a + bi * g->stride_a;
-  double *out = g->pa + item * k * KE__RT;
-  for (int64_t q = 0; q < k; q++)
-    for (int t = 0; t < KE__RT; t++) {
-      const int64_t i = r * KE__RT + t;
-      out[q * KE__RT + t] = i >= g->m ? 0.0
-                            : g->p->trans_a ? ab[q * g->lda + i]
-                                            : ab[i * g->lda + q];
-    }
+  ke_ref_pack_rows(ab, g->lda, g->p->trans_a, g->m, r * KE__RT, k, KE__RT,
+                   g->pa + item * k * KE__RT);
 }
 
 /* Panel c of op(B): pb[((bi * cb + c) * k + q) * 4 + t] is op(B)[q][c*4+t]. */
@@ -204,14 +198,9 @@ static void gemm_pack_b(void *arg, int64_t item) {
   const gemm_ref_job *g = arg;
   const int64_t bi = item / g->cb, c = item % g->cb, k = g->k;
   const double *bb = g->b + bi * g->stride_b;
-  double *out = g->pb + item * k * 4;
-  for (int64_t q = 0; q < k; q++)
-    for (int t = 0; t < 4; t++) {
-      const int64_t j = c * 4 + t;
-      out[q * 4 + t] = j >= g->n ? 0.0
-                       : g->p->trans_b ? bb[j * g->ldb + q]
-                                       : bb[q * g->ldb + j];
-    }
+  /* op(B)'s columns are the rows of op(B) transposed: B itself when
+   * trans_b, else B transposed. */
+  ke_ref_pack_rows(bb, g->ldb, !g->p->trans_b, g->n, c * 4, k, 4, g->pb + item * k * 4);
 }
 
 /* acc[t][0..3] = sum over q ascending of a[q][t] * b[q][0..3], from 0.0. */
@@ -278,8 +267,9 @@ void ke_gemm_ref(const ke_gemm_params *params, int64_t batch, int64_t m,
     ke_gemm_params_init(&defaults);
     params = &defaults;
   }
-  gemm_ref_job g = {params, batch, m, n, k, a, b, c, lda, stride_a,
-                    ldb, stride_b, ldc, stride_c};
+  gemm_ref_job g = {.p = params, .batch = batch, .m = m, .n = n, .k = k, .a = a, .b = b,
+                    .c = c, .lda = lda, .stride_a = stride_a, .ldb = ldb,
+                    .stride_b = stride_b, .ldc = ldc, .stride_c = stride_c};
   g.ra = (m + KE__RT - 1) / KE__RT, g.cb = (n + 3) / 4;
   g.rblocks = (m + KE__RB - 1) / KE__RB, g.cblocks = (n + KE__CB - 1) / KE__CB;
   ke_ref_begin();

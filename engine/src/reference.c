@@ -81,6 +81,15 @@ static void *worker(void *p_) {
   }
 }
 
+void ke_ref_pack_rows(const double *x, int64_t ld, int trans, int64_t rows, int64_t first,
+                      int64_t k, int width, double *out) {
+  for (int64_t q = 0; q < k; q++)
+    for (int t = 0; t < width; t++) {
+      const int64_t i = first + t;
+      out[q * width + t] = i >= rows ? 0.0 : trans ? x[q * ld + i] : x[i * ld + q];
+    }
+}
+
 void ke_ref_parallel(int64_t n, double work, void (*fn)(void *arg, int64_t i),
                      void *arg) {
   ke_ref_begin();

@@ -144,12 +144,22 @@ typedef struct part {
   kt_check_result r;
   dist d;
   double err2, ref2;
+  /* Large outputs: the sums per block of KT__CHECK_BLOCK elements (by
+   * global block number), which compare adds in block order, so that
+   * the NMSE does not depend on how many threads split the range. */
+  double *blk_err2, *blk_ref2;
 } part;
+
+#define KT__CHECK_BLOCK 4096
 
 static void compare_range(part *p) {
   kt_check_result *r = &p->r;
   dist *d = &p->d;
   for (int64_t i = p->lo; i < p->hi; i++) {
+    if (p->blk_err2 && i > p->lo && i % KT__CHECK_BLOCK == 0) {
+      p->blk_err2[i / KT__CHECK_BLOCK - 1] = p->err2, p->blk_ref2[i / KT__CHECK_BLOCK - 1] = p->ref2;
+      p->err2 = p->ref2 = 0.0;
+    }
     double ai = p->a[i], ei = p->e[i];
     if (isnan(ai)) r->nan_count++;
     else if (isinf(ai)) r->inf_count++;
@@ -178,6 +188,10 @@ static void compare_range(part *p) {
     }
     keep_worst(d, ratio, i, ai, ei);
   }
+  if (p->blk_err2 && p->hi > p->lo) {
+    p->blk_err2[(p->hi - 1) / KT__CHECK_BLOCK] = p->err2;
+    p->blk_ref2[(p->hi - 1) / KT__CHECK_BLOCK] = p->ref2;
+  }
 }
 
 static void *compare_thread(void *p) {
@@ -187,7 +201,9 @@ static void *compare_thread(void *p) {
 
 /* Large outputs are compared in ranges on the host's cores (as the
  * references run, ke_ref_threads); the ranges merge in index order, so
- * the worst list, the counts and the quantiles are those of one pass. */
+ * the worst list, the counts and the quantiles are those of one pass,
+ * and the NMSE's sums are added block by block in index order: the same
+ * figures on any number of threads. */
 #define KT__CHECK_PARALLEL_MIN (1 << 20)
 #define KT__CHECK_MAX_PARTS 64
 
@@ -198,11 +214,19 @@ static void compare(const double *a, const double *e, int64_t n, kt_check_result
   part parts[KT__CHECK_MAX_PARTS];
   pthread_t tid[KT__CHECK_MAX_PARTS];
   int started[KT__CHECK_MAX_PARTS] = {0};
+  const int64_t nblk = n >= KT__CHECK_PARALLEL_MIN ? (n + KT__CHECK_BLOCK - 1) / KT__CHECK_BLOCK : 0;
+  double *blk = nblk ? malloc((size_t)(2 * nblk) * sizeof *blk) : NULL;
+  ck_assert_msg(!nblk || blk, "no memory for the check's %lld block sums", (long long)nblk);
   for (int k = 0; k < np; k++) {
     part *p = &parts[k];
     memset(p, 0, sizeof *p);
     p->a = a, p->e = e;
     p->lo = n * k / np, p->hi = n * (k + 1) / np;
+    if (blk) {   /* ranges on block boundaries: each block one thread's */
+      p->lo = k == 0 ? 0 : p->lo / KT__CHECK_BLOCK * KT__CHECK_BLOCK;
+      p->hi = k == np - 1 ? n : p->hi / KT__CHECK_BLOCK * KT__CHECK_BLOCK;
+      p->blk_err2 = blk, p->blk_ref2 = blk + nblk;
+    }
     p->r.tol = r->tol;
     p->d.rel = d->rel + p->lo;
     if (k > 0) started[k] = pthread_create(&tid[k], NULL, compare_thread, p) == 0;
@@ -219,7 +243,7 @@ static void compare(const double *a, const double *e, int64_t n, kt_check_result
     r->special_mismatch += p->r.special_mismatch, r->over += p->r.over;
     if (p->r.max_abs > r->max_abs) r->max_abs = p->r.max_abs;
     if (p->r.max_rel > r->max_rel) r->max_rel = p->r.max_rel;
-    err2 += p->err2, ref2 += p->ref2;
+    if (!blk) err2 += p->err2, ref2 += p->ref2;
     memmove(d->rel + d->nrel, p->d.rel, p->d.nrel * sizeof *d->rel);
     d->nrel += p->d.nrel;
     for (int b = 0; b < KP_HIST_BINS; b++) d->hist[b] += p->d.hist[b];
@@ -227,6 +251,8 @@ static void compare(const double *a, const double *e, int64_t n, kt_check_result
       keep_worst(d, p->d.top[t].ratio, p->d.top[t].index, p->d.top[t].actual,
                  p->d.top[t].expected);
   }
+  for (int64_t b = 0; b < nblk; b++) err2 += blk[b], ref2 += blk[nblk + b];
+  free(blk);
   r->nmse = ref2 > 0.0 ? err2 / ref2 : (err2 > 0.0 ? INFINITY : 0.0);
   if (d->ntop) {   /* else every element is exact: worst_index stays 0 */
     r->worst_index = d->top[0].index;

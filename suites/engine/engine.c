@@ -149,6 +149,38 @@ START_TEST(timing_per_kernel) {
 END_TEST
 
 /* Same seed, same draws; other seed, other draws; sane moments. */
+/* A large output's check (the harness compares it on several threads) gives
+ * the same figures, NMSE included, on one thread and on three: a report
+ * must not depend on the host's cores. */
+START_TEST(check_threads) {
+  int64_t shape[1] = {(1 << 20) + 4097};   /* past the parallel size, odd */
+  ke_tensor a;
+  kt_alloc(&a, KE_F32, 1, shape);
+  kt_fill_normal(&a, 0.0f, 1.0f);
+  double *e = kt_to_doubles(&a);
+  for (int64_t i = 0; i < shape[0]; i++) e[i] *= 1.0 + 1e-7 * (double)(i % 97);
+  kt_tol tol = kt_tol_default(KE_F32);
+  tol.atol = tol.rtol = 1e-3;
+  const char *was = getenv("KILN_REF_THREADS");
+  char *saved = was ? strdup(was) : NULL;
+  kt_check_result r[2];
+  const char *threads[2] = {"1", "3"};
+  for (int k = 0; k < 2; k++) {
+    setenv("KILN_REF_THREADS", threads[k], 1);
+    ck_assert(kt_check("threads", &a, e, tol, &r[k]));
+  }
+  if (saved) setenv("KILN_REF_THREADS", saved, 1);
+  else unsetenv("KILN_REF_THREADS");
+  free(saved);
+  ck_assert_msg(memcmp(&r[0].nmse, &r[1].nmse, sizeof r[0].nmse) == 0,
+                "NMSE on 1 thread %.17g, on 3 %.17g", r[0].nmse, r[1].nmse);
+  ck_assert(r[0].max_abs == r[1].max_abs && r[0].max_rel == r[1].max_rel);
+  ck_assert(r[0].worst_index == r[1].worst_index && r[0].rel_p99 == r[1].rel_p99);
+  free(e);
+  kt_free(&a);
+}
+END_TEST
+
 START_TEST(random_inputs) {
   ke_context *ctx = kt_ctx();
   int64_t shape[1] = {100001};   /* odd: normal draws need padding */
@@ -318,6 +350,7 @@ static const kt_test engine_tests[] = {
     KT_TEST(device_query),
     KT_TEST(timing_per_kernel),
     KT_TEST(random_inputs),
+    KT_TEST(check_threads),
     KT_TEST(ledger_peak),
     KT_TEST(multi_device, .devices = 2),
     KT_TEST(dtype_conversions, .host_only = 1),

@@ -40,28 +40,15 @@ static void tol_pack_a(void *arg, int64_t item) {
   const tol_job *t = arg;
   const int64_t bi = item / t->ra, r = item % t->ra, k = t->k;
   const double *ab = t->a + bi * t->stride_a;
-  double *out = t->pa + item * k * TOL_RT;
-  for (int64_t q = 0; q < k; q++)
-    for (int u = 0; u < TOL_RT; u++) {
-      const int64_t i = r * TOL_RT + u;
-      out[q * TOL_RT + u] = i >= t->m ? 0.0
-                            : t->p->trans_a ? ab[q * t->lda + i]
-                                            : ab[i * t->lda + q];
-    }
+  ke_ref_pack_rows(ab, t->lda, t->p->trans_a, t->m, r * TOL_RT, k, TOL_RT,
+                   t->pa + item * k * TOL_RT);
 }
 
 static void tol_pack_b(void *arg, int64_t item) {
   const tol_job *t = arg;
   const int64_t bi = item / t->cb, c = item % t->cb, k = t->k;
   const double *bb = t->b + bi * t->stride_b;
-  double *out = t->pb + item * k * 4;
-  for (int64_t q = 0; q < k; q++)
-    for (int u = 0; u < 4; u++) {
-      const int64_t j = c * 4 + u;
-      out[q * 4 + u] = j >= t->n ? 0.0
-                       : t->p->trans_b ? bb[j * t->ldb + q]
-                                       : bb[q * t->ldb + j];
-    }
+  ke_ref_pack_rows(bb, t->ldb, !t->p->trans_b, t->n, c * 4, k, 4, t->pb + item * k * 4);
 }
 
 /* a * b where the product is finite, +0.0 where it is not (Inf or NaN:
@@ -138,8 +125,9 @@ kt_tol gemm_tol(ke_dtype out, const ke_gemm_params *p, int64_t batch,
                 int64_t stride_b, const double *c, int64_t ldc,
                 int64_t stride_c) {
   const double u = ldexp(1.0, -24), lambda = 8.0;
-  tol_job job = {p, m, n, k, lda, stride_a, ldb, stride_b, ldc, stride_c,
-                 a, b, c};
+  tol_job job = {.p = p, .m = m, .n = n, .k = k, .lda = lda, .stride_a = stride_a,
+                 .ldb = ldb, .stride_b = stride_b, .ldc = ldc, .stride_c = stride_c,
+                 .a = a, .b = b, .c = c};
   job.na = stride_a == 0 ? 1 : batch, job.nb = stride_b == 0 ? 1 : batch;
   job.ra = (m + TOL_RT - 1) / TOL_RT, job.cb = (n + 3) / 4;
   job.rblocks = (m + TOL_RB - 1) / TOL_RB;
@@ -294,6 +282,21 @@ void gemm_cases_run(const gemm_case *rows, size_t n) {
     else check_gemm(&rows[i]);
   }
 }
+
+/* gemm/matrix_cores_large's rows, shared with dev/host-checks.c, which
+ * times their host side. */
+const mm_row kMmLarge[] = {
+    {"1000 cubed", 1, 1000, 1000, 1000, KE_BF16, KE_F32, 1, 0, .pad_a = 0},
+    {"3001 x 1000 x 17", 1, 3001, 1000, 17, KE_F16, KE_F16, 1, 0, .pad_a = 0},
+    {"17 x 3001 x 1000", 1, 17, 3001, 1000, KE_BF16, KE_BF16, 0.5f, 1, .pad_a = 0},
+    {"1000 x 17 x 3001", 1, 1000, 17, 3001, KE_F16, KE_F32, 1, 0, .pad_a = 0},
+    {"3001 x 3001 x 1000", 1, 3001, 3001, 1000, KE_F16, KE_F32, 1, 0, .pad_a = 0},
+    {"vec 1001 cubed", 1, 1001, 1001, 1001, KE_BF16, KE_F16, 1, 0,
+     .pad_a = 7, .pad_b = 7},
+    {"unaligned 1000 x 1001 x 999", 2, 1000, 1001, 999, KE_BF16, KE_F32, 1,
+     0, .pad_a = 1, .pad_b = 3, .off_a = 1},
+};
+const size_t kMmLargeN = sizeof kMmLarge / sizeof kMmLarge[0];
 
 gemm_case mm_row_case(const mm_row *r) {
   const gemm_case g = {

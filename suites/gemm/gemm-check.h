@@ -79,6 +79,9 @@ typedef struct mm_row {
 gemm_case mm_row_case(const mm_row *r);
 /* Each row in every transpose. */
 void mm_rows_run(const mm_row *rows, size_t n);
+/* The large sizes of gemm/matrix_cores_large (gemm-check.c). */
+extern const mm_row kMmLarge[];
+extern const size_t kMmLargeN;
 
 /* A [rows, cols] view with row stride ld over exactly (rows - 1) * ld +
  * cols elements, filled N(0, 1), with its host copy. */

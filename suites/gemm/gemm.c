@@ -120,20 +120,9 @@ static const mm_row kMmRows[] = {
 START_TEST(matrix_cores) { mm_rows_run(kMmRows, NELEM(kMmRows)); }
 END_TEST
 
-/* GPU-sized, awkward: 1000 and 3001 in every dimension. */
-static const mm_row kMmLarge[] = {
-    {"1000 cubed", 1, 1000, 1000, 1000, KE_BF16, KE_F32, 1, 0, .pad_a = 0},
-    {"3001 x 1000 x 17", 1, 3001, 1000, 17, KE_F16, KE_F16, 1, 0, .pad_a = 0},
-    {"17 x 3001 x 1000", 1, 17, 3001, 1000, KE_BF16, KE_BF16, 0.5f, 1, .pad_a = 0},
-    {"1000 x 17 x 3001", 1, 1000, 17, 3001, KE_F16, KE_F32, 1, 0, .pad_a = 0},
-    {"3001 x 3001 x 1000", 1, 3001, 3001, 1000, KE_F16, KE_F32, 1, 0, .pad_a = 0},
-    {"vec 1001 cubed", 1, 1001, 1001, 1001, KE_BF16, KE_F16, 1, 0,
-     .pad_a = 7, .pad_b = 7},
-    {"unaligned 1000 x 1001 x 999", 2, 1000, 1001, 999, KE_BF16, KE_F32, 1,
-     0, .pad_a = 1, .pad_b = 3, .off_a = 1},
-};
-
-START_TEST(matrix_cores_large) { mm_rows_run(kMmLarge, NELEM(kMmLarge)); }
+/* GPU-sized, awkward: 1000 and 3001 in every dimension (kMmLarge,
+ * gemm-check.c). */
+START_TEST(matrix_cores_large) { mm_rows_run(kMmLarge, kMmLargeN); }
 END_TEST
 
 /* Operands TMA can read (16-byte bases, row and batch strides; sizes equal

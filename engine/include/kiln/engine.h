@@ -243,6 +243,12 @@ void ke_timing_reset(ke_context *ctx);
 void ke_ref_parallel(int64_t n, double work, void (*fn)(void *arg, int64_t i),
                      void *arg);
 int ke_ref_threads(void);
+/* A panel for a tiled reference: rows first .. first + width - 1 of op(X),
+ * each k long, into out[q * width + t] = op(X)[first + t][q], where op(X)
+ * is X (row-major, leading dimension ld) or, with trans, X transposed;
+ * rows at or past `rows` are 0. */
+void ke_ref_pack_rows(const double *x, int64_t ld, int trans, int64_t rows, int64_t first,
+                      int64_t k, int width, double *out);
 
 /* Wall milliseconds this process spent in references: each ke_*_ref and
  * each ke_ref_parallel counts, nested calls once. A test's own reference
