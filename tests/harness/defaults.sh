@@ -73,4 +73,7 @@ expect_rc 0 "kiln list --timeout 30"
 expect_eq "$(deadline test_plain)" 30 "--timeout wins over pytest's default"
 expect_eq "$(deadline test_marked)" 7 "the test's own mark wins over --timeout"
 expect_eq "$(deadline Arith.Adds)" 30 "--timeout for the GoogleTest test"
+lst --timeout 2.5
+expect_rc 0 "kiln list --timeout 2.5"
+expect_eq "$(deadline test_plain) $(deadline Arith.Adds)" "2.5 2.5" "a fraction of a second is kept"
 finish

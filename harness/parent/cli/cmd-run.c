@@ -265,7 +265,7 @@ static void list_json(const plan *p) {
       free(tag);
       q += len + (q[len] == ',');
     }
-    kh_buf_addf(&b, "], \"slots\": %d, \"timeout_s\": %d, \"deadline_s\": %d, "
+    kh_buf_addf(&b, "], \"slots\": %d, \"timeout_s\": %d, \"deadline_s\": %g, "
                 "\"needs_gpu\": %s, \"file\": ", t->slots, t->timeout_s,
                 krun_test_deadline_s(&p->s, t), t->needs_gpu ? "true" : "false");
     json_str(&b, t->file);

@@ -27,11 +27,11 @@ void krun__job_devices(krun__job *j, const int *devs, int n) {
   j->dev = n ? devs[0] : -1;
 }
 
-int krun_test_deadline_s(const krun_settings *s, const krun_test *t) {
+double krun_test_deadline_s(const krun_settings *s, const krun_test *t) {
   if (t->timeout_s > 0) return t->timeout_s;
   int own = krun__source(t->kind)->timeout_s;
   if (own > 0 && !krun_setting_is_set(s, "timeout")) return own;
-  return (int)s->timeout_s;
+  return s->timeout_s;   /* --timeout takes fractions of a second */
 }
 
 double krun__timeout_ms(const krun__run *R, const krun_test *t) {

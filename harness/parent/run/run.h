@@ -262,7 +262,7 @@ typedef struct krun_test {
 /* The seconds test t may run (its deadline): its own timeout (a mark, a
  * config rule), else --timeout or the config's when given, else its
  * source's own default where it has one, else the run's (120). */
-int krun_test_deadline_s(const krun_settings *s, const krun_test *t);
+double krun_test_deadline_s(const krun_settings *s, const krun_test *t);
 
 typedef struct krun_registry {
   krun_test *tests;
