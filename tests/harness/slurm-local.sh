@@ -50,7 +50,7 @@ for want in '^#SBATCH --array=0-2$' '^#SBATCH --gres=gpu:2$' '^#SBATCH --partiti
     "^# sbatch --parsable '--dependency=afterany:<array job>' --kill-on-invalid-dep=yes --qos=high .*/slurm/merge-1.sh$" \
     '^exec .*/kiln run --out "\$dir" --shard-plan .*/slurm/plan-1 --runner-dir .* --backend host --repeat 2 --jobs 1 --seed [0-9]+ -- engine rope$' \
     '^/.*/kiln slurm --merge .*/reports/slurm/[0-9T]+Z$' \
-    '^kiln slurm: 3 shards of 30 tests, 2 runs each \(hash partition: no earlier report\)'; do
+    '^kiln slurm: 3 shards of 31 tests, 2 runs each \(hash partition: no earlier report\)'; do
   expect_out "$want" "dry run prints /$want/"
 done
 [ ! -e "$T/cwd/reports" ] && ok "a dry run writes nothing" || fail "a dry run wrote $T/cwd/reports"
