@@ -12,7 +12,9 @@
 # output goes (default: a new folder under /tmp). -n N: pytest's workers
 # (default 8). --ways W: the ways to run, a comma-separated subset of a,
 # b, c (default a,b,c; where b is left out the node ids are the ones
-# `kiln list` selects). --cache: each way's compiler caches
+# `kiln list` selects; r: way b run again in its own run folder, as a
+# user's second run: the listing it kept, its times for longest first,
+# and the compiler caches way b filled). --cache: each way's compiler caches
 # (TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR) start empty (cold, the
 # default), or as a copy of the caches an untimed `pytest -n N` run of the
 # same ids filled first (warm). kiln is $KILN, else this tree's build/harness/parent/kiln;
@@ -36,11 +38,14 @@ while [ $# -gt 0 ]; do
     *) break ;;
   esac
 done
-[[ ,$WAYS, =~ ^(,(a|b|c))+,$ ]] ||
-  { echo "bench-pytest.sh: --ways '$WAYS': a comma-separated list of a, b and c" >&2; exit 2; }
+[[ ,$WAYS, =~ ^(,(a|b|c|r))+,$ ]] ||
+  { echo "bench-pytest.sh: --ways '$WAYS': a comma-separated list of a, b, c and r" >&2; exit 2; }
 [[ $CACHE == cold || $CACHE == warm ]] ||
   { echo "bench-pytest.sh: --cache '$CACHE': cold or warm" >&2; exit 2; }
 way_on() { [[ ,$WAYS, == *",$1,"* ]]; }
+if way_on r && ! way_on b; then
+  echo "bench-pytest.sh: --ways '$WAYS': r (way b again) needs b" >&2; exit 2
+fi
 [ $# -gt 0 ] || { echo "bench-pytest.sh: no pytest path given (usage: [-C DIR] [-o OUT] [-n N] PATH...)" >&2; exit 2; }
 KILN=${KILN:-$ROOT/build/harness/parent/kiln}
 [ -x "$KILN" ] || { echo "bench-pytest.sh: no kiln at $KILN (build it: scripts/build.sh, or set KILN)" >&2; exit 2; }
@@ -227,6 +232,18 @@ echo "pytest exit $?" >>"$OUT/exits"
 e=$(date +%s.%N)
 secs "$s" "$e" >"$OUT/pytest.wall"
 fi
+if way_on r; then
+  # Way b's folder, listing and caches as it left them.
+  echo "bench-pytest: (r) kiln run --pytest again, in way b's run folder ..." >&2
+  export TRITON_CACHE_DIR=$OUT/kiln-default.cache/triton TORCHINDUCTOR_CACHE_DIR=$OUT/kiln-default.cache/inductor
+  s=$(date +%s.%N)
+  KILN_PYTEST_LISTING=$OUT/kiln-default.listing "$KILN" run "${kpaths[@]}" -o "$OUT/kiln-default" \
+    >"$OUT/kiln-rerun.log" 2>&1
+  echo "kiln-rerun exit $?" >>"$OUT/exits"
+  secs "$s" "$(date +%s.%N)" >"$OUT/kiln-rerun.wall"
+  "$PY" "$OUT/py/kiln_bench_report.py" "$OUT/kiln-default/report.yaml" >"$OUT/kiln-rerun.verdicts" 2>/dev/null ||
+    : >"$OUT/kiln-rerun.verdicts"
+fi
 if way_on c; then
   echo "bench-pytest: (c) kiln run --pytest ... --isolation worker ..." >&2
   kiln_way kiln-worker --isolation worker
@@ -255,6 +272,7 @@ def load(name):
 
 ref = load("pytest")
 ways = [("pytest -n %s" % n, "pytest", False), ("kiln run --pytest", "kiln-default", True),
+        ("kiln, run again (r)", "kiln-rerun", True),
         ("kiln --isolation worker", "kiln-worker", True)]
 print("%-26s %6s %5s %5s %5s %6s %8s %8s  %s" % ("way", "tests", "pass", "fail", "skip",
                                                   "other", "wall_s", "tests/s",
