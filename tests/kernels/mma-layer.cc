@@ -246,10 +246,15 @@ static void check_two_step(const char *arch, const char *dt) {
 template <class Arch, typename T>
 static void check_arch(const char *arch, const char *dt) {
   check_product<Arch, T, false, false>(arch, dt);
+  kt_planted_stop("mma-layer", g_failures);
   check_product<Arch, T, false, true>(arch, dt);
+  kt_planted_stop("mma-layer", g_failures);
   check_product<Arch, T, true, false>(arch, dt);
+  kt_planted_stop("mma-layer", g_failures);
   check_product<Arch, T, true, true>(arch, dt);
+  kt_planted_stop("mma-layer", g_failures);
   check_two_step<Arch, T>(arch, dt);
+  kt_planted_stop("mma-layer", g_failures);
 }
 
 int main(int argc, char **argv) {

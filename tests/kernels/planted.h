@@ -3,7 +3,7 @@
  * turns one on, so that the mutant's meson test (should_fail) runs the
  * same program as the clean one. Included by the test's one source file,
  * which calls kt_planted_args first thing in main with the names the
- * test's kernels can plant. */
+ * test's kernels can plant, and kt_planted_stop after each case. */
 #ifndef KILN_TESTS_KERNELS_PLANTED_H
 #define KILN_TESTS_KERNELS_PLANTED_H
 
@@ -61,6 +61,19 @@ static void kt_planted_args(const char *prog, int argc, char **argv, unsigned al
     fprintf(stderr, "%s: planted bug '%s' on (%s): this run must fail\n", prog, name,
             kt_planted_table[hit].what);
   }
+}
+
+/* A planted run has only to show that the test catches its bug, so it
+ * stops at its first failed case: called after each case with the test's
+ * count of failures, this ends a planted run (exit 1, as a failed run
+ * would) once that count is not 0. A clean run goes on through every
+ * case. */
+static inline void kt_planted_stop(const char *prog, int failures) {
+  if (!kd_planted_named || failures == 0) return;
+  fflush(stdout);
+  fprintf(stderr, "%s: %d check(s) failed with the planted bug on; stopping at the first failed case\n",
+          prog, failures);
+  exit(1);
 }
 
 #endif

@@ -110,6 +110,7 @@ static void one(const shape &p, float scale, bool entry = false,
   if (rc != 0 || hipStreamSynchronize(0) != hipSuccess) {
     fprintf(stderr, "wgmma-attn: launch failed (%d)\n", rc);
     g_failures++;
+    kt_planted_stop("wgmma-attn", g_failures);
     return;
   }
   /* The suite's bound (suites/attention.c, attn_tol). */
@@ -229,6 +230,7 @@ static void one(const shape &p, float scale, bool entry = false,
   hipFree(v);
   hipFree(o);
   if (work) hipFree(work);
+  kt_planted_stop("wgmma-attn", g_failures);
 }
 
 template <typename T> static void all() {
@@ -352,6 +354,7 @@ static void routing() {
     fprintf(stderr, "wgmma-attn: the tuning's hopper 0 did not turn the "
                     "Hopper kernel off (launch returned %d)\n", rc);
     g_failures++;
+    kt_planted_stop("wgmma-attn", g_failures);
   } else {
     printf("ok  the tuning's hopper 0 turns the Hopper kernel off\n");
   }

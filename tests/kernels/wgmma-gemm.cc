@@ -113,10 +113,12 @@ static void one(int64_t batch, int64_t m, int64_t n, int64_t k, bool akc,
 template <typename T, class Cfg, typename Tc = float>
 static void layouts(int64_t batch, int64_t m, int64_t n, int64_t k,
                     bool share_b, bool c16 = false) {
-  for (int l = 0; l < 4; l++)
+  for (int l = 0; l < 4; l++) {
     one<T, Cfg, Tc>(batch, m, n, k, l & 1, l >> 1, share_b,
                     l == 3 ? -0.5f : (l == 2 ? 0.75f : 1.0f),
                     l == 3 ? 0.25f : 0.0f, c16);
+    kt_planted_stop("wgmma-gemm", g_failures);
+  }
 }
 
 int main(int argc, char **argv) {

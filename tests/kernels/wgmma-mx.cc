@@ -71,6 +71,7 @@ static void one(int64_t batch, int64_t m, int64_t n, int64_t k, bool share_x) {
   if (rc1 != 0 || rc2 != 0 || hipStreamSynchronize(0) != hipSuccess) {
     fprintf(stderr, "wgmma-mx: launch failed (%d, %d)\n", rc1, rc2);
     g_failures++;
+    kt_planted_stop("wgmma-mx", g_failures);
     return;
   }
   auto xval = [&](int64_t bi, int64_t i, int64_t q) {
@@ -121,6 +122,7 @@ static void one(int64_t batch, int64_t m, int64_t n, int64_t k, bool share_x) {
   hipFree(wd);
   hipFree(y1);
   hipFree(y2);
+  kt_planted_stop("wgmma-mx", g_failures);
 }
 
 int main(int argc, char **argv) {
