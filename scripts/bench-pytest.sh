@@ -205,8 +205,11 @@ if [ ! -s "$OUT/nodeids" ]; then
 fi
 # Node ids are relative to pytest's rootdir, which kiln ran them in: so
 # does pytest (as its users run it there).
-export PYTHONPATH=$OUT/py${PYTHONPATH:+:$PYTHONPATH}
-KILN_BENCH_ROOTDIR=$OUT/rootdir "$PY" -m pytest -p kiln_bench_verdicts "${paths[@]}" \
+# The verdicts plugin is on pytest's path only: kiln's ways keep the
+# environment they began with (a PYTHONPATH that changed between b and r
+# would rightly miss r's kept listing).
+PYP=$OUT/py${PYTHONPATH:+:$PYTHONPATH}
+PYTHONPATH=$PYP KILN_BENCH_ROOTDIR=$OUT/rootdir "$PY" -m pytest -p kiln_bench_verdicts "${paths[@]}" \
   >"$OUT/rootdir.log" 2>&1
 [ -s "$OUT/rootdir" ] || { echo "bench-pytest: pytest found no rootdir (see $OUT/rootdir.log)" >&2; exit 1; }
 mapfile -t ids <"$OUT/nodeids"
@@ -214,7 +217,7 @@ if [ "$CACHE" = warm ]; then
   echo "bench-pytest: priming the compiler caches (pytest -n $N, untimed) ..." >&2
   caches primed
   (cd "$(cat "$OUT/rootdir")" && KILN_BENCH_VERDICTS=$OUT/primed.verdicts \
-    "$PY" -m pytest -n "$N" -p no:cacheprovider -p kiln_bench_verdicts -q "${ids[@]}") \
+    PYTHONPATH=$PYP "$PY" -m pytest -n "$N" -p no:cacheprovider -p kiln_bench_verdicts -q "${ids[@]}") \
     >"$OUT/primed.log" 2>&1
 fi
 if way_on b && [ "$CACHE" = warm ]; then
@@ -226,7 +229,7 @@ echo "bench-pytest: (a) pytest -n $N ($(wc -l <"$OUT/nodeids") node ids, in $(ca
 caches pytest
 s=$(date +%s.%N)
 (cd "$(cat "$OUT/rootdir")" && KILN_BENCH_VERDICTS=$OUT/pytest.verdicts \
-  "$PY" -m pytest -n "$N" -p no:cacheprovider -p kiln_bench_verdicts -q "${ids[@]}") \
+  PYTHONPATH=$PYP "$PY" -m pytest -n "$N" -p no:cacheprovider -p kiln_bench_verdicts -q "${ids[@]}") \
   >"$OUT/pytest.log" 2>&1
 echo "pytest exit $?" >>"$OUT/exits"
 e=$(date +%s.%N)

@@ -3,7 +3,8 @@
 # --durations), the queue runs its longest tests first and tests the
 # report does not know before them; --durations none keeps the selection's
 # order; --isolation worker keeps a binary's tests together, cuts its
-# sequences by time so that the slots end together, and a GoogleTest
+# sequences by time so that the slots end together (over the runs the
+# slots allow at once, none shorter than a start-up), and a GoogleTest
 # worker given its tests out of the binary's order still runs each once.
 # The earlier reports are kiln's own, with their wall times rewritten.
 . "$(dirname "$0")/lib.sh"
@@ -86,6 +87,30 @@ done
 expect_eq "$shared" 0 "the long test had a worker to itself"
 expect_eq "$(order "$T/w/report.yaml" | cut -d' ' -f1)" engine/timing_per_kernel "and started first"
 expect_eq "$(pids "$T/w/report.yaml")" 5 "8 runs in 5 processes"
+# The same with --jobs 8 on one device of 2 slots: 2 runs at once, so the
+# same cuts (a share over 8 would give every test a process of its own).
+k run --backend host -j 8 --slots 2 --isolation worker --durations "$T/w.yaml" -o "$T/w8" \
+  "${E[@]}" $NEW
+expect_rc 0 "workers ordered by time, --jobs 8 on 2 slots"
+expect_eq "$(pids "$T/w8/report.yaml")" 5 "the slots bound the share: 8 runs in 5 processes"
+
+# Never cut below a process's start-up: every child here takes a second
+# to start (--wrap), the tests 100 ms each. By time alone 4, 2, 1 and 1
+# (4 processes); once a start-up is seen, the last 2 go together.
+cat >"$T/slow-start" <<'SH'
+#!/bin/sh
+sleep 1
+exec "$@"
+SH
+chmod +x "$T/slow-start"
+cp "$T/r/report.yaml" "$T/s.yaml"
+times "$T/s.yaml" engine/timing_per_kernel=100 engine/ledger_reports_call_site=100 \
+  engine/cap_refuses_with_numbers=100 engine/cap_counts_live_bytes=100 engine/uniform_range=100 \
+  engine/device_query=100 engine/random_inputs=100 $NEW=100
+k run --backend host -j 2 --isolation worker --wrap "$T/slow-start" --durations "$T/s.yaml" \
+  -o "$T/s" "${E[@]}" $NEW
+expect_rc 0 "workers that start slowly"
+expect_eq "$(pids "$T/s/report.yaml")" 3 "no sequence shorter than a start-up: 8 runs in 3 processes"
 
 # ---- A GoogleTest worker given its tests out of the binary's order -----------------------------
 if [ -n "${KILN_GTEST:-}" ]; then

@@ -110,6 +110,7 @@ before=$(lines)
 LISTING_N=3 k list --pytest "$A" --pytest "$B"
 expect_eq "$(listed)" 6 "an environment variable the collection read changed: its tests"
 expect_out "1 from the cache, 1 collected" "only the source that read it was collected again"
+expect_out "^kiln: 1 kept listing not used: .*: \\\$LISTING_N changed\$" "the console says what changed"
 k list --pytest "$A" --pytest "$B"
 expect_eq "$(listed)" 4 "the variable unset again: the tests as before"
 

@@ -40,7 +40,7 @@ const kcli__opt kcli__opts[] = {
   SET("sanitize", 0, "TOOL", "memcheck|racecheck|initcheck|synccheck: each runner under compute-sanitizer (cuda), or memcheck through an AddressSanitizer runner (host, hip)"),
   SET("seed", 0, "N", "run seed passed to every child (default: chosen per child)"),
   SET("cap", 0, "F", "device allocation cap as a fraction of free memory"),
-  SET("slots", 0, "N", "slots per device (default 2 on a GPU, --jobs on host); auto: sized by each test's peak device memory in --slots-from"),
+  SET("slots", 0, "N", "slots per device (default on a GPU: as many as its cores and memory allow, at most 8; --jobs on host); auto: sized by each test's peak device memory in --slots-from"),
   STR("slots-from", "slots-from", 0, "REPORT", slots_from, "--slots auto: the report whose peaks size the slots (default: the newest run of the backend under reports/runs)"),
   STR("resource-spec", "resource-spec", 0, "FILE", spec, "CTest resource-spec JSON: the devices and their slots"),
   STR("token-key", "token-key", 0, "PATH", token_key, "device-token key path (default /tmp/kiln-tokens-<backend>; env KILN_TOKEN_KEY)"),

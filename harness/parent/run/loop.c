@@ -195,6 +195,19 @@ static void route_test(krun__run *R, krun__job *j, const char *line) {
   free(copy);
 }
 
+/* A phase record's ms; 0 for a record that does not read, or a time
+ * below 0 or NaN. */
+static double phase_ms(const char *line) {
+  char *copy = kh_strdup(line);
+  kp_record rec;
+  kp_phase ph = {0};
+  if (kp_parse(copy, &rec, NULL) != 0 ||
+      kp_decode(&kp_rec_phase, rec.fields, rec.nfields, &ph, NULL, 0) != 0)
+    ph.ms = 0;
+  free(copy);
+  return ph.ms >= 0 ? ph.ms : 0;   /* NaN too */
+}
+
 /* The test holds its slots once the runner says it took them: its clock
  * starts then. A warm child's clock ran from its assignment; it moves on by
  * the wait the runner reports (the record may be read late). */
@@ -205,14 +218,7 @@ static void token_taken(krun__run *R, krun__job *j, krep_test *t, const char *li
     t->started_s = kh_wall_s();
     return;
   }
-  char *copy = kh_strdup(line);
-  kp_record rec;
-  kp_phase ph = {0};
-  if (kp_parse(copy, &rec, NULL) != 0 ||
-      kp_decode(&kp_rec_phase, rec.fields, rec.nfields, &ph, NULL, 0) != 0)
-    ph.ms = 0;
-  double ms = ph.ms >= 0 ? ph.ms : 0;   /* NaN too */
-  free(copy);
+  double ms = phase_ms(line);
   j->deadline = j->assign_ms + ms + krun__timeout_ms(R, j->defs[0]);
   t->started_s += ms / 1e3;
 }
@@ -235,12 +241,15 @@ static void job_line(krun__run *R, krun__job *j, const char *line) {
     j->token_seen = 1;
     j->deadline = kh_now_ms() + krun__timeout_ms(R, j->defs[0]);
   }
+  if (!j->first_begun && strncmp(line, "phase name=token_wait", 21) == 0)
+    j->token_wait_ms = phase_ms(line);
   if (shared && strncmp(line, "test ", 5) == 0) route_test(R, j, line);
   krep_test *t = krun__job_test(j);
   if (!t) return;
   krun__stream *st = &j->st[j->cur];
   int was_ended = st->ended;
   krun__ingest(&R->rep, t, st, line);
+  if (!j->first_begun && st->started) krun__worker_started(R, j);
   if (j->warm && st->started) R->warm_deaths = 0;   /* the warm path works */
   if (!shared && !j->token_seen && strncmp(line, "phase name=token_wait", 21) == 0)
     token_taken(R, j, t, line);

@@ -113,8 +113,8 @@ static char *joined(char *const *paths, int n) {
 /* What a listing says of itself: paths from the cache, paths collected
  * but not kept, and why the first of those was not. */
 typedef struct listing_tally {
-  int cached, unkept;
-  char *why;
+  int cached, unkept, missed;
+  char *why, *miss;         /* the first path not kept, not used: why */
 } listing_tally;
 
 /* One `pytest` record: the next path's source, or an error. */
@@ -122,7 +122,7 @@ static int listing_head(const krun__lister *L, const kp_record *r, const char *p
                         int *source, listing_tally *n, kh_err *err) {
   const char *proto = kp_get(r, "protocol"), *root = kp_get(r, "rootdir");
   const char *said = kp_get(r, "path"), *hit = kp_get(r, "cached");
-  const char *unkept = kp_get(r, "unkept");
+  const char *unkept = kp_get(r, "unkept"), *missed = kp_get(r, "missed");
   if (proto && atoi(proto) != KP_VERSION)
     return kh_errf(err, "--pytest %s: kiln_pytest speaks protocol %s, this kiln %d: "
                    "use the kiln_pytest of this kiln (PYTHONPATH)", path, proto, KP_VERSION);
@@ -133,6 +133,7 @@ static int listing_head(const krun__lister *L, const kp_record *r, const char *p
   L->reg->sources[*source].dir = kh_strdup(root);
   n->cached += hit && strcmp(hit, "1") == 0;
   if (unkept && *unkept && !n->unkept++) n->why = kh_asprintf("%s: %s", path, unkept);
+  if (missed && *missed && !n->missed++) n->miss = kh_asprintf("%s: %s", path, missed);
   return 0;
 }
 
@@ -148,6 +149,11 @@ static void listing_said(int ntests, int npaths, double took_s, const char *cach
                               n->cached, fresh, n->unkept, n->why);
   else if (!n->cached) fprintf(stderr, "collected, kept in %s\n", cache);
   else fprintf(stderr, "%d from the cache, %d collected (%s)\n", n->cached, fresh, cache);
+  /* A kept listing that failed its checks: what changed, so that a user
+   * whose cache never hits can see why. */
+  if (n->missed)
+    fprintf(stderr, "kiln: %d kept listing%s not used: %s%s\n", n->missed,
+            n->missed == 1 ? "" : "s", n->miss, n->missed > 1 ? ", ..." : "");
 }
 
 static void listing_test(krun_registry *reg, int source, const kp_record *r) {
@@ -228,7 +234,7 @@ static int pytest_list_all(const krun__lister *L, char *const *paths, int npaths
     rc = kh_errf(err, "--pytest %s: kiln_pytest listed no test for it", paths[at + 1]);
   if (rc != 0 && st == 2) rc = -2;        /* a mark kiln_pytest refused */
   if (rc == 0) listing_said(reg->n - first, npaths, took_s, cache, &tally);
-  free(out), free(errs), free(all), free(argv), free(tally.why);
+  free(out), free(errs), free(all), free(argv), free(tally.why), free(tally.miss);
   return rc;
 }
 

@@ -11,26 +11,69 @@
  */
 #include "run-impl.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* How many runs like t can be at once: --jobs, and on devices as many as
+ * their slots hold (a GPU's 8 slots bound a run of --jobs 16). */
+static int at_once(const krun__run *R, const krun_test *t) {
+  int n = R->maxrun > 0 ? R->maxrun : 1, fit = 0;
+  const int ndevs = R->o->bi->ndevices, per = t->devices > 1 ? t->devices : 1;
+  if (ndevs == 0) return n;
+  for (int d = 0; d < ndevs; d++) {
+    int k = krun__want(R, t, d);
+    if (R->cap[d] > 0 && k > 0) fit += R->cap[d] / k;
+  }
+  fit /= per;
+  return fit >= 1 && fit < n ? fit : n;
+}
+
+/* The median start-up of source's processes so far, NAN before the first. */
+static double startup_ms(const krun__run *R, int source) {
+  if (!R->nstartups || source < 0 || !R->nstartups[source]) return NAN;
+  return R->startups[source][R->nstartups[source] / 2];
+}
+
+void krun__worker_started(krun__run *R, krun__job *j) {
+  j->first_begun = 1;
+  /* A warm child started before its test was known, a probe runs none. */
+  if (j->warm || j->probe || !j->defs[0]) return;
+  int src = j->defs[0]->source, n = R->o->reg->nsources;
+  if (src < 0 || src >= n) return;
+  if (!R->startups) {
+    R->startups = kh_xcalloc((size_t)n, sizeof *R->startups);
+    R->nstartups = kh_xcalloc((size_t)n, sizeof *R->nstartups);
+  }
+  double ms = kh_now_ms() - j->spawn_ms - j->token_wait_ms;
+  int k = R->nstartups[src]++;
+  R->startups[src] = kh_xrealloc(R->startups[src], (size_t)(k + 1) * sizeof **R->startups);
+  double *v = R->startups[src];
+  while (k > 0 && v[k - 1] > ms) v[k] = v[k - 1], k--;   /* kept sorted */
+  v[k] = ms < 0 ? 0 : ms;
+}
+
 /* Without durations: the n runs shared out over the children that can
  * still start, so that they end together. */
-static int by_count(const krun__run *R, int n) {
-  int free_jobs = R->maxrun - R->nrunning;
+static int by_count(const krun__run *R, const krun_test *t, int n) {
+  int free_jobs = at_once(R, t) - R->nrunning;
   if (free_jobs < 1) free_jobs = 1;
   return (n + free_jobs - 1) / free_jobs;
 }
 
 /* With durations (order.c): as many of the n runs as fit in a slot's
- * share of the work still queued (its expected time over the slots), at
- * least one. Each new sequence is cut from what is left, so sequences
- * shrink as the queue empties and the slots end together (guided
- * self-scheduling, by time rather than by count). */
-static int by_time(const krun__run *R, int n) {
+ * share of the work still queued (its expected time over the runs that
+ * can be at once), at least one. Each new sequence is cut from what is
+ * left, so sequences shrink as the queue empties and the slots end
+ * together (guided self-scheduling, by time rather than by count); but
+ * never below what a new process of the source has cost in this run (its
+ * median start-up): a sequence shorter than that spends more starting
+ * than the ending together saves. */
+static int by_time(const krun__run *R, const krun_test *t, int n) {
   double left = 0, sum = 0;
   for (int q = R->qhead; q < R->qlen; q++) left += krun__order_ms(R, R->queue[q].test);
-  double share = left / (R->maxrun > 0 ? R->maxrun : 1);
+  double share = left / at_once(R, t), start = startup_ms(R, t->source);
+  if (start > share) share = start;
   int k = 0;
   while (k < n) {
     double ms = krun__order_ms(R, R->queue[R->qhead + k].test);
@@ -83,7 +126,7 @@ int krun__worker_take(const krun__run *R) {
       break;
     n++;
   }
-  int size = R->est ? by_time(R, n) : by_count(R, n);
+  int size = R->est ? by_time(R, t, n) : by_count(R, t, n);
   size = size < 1 ? 1 : size > KRUN_WORKER_MAX ? KRUN_WORKER_MAX : size;
   /* A sequence names each test once (a program given a list of its tests
    * may run each once per process): a repeat of one waits for the next

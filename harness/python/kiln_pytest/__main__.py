@@ -3,7 +3,8 @@
   collect [--rootdir DIR] [--cache DIR] PATH...
                                     the listing on stdout, per path: a
                                     `pytest` record (path, cached, key,
-                                    unkept: why a listing is not kept),
+                                    unkept: why a listing is not kept,
+                                    missed: why the one kept was not used),
                                     then a `test` record per item; every
                                     path in this interpreter, each kept in
                                     (and taken from) the cache folder
@@ -104,6 +105,9 @@ def collect(argv):
         k, hashed = listing.key(path, rootdir)
         entry, why = listing.load(cache, k) if cache else (None, "no cache")
         cached, unkept = entry is not None, None
+        # Why a listing kept under this key could not be used (none kept
+        # under it is no news: a changed tree has a new key).
+        missed = why if not cached and why not in ("none kept", "no cache") else None
         if not cached:
             got, status = _collect_one(path, rootdir)
             if got is None:
@@ -118,7 +122,7 @@ def collect(argv):
                 listing.prune(cache)
                 unkept = listing.store(cache, k, entry)
         out.write(records.line("pytest", path=path, cached=int(cached), key=k,
-                               unkept=unkept, **(entry["header"] or {})))
+                               unkept=unkept, missed=missed, **(entry["header"] or {})))
         out.write(entry["lines"])
     out.flush()
     return 0
