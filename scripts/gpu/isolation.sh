@@ -10,6 +10,8 @@
 #                build; .device/deps from `scripts/gpu.sh pack` here)
 #   unpack       instead of building: restore the binaries an earlier call's
 #                `keep` sent back (carry them as .device/built.tgz)
+#   kiln         after unpack: build kiln alone from this tree (a harness
+#                change; the unpacked cuda runner stays)
 #   suite        the whole default cuda suite, --isolation process then worker
 #   liger-cold   bench-pytest over $KILN_LIGER_FILES, empty compiler caches
 #   liger-warm   the same with warm caches (primed by an untimed pytest -n 8)
@@ -40,6 +42,11 @@ for part in "$@"; do
     say "== build: $(took "$t")" ;;
   unpack)
     tar -xzf "$stage/built.tgz" && cp build-gpu/harness/parent/kiln build-gpu/suites/kiln-runner-cuda "$stage/" && say "== unpacked $(tar -tzf "$stage/built.tgz" | tr '\n' ' ')" ;;
+  kiln)
+    bash scripts/gpu.sh build build-kiln kiln >"$work/kiln.log" 2>&1 &&
+      cp build-kiln/harness/parent/kiln build-gpu/harness/parent/kiln ||
+      { tail -30 "$work/kiln.log" >>"$s"; say "kiln build failed"; exit 1; }
+    say "== kiln built alone: $(took "$t")" ;;
   suite)
     for iso in process worker; do
       OUT=$work/suite-$iso bash scripts/gpu.sh suite --isolation "$iso" >/dev/null 2>&1

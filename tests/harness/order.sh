@@ -4,7 +4,8 @@
 # report does not know before them; --durations none keeps the selection's
 # order; --isolation worker keeps a binary's tests together, cuts its
 # sequences by time so that the slots end together (over the runs the
-# slots allow at once, none shorter than a start-up), and a GoogleTest
+# slots allow at once, none shorter than a start-up, long tests taking
+# short ones from the tail along), and a GoogleTest
 # worker given its tests out of the binary's order still runs each once.
 # The earlier reports are kiln's own, with their wall times rewritten.
 . "$(dirname "$0")/lib.sh"
@@ -93,6 +94,21 @@ k run --backend host -j 8 --slots 2 --isolation worker --durations "$T/w.yaml" -
   "${E[@]}" $NEW
 expect_rc 0 "workers ordered by time, --jobs 8 on 2 slots"
 expect_eq "$(pids "$T/w8/report.yaml")" 5 "the slots bound the share: 8 runs in 5 processes"
+
+# As many long tests as slots: each takes its part of the short ones from
+# the queue's tail (the room its slot's share leaves), instead of every
+# slot running a long test alone and the short ones waiting for them in
+# new processes (2 slots: 1000 + 3 x 100 ms each; 4 processes before).
+cp "$T/r/report.yaml" "$T/l.yaml"
+times "$T/l.yaml" engine/timing_per_kernel=1000 engine/cap_refuses_with_numbers=1000 \
+  engine/ledger_reports_call_site=100 engine/cap_counts_live_bytes=100 engine/uniform_range=100 \
+  engine/device_query=100 engine/random_inputs=100 $NEW=100
+k run --backend host -j 2 --isolation worker --durations "$T/l.yaml" -o "$T/l" "${E[@]}" $NEW
+expect_rc 0 "two long tests on two slots"
+flat "$T/l/report.yaml"
+expect_eq "$(pids "$T/l/report.yaml")" 2 "8 runs in 2 processes"
+expect_eq "$([ "$(tfield engine/timing_per_kernel pid)" != "$(tfield engine/cap_refuses_with_numbers pid)" ] &&
+  echo two)" two "the long tests in two workers"
 
 # Never cut below a process's start-up: every child here takes a second
 # to start (--wrap), the tests 100 ms each. By time alone 4, 2, 1 and 1

@@ -348,8 +348,9 @@ double krun__order_ms(const krun__run *R, int test);
 
 /* worker.c: --isolation worker */
 /* How many of the queued runs from the head one worker takes (1: the
- * head runs alone, as a child of its own). */
-int krun__worker_take(const krun__run *R);
+ * head runs alone, as a child of its own). It may move short runs of the
+ * head's group up from the queue's tail to fill the sequence. */
+int krun__worker_take(krun__run *R);
 /* After a worker ended: the runs it never started go back to the front
  * of the queue, for a new worker, and leave the report. */
 void krun__worker_resume(krun__run *R, krun__job *j);

@@ -61,6 +61,27 @@ static int by_count(const krun__run *R, const krun_test *t, int n) {
   return (n + free_jobs - 1) / free_jobs;
 }
 
+/* Moves the queue's item at from to position to (to < from), the ones
+ * between one place back. */
+static void to_front(krun__run *R, int from, int to) {
+  krun__item it = R->queue[from];
+  memmove(&R->queue[to + 1], &R->queue[to], (size_t)(from - to) * sizeof it);
+  R->queue[to] = it;
+}
+
+/* The block's shortest runs (its tail: the queue is longest first) that
+ * fit in room, moved up behind the k a sequence has; its new size. */
+static int fill_from_tail(krun__run *R, int k, int n, double room) {
+  while (k < n) {
+    double ms = krun__order_ms(R, R->queue[R->qhead + n - 1].test);
+    if (!(ms <= room)) break;
+    to_front(R, R->qhead + n - 1, R->qhead + k);
+    room -= ms;
+    k++;
+  }
+  return k;
+}
+
 /* With durations (order.c): as many of the n runs as fit in a slot's
  * share of the work still queued (its expected time over the runs that
  * can be at once), at least one. Each new sequence is cut from what is
@@ -68,11 +89,17 @@ static int by_count(const krun__run *R, const krun_test *t, int n) {
  * together (guided self-scheduling, by time rather than by count); but
  * never below what a new process of the source has cost in this run (its
  * median start-up): a sequence shorter than that spends more starting
- * than the ending together saves. */
-static int by_time(const krun__run *R, const krun_test *t, int n) {
+ * than the ending together saves.
+ * Where the next run does not fit, the room left is filled with the
+ * block's shortest runs, and a head longer than the share takes its part
+ * of them (the work left over the slots not yet running): else, with as
+ * many long runs as slots, every slot runs one long test alone and the
+ * short ones wait for them to end, then pay a start-up again. */
+static int by_time(krun__run *R, const krun_test *t, int n) {
   double left = 0, sum = 0;
   for (int q = R->qhead; q < R->qlen; q++) left += krun__order_ms(R, R->queue[q].test);
-  double share = left / at_once(R, t), start = startup_ms(R, t->source);
+  const int lanes = at_once(R, t);
+  double share = left / lanes, start = startup_ms(R, t->source);
   if (start > share) share = start;
   int k = 0;
   while (k < n) {
@@ -81,7 +108,11 @@ static int by_time(const krun__run *R, const krun_test *t, int n) {
     sum += ms;
     k++;
   }
-  return k;
+  if (k == n) return k;
+  if (sum <= share) return fill_from_tail(R, k, n, share - sum);
+  int idle = lanes - R->nrunning;
+  double level = left / (idle > 1 ? idle : 1);
+  return level > sum ? fill_from_tail(R, k, n, level - sum) : k;
 }
 
 /* Where a sequence of size runs from the head ends, of the n that could
@@ -108,7 +139,7 @@ static int file_end(const krun__run *R, int n, int size) {
   return fwd;
 }
 
-int krun__worker_take(const krun__run *R) {
+int krun__worker_take(krun__run *R) {
   if (R->s->isolation != KRUN_ISO_WORKER || R->qhead == R->qlen) return 1;
   /* Slots sized per test (--slots auto) and sanitizer findings, which are
    * read per process, need a process per test. */
