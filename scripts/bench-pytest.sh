@@ -138,6 +138,8 @@ def flush():
 intests = False
 for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
     line = line.rstrip("\n")
+    if not line.strip():
+        continue   # a blank line inside a test's log (a block scalar)
     if not line.startswith(" ") and not line.startswith("-"):
         if intests:
             flush()

@@ -24,6 +24,7 @@
 set -u
 . "$(dirname "$0")/env.sh"
 build=$PWD/build-gpu
+kiln=$build/harness/parent/kiln   # the kiln part's, where it ran
 liger=$PWD/.thirdparty/Liger-Kernel
 files=${KILN_LIGER_FILES:-test/transformers/test_rms_norm.py test/transformers/test_swiglu.py}
 s=$out/summary.txt
@@ -43,8 +44,9 @@ for part in "$@"; do
   unpack)
     tar -xzf "$stage/built.tgz" && cp build-gpu/harness/parent/kiln build-gpu/suites/kiln-runner-cuda "$stage/" && say "== unpacked $(tar -tzf "$stage/built.tgz" | tr '\n' ' ')" ;;
   kiln)
+    # Run from its build tree, where it finds kiln_pytest in this tree.
     bash scripts/gpu.sh build build-kiln kiln >"$work/kiln.log" 2>&1 &&
-      cp build-kiln/harness/parent/kiln build-gpu/harness/parent/kiln ||
+      kiln=$PWD/build-kiln/harness/parent/kiln ||
       { tail -30 "$work/kiln.log" >>"$s"; say "kiln build failed"; exit 1; }
     say "== kiln built alone: $(took "$t")" ;;
   suite)
@@ -58,7 +60,7 @@ for part in "$@"; do
     [ -d "$liger" ] || { say "no $liger (carry .thirdparty)"; continue; }
     say "== Liger-Kernel ($files), ${part#liger-} caches"
     # shellcheck disable=SC2086
-    PYTHONPATH=$liger/src KILN=$build/harness/parent/kiln KILN_RUNNER_DIR=$build/suites \
+    PYTHONPATH=$liger/src KILN=$kiln KILN_RUNNER_DIR=$build/suites \
       timeout "${KILN_LIGER_TIMEOUT:-540}" scripts/bench-pytest.sh -C "$liger" -o "$work/$part" \
       --cache "${part#liger-}" ${KILN_LIGER_WAYS:+--ways $KILN_LIGER_WAYS} $files >"$work/$part.out" 2>&1
     say "(exit $?, $(took "$t"))"
