@@ -1,5 +1,5 @@
-// The Hopper attention kernel (kernels/kd-attn-wgmma.h) in its variants
-// (kernels/kd-attn-wgmma-cfg.h: each schedule, each with P in three forms)
+// The Hopper attention kernel (kernels/tile/attn_sm90.h) in its variants
+// (kernels/tile/attn_sm90_cfg.h: each schedule, each with P in three forms)
 // on the same inputs: two 16-bit terms (p2), the kernel's own (pk: P
 // rounded once to f16, its weights raised by 2^15; bf16 against V
 // converted to f16) and rounded once to the input type, P in [0, 1] (p1,
@@ -14,7 +14,7 @@
 //
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a
 //     -DKILN_BACKEND_CUDA -DKD_SM90A -Ikernels -Iengine/include
-//     -Iengine/src dev/attn-pterms.cu -o attn-pterms
+//     dev/attn-pterms.cu -o attn-pterms
 //   ./attn-pterms [--sched all|NAME,...] [--only TAG] [--dump DIR]
 //                 [--ref-cap N] [--quick]
 //
@@ -49,7 +49,7 @@
 #include <utility>
 #include <vector>
 
-#include "kd-attn-wgmma-cfg.h" // the engine's configurations and variants
+#include "tile/attn_sm90_cfg.h" // the engine's configurations and variants
 #include "tune-hip.h"
 
 struct acase {
@@ -448,7 +448,7 @@ int main(int argc, char **argv) {
         bits<kd_bf16>(f) != kd_from_float<kd_bf16>(f).bits ||
         val<kd_half>(bits<kd_half>(f)) != kd_to_float(kd_from_float<kd_half>(f)) ||
         val<kd_bf16>(bits<kd_bf16>(f)) != kd_to_float(kd_from_float<kd_bf16>(f))) {
-      fprintf(stderr, "attn-pterms: host conversion of %a differs from kd.h's\n", (double)f);
+      fprintf(stderr, "attn-pterms: host conversion of %a differs from arch/kd.h's\n", (double)f);
       return 1;
     }
   }

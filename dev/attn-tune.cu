@@ -1,12 +1,12 @@
 // Tuning sweep for kiln's fused attention kernels (docs/performance.md):
-// the matrix-core kernel (kernels/kd-attn-mma.h, NVIDIA fragment tables)
-// and the register-tiled SIMT kernel (kernels/kd-attn-simt.h) in kiln's
+// the matrix-core kernel (kernels/tile/attn_mma.h, NVIDIA fragment tables)
+// and the register-tiled SIMT kernel (kernels/tile/attn_simt.h) in kiln's
 // configurations and others, on the perf suite's shapes, each timed and
 // checked against a double reference on sampled rows. A measuring tool,
 // not part of the engine; the same source builds two ways:
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -DKILN_BACKEND_CUDA -Ikernels
-//     -Iengine/include -Iengine/src dev/attn-tune.cu -o attn-tune
+//     -Iengine/include dev/attn-tune.cu -o attn-tune
 //   ./attn-tune [--only TEXT] [--iters N]      (GPU: one line per config)
 //
 // and, on the host emulation (meson test attn-tune-check), `--check`: every
@@ -26,8 +26,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "kd-attn-mma.h"
-#include "kd-attn-simt.h"
+#include "tile/attn_mma.h"
+#include "tile/attn_simt.h"
 #include "kiln/attention.h"
 #include "tune-hip.h"
 

@@ -15,7 +15,7 @@
 // output poisoned before the checked launch).
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -DKILN_BACKEND_CUDA -Ikernels \
-//        -Iengine/include -Iengine/src dev/decode-tune.cu -o decode-tune
+//        -Iengine/include dev/decode-tune.cu -o decode-tune
 //   ./decode-tune [dense|paged B S BPM MODE f16|bf16]   (one case, for ncu)
 //
 // Method as the perf suite's: operand sets rotated over >= 2x L2, 5

@@ -1,5 +1,5 @@
-// The Hopper GEMM (kernels/kd-gemm-wgmma.h) measured on an H100 beside the
-// mma.sync kernel: every variant of kernels/kd-gemm-wgmma-variants.h
+// The Hopper GEMM (kernels/tile/gemm_sm90.h) measured on an H100 beside the
+// mma.sync kernel: every variant of kernels/tile/gemm_sm90_variants.h
 // (promotion mode and interval, tile, L2 grouping of the tile walk,
 // staggered consumers, the measuring-only ones) swept with sampled checks
 // against double, and the inputs and outputs of the long-K accuracy table
@@ -10,14 +10,14 @@
 //   built by `scripts/gpu.sh stage` into .device/gemm-hopper:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
 //        -DKILN_BACKEND_CUDA -DKD_SM90A -Ikernels -Iengine/include \
-//        -Iengine/src dev/gemm-hopper.cu -o gemm-hopper
+//        dev/gemm-hopper.cu -o gemm-hopper
 //   ./gemm-hopper [--quick] [--dump DIR] [--only TAG[,TAG...]] [--once]
 //                 [--shape MxNxK] [--mx]
 // --dump creates DIR (not its parents) if missing.
 // --only runs the variants whose tag contains one of the TAGs (printed);
 // --once launches each once at 4096^3 bf16, untimed (for a profiler).
 // --shape times one problem (bf16 and f16, B [K, N]) instead of the sweep's.
-// --mx times the MX GEMM's Hopper kernel (kd-gemm-wgmma-mx.h: bf16 X, W
+// --mx times the MX GEMM's Hopper kernel (tile/mx_sm90.h: bf16 X, W
 // of each MX format decoded by the producer, bf16 Y) beside the engine's
 // 128 x 128 dense kernel on B [N, K], at --shape's problem or 4096^3; no
 // check (the suites check it: mxfp/gemm_*).
@@ -33,8 +33,8 @@
 #include <errno.h>
 #include <sys/stat.h>
 
-#include "kd-gemm-wgmma-mx.h"
-#include "kd-gemm-wgmma-variants.h"
+#include "tile/mx_sm90.h"
+#include "tile/gemm_sm90_variants.h"
 
 static const char *g_only;
 static bool g_once;

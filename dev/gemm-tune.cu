@@ -1,8 +1,8 @@
 // GEMM tile sweep for kiln's matrix-core and SIMT GEMM kernels (NVIDIA
 // only; a measuring tool for docs/performance.md, not part of the engine).
 //
-// It includes the engine's own kernel headers (kernels/kd-gemm-mma.h,
-// kd-gemm.h, kd-mx.h), instantiates them in several tile configurations
+// It includes the engine's own kernel headers (kernels/tile/gemm_mma.h,
+// tile/gemm.h, tile/mx.h), instantiates them in several tile configurations
 // beside the ones the engine picks, and for each configuration and shape
 // prints the median time, TFLOP/s, and the worst sampled error as a
 // fraction of the GEMM tolerance (a wrong configuration fails loudly).
@@ -11,7 +11,7 @@
 //
 //   built by `scripts/gpu.sh stage` into .device/gemm-tune:
 //   nvcc -O3 -std=c++17 -arch=sm_90 -DKILN_BACKEND_CUDA -Ikernels \
-//        -Iengine/include -Iengine/src dev/gemm-tune.cu -o gemm-tune
+//        -Iengine/include dev/gemm-tune.cu -o gemm-tune
 //   ./gemm-tune [--quick]          (about two minutes on an H100)
 //   ./gemm-tune --simt             (the f32 SIMT configurations alone)
 //
@@ -28,8 +28,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "kd-gemm-mma.h"
-#include "kd-mx.h"
+#include "tile/gemm_mma.h"
+#include "tile/mx.h"
 #include "tune.h"
 
 

@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "kd.h" // the runtime and ke__attention_desc
+#include "arch/kd.h" // the runtime and ke__attention_desc
 
 #define CHECK(x)                                                             \
   do {                                                                       \

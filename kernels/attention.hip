@@ -2,9 +2,9 @@
  * pass over K and V; the Sq x Sk scores never exist in memory.
  *
  * Kernels (docs/kernels-attention.md). The launcher at the end runs the
- * family the engine resolved: TILED is the matrix-core kernel (kd-attn-mma.h)
+ * family the engine resolved: TILED is the matrix-core kernel (tile/attn_mma.h)
  * for f16/bf16 where the device has matrix units and rows are 16-byte aligned
- * with D a multiple of 8, the register-tiled SIMT kernel (kd-attn-simt.h)
+ * with D a multiple of 8, the register-tiled SIMT kernel (tile/attn_simt.h)
  * otherwise; ROWS is this file's kernel, below.
  *
  * ROWS algorithm. A block of 256 threads takes one (batch, kv head) and a tile of
@@ -34,9 +34,9 @@
  * NaN; a row with no visible key (or only -inf scores) gives zeros. All
  * arithmetic is f32 whatever the storage type.
  */
-#include "kd-attn-mma.h"
-#include "kd-attn-simt.h"
-#include "kd.h"
+#include "tile/attn_mma.h"
+#include "tile/attn_simt.h"
+#include "arch/kd.h"
 #include "kiln/attention.h"
 
 /* g++ (host emulation) has no unroll pragma; the GPU compilers do. */
@@ -203,7 +203,7 @@ ke_attention_fwd(const T *__restrict__ q, const T *__restrict__ k,
     kv_end = kv_end < 0 ? 0 : (kv_end > a.sk ? a.sk : kv_end);
   }
   if (!active) lim = 0;
-  /* Planted bug (kd.h): the original engine's attention, right for at
+  /* Planted bug (arch/kd.h): the original engine's attention, right for at
    * most 32 keys. */
   if (KD_PLANTED && kv_end > 32) kv_end = 32;
 

@@ -2,7 +2,7 @@
  * (decode, speculative decode) over a long KV cache, split over the keys
  * across blocks ("flash-decoding") so that a batch of 1 still fills the GPU.
  *
- * Algorithm (kd-decode.h has the core). A query row is a (query head of a
+ * Algorithm (tile/decode.h has the core). A query row is a (query head of a
  * KV head's group, query) pair, so one KV head's Hq / Hkv * Sq rows share
  * every K and V read; RT of them (1, 2 or 4) form a block's row tile, more
  * rows take more tiles (which read the same keys, adjacent in launch order
@@ -27,8 +27,9 @@
  * NaN. Grid (tiles * splits, Hkv, B): B and Hkv are at most 65535 (checked
  * by ke_attention), splits at most 2^20.
  */
-#include "kd-decode.h"
-#include "kd-decode-mma.h"
+#include "tile/decode.h"
+#include "tile/decode_dyn.h"
+#include "tile/decode_mma.h"
 
 /* Two blocks per multiprocessor: 128 registers per thread, which hold a
  * row tile of 4 (query and accumulator: 64 registers) with 2 keys of K and
@@ -178,7 +179,7 @@ ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
                                    parts, pt);
 }
 
-/* The matrix-unit path (kd-decode-mma.h): 16-bit K/V with 16-byte rows,
+/* The matrix-unit path (tile/decode_mma.h): 16-bit K/V with 16-byte rows,
  * D a multiple of 8 up to DP, every row of the tile seeing the same keys
  * (no causal limit, or one query per head). Same grid, split and partials
  * as the SIMT kernel; fixed ranges only. */

@@ -1,4 +1,4 @@
-/* The Hopper attention kernel (kernels/kd-attn-wgmma.h) behind the TILED
+/* The Hopper attention kernel (kernels/tile/attn_sm90.h) behind the TILED
  * family of ke__attention_launch (kernels/attention.hip): the default for
  * f16 and bf16 on a compute capability 9.0 device with an sm_90a build
  * (host emulation: KILN_EMU_SM=90 at warp 32), where the H100 measured it
@@ -11,9 +11,9 @@
  * Returns -1 where it does not apply, and the caller goes on to the
  * mma.sync kernel.
  */
-#include "kd-attn-wgmma-cfg.h"
+#include "tile/attn_sm90_cfg.h"
 
-/* The engine runs the default schedule of each D (kd-attn-wgmma-cfg.h) in
+/* The engine runs the default schedule of each D (tile/attn_sm90_cfg.h) in
  * the kernel's form of P, or in one term of the input type where round_p
  * (kiln/attention.h) allows it: those two forms and no other schedule are
  * compiled here. The timing variants are built by dev/attn-pterms.cu. */

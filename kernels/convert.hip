@@ -2,7 +2,7 @@
  * The random-input path draws f32 in (0, 1] (or N(mean, std)) and uses this
  * to reach the requested range and dtype. Grid-stride, any length.
  */
-#include "kd.h"
+#include "arch/kd.h"
 
 template <typename Tout>
 __global__ void ke_affine_convert(const float *__restrict__ in,

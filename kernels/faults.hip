@@ -24,8 +24,8 @@
  *     a __syncthreads() (compute-sanitizer synccheck). In host emulation a
  *     thread that returned counts as arrived, so it passes there.
  */
-#include "kd.h"
-#include "launch-faults.h"
+#include "arch/kd.h"
+#include "contract/faults.h"
 
 __global__ void ke_fault_store(float *p, int64_t offset) {
   if (blockIdx.x == 0 && threadIdx.x == 0) p[offset] = 1.0f;
@@ -93,7 +93,7 @@ extern "C" int ke__fault_divergent_barrier_launch(void *stream, float *out) {
 }
 
 #if defined(KD_PLANTED_SWITCH) && defined(KILN_BACKEND_HOST)
-/* The switch of the planted bugs (kd.h): set only by the mutant runners
- * (suites/planted.c). C linkage from kd.h's declaration. */
+/* The switch of the planted bugs (arch/kd.h): set only by the mutant runners
+ * (suites/planted.c). C linkage from arch/kd.h's declaration. */
 int kd_planted_bug = 0;
 #endif

@@ -3,20 +3,20 @@
  *
  * Three kernels. A and B both f16 or both bf16 on a compute capability 9.0
  * GPU (kiln built for sm_90a) with operands TMA can read: the Hopper kernel
- * of kd-gemm-wgmma.h (kernels/gemm_sm90.hip). Else, on a device with matrix
- * units: the matrix-core kernel of kd-gemm-mma.h, in one of a few tile
+ * of tile/gemm_sm90.h (kernels/gemm_sm90.hip). Else, on a device with matrix
+ * units: the matrix-core kernel of tile/gemm_mma.h, in one of a few tile
  * configurations chosen by the size of the grid, with the layouts of A and
  * B (which of their indices is contiguous) as template arguments and C's
  * dtype a run-time switch of the epilogue. Everything else (f32, mixed
  * dtypes, a device without matrix units): the SIMT tile kernel of
- * kd-gemm.h (f32 x f32 in a larger tile on large problems). The engine (engine/src/gemm.c) turns op(B) into the kernels'
+ * tile/gemm.h (f32 x f32 in a larger tile on large problems). The engine (engine/src/gemm.c) turns op(B) into the kernels'
  * [N, K] view, so trans_b = 1 (B stored [N, K], attention's K) is the
  * k-contiguous layout and trans_b = 0 the other; likewise for A with the
  * flag inverted. Any M, N, K >= 1, any batch count, any row and batch
  * strides (0 shares a matrix across the batch); the engine refuses the
  * layouts the kernels cannot write safely.
  */
-#include "kd-gemm-mma.h"
+#include "tile/gemm_mma.h"
 
 template <typename Ta, typename Tb, typename Tc>
 static int ke_gemm_launch_typed(hipStream_t stream, const ke__gemm_operand *a,

@@ -1,4 +1,4 @@
-/* The Hopper GEMM (kernels/kd-gemm-wgmma.h) behind ke__gemm_launch
+/* The Hopper GEMM (kernels/tile/gemm_sm90.h) behind ke__gemm_launch
  * (kernels/gemm.hip): f16 x f16 or bf16 x bf16 on a compute capability 9.0
  * device. Its own translation unit so that the cuda build compiles it for
  * sm_90a only (meson's nvidia_archs), the rest of the kernels for the
@@ -6,8 +6,8 @@
  * device, or operands TMA cannot read), and the caller goes on to the
  * mma.sync kernel.
  */
-#include "kd-gemm-wgmma-mx.h"
-#include "kd-gemm-wgmma-variants.h"
+#include "tile/mx_sm90.h"
+#include "tile/gemm_sm90_variants.h"
 
 /* 128 x 256 tiles in 4 slots where they fill every multiprocessor, else
  * 128 x 128 in 6; both promote every 128 k (two slabs) serially, their
@@ -56,7 +56,7 @@ extern "C" int ke__gemm_sm90_launch(void *stream, const ke__gemm_operand *a,
 }
 
 /* The MX GEMM (kernels/mxfp.hip) on the Hopper GEMM: bf16 X, W decoded by
- * the producer warpgroup (kd-gemm-wgmma-mx.h), on the 128 x 128 tile at
+ * the producer warpgroup (tile/mx_sm90.h), on the 128 x 128 tile at
  * every size: its producer threads own one row of W each, and the codes
  * of two rows a thread, a slab ahead, would not fit the producer's
  * registers. -1 where it does not apply. */

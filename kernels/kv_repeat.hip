@@ -15,7 +15,7 @@
  * grid-stride, the index decomposed over [B, Hq, S, D]. Any size and any
  * strides; 64-bit indexing.
  */
-#include "kd.h"
+#include "arch/kd.h"
 
 #define KE_KV_REPEAT_BLOCK 256
 

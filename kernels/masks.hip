@@ -10,7 +10,7 @@
  * included) stays bit for bit. Any rank up to 6 and any non-overlapping
  * strides: the leading dimensions are decomposed per row.
  */
-#include "kd.h"
+#include "arch/kd.h"
 
 #define KE_MASK_BLOCK 256
 

@@ -23,13 +23,13 @@
  * multiple of 32.
  *
  * The fused GEMM Y = X * dequant(W)^T decodes W while it is staged for
- * one of ke_gemm's kernels (kd-mx.h), so no dequantised copy of W exists:
+ * one of ke_gemm's kernels (tile/mx.h), so no dequantised copy of W exists:
  * bf16 X on the matrix units with W decoded to bf16 (exact), f16 and f32 X
  * on the SIMT kernel with W decoded to f32 (exact). Either way the result
  * equals dequantising to that type then ke_gemm, bit for bit.
  */
-#include "kd-gemm-mma.h"
-#include "kd-mx.h"
+#include "tile/gemm_mma.h"
+#include "tile/mx.h"
 
 template <int F, typename Tout>
 __global__ void ke_mxfp_dequant_rows(const uint8_t *__restrict__ data,

@@ -2,7 +2,7 @@
  * sequence's keys and values, which live in fixed-size blocks of a shared
  * cache reached through the sequence's block table.
  *
- * Algorithm: the split-key decode core of kd-decode.h, with keys located
+ * Algorithm: the split-key decode core of tile/decode.h, with keys located
  * through the block table. One block of 256 threads per (sequence, KV
  * head, row tile of up to 4 of the query heads that share it, token range):
  * lanes of a group hold 8 dimensions of a key's K and V rows (16-byte
@@ -25,8 +25,9 @@
  * outputs use the approximate exp. Special values follow the formula
  * (kiln/paged_attention.h): an empty sum (every score -inf) is 0/0 = NaN.
  */
-#include "kd-decode.h"
-#include "kd-decode-mma.h"
+#include "tile/decode.h"
+#include "tile/decode_dyn.h"
+#include "tile/decode_mma.h"
 
 /* Two blocks per multiprocessor, as dense decode. */
 #define KE_PA_MIN_BLOCKS 2
@@ -125,7 +126,7 @@ ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
     if (split >= parts) continue;
     const int64_t kb = split * a.chunk;
     int64_t ke = kb + a.chunk < len ? kb + a.chunk : len;
-    /* Planted bug (kd.h): the last cache block is read whole, past the
+    /* Planted bug (arch/kd.h): the last cache block is read whole, past the
      * length. */
     if (KD_PLANTED && ke == len)
       ke = (ke + a.block_size - 1) / a.block_size * a.block_size;
@@ -183,7 +184,7 @@ ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
   }
 }
 
-/* The matrix-unit path (kd-decode-mma.h): q, caches and out all of one
+/* The matrix-unit path (tile/decode_mma.h): q, caches and out all of one
  * 16-bit dtype, head_dim at most DP. Same grid, ranges and partials as
  * the SIMT kernel; fixed ranges only. */
 template <class Arch, typename T, int RT, int DP, int S>

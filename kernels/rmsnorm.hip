@@ -21,7 +21,7 @@
  * Pointers are not __restrict__: y may be x (in place), and pass 2 reads
  * back x as pass 1 wrote it.
  */
-#include "kd.h"
+#include "arch/kd.h"
 
 template <typename Tx, typename Tw, typename Ty>
 __global__ void __launch_bounds__(KD_MAX_BLOCK)
@@ -49,7 +49,7 @@ ke_rmsnorm_rows(Tx *x, int64_t x_stride, const Tx *res, int64_t res_stride,
       }
     }
     const float total = kd_block_reduce(ss, kd_sum_op(), 0.0f, scratch);
-    /* Planted bug (kd.h): eps added after the square root, a classic slip
+    /* Planted bug (arch/kd.h): eps added after the square root, a classic slip
      * that only shows on rows of small values. */
     const float inv = KD_PLANTED ? 1.0f / (sqrtf(total / (float)cols) + eps)
                                  : 1.0f / sqrtf(total / (float)cols + eps);

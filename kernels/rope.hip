@@ -39,7 +39,7 @@
  * Each pair is read and written by one thread, so in place is safe. Math is
  * f32 whatever the storage type.
  */
-#include "kd.h"
+#include "arch/kd.h"
 
 #define KE_ROPE_BLOCK 128
 #define KE_ROPE_CHUNK 256
@@ -56,7 +56,7 @@ template <typename Ty>
 __device__ __forceinline__ void ke_rope_sincos(int64_t pos, double inv_freq,
                                                float *c, float *s) {
   if (KD_PLANTED) {
-    /* Planted bug (kd.h): the naive f32 angle, which the large-position
+    /* Planted bug (arch/kd.h): the naive f32 angle, which the large-position
      * tests must catch. */
     const float a = (float)pos * (float)inv_freq;
     *c = cosf(a);

@@ -25,7 +25,7 @@
  * anywhere in the unmasked row makes the row NaN; an all -inf row gives 0.
  * Masked columns (causal) count as -inf and are never read.
  */
-#include "kd.h"
+#include "arch/kd.h"
 
 #define KE_SOFTMAX_BLOCK 256
 
@@ -59,7 +59,7 @@ ke_softmax_rows(const Tin *__restrict__ x, int64_t x_stride,
       limit = limit < 0 ? 0 : (limit > cols ? cols : limit);
     }
     int64_t end = limit;
-    /* Planted bug (kd.h): the row's last partial warp never reaches the
+    /* Planted bug (arch/kd.h): the row's last partial warp never reaches the
      * sum. */
     if (KD_PLANTED) end = limit - limit % warpSize;
     float m = -INFINITY, s = 0.0f;
@@ -138,7 +138,7 @@ ke_softmax_vec(const Tin *__restrict__ x, int64_t x_stride,
       limit = limit < 0 ? 0 : (limit > cols ? cols : limit);
     }
     int64_t end = limit;
-    /* Planted bug (kd.h): the row's last partial warp never reaches the
+    /* Planted bug (arch/kd.h): the row's last partial warp never reaches the
      * sum. */
     if (KD_PLANTED) end = limit - limit % warpSize;
     float v[KE_SOFTMAX_VPT][KD_VEC];
@@ -312,7 +312,7 @@ ke_softmax_vec16(const Tin *__restrict__ x, int64_t x_stride,
       limit = limit < 0 ? 0 : (limit > cols ? cols : limit);
     }
     int64_t end = limit;
-    /* Planted bug (kd.h): the row's last partial warp never reaches the
+    /* Planted bug (arch/kd.h): the row's last partial warp never reaches the
      * sum. */
     if (KD_PLANTED) end = limit - limit % warpSize;
     uint4 raw[VPT];

@@ -17,7 +17,7 @@
  *
  * Sigmoid never lets exp overflow: exp is only ever taken of -|v|.
  */
-#include "kd.h"
+#include "arch/kd.h"
 
 #define KE_SWIGLU_BLOCK 256
 
@@ -46,7 +46,7 @@ template <typename Tout> __device__ __forceinline__ float ke_silu_for(float v) {
 
 template <typename Tout>
 __device__ __forceinline__ float ke_swiglu_f(float g, float u) {
-  /* Planted bug (kd.h): the original engine's form, the swish on up
+  /* Planted bug (arch/kd.h): the original engine's form, the swish on up
    * instead of gate. */
   return KD_PLANTED ? g * ke_silu_for<Tout>(u) : ke_silu_for<Tout>(g) * u;
 }

@@ -1,6 +1,6 @@
 /* The mutant runners: the host runner's own objects plus this file, which
  * switches one planted bug on before main. KILN_PLANTED_MUTANT: every
- * kernel's planted bug (kernels/kd.h); KILN_PLANTED_ONE_ELEMENT: one wrong
+ * kernel's planted bug (kernels/arch/kd.h); KILN_PLANTED_ONE_ELEMENT: one wrong
  * element in each large GEMM and attention output (engine/src/faults.c).
  * tests/planted-bug.sh asserts that the suites fail on them.
  */

@@ -7,7 +7,7 @@
 # reads the last cache block past the sequence length; fused attention's
 # SIMT kernels stop after 32 keys (the original engine's bug); decode split
 # over the keys merges partial results without rescaling them to a common
-# maximum; the matrix-core layer (kernels/kd-mma.h) loads fragments in a
+# maximum; the matrix-core layer (kernels/arch/mma.h) loads fragments in a
 # wrong layout, which its GEMM and MX GEMM tests (at both warp sizes) and the
 # 16-bit tiled attention tests must catch (tests/meson.build); and one
 # wrong element in a large GEMM or attention output (engine/src/faults.c),

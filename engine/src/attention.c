@@ -2,7 +2,7 @@
  * kernel family, its tuning knobs, launch) and the double-precision
  * reference, side by side.
  * The kernels are in kernels/attention.hip (the launcher and ROWS),
- * kernels/kd-attn-mma.h and kernels/kd-attn-simt.h (TILED).
+ * kernels/tile/attn_mma.h and kernels/tile/attn_simt.h (TILED).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 #include "decode.h"
 #include "engine-impl.h"
 #include "kiln/kernels.h"
-#include "launch.h"
+#include "contract/launch.h"
 #include "layout.h"
 
 #define KE__ATTN_MAX_D 256

@@ -5,7 +5,7 @@
  */
 #include "decode.h"
 
-#include "decode-launch.h"
+#include "contract/decode.h"
 
 #include "kiln/kernels.h"
 

@@ -5,7 +5,7 @@
 #define KILN_ENGINE_DECODE_H
 
 #include "engine-impl.h"
-#include "launch.h"
+#include "contract/launch.h"
 
 /* Key ranges per (row tile, KV head, batch or sequence) for `pairs` of them
  * over at most `keys` keys: enough blocks to fill blocks_per_mp blocks on

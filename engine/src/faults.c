@@ -5,7 +5,7 @@
  */
 #include "engine-impl.h"
 #include "kiln/test-faults.h"
-#include "launch-faults.h"
+#include "contract/faults.h"
 
 int ke__fault_store(ke_context *ctx, float *p, int64_t offset) {
   if (!ctx) return ke__fail(KE_EINVAL, "ke__fault_store: ctx is NULL");

@@ -1,7 +1,7 @@
 /* GEMM: the C entry point (layout checks, launch) and the double-precision
  * reference, side by side; also the matrix-view checks that every entry
  * point launching the GEMM kernels shares (gemm-impl.h). The kernels are
- * in kernels/gemm.hip (kernels/kd-gemm-mma.h, kernels/kd-gemm.h).
+ * in kernels/gemm.hip (kernels/tile/gemm_mma.h, kernels/tile/gemm.h).
  */
 #include <math.h>
 #include <stdint.h>
@@ -11,7 +11,7 @@
 #include "engine-impl.h"
 #include "gemm-impl.h"
 #include "kiln/kernels.h"
-#include "launch.h"
+#include "contract/launch.h"
 
 /* Largest element extent a view may span: its byte offsets must fit in
  * int64_t for every dtype (at most 8 bytes wide, with room to spare). */

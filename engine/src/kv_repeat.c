@@ -3,7 +3,7 @@
  */
 #include "engine-impl.h"
 #include "kiln/kernels.h"
-#include "launch.h"
+#include "contract/launch.h"
 #include "layout.h"
 
 int ke_kv_repeat(ke_context *ctx, const ke_tensor *in, ke_tensor *out) {

@@ -1,7 +1,7 @@
 /* MX (OCP Microscaling v1.0) weights: the C entry points for dequantisation
  * and the fused GEMM, and the host references: the decoder (double) and the
  * encoder (the spec's section 6.3 algorithm). The kernels are in
- * kernels/mxfp.hip and kernels/kd-mx.h. The references unpack and pack with their own code,
+ * kernels/mxfp.hip and kernels/tile/mx.h. The references unpack and pack with their own code,
  * written from the layout in kiln/mxfp.h, not shared with the kernels, so
  * that a packing mistake in either shows as a mismatch.
  */
@@ -11,7 +11,7 @@
 #include "engine-impl.h"
 #include "gemm-impl.h"
 #include "kiln/kernels.h"
-#include "launch.h"
+#include "contract/launch.h"
 
 /* Element format: field widths and exponent bias (the rest is derived). */
 typedef struct ke__mx_spec {

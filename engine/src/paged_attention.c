@@ -6,11 +6,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "decode-launch.h"
+#include "contract/decode.h"
 #include "decode.h"
 #include "engine-impl.h"
 #include "kiln/kernels.h"
-#include "launch.h"
+#include "contract/launch.h"
 
 void ke_paged_attention_params_init(ke_paged_attention_params *p) {
   p->scale = 0.0f;

@@ -4,7 +4,7 @@
  * this way so that a kernel is checked on data it has never seen before.
  */
 #include "engine-impl.h"
-#include "launch.h"
+#include "contract/launch.h"
 
 static int ke__rng(ke_context *ctx, uint64_t seed) {
   if (!ctx->rng_ready) {

@@ -5,7 +5,7 @@
 
 #include "engine-impl.h"
 #include "kiln/kernels.h"
-#include "launch.h"
+#include "contract/launch.h"
 
 void ke_rmsnorm_params_init(ke_rmsnorm_params *p) { p->eps = 1e-6f; }
 

@@ -6,7 +6,7 @@
 
 #include "engine-impl.h"
 #include "kiln/kernels.h"
-#include "launch.h"
+#include "contract/launch.h"
 
 /* ---- Position ids ---------------------------------------------------------- */
 

@@ -5,7 +5,7 @@
 
 #include "engine-impl.h"
 #include "kiln/kernels.h"
-#include "launch.h"
+#include "contract/launch.h"
 
 void ke_softmax_params_init(ke_softmax_params *p) {
   p->scale = 1.0f;

@@ -5,7 +5,7 @@
 
 #include "engine-impl.h"
 #include "kiln/kernels.h"
-#include "launch.h"
+#include "contract/launch.h"
 
 /* out [.., F] against an input [.., F * mult]: same rank and leading
  * dimensions. */

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "engine-impl.h"
-#include "kd-convert.h"
+#include "arch/convert.h"
 
 size_t ke_dtype_size(ke_dtype dtype) {
   switch (dtype) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/gpu.sh hopper-attn: the Hopper attention kernel: registers, checks, variants, speed, ncu
-# The Hopper attention kernel (kernels/kd-attn-wgmma.h, the default on
+# The Hopper attention kernel (kernels/tile/attn_sm90.h, the default on
 # compute capability 9.0; KILN_HOPPER_ATTN=0 turns it off) on an H100, in
 # one device call, from the staged build in .device/ (`scripts/gpu.sh
 # stage` here first; KILN_STAGE names another folder), and
@@ -13,7 +13,7 @@
 #      LDL / STL);
 #   2. correctness on the GPU: the attention suites, tag slow included,
 #      through the engine (the default schedule), then every variant
-#      (kernels/kd-attn-wgmma-cfg.h: each schedule with P in two terms, in
+#      (kernels/tile/attn_sm90_cfg.h: each schedule with P in two terms, in
 #      the kernel's form and in one term) against a double reference at
 #      the suites' sizes, and timed at the perf shapes, by attn-pterms
 #      --sched all (its default and pp are the same kernel: their spread
@@ -43,7 +43,7 @@ if [ ! -x "$tool" ]; then
   tool="$work/attn-pterms"; t0=$(date +%s)
   nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   "$nvcc_bin" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
-    -DKILN_BACKEND_CUDA -DKD_SM90A -Ikernels -Iengine/include -Iengine/src \
+    -DKILN_BACKEND_CUDA -DKD_SM90A -Ikernels -Iengine/include \
     dev/attn-pterms.cu -o "$tool" > "$work/attn-pterms-build.log" 2>&1
   echo "nvcc dev/attn-pterms.cu: exit $? in $(( $(date +%s) - t0 )) s" >> "$summary"
   [ -x "$tool" ] || echo "no attn-pterms: the variants are not measured" >> "$summary"

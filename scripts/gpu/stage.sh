@@ -22,13 +22,13 @@ nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 # The GEMM tile sweep (docs/performance.md, "Measuring tools outside the
 # engine"), run by hand.
 "$nvcc_bin" -O3 -std=c++17 -arch=sm_90 -DKILN_BACKEND_CUDA -Ikernels \
-  -Iengine/include -Iengine/src dev/gemm-tune.cu -o "$stage/gemm-tune"
+  -Iengine/include dev/gemm-tune.cu -o "$stage/gemm-tune"
 # The Hopper GEMM's sweep and accuracy dump (docs/performance.md), by hand.
 "$nvcc_bin" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a \
-  -DKILN_BACKEND_CUDA -DKD_SM90A -Ikernels -Iengine/include -Iengine/src \
+  -DKILN_BACKEND_CUDA -DKD_SM90A -Ikernels -Iengine/include \
   dev/gemm-hopper.cu -o "$stage/gemm-hopper"
 # The fused-attention tuning sweep (docs/performance.md), run by `scripts/gpu.sh perf`.
 "$nvcc_bin" -O3 -std=c++17 -arch=sm_90 -DKILN_BACKEND_CUDA -Ikernels \
-  -Iengine/include -Iengine/src dev/attn-tune.cu -o "$stage/attn-tune"
+  -Iengine/include dev/attn-tune.cu -o "$stage/attn-tune"
 git rev-parse HEAD > "$stage/REVISION" 2>/dev/null || true
 du -sh "$stage"

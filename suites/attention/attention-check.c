@@ -50,7 +50,7 @@
  * 2^-8 for bf16) in each weight of the numerator, and in l if it sums the
  * rounded weights, so at most 2 u_T max|v| more in atol. Without it, bf16
  * on the Hopper kernel rounds each p_j once to f16 and takes V's f16 copy,
- * off by at most 2^-16 max|v| per value (kernels/kd-attn-wgmma.h):
+ * off by at most 2^-16 max|v| per value (kernels/tile/attn_sm90.h):
  * (2 2^-11 + 2^-16) max|v| more.
  */
 #define LAMBDA 6.0

@@ -415,7 +415,7 @@ static void dec_matrix(int matrix) {
   kt_assert_ok(ke__decode_tuning_set(kt_ctx(), &t));
 }
 
-/* The calls the matrix-unit kernels take (kd-decode-mma.h: 16-bit, D up to
+/* The calls the matrix-unit kernels take (tile/decode_mma.h: 16-bit, D up to
  * 128 padded to 64 or 128, every row of a tile seeing the same keys) with
  * 2 and 3 stages, then with the SIMT kernels in their place (matrix 0):
  * key counts that end mid-tile, fewer keys than one warp's tile, a single

@@ -105,7 +105,7 @@ START_TEST(gqa_ratios) {
 }
 END_TEST
 
-/* A causal grid in launch order (kernels/kd-attn.h, global_order): each
+/* A causal grid in launch order (kernels/tile/attn.h, global_order): each
  * block's row tile, kv head and batch come from its place in the launch,
  * longest row tiles first over every head and batch. Batch and kv-head
  * counts that differ and several row tiles per head (400 rows of GQA 2:

@@ -237,7 +237,7 @@ START_TEST(dynamic_steps) {
 }
 END_TEST
 
-/* The matrix-unit kernels (kd-decode-mma.h: 16-bit caches, D up to 128
+/* The matrix-unit kernels (tile/decode_mma.h: 16-bit caches, D up to 128
  * padded to 64 or 128) with 3 stages, the knob's other setting, then the
  * default 2: block sizes 8 to 32, lengths that end mid-tile, shorter than
  * one block, a single token, a few tiles; GQA 1, 4, 8 and 12 (a group that

@@ -68,7 +68,7 @@ END_TEST
 
 /* f16 x f16 and bf16 x bf16 GEMMs, each in every transpose. The host
  * emulation picks tile configurations as for 4 multiprocessors
- * (kernels/kd-gemm-mma.h), so these sizes reach each of them at warp 32
+ * (kernels/tile/gemm_mma.h), so these sizes reach each of them at warp 32
  * (NVIDIA: 128 x 128 x 64 at 130 x 386, 128 x 128 x 32 at 129 x 129, 64 x 128
  * below) and at warp 64 (CDNA: 128 x 128 from 130 x 130, 64 x 64 below).
  * The 16-byte copies need row strides that are multiples of 8 elements:
@@ -128,7 +128,7 @@ END_TEST
 /* Operands TMA can read (16-byte bases, row and batch strides; sizes equal
  * mod 8 and padded to a multiple of 8 in every transpose): on a compute
  * capability 9.0 GPU, and in emulation with KILN_EMU_SM=90 at warp 32,
- * the Hopper kernel (kernels/kd-gemm-wgmma.h) runs every one: both tile
+ * the Hopper kernel (kernels/tile/gemm_sm90.h) runs every one: both tile
  * widths (128 x 256 where four tiles fill the emulation's four
  * multiprocessors, else 128 x 128), edges in M, N and K, k shorter than a
  * slab and over several, batches with own and shared operands, alpha,
@@ -268,7 +268,7 @@ START_TEST(leading_dims) { gemm_cases_run(kLeading, NELEM(kLeading)); }
 END_TEST
 
 /* f32 x f32 takes a 256 x 128 tile of 16 x 8 blocks per thread where the
- * tiles cover every multiprocessor at least half (kernels/kd-gemm.h; the
+ * tiles cover every multiprocessor at least half (kernels/tile/gemm.h; the
  * host emulation counts 4, so these shapes reach it) and 128 x 128 of
  * 8 x 8 below: M and N past the tile edges in both, K over many slabs with
  * a partial last one, 16-byte loads (aligned rows) and element loads

@@ -1,5 +1,5 @@
 /* Test of the emulation's named barriers (PTX bar.sync / bar.arrive id,
- * count; launch.cc kemu_bar_named, called by kd-wgmma.h's kd_bar_sync and
+ * count; launch.cc kemu_bar_named, called by arch/sm90.h's kd_bar_sync and
  * kd_bar_arrive): meson test --suite emulation. A program of its own, in
  * test-emulation.cc's style (test-check.h: CHECK, child processes for the
  * cases that must abort).

@@ -1,4 +1,4 @@
-/* The matrix-core layer (kernels/kd-mma.h) on the host emulation, at warp
+/* The matrix-core layer (kernels/arch/mma.h) on the host emulation, at warp
  * 32 (kd_mma_nv, NVIDIA's fragment tables) and 64 (kd_mma_cdna, AMD's):
  * every load form (A and B, stored either way, in padded and swizzled
  * tiles), the multiply, the C element ownership, the row reduction and the
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "kd-mma.h"
+#include "arch/mma.h"
 #include "planted.h"
 
 static int g_failures;

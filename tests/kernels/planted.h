@@ -1,4 +1,4 @@
-/* The planted bugs of a layer test (kernels/kd.h, KD_PLANTED_NAMED): the
+/* The planted bugs of a layer test (kernels/arch/kd.h, KD_PLANTED_NAMED): the
  * test is built once with every bug behind its bit, and `--planted NAME`
  * turns one on, so that the mutant's meson test (should_fail) runs the
  * same program as the clean one. Included by the test's one source file,
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kd.h"
+#include "arch/kd.h"
 
 extern "C" {
 unsigned kd_planted_named = 0;
@@ -22,8 +22,8 @@ static const struct {
   unsigned bit;
   const char *what;
 } kt_planted_table[] = {
-    {"layer", KD_PLANT_LAYER, "the layers' own bugs (kd-mma.h fragments, kd-wgmma.h strides)"},
-    {"rs", KD_PLANT_RS, "P's A registers 1 and 2 swapped (kd-wgmma.h)"},
+    {"layer", KD_PLANT_LAYER, "the layers' own bugs (arch/mma.h fragments, arch/sm90.h strides)"},
+    {"rs", KD_PLANT_RS, "P's A registers 1 and 2 swapped (arch/sm90.h)"},
     {"wait", KD_PLANT_WAIT, "a wgmma result used before its group is waited for"},
     {"pingpong", KD_PLANT_PINGPONG, "each consumer warpgroup arrives on its own barrier"},
     {"epi", KD_PLANT_EPI, "an epilogue buffer refilled while a TMA store reads it"},

@@ -1,11 +1,11 @@
-/* The Hopper attention kernel (kernels/kd-attn-wgmma.h) on the host
+/* The Hopper attention kernel (kernels/tile/attn_sm90.h) on the host
  * emulation at warp 32, called directly (no engine, no opt-in): every
  * configuration (D padded to 64, 128, 192, 256), f16 and bf16, causal
  * with negative, zero and positive offsets and not, GQA and MQA, a
  * [B, S, H, D] layout, row and key counts off the tiles, and a NaN in V at
  * a key hidden from some rows of a warpgroup (the lane-by-lane P V, also
  * followed by a tile the warpgroup sees), the timing variants
- * (kd-attn-wgmma-cfg.h; the engine compiles only the default schedule,
+ * (tile/attn_sm90_cfg.h; the engine compiles only the default schedule,
  * dev/attn-pterms.cu the rest), against a double reference with the
  * attention suite's bound. It runs wgmma (SS for Q K^T, RS for P V with
  * P in registers), TMA of rank-4 maps and the mbarriers as
@@ -28,7 +28,7 @@
 
 #include <vector>
 
-#include "attention_sm90.hip" /* the engine's entry, with kd-attn-wgmma.h */
+#include "attention_sm90.hip" /* the engine's entry, with tile/attn_sm90.h */
 #include "planted.h"
 
 static int g_failures, g_cases;
@@ -234,7 +234,7 @@ static void one(const shape &p, float scale, bool entry = false,
 }
 
 template <typename T> static void all() {
-  /* The engine's configurations (kd-attn-wgmma-cfg.h: the default
+  /* The engine's configurations (tile/attn_sm90_cfg.h: the default
    * schedule, attention_sm90.hip). */
   typedef kd_fa3_d64<> c64;
   typedef kd_fa3_d128<> c128;
@@ -262,7 +262,7 @@ template <typename T> static void all() {
    * P V in the next round goes against the zero tile. */
   one<T, c128>({1, 1, 1, 64, 300, 128, 1, 100, false, 110}, 0.0884f);
   one<T, c256>({1, 2, 1, 64, 130, 256, 1, 5, false, 20}, 0.0625f);
-  /* The schedules the timing variants select (kd-attn-wgmma-cfg.h): without
+  /* The schedules the timing variants select (tile/attn_sm90_cfg.h): without
    * ping-pong (the schedule before it), ping-pong with P V waited for, on
    * 64-key tiles, without the softmax / P V overlap; here the two
    * warpgroups see different numbers of 64-key tiles (causal), so one

@@ -1,13 +1,13 @@
-/* The Hopper GEMM (kernels/kd-gemm-wgmma.h) on the host emulation at warp
+/* The Hopper GEMM (kernels/tile/gemm_sm90.h) on the host emulation at warp
  * 32, called directly (no engine): both tile configurations, the
  * promotion's intervals and modes (serial, staggered, overlapped), the
- * tile walk's L2 groups (kd-gemm-wgmma-variants.h), every layout
+ * tile walk's L2 groups (tile/gemm_sm90_variants.h), every layout
  * of A and B, edges in M, N and K, a batch with one operand shared, alpha
  * and beta, against a double reference with the GEMM suite's f32-sum
  * bound. It runs wgmma through its descriptors and swizzle, TMA and the
  * mbarriers as port/host/hopper-on-host.h executes them. Run again with
  * each of its planted bugs (planted.h: `layer`, a wrong descriptor stride
- * in kd-wgmma.h; `wait`, a partial read before its group is waited for;
+ * in arch/sm90.h; `wait`, a partial read before its group is waited for;
  * `epi`, an epilogue buffer refilled while its TMA store reads it), where
  * it must fail (meson: should_fail).
  */
@@ -17,7 +17,7 @@
 
 #include <vector>
 
-#include "kd-gemm-wgmma-variants.h"
+#include "tile/gemm_sm90_variants.h"
 #include "planted.h"
 
 static int g_failures;

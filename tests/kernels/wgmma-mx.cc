@@ -1,4 +1,4 @@
-/* The MX GEMM on the Hopper GEMM (kernels/kd-gemm-wgmma-mx.h) on the host
+/* The MX GEMM on the Hopper GEMM (kernels/tile/mx_sm90.h) on the host
  * emulation at warp 32, called directly (no engine): each MX element
  * format, W's rows past N and a last slab of one block (K = 32 mod 64),
  * scales on the table path and on the integer one (0 .. 4), X batched
@@ -16,8 +16,8 @@
 
 #include <vector>
 
-#include "kd-gemm-wgmma-mx.h"
-#include "kd-gemm-wgmma-variants.h"
+#include "tile/mx_sm90.h"
+#include "tile/gemm_sm90_variants.h"
 #include "planted.h"
 
 static int g_failures;

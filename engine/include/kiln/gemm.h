@@ -1,6 +1,6 @@
 /* kiln engine: batched GEMM, C = alpha * op(A) * op(B) + beta * C.
- * Kernels: kernels/gemm.hip (tiles in kernels/kd-gemm-mma.h and
- * kernels/kd-gemm.h); entry point and
+ * Kernels: kernels/gemm.hip (tiles in kernels/tile/gemm_mma.h and
+ * kernels/tile/gemm.h); entry point and
  * reference: engine/src/gemm.c; tolerances and limits:
  * docs/kernels-gemm.md.
  */

@@ -1,7 +1,7 @@
 /* kiln engine: OCP Microscaling (MX v1.0) weights: MXFP4 and MXFP6 blocks,
  * device dequantisation, the dequantise-in-the-tile GEMM, and the double
  * reference encoder and decoder. Kernels: kernels/mxfp.hip and
- * kernels/kd-mx.h; entry points and references: engine/src/mxfp.c;
+ * kernels/tile/mx.h; entry points and references: engine/src/mxfp.c;
  * tolerances: docs/kernels-gemm.md.
  */
 #ifndef KILN_MXFP_H

@@ -1,6 +1,6 @@
 /* NVIDIA Hopper's asynchronous operations, executed lane by lane on the host.
  *
- * kernels/kd-wgmma.h (the Hopper half of the matrix-core layer) calls the
+ * kernels/arch/sm90.h (the Hopper half of the matrix-core layer) calls the
  * real instructions on an sm_90a GPU and these functions on the host:
  *
  *   mbarrier    an 8-byte object in shared memory with the hardware's

@@ -1,6 +1,6 @@
 /* Matrix instructions of the GPUs, executed lane by lane on the host.
  *
- * kernels/kd-mma.h (the matrix-core layer) calls the real instructions on a
+ * kernels/arch/mma.h (the matrix-core layer) calls the real instructions on a
  * GPU (NVIDIA's ldmatrix and mma.sync, AMD's MFMA) and these functions on
  * the host. Each one has the instruction's own contract: it is executed by
  * every lane of a whole warp of the instruction's width, each lane passes

@@ -1,4 +1,4 @@
-/* The MX GEMM on the Hopper GEMM (kd-gemm-wgmma.h): Y = X W^T with X bf16
+/* The MX GEMM on the Hopper GEMM (tile/gemm_sm90.h): Y = X W^T with X bf16
  * [M, K] (k contiguous, a batch of them or one) and W an [N, K] MX matrix
  * (kiln/mxfp.h) shared by the batch, f32 sums, Y f32/f16/bf16.
  *
@@ -14,17 +14,17 @@
  *     the slot as TMA would have (the 128-byte swizzle, kd_sw128), then
  *     makes its stores visible to wgmma (the async proxy); each warp
  *     arrives on the "full" barrier once its lanes are done.
- * bf16 holds every MX value exactly (kd-mx.h), so the product is the dense
+ * bf16 holds every MX value exactly (tile/mx.h), so the product is the dense
  * GEMM's on the dequantised W, bit for bit: the same slots, the same
  * multiplies and promotion. Rows past N and k past K are zeros, as TMA's
  * fill. W's rows must be 16-byte (4-bit codes) or 8-byte (6-bit) aligned;
  * K is a multiple of 32 (kiln/mxfp.h), so each row's slab is too.
  */
-#ifndef KILN_KD_GEMM_WGMMA_MX_H
-#define KILN_KD_GEMM_WGMMA_MX_H
+#ifndef KILN_KERNELS_TILE_MX_SM90_H
+#define KILN_KERNELS_TILE_MX_SM90_H
 
-#include "kd-gemm-wgmma-launch.h"
-#include "kd-mx.h"
+#include "tile/gemm_sm90_launch.h"
+#include "tile/mx.h"
 
 /* The producer's named barrier: its four warps, after the value table. */
 enum { KD_WG_BAR_PRODUCER = 5 };
@@ -109,7 +109,7 @@ template <int F, int PROBE = 0> struct kd_wg_b_mx {
   }
 
   /* Two bf16 values (a pair) times 2^(s - 127), s in 5 .. 254: the
-   * products are normal, zero or overflow to Inf (kd-mx.h), so the bf16
+   * products are normal, zero or overflow to Inf (tile/mx.h), so the bf16
    * multiply is exact, as the f32 one is. */
   static __device__ __forceinline__ uint32_t scale2(uint32_t v, uint32_t s) {
 #if defined(KILN_BACKEND_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -174,7 +174,7 @@ template <int F, int PROBE = 0> struct kd_wg_b_mx {
             pair[e] = one(code[2 * e]) | one(code[2 * e + 1]) << 16;
           }
         }
-        /* Planted bug (kd.h, KD_PLANT_MX): the chunk written where the
+        /* Planted bug (arch/kd.h, KD_PLANT_MX): the chunk written where the
          * tile would be without the swizzle. */
         const uint32_t at = KD_PLANTED_AT(KD_PLANT_MX)
                                 ? 128u * (uint32_t)r + 16u * (uint32_t)c

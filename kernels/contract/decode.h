@@ -1,13 +1,13 @@
-/* The split-key decode kernels' launch options beyond launch.h's
+/* The split-key decode kernels' launch options beyond contract/launch.h's
  * ke__decode_split and ke__paged_attention_args (kernels/attention_decode.hip,
- * kernels/paged_attention.hip, the core in kernels/kd-decode.h): how the
+ * kernels/paged_attention.hip, the core in kernels/tile/decode.h): how the
  * blocks of a row tile share its keys and how deep the copy pipeline is.
  * Internal to engine/src and the kernels.
  */
-#ifndef KILN_ENGINE_DECODE_LAUNCH_H
-#define KILN_ENGINE_DECODE_LAUNCH_H
+#ifndef KILN_KERNELS_CONTRACT_DECODE_H
+#define KILN_KERNELS_CONTRACT_DECODE_H
 
-#include "launch.h"
+#include "contract/launch.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -17,13 +17,13 @@ typedef struct ke__decode_ext {
   /* Non-NULL (split launches that merge through counters only): the blocks
    * of a row tile take its keys a step at a time from grabs[tile] (zero
    * between launches, set back by the merging block) instead of each
-   * streaming a fixed range (kd-decode.h, kd_dec_scan_dyn). One counter
+   * streaming a fixed range (tile/decode.h, kd_dec_scan_dyn). One counter
    * per entry of the split's counters, in the same order. */
   unsigned *grabs;
   /* Copy pipeline depth for 16-bit K/V with 16-byte copies: 3 or 4 (any
    * other value: 3); f32 and element loads always take 3. */
   int stages;
-  /* 2 or 3: calls that the matrix-unit kernels take (kd-decode-mma.h:
+  /* 2 or 3: calls that the matrix-unit kernels take (tile/decode_mma.h:
    * 16-bit K/V, aligned rows, D <= 128, every row seeing the same keys, a
    * GPU with mma.sync) run there, with this pipeline depth, and fixed
    * ranges; 0: the SIMT kernels only. */
@@ -44,7 +44,7 @@ int ke__paged_attention_launch_ext(void *stream,
                                    const ke__decode_ext *ext);
 
 /* Whether a launch with the matrix knob `matrix` takes the matrix-unit
- * kernel (kd-decode-mma.h), which holds one block per multiprocessor
+ * kernel (tile/decode_mma.h), which holds one block per multiprocessor
  * where the SIMT kernel holds two: the split aims for half the blocks. */
 int ke__attention_decode_takes_mma(ke_dtype dtype, const void *k,
                                    const void *v,

@@ -5,8 +5,8 @@
  * storage types for f16/bf16, loads and stores that convert to f32, and
  * warp/block reductions written against warpSize (32 or 64), never 32.
  */
-#ifndef KILN_KD_H
-#define KILN_KD_H
+#ifndef KILN_KERNELS_ARCH_KD_H
+#define KILN_KERNELS_ARCH_KD_H
 
 #if defined(KILN_BACKEND_HIP)
 #include <hip/hip_runtime.h>
@@ -21,8 +21,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "kd-convert.h"
-#include "launch.h"
+#include "arch/convert.h"
+#include "contract/launch.h"
 
 /* Planted bugs: deliberately wrong forms of a kernel that prove its tests
  * can fail (tests/planted-bug.sh, tests/kernels). They are compiled in only
@@ -37,8 +37,8 @@
  * Elsewhere both are 0 and the compiler drops them: the GPU builds' code is
  * the same as without them. */
 enum {
-  KD_PLANT_LAYER = 1 << 0,     /* KD_PLANTED: the layers' own (kd-mma.h, kd-wgmma.h) */
-  KD_PLANT_RS = 1 << 1,        /* P's A registers 1 and 2 swapped (kd-wgmma.h) */
+  KD_PLANT_LAYER = 1 << 0,     /* KD_PLANTED: the layers' own (arch/mma.h, arch/sm90.h) */
+  KD_PLANT_RS = 1 << 1,        /* P's A registers 1 and 2 swapped (arch/sm90.h) */
   KD_PLANT_WAIT = 1 << 2,      /* a result used before its wgmma group is waited for */
   KD_PLANT_PINGPONG = 1 << 3,  /* each consumer warpgroup on its own barrier */
   KD_PLANT_EPI = 1 << 4,       /* an epilogue buffer refilled while a store reads it */
@@ -65,8 +65,8 @@ struct kd_half { uint16_t bits; };
 struct kd_bf16 { uint16_t bits; };
 
 /* f16 conversions in one hardware instruction on the GPUs (both round to
- * nearest even and keep subnormals, as kd-convert.h does; a NaN comes out
- * as the hardware's quiet NaN), kd-convert.h's integer code on the host. */
+ * nearest even and keep subnormals, as arch/convert.h does; a NaN comes out
+ * as the hardware's quiet NaN), arch/convert.h's integer code on the host. */
 __device__ __forceinline__ float kd_f16_to_f32_dev(uint16_t h) {
 #if defined(KILN_BACKEND_CUDA) && defined(__CUDA_ARCH__)
   float f;
@@ -108,7 +108,7 @@ template <> __device__ __forceinline__ kd_half kd_from_float<kd_half>(float v) {
   return h;
 }
 /* bf16 rounding in one instruction on NVIDIA (sm_80 and later: round to
- * nearest even, as kd-convert.h; a NaN comes out as the canonical quiet
+ * nearest even, as arch/convert.h; a NaN comes out as the canonical quiet
  * NaN); the integer code elsewhere (AMD's gfx90a and gfx1030 have no bf16
  * convert instruction). */
 __device__ __forceinline__ uint16_t kd_f32_to_bf16_dev(float f) {

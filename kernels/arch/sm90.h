@@ -2,8 +2,8 @@
  * warpgroup multiply (wgmma) reading both operands from shared memory
  * through matrix descriptors (SS) or A from registers (RS), tiles brought
  * in by the tensor memory accelerator (TMA) with host-built tensor maps,
- * and the mbarriers both complete on. kernels/kd-gemm-wgmma.h is the GEMM
- * written on it, kernels/kd-attn-wgmma.h the attention (docs/kernels-gemm.md,
+ * and the mbarriers both complete on. kernels/tile/gemm_sm90.h is the GEMM
+ * written on it, kernels/tile/attn_sm90.h the attention (docs/kernels-gemm.md,
  * "The Hopper path"; docs/kernels-attention.md, "Attention on the Hopper
  * path").
  *
@@ -22,10 +22,10 @@
  * arch-specific features, AMD) they trap: launchers reach them only where
  * kd_wg_available() says so.
  */
-#ifndef KILN_KD_WGMMA_H
-#define KILN_KD_WGMMA_H
+#ifndef KILN_KERNELS_ARCH_SM90_H
+#define KILN_KERNELS_ARCH_SM90_H
 
-#include "kd-mma.h"
+#include "arch/mma.h"
 
 #if defined(KILN_BACKEND_CUDA) && defined(__CUDA_ARCH__) &&                  \
     defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -324,7 +324,7 @@ __device__ __forceinline__ uint32_t kd_sw128(int r, int c) {
  * waits until `count` threads arrived in this phase; kd_bar_arrive counts it
  * in and goes on. A phase completes at `count` arrivals and the barrier is
  * ready for the next. They order warpgroups without a full __syncthreads
- * (kd-attn-wgmma.h's ping-pong). */
+ * (tile/attn_sm90.h's ping-pong). */
 __device__ __forceinline__ void kd_bar_sync(int id, int count) {
 #if KD_WG__OK
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
@@ -372,7 +372,7 @@ __device__ __forceinline__ uint64_t kd_wg_desc(uint32_t addr, uint32_t lbo,
 /* K-major tile [rows][64 k]: rows r0.. (r0 a multiple of 8), k 16 ks... */
 __device__ __forceinline__ uint64_t kd_wg_desc_k(const void *tile, int r0,
                                                  int ks) {
-  /* Planted bug (kd.h): the stride between groups of eight rows one row
+  /* Planted bug (arch/kd.h): the stride between groups of eight rows one row
    * short. */
   return kd_wg_desc(kd_smem_addr(tile) + 128 * r0 + 32 * ks, 16,
                     KD_PLANTED ? 896 : 1024);
@@ -588,7 +588,7 @@ __device__ __forceinline__ void kd_wg_rs(float (&d)[N / 2],
 #undef KD_WG__RS
 
 /* The accumulator pair register r of the A fragment takes. Planted bug
- * (kd.h: KD_PLANTED, or KD_PLANT_RS alone in tests/kernels): registers 1
+ * (arch/kd.h: KD_PLANTED, or KD_PLANT_RS alone in tests/kernels): registers 1
  * and 2 swapped, the second row of eight taken for the second eight
  * columns. Constant where no switch can plant it, so that the GPUs index
  * registers. */

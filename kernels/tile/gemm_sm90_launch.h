@@ -1,13 +1,13 @@
-/* The Hopper GEMM's host side (kd-gemm-wgmma.h has the kernel): the
+/* The Hopper GEMM's host side (tile/gemm_sm90.h has the kernel): the
  * tensor maps of its operands and of C, whether TMA can read them, and the
  * launch of kd_wg_gemm for a configuration and layout. Used by the engine
- * (gemm_sm90.hip), the MX GEMM (kd-gemm-wgmma-mx.h), the emulated tests
+ * (gemm_sm90.hip), the MX GEMM (tile/mx_sm90.h), the emulated tests
  * and dev/gemm-hopper.cu.
  */
-#ifndef KILN_KD_GEMM_WGMMA_LAUNCH_H
-#define KILN_KD_GEMM_WGMMA_LAUNCH_H
+#ifndef KILN_KERNELS_TILE_GEMM_SM90_LAUNCH_H
+#define KILN_KERNELS_TILE_GEMM_SM90_LAUNCH_H
 
-#include "kd-gemm-wgmma.h"
+#include "tile/gemm_sm90.h"
 
 /* The map of a dense operand for tiles of ROWS rows: K-major, boxes of
  * [ROWS][64 k]; else boxes of [64 k][64 rows]. */

@@ -6,8 +6,8 @@
  * runtime's error code (0 on success) as an int, so that this header stays
  * free of any vendor type. Internal to the engine.
  */
-#ifndef KILN_ENGINE_LAUNCH_H
-#define KILN_ENGINE_LAUNCH_H
+#ifndef KILN_KERNELS_CONTRACT_LAUNCH_H
+#define KILN_KERNELS_CONTRACT_LAUNCH_H
 
 #include <stdint.h>
 
@@ -167,11 +167,11 @@ int ke__attention_launch(void *stream, ke_dtype dtype, const void *q,
                          const void *k, const void *v, void *o,
                          const ke__attention_desc *desc);
 /* Device workspace the launch of desc (kernel resolved) would use: the
- * Hopper kernel's f16 copy of bf16 V (kernels/kd-attn-wgmma.h); 0 for
+ * Hopper kernel's f16 copy of bf16 V (kernels/tile/attn_sm90.h); 0 for
  * none. Without it the launch still runs (P then in two bf16 terms). */
 size_t ke__attention_work_bytes(ke_dtype dtype, const ke__attention_desc *desc);
 
-/* ---- Decode, split over the keys (kernels/kd-decode.h) ---- */
+/* ---- Decode, split over the keys (kernels/tile/decode.h) ---- */
 
 /* Query rows a decode block takes (its row tile) when `rows` rows read one
  * KV head: 1, 2 or 4. */

@@ -1,4 +1,4 @@
-/* The Hopper GEMM's configurations (kernels/kd-gemm-wgmma.h, kd_wg_cfg)
+/* The Hopper GEMM's configurations (kernels/tile/gemm_sm90.h, kd_wg_cfg)
  * that the engine (gemm_sm90.hip), its emulated test
  * (tests/kernels/wgmma-gemm.cc) and its measuring tool
  * (dev/gemm-hopper.cu) share: one list, so that the test runs the
@@ -6,10 +6,10 @@
  * Names: tile columns, ring slots, mode, promotion interval in slabs of
  * 64 k, then what differs from the defaults (L2 group of 8 tile rows).
  */
-#ifndef KILN_KD_GEMM_WGMMA_VARIANTS_H
-#define KILN_KD_GEMM_WGMMA_VARIANTS_H
+#ifndef KILN_KERNELS_TILE_GEMM_SM90_VARIANTS_H
+#define KILN_KERNELS_TILE_GEMM_SM90_VARIANTS_H
 
-#include "kd-gemm-wgmma-launch.h"
+#include "tile/gemm_sm90_launch.h"
 
 /* 128 x 256 tiles: serial promotion every 1, 2 or 4 slabs; every 2 with
  * the tiles in L2 groups of 4 or 16 tile rows, with the consumers

@@ -1,10 +1,10 @@
-/* Fused attention (prefill) on the Hopper path (kd-wgmma.h),
+/* Fused attention (prefill) on the Hopper path (arch/sm90.h),
  * FlashAttention-3's structure, for f16 and bf16: the TILED kernel of
  * kernels/attention.hip on a compute capability 9.0 device with an sm_90a
  * build, unless KILN_HOPPER_ATTN=0 turns it off (kernels/attention_sm90.hip).
  *
  * A block is three warpgroups and owns BM = 128 rows of one (batch, kv
- * head), as kd-attn.h defines rows (query major: a GQA group's heads share
+ * head), as tile/attn.h defines rows (query major: a GQA group's heads share
  * every K/V tile):
  *   warpgroup 0, the producer: one thread brings each BN-key tile of K and
  *     of V into a ring of STAGES shared-memory slots with TMA (rank-4 maps
@@ -24,11 +24,11 @@
  * P is one f16 term, its weights raised by 2^15 (f16; bf16 against an f16
  * copy of V made first with the engine's workspace: TV, kd_fa3_v16_prep):
  * one RS multiply per 16 keys; or two T terms, hi + lo (bf16 without the
- * workspace; as kd-attn-mma.h and docs/kernels-attention.md explain): two. O
+ * workspace; as tile/attn_mma.h and docs/kernels-attention.md explain): two. O
  * accumulates in the wgmma's f32 registers; the epilogue divides by l and
  * writes T pairs from registers.
  *
- * Masks, special values and edges are kd-attn-mma.h's: keys at or past Sk
+ * Masks, special values and edges are tile/attn_mma.h's: keys at or past Sk
  * come in as zeros (TMA's fill); keys a row must not see are masked to
  * -inf in tiles that cross a limit; a warpgroup skips the products of
  * tiles none of its rows sees (but still frees the slot); a NaN or Inf in
@@ -41,13 +41,13 @@
  * strides multiples of 16 bytes that a tensor map holds, a finite nonzero
  * scale (kd_fa3_run).
  */
-#ifndef KILN_KD_ATTN_WGMMA_H
-#define KILN_KD_ATTN_WGMMA_H
+#ifndef KILN_KERNELS_TILE_ATTN_SM90_H
+#define KILN_KERNELS_TILE_ATTN_SM90_H
 
 #include <float.h>
 
-#include "kd-attn.h"
-#include "kd-wgmma.h"
+#include "tile/attn.h"
+#include "arch/sm90.h"
 
 /* DP padded head dimension (64, 128, 192, 256), BN keys per tile (64 or 128),
  * STAGES K/V slots; PTERMS the form of P: 0 the kernel's (one f16 term where
@@ -326,7 +326,7 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
   /* Ping-pong turns: as many as the other warpgroup takes. */
   const int other = C::PINGPONG ? kd_fa3_nvis(a, g, 1 - cw, BN, ntiles) : 0;
   const int turns = nvis > other ? nvis : other;
-  /* Planted bug (kd.h, KD_PLANT_PINGPONG): each warpgroup arrives on its
+  /* Planted bug (arch/kd.h, KD_PLANT_PINGPONG): each warpgroup arrives on its
    * own barrier, so warpgroup 0's never completes. */
   const int bar_mine = KD_FA3_BAR + cw,
             bar_other = KD_PLANTED_AT(KD_PLANT_PINGPONG) ? bar_mine : KD_FA3_BAR + 1 - cw;
@@ -436,7 +436,7 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
     kd_wg_fence_regs(lsum);
     kd_wg_fence_regs(alpha);
     if (KD_PLANTED_AT(KD_PLANT_WAIT)) {
-      /* Planted bug (kd.h, KD_PLANT_WAIT): O rescaled before the wait,
+      /* Planted bug (arch/kd.h, KD_PLANT_WAIT): O rescaled before the wait,
        * while the previous tile's P V may still land. */
       KD_UNROLL
       for (int n = 0; n < ON; n++)
@@ -621,73 +621,6 @@ kd_fa3_fwd(const __grid_constant__ kd_tmap tk,
         a, g, qs, slots, zv, b, ntiles, wg - 1, fabsf(scale_log2),
         K::V16 ? vscale[g.bz * a.hkv + g.hk] : 1.0f);
   }
-}
-
-/* The rank-4 map of K or V ([B][Hkv][Sk][D], strides in elements) in boxes
- * of [BN keys][64 d]; -1 when TMA cannot read it. */
-static inline int kd_fa3_map(kd_tmap *m, const void *base,
-                             const ke__attention_desc &a,
-                             const int64_t *stride, int bn) {
-  const uint64_t dims[4] = {(uint64_t)a.d, (uint64_t)a.sk, (uint64_t)a.hkv,
-                            (uint64_t)a.b};
-  /* A dimension of extent 1 takes any valid stride. */
-  const int64_t s2 = stride[2] > 0 ? stride[2] : 8;
-  const int64_t s1 = a.hkv > 1 ? stride[1] : s2;
-  const int64_t s0 = a.b > 1 ? stride[0] : s1;
-  if (stride[2] <= 0 && a.sk > 1) return -1;
-  if (s1 <= 0 || s0 <= 0) return -1;
-  const uint64_t strides[3] = {(uint64_t)s2 * 2, (uint64_t)s1 * 2,
-                               (uint64_t)s0 * 2};
-  const uint32_t box[2] = {64, (uint32_t)bn};
-  return kd_tmap_encode_rank(m, base, 4, dims, strides, box);
-}
-
-#include "kd-attn-v16.h" /* after kd_fa3_put, which it uses */
-
-/* Runs the kernel with configuration C: -1 when TMA cannot read K or V,
- * or the scale is zero or not finite (the caller goes on to the mma.sync
- * kernel), else a hipError_t. The caller has checked T, D <= C::DP, Q's
- * and O's rows. TV kd_half (bf16 T): V goes to f16 first, in work
- * (kd_fa3_v16_bytes of it). */
-template <typename T, class C, typename TV = T>
-static int kd_fa3_run(hipStream_t stream, const void *q, const void *k,
-                      const void *v, void *o, const ke__attention_desc *a,
-                      void *work = nullptr) {
-  constexpr bool V16 = kd_fa3<T, C, TV>::V16;
-  kd_tmap tk, tv;
-  /* V as TMA could read it (for V16 that is what the conversion's 16-byte
-   * loads need), then the f16 copy's map (at the start of work). */
-  if (kd_fa3_map(&tk, k, *a, a->k_stride, C::BN) != 0 ||
-      kd_fa3_map(&tv, v, *a, a->v_stride, C::BN) != 0)
-    return -1;
-  const int64_t v16_stride[3] = {a->hkv * a->sk * a->d, a->sk * a->d, a->d};
-  if (V16 && (!work || kd_fa3_map(&tv, work, *a, v16_stride, C::BN) != 0))
-    return -1;
-  auto kernel = kd_fa3_fwd<T, C, TV>;
-  static int raised; /* per kernel and process; racing callers agree */
-  if (!__atomic_load_n(&raised, __ATOMIC_RELAXED)) {
-    const hipError_t e = hipFuncSetAttribute(
-        (const void *)kernel, hipFuncAttributeMaxDynamicSharedMemorySize,
-        C::SMEM);
-    if (e != hipSuccess) return (int)e;
-    __atomic_store_n(&raised, 1, __ATOMIC_RELAXED);
-  }
-  /* exp2 of log2(e) * scale * s is exp(scale * s). The kernel scales
-   * by its magnitude (Q negated where it is negative): a scale of 0, or
-   * one that is not finite, is the mma.sync kernel's. */
-  const float scale_log2 = a->scale * 1.4426950408889634f;
-  if (!(scale_log2 != 0.0f && fabsf(scale_log2) <= FLT_MAX)) return -1;
-  float *vscale = nullptr;
-  if constexpr (V16) {
-    kd_half *v16 = nullptr;
-    const int rc = kd_fa3_v16_prep(stream, v, a, work, &v16, &vscale);
-    if (rc != 0) return rc;
-  }
-  hipLaunchKernelGGL((kd_fa3_fwd<T, C, TV>), kd_attn_grid(a, C::BM),
-                     dim3(C::THREADS), C::SMEM, stream, tk, tv, (const T *)q,
-                     (const T *)k, (const T *)v, (T *)o, *a, scale_log2,
-                     (const float *)vscale);
-  return (int)hipGetLastError();
 }
 
 #endif

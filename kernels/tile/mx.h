@@ -1,14 +1,14 @@
 /* OCP MX elements on the device: the format constants, the exact decoder
  * (kernels/mxfp.hip's dequantisation uses them), and W as an operand of
  * both GEMM kernels, decoded while it is loaded: the SIMT kernel's loader
- * (kd-gemm.h, values as f32) and the matrix-core kernel's stager
- * (kd-gemm-mma.h, values as bf16, which holds every MX value exactly).
+ * (tile/gemm.h, values as f32) and the matrix-core kernel's stager
+ * (tile/gemm_mma.h, values as bf16, which holds every MX value exactly).
  * Layout: kiln/mxfp.h.
  */
-#ifndef KILN_KD_MX_H
-#define KILN_KD_MX_H
+#ifndef KILN_KERNELS_TILE_MX_H
+#define KILN_KERNELS_TILE_MX_H
 
-#include "kd-gemm-mma.h"
+#include "tile/gemm_mma.h"
 #include "kiln/mxfp.h"
 
 /* Element format constants, by ke_mxfp_format. */
@@ -80,7 +80,7 @@ template <int F> __device__ __forceinline__ float kd_mx_unit(unsigned code) {
   return (code >> (T::ebits + T::mbits)) & 1u ? -mag : mag;
 }
 
-/* ---- W as an operand of the SIMT kernel (kd-gemm.h) ------------------- */
+/* ---- W as an operand of the SIMT kernel (tile/gemm.h) ------------------- */
 
 /* Element (n, k) of an [N, K] MX matrix, as f32 (exact). */
 template <int F> struct kd_mx_operand {
@@ -146,7 +146,7 @@ template <int F> struct kd_mx_operand {
   };
 };
 
-/* ---- W as an operand of the matrix-core kernel (kd-gemm-mma.h) --------- */
+/* ---- W as an operand of the matrix-core kernel (tile/gemm_mma.h) --------- */
 
 /* aligned: data is 4-byte aligned (MXFP4) or 2-byte aligned (MXFP6), so a
  * chunk's 8 codes load as one 4-byte or three 2-byte words. */

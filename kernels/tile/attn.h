@@ -1,5 +1,5 @@
-/* What the tiled attention kernels (kd-attn-mma.h, kd-attn-simt.h,
- * kd-attn-wgmma.h) share:
+/* What the tiled attention kernels (tile/attn_mma.h, tile/attn_simt.h,
+ * tile/attn_sm90.h) share:
  * which rows a block owns, where they live, and which keys they see.
  *
  * Rows of a kv head are (query, query head of the kv head's group) pairs,
@@ -14,10 +14,10 @@
  * causal grid would end in a tail of long tiles (the Hopper kernel's
  * causal rows took 15-17 % longer so: docs/decisions/attention.md).
  */
-#ifndef KILN_KD_ATTN_H
-#define KILN_KD_ATTN_H
+#ifndef KILN_KERNELS_TILE_ATTN_H
+#define KILN_KERNELS_TILE_ATTN_H
 
-#include "kd.h"
+#include "arch/kd.h"
 
 /* Keys j < kd_attn_lim(...) are visible to row rr of a kv head. */
 __device__ __forceinline__ int kd_attn_lim(const ke__attention_desc &a,

@@ -1,14 +1,15 @@
-/* V in f16 for bf16 attention on the Hopper path (kd-attn-wgmma.h,
+/* V in f16 for bf16 attention on the Hopper path (tile/attn_sm90.h,
  * kd_fa3<T, C, TV>): the copy the kernel reads instead of bf16 V, made by
- * two launches before it into the engine's workspace. Included by
- * kd-attn-wgmma.h, whose kd_fa3_put it uses.
+ * two launches before it into the engine's workspace. Launched by
+ * tile/attn_sm90_launch.h's kd_fa3_run; it stores with tile/attn_sm90.h's
+ * kd_fa3_put.
  */
-#ifndef KILN_KD_ATTN_V16_H
-#define KILN_KD_ATTN_V16_H
+#ifndef KILN_KERNELS_TILE_ATTN_SM90_V16_H
+#define KILN_KERNELS_TILE_ATTN_SM90_V16_H
 
 #include <float.h>
 
-#include "kd-attn.h"
+#include "tile/attn_sm90.h"
 
 /* ---- V in f16 for bf16 inputs (kd_fa3<T, C, TV>) ----
  * Two launches over V before the kernel, into the caller's workspace,

@@ -1,4 +1,4 @@
-/* The Hopper GEMM (kernels/kd-wgmma.h): f16 or bf16 A and B, f32 sums,
+/* The Hopper GEMM (kernels/arch/sm90.h): f16 or bf16 A and B, f32 sums,
  * C = alpha * op(A) op(B) + beta * C in C's dtype, over a batch.
  *
  * A block is three warpgroups and owns a BM x BN tile (128 x BN) at a time,
@@ -27,15 +27,15 @@
  * [rows][64 k] tile, one TMA box) or MN-major ([64 k][64 rows] tiles, one
  * box each, read by wgmma transposed). TMA needs 16-byte aligned bases and
  * row and batch strides; launchers check kd_wg_gemm_fits
- * (kd-gemm-wgmma-launch.h: the maps and the launch) and otherwise use the
+ * (tile/gemm_sm90_launch.h: the maps and the launch) and otherwise use the
  * mma.sync kernel. Out-of-range rows, columns and k come in as zeros
  * (TMA's fill), so any M, N, K >= 1 works.
  */
-#ifndef KILN_KD_GEMM_WGMMA_H
-#define KILN_KD_GEMM_WGMMA_H
+#ifndef KILN_KERNELS_TILE_GEMM_SM90_H
+#define KILN_KERNELS_TILE_GEMM_SM90_H
 
-#include "kd-gemm-mma.h"
-#include "kd-wgmma.h"
+#include "tile/gemm_mma.h"
+#include "arch/sm90.h"
 
 /* How a consumer turns the matrix unit's partial sums into its f32 sum:
  *   SERIAL   per 128-column chunk, the multiplies of a promotion interval
@@ -188,7 +188,7 @@ kd_wg_epilogue_tma(const kd_tmap *tc, unsigned char *buf,
   KD_UNROLL
   for (int q = 0; q < Cfg::BN / 64; q++) {
     unsigned char *b = buf + (q % 2) * 8192;
-    /* Planted bug (kd.h, KD_PLANT_EPI): b written while the store two
+    /* Planted bug (arch/kd.h, KD_PLANT_EPI): b written while the store two
      * quarters back may still be reading it. */
     if (t == 0 && KD_PLANTED_AT(KD_PLANT_EPI))
       kd_bulk_wait_read<2>();
@@ -335,7 +335,7 @@ kd_wg_group(float (&sum)[Cfg::BN / 2],
       if (!FIRST || j > 0) {
         /* The previous unit: chunk j - 1 of this group, or the last chunk
          * of the previous one. */
-        /* Planted bug (kd.h, KD_PLANT_WAIT): the previous unit's partial
+        /* Planted bug (arch/kd.h, KD_PLANT_WAIT): the previous unit's partial
          * read while it may still be in flight. */
         if (KD_PLANTED_AT(KD_PLANT_WAIT))
           kd_wg_wait<2>();
@@ -511,7 +511,7 @@ kd_wg_consume(const unsigned char *slots, uint64_t *full, uint64_t *empty,
  * (setmaxnreg; 128 x P + 256 x C within the 64 K registers). This one:
  * B by TMA beside A, one thread of the producer at work. The MX GEMM's
  * (B decoded from MX elements by the whole producer warpgroup) is in
- * kd-gemm-wgmma-mx.h. */
+ * tile/mx_sm90.h. */
 struct kd_wg_b_tma {
   typedef kd_tmap param;
   static constexpr int FULL_ARRIVALS = 1, PRODUCER_REGS = 24,

@@ -1,11 +1,11 @@
 /* Fused attention on the matrix units, FlashAttention-2 style, for f16 and
  * bf16: the prefill kernel of kernels/attention.hip on GPUs with matrix
- * units, written once against the matrix-core layer (kd-mma.h). It sits in
+ * units, written once against the matrix-core layer (arch/mma.h). It sits in
  * a header so that dev/attn-tune.cu builds other configurations of the
  * very same code.
  *
  * A block takes BM = WARPS * MU * 16 consecutive rows of one (batch, kv
- * head), as kd-attn.h defines rows (query major: the heads of a GQA group
+ * head), as tile/attn.h defines rows (query major: the heads of a GQA group
  * share every K/V tile). Each warp owns MU units of 16 rows. Q is staged
  * once and kept as A fragments in registers (QREG) or re-read from shared
  * memory; K and V stream through STAGES shared tiles
@@ -45,11 +45,11 @@
  * most DP, every row of Q, K, V and O 16-byte aligned (pointers aligned,
  * B/H/S strides multiples of 8 elements), a device with the Arch's unit.
  */
-#ifndef KILN_KD_ATTN_MMA_H
-#define KILN_KD_ATTN_MMA_H
+#ifndef KILN_KERNELS_TILE_ATTN_MMA_H
+#define KILN_KERNELS_TILE_ATTN_MMA_H
 
-#include "kd-attn.h"
-#include "kd-mma.h"
+#include "tile/attn.h"
+#include "arch/mma.h"
 
 /* A configuration: DP the padded head dimension (a multiple of 16), BN
  * keys per tile (a multiple of 16), WARPS warps of MU units of 16 rows,

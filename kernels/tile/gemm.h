@@ -28,10 +28,10 @@
  * operand's contiguous index (k when k_contiguous, else the row), zero
  * past the edges.
  */
-#ifndef KILN_KD_GEMM_H
-#define KILN_KD_GEMM_H
+#ifndef KILN_KERNELS_TILE_GEMM_H
+#define KILN_KERNELS_TILE_GEMM_H
 
-#include "kd.h"
+#include "arch/kd.h"
 
 #define KD_GEMM_GROUP_M 8 /* tile rows per L2 group */
 

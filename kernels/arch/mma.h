@@ -37,12 +37,12 @@
  * Every function here is warp-collective: all lanes of the warp call it
  * together (blocks are 1-D, whole warps). Indices are warp-uniform.
  */
-#ifndef KILN_KD_MMA_H
-#define KILN_KD_MMA_H
+#ifndef KILN_KERNELS_ARCH_MMA_H
+#define KILN_KERNELS_ARCH_MMA_H
 
 #include <type_traits>
 
-#include "kd.h"
+#include "arch/kd.h"
 
 #if defined(KILN_BACKEND_CUDA) || defined(KILN_BACKEND_HOST)
 #define KD_MMA_HAS_NV 1
@@ -257,7 +257,7 @@ struct kd_mma_nv {
   static __device__ __forceinline__ void load_b(frag_b &b, const View &v,
                                                 int r0, int c0) {
     const int l = lane(), q = l / 8;
-    if (KD_PLANTED) /* planted bug (kd.h): B's n- and k-halves swapped */
+    if (KD_PLANTED) /* planted bug (arch/kd.h): B's n- and k-halves swapped */
       kd_mma__ldmatrix_x4<false>(b.r, v.chunk(r0 + l % 8 + 8 * (q & 1),
                                               c0 + (q >> 1)));
     else
@@ -285,7 +285,7 @@ struct kd_mma_nv {
    * k starts from zero in the unit and is added to c with a
    * round-to-nearest add: the truncation then bites 16 products, not the
    * whole sum. Costs 8 adds per unit and a product's registers
-   * (kd-gemm-mma.h, KD_MM_PROMOTE_K, says what that cost on the H100). */
+   * (tile/gemm_mma.h, KD_MM_PROMOTE_K, says what that cost on the H100). */
   template <typename T>
   static __device__ __forceinline__ void mma_promote(frag_c &c,
                                                      const frag_a &a,
@@ -420,7 +420,7 @@ struct kd_mma_cdna {
   static __device__ __forceinline__ void load_a(frag_a &a, const View &v,
                                                 int r0, int c0) {
     const int l = lane();
-    if (KD_PLANTED) /* planted bug (kd.h): a plausible but wrong A table */
+    if (KD_PLANTED) /* planted bug (arch/kd.h): a plausible but wrong A table */
       load4(a.r, v, r0 + l / 4, c0, 4 * (l % 4));
     else
       load4(a.r, v, r0 + l % 16, c0, 4 * (l / 16));

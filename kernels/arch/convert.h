@@ -5,8 +5,8 @@
  * infinity, f16 subnormals are exact. Written on integers so the same code
  * compiles as C11, as host-emulated C++, and for both GPU vendors.
  */
-#ifndef KILN_KD_CONVERT_H
-#define KILN_KD_CONVERT_H
+#ifndef KILN_KERNELS_ARCH_CONVERT_H
+#define KILN_KERNELS_ARCH_CONVERT_H
 
 #include <stdint.h>
 #include <string.h>

@@ -1,10 +1,12 @@
-/* The dynamic scan of the split-key decode core (kd-decode.h, which
- * includes this file where it needs it): the blocks of a row tile take its
+/* The dynamic scan of the split-key decode core (tile/decode.h, its
+ * pipeline and fold): the blocks of a row tile take its
  * keys a step at a time from a shared counter instead of fixed ranges
  * (docs/kernels-decode.md, "Ranges taken a step at a time").
  */
-#ifndef KILN_KD_DECODE_DYN_H
-#define KILN_KD_DECODE_DYN_H
+#ifndef KILN_KERNELS_TILE_DECODE_DYN_H
+#define KILN_KERNELS_TILE_DECODE_DYN_H
+
+#include "tile/decode.h"
 
 /* Most keys a dynamic scan takes (its key numbers are ints). */
 #define KD_DEC_DYN_MAX_KEYS (1 << 30)

@@ -1,8 +1,8 @@
 /* Split-key decode on the matrix units (prefix kd_decm_): the scan and the
- * in-block merge of kd-decode.h's core for 16-bit K/V with 16-byte rows,
+ * in-block merge of tile/decode.h's core for 16-bit K/V with 16-byte rows,
  * D a multiple of 8 up to 128, and rows that all see the same keys (dense
  * decode without a causal limit inside the range, paged attention). The
- * split, the partial rows and the last block's merge are kd-decode.h's
+ * split, the partial rows and the last block's merge are tile/decode.h's
  * (kd_dec_finish), unchanged.
  *
  * Why. The SIMT core gives each key to a group of L lanes that hold 8
@@ -12,7 +12,7 @@
  * instruction stream, not DRAM, bounded it (docs/decisions/decode.md). Here a
  * warp takes 16 keys at a time: the rows of the tile (padded to 16) are
  * the M of a 16 x 16 x 16 product, so S = Q K^T is D / 16 products and
- * O += P V is 2 D / 16 (P as two 16-bit terms, kd-attn-mma.h's PSPLIT:
+ * O += P V is 2 D / 16 (P as two 16-bit terms, tile/attn_mma.h's PSPLIT:
  * one rounding of P moves outputs past the attention tolerance), with the
  * softmax on the 8 score elements a lane holds: about 7 warp instructions
  * a key.
@@ -31,11 +31,11 @@
  * the row at any weight (0 * NaN on the matrix unit), and zero-filled keys
  * hold zeros.
  */
-#ifndef KILN_KD_DECODE_MMA_H
-#define KILN_KD_DECODE_MMA_H
+#ifndef KILN_KERNELS_TILE_DECODE_MMA_H
+#define KILN_KERNELS_TILE_DECODE_MMA_H
 
-#include "kd-decode.h"
-#include "kd-mma.h"
+#include "tile/decode.h"
+#include "arch/mma.h"
 
 #define KD_DECM_KEYS 16 /* keys per warp per step */
 

@@ -1,4 +1,4 @@
-/* The configurations of the Hopper attention kernel (kd-attn-wgmma.h): one
+/* The configurations of the Hopper attention kernel (tile/attn_sm90.h): one
  * table of schedules and forms of P, from which the engine
  * (attention_sm90.hip) takes the default schedule in two forms and the
  * measuring tool dev/attn-pterms.cu builds every variant. Templates only:
@@ -26,12 +26,12 @@
  * terms), "p1" (one term of the input's type, P in [0, 1], as round_p asks;
  * bf16 misses the suite's default tolerance, docs/kernels-attention.md) and
  * "p2" (two 16-bit terms, the kernel before P in f16; timing only). */
-#ifndef KILN_KD_ATTN_WGMMA_CFG_H
-#define KILN_KD_ATTN_WGMMA_CFG_H
+#ifndef KILN_KERNELS_TILE_ATTN_SM90_CFG_H
+#define KILN_KERNELS_TILE_ATTN_SM90_CFG_H
 
 #include <type_traits>
 
-#include "kd-attn-wgmma.h"
+#include "tile/attn_sm90_launch.h"
 
 /* The schedules: enum, and the name the measuring tool gives it. */
 #define KD_FA3_SCHEDULE_MAP(X)                                                \

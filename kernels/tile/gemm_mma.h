@@ -1,4 +1,4 @@
-/* The GEMM kernel on the matrix units (kernels/kd-mma.h), shared by
+/* The GEMM kernel on the matrix units (kernels/arch/mma.h), shared by
  * kernels/gemm.hip (dense f16/bf16 A and B) and kernels/mxfp.hip (bf16 X
  * times MX weights decoded while they are staged).
  *
@@ -18,7 +18,7 @@
  * A and B only when alpha != 0) and rounds once to C's dtype.
  *
  * Tiles are visited grid-stride in a 1-D grid in kd_gemm_tile_of's order
- * (kd-gemm.h), so that the blocks running at once share A and B in L2.
+ * (tile/gemm.h), so that the blocks running at once share A and B in L2.
  *
  * The sum: each output is accumulated in f32 by the matrix unit, 16 k at
  * a time, k ascending. The unit's own accumulation truncates on NVIDIA, so
@@ -27,11 +27,11 @@
  * with a round-to-nearest add (Arch::mma_promote; docs/kernels-gemm.md,
  * GEMM, Tolerances).
  */
-#ifndef KILN_KD_GEMM_MMA_H
-#define KILN_KD_GEMM_MMA_H
+#ifndef KILN_KERNELS_TILE_GEMM_MMA_H
+#define KILN_KERNELS_TILE_GEMM_MMA_H
 
-#include "kd-gemm.h"
-#include "kd-mma.h"
+#include "tile/gemm.h"
+#include "arch/mma.h"
 
 /* A block tile BM x BN x BK, warp tiles WM x WN, STAGES slots. */
 template <int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_>
@@ -223,7 +223,7 @@ kd_mm_epilogue(Tc *c, int64_t ldc, const typename Arch::frag_c (&acc)[UM][UN],
       }
 }
 
-/* StA and StB stage OpA and OpB (kd_mm_dense_stager, or kd-mx.h's
+/* StA and StB stage OpA and OpB (kd_mm_dense_stager, or tile/mx.h's
  * kd_mx_stager): setup() once per block, then per tile init(operand,
  * batch, r0, rows, K) and, per slab, fetch(slot) when the slab's copies
  * start and land(slot) after the current slab's multiply (where a

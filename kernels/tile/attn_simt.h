@@ -1,12 +1,12 @@
 /* Fused attention on the SIMT units with register tiles: the TILED kernel
  * for f32 (exact f32 arithmetic, no TF32), and for f16/bf16 where the
- * matrix-core kernel (kd-attn-mma.h) cannot run (no matrix unit, rows not
+ * matrix-core kernel (tile/attn_mma.h) cannot run (no matrix unit, rows not
  * 16-byte aligned, D not a multiple of 8). A header so that
  * dev/attn-tune.cu builds other configurations of the same code.
  *
  * A block of THREADS = 128 or 256 threads (TY x 16: ty = tid / 16, tx =
  * tid % 16) takes BM consecutive rows of one (batch, kv head), as
- * kd-attn.h defines rows. Q [BM][DP], K and V [BN][DP] and P [BM][BN] live
+ * tile/attn.h defines rows. Q [BM][DP], K and V [BN][DP] and P [BM][BN] live
  * in shared memory as f32. Per tile of BN keys the block computes
  * S = Q K^T as a small GEMM: thread (ty, tx) owns rows ty + TY i
  * (i < BM / TY) and keys tx + 16 j (j < BN / 16) and reads one float4 of
@@ -31,11 +31,11 @@
  * suites/attention/attention-check.c's bound counts it).
  * D is padded to DP (a multiple of 64) with zeros; any D <= DP works.
  */
-#ifndef KILN_KD_ATTN_SIMT_H
-#define KILN_KD_ATTN_SIMT_H
+#ifndef KILN_KERNELS_TILE_ATTN_SIMT_H
+#define KILN_KERNELS_TILE_ATTN_SIMT_H
 
-#include "kd-attn.h"
-#include "kd-mma.h" /* kd_cp_async16 and its commit and wait */
+#include "tile/attn.h"
+#include "arch/mma.h" /* kd_cp_async16 and its commit and wait */
 
 #define KD_ATTN_SIMT_THREADS 256 /* the most threads a configuration has */
 
@@ -214,7 +214,7 @@ kd_attn_simt_fwd(const T *__restrict__ q, const T *__restrict__ k,
   typename K::geom g;
   g.init(a, q, k, v, o, C::BM);
   const int blk_min_lim = g.lim(a, g.row0);
-  /* Planted bug (kd.h): the original engine's attention, right for at
+  /* Planted bug (arch/kd.h): the original engine's attention, right for at
    * most 32 keys. */
   if (KD_PLANTED && g.kv_end > 32) g.kv_end = 32;
   int lim_r[RM];

@@ -36,11 +36,11 @@
  * sum gives (0 for ke_attention, 0/0 = NaN for paged attention) is the
  * caller's choice (ZERO_EMPTY).
  */
-#ifndef KILN_KD_DECODE_H
-#define KILN_KD_DECODE_H
+#ifndef KILN_KERNELS_TILE_DECODE_H
+#define KILN_KERNELS_TILE_DECODE_H
 
-#include "decode-launch.h"
-#include "kd.h"
+#include "contract/decode.h"
+#include "arch/kd.h"
 
 #define KD_DEC_THREADS 256
 #define KD_DEC_VEC 8 /* elements of a K/V row per lane */
@@ -160,7 +160,7 @@ template <bool FAST> __device__ __forceinline__ float kd_dec_exp(float x) {
  * exp(-inf - -inf) would be NaN. */
 template <bool FAST>
 __device__ __forceinline__ float kd_dec_weight(float m, float big_m) {
-  /* Planted bug (kd.h): partials added without rescaling to the common
+  /* Planted bug (arch/kd.h): partials added without rescaling to the common
    * maximum. */
   if (KD_PLANTED) return 1.0f;
   return m == big_m ? 1.0f : kd_dec_exp<FAST>(m - big_m);
@@ -370,8 +370,6 @@ __device__ __forceinline__ void kd_dec_scan(const Src &src,
                                             lim_min);
   }
 }
-
-#include "kd-decode-dyn.h"
 
 /* Merges the groups of the block: afterwards st.m[r] is the block's row
  * maximum in every thread, and sm.acc / sm.l hold each group's accumulator
