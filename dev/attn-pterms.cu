@@ -241,16 +241,16 @@ static void write_raw(const char *dir, const char *name, const char *ext,
 
 static int g_over; // cases over the bound (main's comment)
 
-// The schedules by name (KD_FA3_SCHEDULE_MAP) and the ones asked for.
-static const char *const kSchedNames[KD_FA3_SCHEDULES] = {
+// The schedules by name (KD_ATTN_SM90_SCHEDULE_MAP) and the ones asked for.
+static const char *const kSchedNames[KD_ATTN_SM90_SCHEDULES] = {
 #define SCHED_NAME(e, name) name,
-    KD_FA3_SCHEDULE_MAP(SCHED_NAME)
+    KD_ATTN_SM90_SCHEDULE_MAP(SCHED_NAME)
 #undef SCHED_NAME
 };
-static bool g_sched[KD_FA3_SCHEDULES] = {true};
+static bool g_sched[KD_ATTN_SM90_SCHEDULES] = {true};
 
 // The forms of P in the order of the columns (kFormNames).
-static const int kForms[3] = {KD_FA3_P2, KD_FA3_PK, KD_FA3_P1};
+static const int kForms[3] = {KD_ATTN_SM90_P2, KD_ATTN_SM90_PK, KD_ATTN_SM90_P1};
 static const char *const kFormNames[3] = {"p2", "pk", "p1"};
 
 // Variant VAR as the engine would launch it: bf16's pk on V in f16 (the
@@ -260,10 +260,10 @@ typedef int (*fa3_launch)(const void *, const void *, const void *, void *,
 template <typename T, int VAR>
 static int launch_var(const void *q, const void *k, const void *v, void *o,
                       const ke__attention_desc *a) {
-  if constexpr (kd_fa3_v16<T, VAR>)
-    return kd_fa3_by_d<T, kd_half, VAR>(0, q, k, v, o, a);
+  if constexpr (kd_attn_sm90_v16<T, VAR>)
+    return kd_attn_sm90_by_d<T, kd_half, VAR>(0, q, k, v, o, a);
   else
-    return kd_fa3_by_d<T, T, VAR>(0, q, k, v, o, a);
+    return kd_attn_sm90_by_d<T, T, VAR>(0, q, k, v, o, a);
 }
 template <typename T, int... VAR>
 static fa3_launch launch_of(int var, std::integer_sequence<int, VAR...>) {
@@ -274,8 +274,8 @@ static fa3_launch launch_of(int var, std::integer_sequence<int, VAR...>) {
 template <typename T>
 static int launch(int sched, int f, const void *q, const void *k, const void *v,
                   void *o, const ke__attention_desc *a) {
-  constexpr int n = KD_FA3_FORMS * KD_FA3_SCHEDULES;
-  return launch_of<T>(KD_FA3_FORMS * sched + kForms[f],
+  constexpr int n = KD_ATTN_SM90_FORMS * KD_ATTN_SM90_SCHEDULES;
+  return launch_of<T>(KD_ATTN_SM90_FORMS * sched + kForms[f],
                       std::make_integer_sequence<int, n>())(q, k, v, o, a);
 }
 
@@ -321,13 +321,13 @@ static void one(const acase &c, int idx, const char *dir, double ref_cap,
   CHECK(hipMalloc(&dv, nk * 2));
   CHECK(hipMalloc(&dout, nq * 2));
   if (bf) { // pk's workspace, as the engine gives it
-    CHECK(hipMalloc(&work, kd_fa3_v16_bytes(&a)));
+    CHECK(hipMalloc(&work, kd_attn_sm90_v16_bytes(&a)));
     a.work = work;
   }
   CHECK(hipMemcpyAsync(dq, q.data(), nq * 2, hipMemcpyHostToDevice, 0));
   CHECK(hipMemcpyAsync(dk, k.data(), nk * 2, hipMemcpyHostToDevice, 0));
   CHECK(hipMemcpyAsync(dv, v.data(), nk * 2, hipMemcpyHostToDevice, 0));
-  for (int s = 0; s < KD_FA3_SCHEDULES; s++) {
+  for (int s = 0; s < KD_ATTN_SM90_SCHEDULES; s++) {
     if (!g_sched[s]) continue;
     for (int f = 0; f < 3; f++) {
       out[f].resize(nq);
@@ -360,7 +360,7 @@ static void one(const acase &c, int idx, const char *dir, double ref_cap,
       }
     }
 #endif
-    if (dir && s == KD_FA3_DEFAULT && !c.no_dump) {
+    if (dir && s == KD_ATTN_SM90_DEFAULT && !c.no_dump) {
       write_raw(dir, name, "q", q), write_raw(dir, name, "k", k), write_raw(dir, name, "v", v);
       for (int f = 0; f < 3; f++) write_raw(dir, name, kFormNames[f], out[f]);
       fprintf(list, "%s %s %lld %lld %lld %lld %lld %lld %d %lld %.9g %.9g\n", name,
@@ -372,7 +372,7 @@ static void one(const acase &c, int idx, const char *dir, double ref_cap,
     // The row's label: the case, and the schedule where it is not the
     // default.
     char label[192];
-    const bool other = s != KD_FA3_DEFAULT;
+    const bool other = s != KD_ATTN_SM90_DEFAULT;
     snprintf(label, sizeof label, "%s%s%s", name, other ? " " : "", other ? kSchedNames[s] : "");
     if (big) {
       printf("| %s | (reference left to attn-pterms.py) |\n", label);
@@ -399,18 +399,18 @@ static void one(const acase &c, int idx, const char *dir, double ref_cap,
   if (work) CHECK(hipFree(work));
 }
 
-// --sched's list: "all", or names of KD_FA3_SCHEDULE_MAP separated by
+// --sched's list: "all", or names of KD_ATTN_SM90_SCHEDULE_MAP separated by
 // commas; false for a name it does not know.
 static bool pick_schedules(const char *list) {
-  for (int s = 0; s < KD_FA3_SCHEDULES; s++) g_sched[s] = !strcmp(list, "all");
+  for (int s = 0; s < KD_ATTN_SM90_SCHEDULES; s++) g_sched[s] = !strcmp(list, "all");
   if (!strcmp(list, "all")) return true;
   for (const char *p = list; *p;) {
     const size_t n = strcspn(p, ",");
     int s = 0;
-    while (s < KD_FA3_SCHEDULES &&
+    while (s < KD_ATTN_SM90_SCHEDULES &&
            !(strlen(kSchedNames[s]) == n && !strncmp(p, kSchedNames[s], n)))
       s++;
-    if (s == KD_FA3_SCHEDULES) return false;
+    if (s == KD_ATTN_SM90_SCHEDULES) return false;
     g_sched[s] = true;
     p += n + (p[n] == ',');
   }
@@ -429,11 +429,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--sched") && i + 1 < argc) usage = !pick_schedules(argv[++i]);
     else usage = true;
   }
-  if (usage || (dir && !g_sched[KD_FA3_DEFAULT])) {
+  if (usage || (dir && !g_sched[KD_ATTN_SM90_DEFAULT])) {
     fprintf(stderr, "usage: attn-pterms [--sched all|NAME,...] [--only TAG] [--dump DIR]"
                     " [--ref-cap N] [--quick]\n(--dump with the default schedule;"
                     " schedules:");
-    for (int s = 0; s < KD_FA3_SCHEDULES; s++) fprintf(stderr, " %s", kSchedNames[s]);
+    for (int s = 0; s < KD_ATTN_SM90_SCHEDULES; s++) fprintf(stderr, " %s", kSchedNames[s]);
     fprintf(stderr, ")\n");
     return 2;
   }

@@ -48,10 +48,10 @@ template <typename T> static int dt_of() {
 template <class Cfg, typename T, bool BKC>
 static int wg_launch(const void *a, const void *b, void *c, int cdt,
                      int64_t m, int64_t n, int64_t k) {
-  const kd_mm_dense da = {(const uint16_t *)a, k, 0};
-  const kd_mm_dense db = {(const uint16_t *)b, BKC ? k : n, 0};
-  const kd_mm_out co = {c, cdt, n, 0};
-  const kd_mm_dims d = {m, n, k, 1, 1.0f, 0.0f};
+  const kd_gemm_mma_dense da = {(const uint16_t *)a, k, 0};
+  const kd_gemm_mma_dense db = {(const uint16_t *)b, BKC ? k : n, 0};
+  const kd_gemm_mma_out co = {c, cdt, n, 0};
+  const kd_gemm_mma_dims d = {m, n, k, 1, 1.0f, 0.0f};
   kd_tmap ta, tb, tc;
   int ab, bb, ct;
   if (kd_wg_gemm_maps<Cfg>(da, true, db, BKC, co, d, &ta, &tb, &tc, &ab, &bb,
@@ -120,7 +120,7 @@ static void sweep(int64_t m, int64_t n, int64_t k, bool all) {
   KD_WG_VARIANTS(KD_WG_RUN)
 #undef KD_WG_RUN
   if (all && !g_once && !g_only)
-    run_mm<kd_mm_nv_large, T, true, BKC>("mma.sync 128x128x64 s3", p, bh);
+    run_mm<kd_gemm_mma_nv_large, T, true, BKC>("mma.sync 128x128x64 s3", p, bh);
   free_problem(p);
 }
 
@@ -145,10 +145,10 @@ template <int F, int PROBE = 0> static void mx_one(problem<kd_bf16> &p) {
     scales.push_back(sc);
   }
   auto launch = [&](int s) {
-    const kd_mm_dense dx = {(const uint16_t *)p.a[s], p.k, 0};
+    const kd_gemm_mma_dense dx = {(const uint16_t *)p.a[s], p.k, 0};
     const kd_mx_mm w = {codes[s], scales[s], rb, nb, 1};
-    const kd_mm_out y = {p.c[s], KE_BF16, p.n, 0};
-    const kd_mm_dims d = {p.m, p.n, p.k, 1, 1.0f, 0.0f};
+    const kd_gemm_mma_out y = {p.c[s], KE_BF16, p.n, 0};
+    const kd_gemm_mma_dims d = {p.m, p.n, p.k, 1, 1.0f, 0.0f};
     const int rc =
         kd_wg_mx_gemm_run<F, kd_wgv_128_e2_pp_tma, PROBE>(0, dx, w, y, d);
     CHECK((cudaError_t)rc);
@@ -230,15 +230,15 @@ template <typename T> static void dump(const char *dir, int64_t k) {
   wg(kd_wgv_256_e2_stagger(), "wg-e2-stagger");
   wg(kd_wgv_256_raw(), "wg-raw");
   {
-    typedef kd_mm_nv_small Cfg;
-    typedef kd_mm_dense_stager<Cfg::WARPS * 32, Cfg::BM, Cfg::BK, true, true> SA;
-    typedef kd_mm_dense_stager<Cfg::WARPS * 32, Cfg::BN, Cfg::BK, false, true> SB;
-    const kd_mm_dense a = {(const uint16_t *)p.a[0], k, 0};
-    const kd_mm_dense b = {(const uint16_t *)p.b[0], n, 0};
-    const kd_mm_out co = {c, KE_F32, n, 0};
-    const kd_mm_dims d = {m, n, k, 1, 1.0f, 0.0f};
+    typedef kd_gemm_mma_nv_small Cfg;
+    typedef kd_gemm_mma_dense_stager<Cfg::WARPS * 32, Cfg::BM, Cfg::BK, true, true> SA;
+    typedef kd_gemm_mma_dense_stager<Cfg::WARPS * 32, Cfg::BN, Cfg::BK, false, true> SB;
+    const kd_gemm_mma_dense a = {(const uint16_t *)p.a[0], k, 0};
+    const kd_gemm_mma_dense b = {(const uint16_t *)p.b[0], n, 0};
+    const kd_gemm_mma_out co = {c, KE_F32, n, 0};
+    const kd_gemm_mma_dims d = {m, n, k, 1, 1.0f, 0.0f};
     const int rm =
-        kd_mm_launch<kd_mma_nv, T, Cfg, true, false, SA, SB>(0, a, b, co, d);
+        kd_gemm_mma_launch<kd_mma_nv, T, Cfg, true, false, SA, SB>(0, a, b, co, d);
     CHECK((cudaError_t)rm);
   }
   fetch("mma");

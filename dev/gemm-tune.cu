@@ -190,16 +190,16 @@ template <class Cfg, typename T, bool AKC, bool BKC>
 static void run_mm(const char *name, problem<T> &p,
                    const std::vector<float> &bh) {
   constexpr int th = Cfg::WARPS * 32;
-  typedef kd_mm_dense_stager<th, Cfg::BM, Cfg::BK, AKC, true> SA;
-  typedef kd_mm_dense_stager<th, Cfg::BN, Cfg::BK, BKC, true> SB;
-  const kd_mm_dims d = {p.m, p.n, p.k, 1, 1.0f, 0.0f};
+  typedef kd_gemm_mma_dense_stager<th, Cfg::BM, Cfg::BK, AKC, true> SA;
+  typedef kd_gemm_mma_dense_stager<th, Cfg::BN, Cfg::BK, BKC, true> SB;
+  const kd_gemm_mma_dims d = {p.m, p.n, p.k, 1, 1.0f, 0.0f};
   const int dt = sizeof(T) == 4 ? KE_F32 : (std::is_same<T, kd_half>::value
                                                  ? KE_F16 : KE_BF16);
   auto launch = [&](int s) {
-    const kd_mm_dense a = {(const uint16_t *)p.a[s], AKC ? p.k : p.m, 0};
-    const kd_mm_dense b = {(const uint16_t *)p.b[s], BKC ? p.k : p.n, 0};
-    const kd_mm_out c = {p.c[s], dt, p.n, 0};
-    return kd_mm_launch<kd_mma_nv, T, Cfg, AKC, BKC, SA, SB>(0, a, b, c, d);
+    const kd_gemm_mma_dense a = {(const uint16_t *)p.a[s], AKC ? p.k : p.m, 0};
+    const kd_gemm_mma_dense b = {(const uint16_t *)p.b[s], BKC ? p.k : p.n, 0};
+    const kd_gemm_mma_out c = {p.c[s], dt, p.n, 0};
+    return kd_gemm_mma_launch<kd_mma_nv, T, Cfg, AKC, BKC, SA, SB>(0, a, b, c, d);
   };
   const float ms = time_ms(p.sets, launch);
   CHECK((cudaError_t)launch(0));
@@ -212,20 +212,20 @@ static void run_mm(const char *name, problem<T> &p,
 }
 
 // The engine's three NVIDIA configurations and candidates around them.
-typedef kd_mm_cfg<128, 256, 64, 64, 64, 3> mm_128x256x64_s3;
-typedef kd_mm_cfg<128, 256, 32, 64, 64, 4> mm_128x256x32_s4;
-typedef kd_mm_cfg<256, 128, 32, 64, 64, 3> mm_256x128x32_s3;
-typedef kd_mm_cfg<128, 128, 32, 32, 64, 4> mm_128x128_w8_s4;
-typedef kd_mm_cfg<128, 128, 64, 64, 64, 3> mm_128x128x64_s3;
-typedef kd_mm_cfg<64, 64, 32, 32, 32, 4> mm_64x64_s4;
+typedef kd_gemm_mma_cfg<128, 256, 64, 64, 64, 3> mm_128x256x64_s3;
+typedef kd_gemm_mma_cfg<128, 256, 32, 64, 64, 4> mm_128x256x32_s4;
+typedef kd_gemm_mma_cfg<256, 128, 32, 64, 64, 3> mm_256x128x32_s3;
+typedef kd_gemm_mma_cfg<128, 128, 32, 32, 64, 4> mm_128x128_w8_s4;
+typedef kd_gemm_mma_cfg<128, 128, 64, 64, 64, 3> mm_128x128x64_s3;
+typedef kd_gemm_mma_cfg<64, 64, 32, 32, 32, 4> mm_64x64_s4;
 
 template <typename T, bool AKC, bool BKC>
 static void sweep_mm(int64_t m, int64_t n, int64_t k, bool all) {
   problem<T> p = make_problem<T>(m, n, k, !AKC, BKC);
   const std::vector<float> bh = host_b(p);
-  run_mm<kd_mm_nv_large, T, AKC, BKC>("128x128x64 s3 (large)", p, bh);
-  run_mm<kd_mm_nv_medium, T, AKC, BKC>("128x128x32 s4 (medium)", p, bh);
-  run_mm<kd_mm_nv_small, T, AKC, BKC>("64x128x32 s4 (small)", p, bh);
+  run_mm<kd_gemm_mma_nv_large, T, AKC, BKC>("128x128x64 s3 (large)", p, bh);
+  run_mm<kd_gemm_mma_nv_medium, T, AKC, BKC>("128x128x32 s4 (medium)", p, bh);
+  run_mm<kd_gemm_mma_nv_small, T, AKC, BKC>("64x128x32 s4 (small)", p, bh);
   if (all) {
     run_mm<mm_128x256x32_s4, T, AKC, BKC>("128x256x32 s4", p, bh);
     run_mm<mm_128x256x64_s3, T, AKC, BKC>("128x256x64 s3", p, bh);
@@ -309,7 +309,7 @@ static double check_mx(const void *x, const void *w, const void *sc,
 template <class Cfg>
 static void run_mx(const char *name, int64_t m, int64_t n, int64_t k) {
   constexpr int th = Cfg::WARPS * 32;
-  typedef kd_mm_dense_stager<th, Cfg::BM, Cfg::BK, true, true> SA;
+  typedef kd_gemm_mma_dense_stager<th, Cfg::BM, Cfg::BK, true, true> SA;
   typedef kd_mx_stager<KE_MXFP4_E2M1, th, Cfg::BN, Cfg::BK> SB;
   const size_t xb = (size_t)(m * k) * 2, wb = (size_t)(n * k) / 2,
                sb = (size_t)(n * k) / 32, yb = (size_t)(m * n) * 2;
@@ -326,13 +326,13 @@ static void run_mx(const char *name, int64_t m, int64_t n, int64_t k) {
     tune_fill_bytes<<<1024, 256>>>((uint8_t *)w[s], wb, 11 + s, 0, 0);
     tune_fill_bytes<<<1024, 256>>>((uint8_t *)sc[s], sb, 13 + s, 120, 15);
   }
-  const kd_mm_dims d = {m, n, k, 1, 1.0f, 0.0f};
+  const kd_gemm_mma_dims d = {m, n, k, 1, 1.0f, 0.0f};
   auto launch = [&](int s) {
-    const kd_mm_dense xa = {(const uint16_t *)x[s], k, 0};
+    const kd_gemm_mma_dense xa = {(const uint16_t *)x[s], k, 0};
     const kd_mx_mm wm = {(const uint8_t *)w[s], (const uint8_t *)sc[s], k / 2,
                          k / 32, 1};
-    const kd_mm_out yo = {y[s], KE_BF16, n, 0};
-    return kd_mm_launch<kd_mma_nv, kd_bf16, Cfg, true, true, SA, SB>(0, xa, wm,
+    const kd_gemm_mma_out yo = {y[s], KE_BF16, n, 0};
+    return kd_gemm_mma_launch<kd_mma_nv, kd_bf16, Cfg, true, true, SA, SB>(0, xa, wm,
                                                                      yo, d);
   };
   const float ms = time_ms(sets, launch);
@@ -355,26 +355,26 @@ static void run_mx(const char *name, int64_t m, int64_t n, int64_t k) {
 // sums in k order, rtol 1.3e-6). The bound assumes the mean-zero rounding
 // of an in-order f32 sum; the matrix unit sums 16 products at a time with
 // its own alignment and truncation (the kernel promotes each 16-k product
-// into its f32 sum past KD_MM_PROMOTE_K), so this is where a difference
+// into its f32 sum past KD_GEMM_MMA_PROMOTE_K), so this is where a difference
 // would show.
 static void numerics(int64_t k) {
   problem<kd_bf16> p = make_problem<kd_bf16>(64, 64, k, false, true, false);
   const std::vector<float> bh = host_b(p);
   float *c;
   CHECK(cudaMalloc(&c, 64 * 64 * sizeof(float)));
-  const kd_mm_dense a = {(const uint16_t *)p.a[0], k, 0};
-  const kd_mm_dense b = {(const uint16_t *)p.b[0], k, 0};
-  const kd_mm_out co = {c, KE_F32, 64, 0};
-  const kd_mm_dims d = {64, 64, k, 1, 1.0f, 0.0f};
-  // The small configuration, promoted past KD_MM_PROMOTE_K as ke_gemm's.
+  const kd_gemm_mma_dense a = {(const uint16_t *)p.a[0], k, 0};
+  const kd_gemm_mma_dense b = {(const uint16_t *)p.b[0], k, 0};
+  const kd_gemm_mma_out co = {c, KE_F32, 64, 0};
+  const kd_gemm_mma_dims d = {64, 64, k, 1, 1.0f, 0.0f};
+  // The small configuration, promoted past KD_GEMM_MMA_PROMOTE_K as ke_gemm's.
   bool promoted = false;
-  const int rc = kd_mm_with_promotion<kd_mma_nv, kd_mm_nv_small>(
+  const int rc = kd_gemm_mma_with_promotion<kd_mma_nv, kd_gemm_mma_nv_small>(
       k, [&](auto cfg) {
         typedef decltype(cfg) Cfg;
-        typedef kd_mm_dense_stager<128, Cfg::BM, Cfg::BK, true, true> SA;
-        typedef kd_mm_dense_stager<128, Cfg::BN, Cfg::BK, true, true> SB;
+        typedef kd_gemm_mma_dense_stager<128, Cfg::BM, Cfg::BK, true, true> SA;
+        typedef kd_gemm_mma_dense_stager<128, Cfg::BN, Cfg::BK, true, true> SB;
         promoted = Cfg::PROMOTE;
-        return kd_mm_launch<kd_mma_nv, kd_bf16, Cfg, true, true, SA, SB>(
+        return kd_gemm_mma_launch<kd_mma_nv, kd_bf16, Cfg, true, true, SA, SB>(
             0, a, b, co, d);
       });
   CHECK((cudaError_t)rc);
@@ -440,8 +440,8 @@ int main(int argc, char **argv) {
   sweep_mm<kd_bf16, true, false>(8192, 8192, 8192, false);
   for (int64_t s : {4096, 1024}) sweep_simt(s, false, false, true);
   sweep_simt(4096, true, true, false);
-  run_mx<kd_mm_nv_large>("128x128x64 s3 (large) mxfp4", 4096, 4096, 4096);
-  run_mx<kd_mm_nv_medium>("128x128x32 s4 (medium) mxfp4", 4096, 4096, 4096);
+  run_mx<kd_gemm_mma_nv_large>("128x128x64 s3 (large) mxfp4", 4096, 4096, 4096);
+  run_mx<kd_gemm_mma_nv_medium>("128x128x32 s4 (medium) mxfp4", 4096, 4096, 4096);
   for (int64_t k : {1024, 4096, 16384, 65536}) numerics(k);
   return 0;
 }

@@ -77,13 +77,13 @@ template <typename T, int RT> struct ke_dec_dense_rows {
 
 /* Shared memory: the copy pipeline while streaming, then the merge. */
 template <typename T, int L, int RT, int U, int S> union ke_dec_shared {
-  kd_dec_stage<T, U, S> stage;
-  kd_dec_smem<L, RT> merge;
+  kd_decode_stage<T, U, S> stage;
+  kd_decode_smem<L, RT> merge;
 };
 
 /* Grid: x = row tile + tiles * range, y = KV head, z = batch. */
 template <typename T, int L, int RT, int U, int S, bool VEC>
-__global__ void __launch_bounds__(KD_DEC_THREADS, KE_DEC_MIN_BLOCKS)
+__global__ void __launch_bounds__(KD_DECODE_THREADS, KE_DEC_MIN_BLOCKS)
 ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
                            const T *__restrict__ v, T *__restrict__ o,
                            ke__attention_desc a, ke__decode_split sp,
@@ -91,14 +91,14 @@ ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
   constexpr bool FAST = kd_is16<T>::v;
   /* Dynamic shared memory: the pipeline of 4 stages is past the 48 KB a
    * static array may take. */
-  HIP_DYNAMIC_SHARED(uint4, kd_dec_smem_raw);
+  HIP_DYNAMIC_SHARED(uint4, kd_decode_smem_raw);
   ke_dec_shared<T, L, RT, U, S> &sm =
-      *reinterpret_cast<ke_dec_shared<T, L, RT, U, S> *>(kd_dec_smem_raw);
-  kd_dec_ring<S> &ring = *reinterpret_cast<kd_dec_ring<S> *>(
-      reinterpret_cast<char *>(kd_dec_smem_raw) +
+      *reinterpret_cast<ke_dec_shared<T, L, RT, U, S> *>(kd_decode_smem_raw);
+  kd_decode_ring<S> &ring = *reinterpret_cast<kd_decode_ring<S> *>(
+      reinterpret_cast<char *>(kd_decode_smem_raw) +
       sizeof(ke_dec_shared<T, L, RT, U, S>));
   const int li = threadIdx.x % L;
-  const int d0 = li * KD_DEC_VEC;
+  const int d0 = li * KD_DECODE_VEC;
   const int nd = a.d - d0 < 0 ? 0 : (a.d - d0 > 8 ? 8 : (int)(a.d - d0));
   const int64_t tiles = (a.hq / a.hkv * a.sq + RT - 1) / RT;
   const int64_t rt = blockIdx.x % tiles, split = blockIdx.x / tiles;
@@ -107,7 +107,7 @@ ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
 
   /* Keys j < lim[r] are visible to row r; the tile's keys end at the
    * largest limit, kv_end. */
-  kd_dec_state<RT> st;
+  kd_decode_state<RT> st;
   st.clear();
   int64_t lim[RT], kv_end = 0, lim_min = a.sk;
   KD_UNROLL
@@ -125,7 +125,7 @@ ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
     const T *qrow = q + b * a.q_stride[0] + h * a.q_stride[1] +
                     i * a.q_stride[2];
     KD_UNROLL
-    for (int e = 0; e < KD_DEC_VEC; e++)
+    for (int e = 0; e < KD_DECODE_VEC; e++)
       st.q[r][e] =
           active && e < nd ? a.scale * kd_to_float(qrow[d0 + e]) : 0.0f;
   }
@@ -156,7 +156,7 @@ ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
       v + b * a.v_stride[0] + hk * a.v_stride[1], a.k_stride[2],
       a.v_stride[2]};
   const int64_t pair = (hk + a.hkv * b) * tiles + rt;
-  unsigned *grab = parts > 1 && grabs && kv_end <= KD_DEC_DYN_MAX_KEYS
+  unsigned *grab = parts > 1 && grabs && kv_end <= KD_DECODE_DYN_MAX_KEYS
                        ? grabs + pair : nullptr;
   if (grab) {
     /* The tile's blocks take steps of all of [0, kv_end) in turn. */
@@ -164,18 +164,18 @@ ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
     KD_UNROLL
     for (int r = 0; r < RT; r++)
       dlim[r] = rows.id(r) < 0 ? (int)kv_end : (int)lim[r];
-    kd_dec_scan_dyn<T, L, RT, U, S, FAST, VEC>(src, st, sm.stage, ring, grab,
+    kd_decode_scan_dyn<T, L, RT, U, S, FAST, VEC>(src, st, sm.stage, ring, grab,
                                                parts, 0, (int)kv_end, dlim,
                                                (int)lim_min, d0, nd);
   } else {
-    kd_dec_scan<T, L, RT, U, S, FAST, VEC>(src, st, sm.stage, kb, n, rlim,
+    kd_decode_scan<T, L, RT, U, S, FAST, VEC>(src, st, sm.stage, kb, n, rlim,
                                            rlim_min, d0, nd);
   }
-  kd_dec_block_merge<L, RT, FAST>(st, sm.merge);
-  const kd_dec_partials pt = {sp.partials, sp.splits,
+  kd_decode_block_merge<L, RT, FAST>(st, sm.merge);
+  const kd_decode_partials pt = {sp.partials, sp.splits,
                               sp.counters ? sp.counters + pair : nullptr,
                               grab};
-  kd_dec_finish<L, RT, FAST, true>(st, sm.merge, rows, (int)a.d, split,
+  kd_decode_finish<L, RT, FAST, true>(st, sm.merge, rows, (int)a.d, split,
                                    parts, pt);
 }
 
@@ -184,12 +184,12 @@ ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
  * (no causal limit, or one query per head). Same grid, split and partials
  * as the SIMT kernel; fixed ranges only. */
 template <class Arch, typename T, int RT, int DP, int S>
-__global__ void __launch_bounds__(KD_DEC_THREADS, 1)
+__global__ void __launch_bounds__(KD_DECODE_THREADS, 1)
 ke_attention_decode_mma_kernel(const T *__restrict__ q,
                                const T *__restrict__ k,
                                const T *__restrict__ v, T *__restrict__ o,
                                ke__attention_desc a, ke__decode_split sp) {
-  HIP_DYNAMIC_SHARED(uint4, kd_dec_smem_raw);
+  HIP_DYNAMIC_SHARED(uint4, kd_decode_smem_raw);
   const int64_t tiles = (a.hq / a.hkv * a.sq + RT - 1) / RT;
   const int64_t rt = blockIdx.x % tiles, split = blockIdx.x / tiles;
   const int64_t hk = blockIdx.y, b = blockIdx.z;
@@ -216,21 +216,21 @@ ke_attention_decode_mma_kernel(const T *__restrict__ q,
     return q[b * a.q_stride[0] + h * a.q_stride[1] + i * a.q_stride[2] + e]
         .bits;
   };
-  kd_decm_state<Arch, DP / 16> ws;
-  kd_decm_scan<Arch, T, DP, S, RT>(src, qbits,
+  kd_decode_mma_state<Arch, DP / 16> ws;
+  kd_decode_mma_scan<Arch, T, DP, S, RT>(src, qbits,
                                    reinterpret_cast<uint16_t *>(
-                                       kd_dec_smem_raw),
+                                       kd_decode_smem_raw),
                                    kb, n, (int)a.d,
                                    a.scale, ws);
-  kd_dec_smem<Arch::WARP, RT> &mg =
-      *reinterpret_cast<kd_dec_smem<Arch::WARP, RT> *>(kd_dec_smem_raw);
-  kd_dec_state<RT> st;
-  kd_decm_block_merge<Arch, DP, RT>(ws, st, mg);
+  kd_decode_smem<Arch::WARP, RT> &mg =
+      *reinterpret_cast<kd_decode_smem<Arch::WARP, RT> *>(kd_decode_smem_raw);
+  kd_decode_state<RT> st;
+  kd_decode_mma_block_merge<Arch, DP, RT>(ws, st, mg);
   const int64_t pair = (hk + a.hkv * b) * tiles + rt;
-  const kd_dec_partials pt = {sp.partials, sp.splits,
+  const kd_decode_partials pt = {sp.partials, sp.splits,
                               sp.counters ? sp.counters + pair : nullptr,
                               nullptr};
-  kd_dec_finish<Arch::WARP, RT, true, true>(st, mg, rows, (int)a.d, split,
+  kd_decode_finish<Arch::WARP, RT, true, true>(st, mg, rows, (int)a.d, split,
                                             parts, pt);
 }
 
@@ -239,19 +239,19 @@ static int ke_dec_launch_mma(hipStream_t s, const void *q, const void *k,
                              const void *v, void *o,
                              const ke__attention_desc *a,
                              const ke__decode_split *sp) {
-  typedef kd_decm<kd_mma_nv, T, DP, S> K;
+  typedef kd_decode_mma<kd_mma_nv, T, DP, S> K;
   const int64_t tiles = (a->hq / a->hkv * a->sq + RT - 1) / RT;
   const dim3 grid((unsigned)(tiles * sp->splits), (unsigned)a->hkv,
                   (unsigned)a->b);
-  constexpr size_t mg = sizeof(kd_dec_smem<kd_mma_nv::WARP, RT>);
+  constexpr size_t mg = sizeof(kd_decode_smem<kd_mma_nv::WARP, RT>);
   constexpr size_t smem = K::BYTES > mg ? K::BYTES : mg;
   const void *fn =
       (const void *)ke_attention_decode_mma_kernel<kd_mma_nv, T, RT, DP, S>;
-  static int raised[KD_DEC_DEVICES];
-  const int err = kd_dec_raise_smem(raised, fn, smem);
+  static int raised[KD_DECODE_DEVICES];
+  const int err = kd_decode_raise_smem(raised, fn, smem);
   if (err != 0) return err;
   hipLaunchKernelGGL((ke_attention_decode_mma_kernel<kd_mma_nv, T, RT, DP, S>),
-                     grid, dim3(KD_DEC_THREADS), smem, s, (const T *)q,
+                     grid, dim3(KD_DECODE_THREADS), smem, s, (const T *)q,
                      (const T *)k, (const T *)v, (T *)o, *a, *sp);
   return (int)hipGetLastError();
 }
@@ -322,11 +322,11 @@ static bool ke_dec_try_mma(hipStream_t s, const void *q, const void *k,
  * elements and both bases 16-byte aligned. */
 static bool ke_dec_vec_ok(const void *k, const void *v,
                           const ke__attention_desc *a) {
-  bool vec = a->d % KD_DEC_VEC == 0 && (uintptr_t)k % 16 == 0 &&
+  bool vec = a->d % KD_DECODE_VEC == 0 && (uintptr_t)k % 16 == 0 &&
              (uintptr_t)v % 16 == 0;
   for (int d = 0; d < 3; d++)
-    vec = vec && a->k_stride[d] % KD_DEC_VEC == 0 &&
-          a->v_stride[d] % KD_DEC_VEC == 0;
+    vec = vec && a->k_stride[d] % KD_DECODE_VEC == 0 &&
+          a->v_stride[d] % KD_DECODE_VEC == 0;
   return vec;
 }
 
@@ -344,13 +344,13 @@ static int ke_dec_launch_stages(hipStream_t s, const void *q, const void *k,
   const dim3 grid((unsigned)(tiles * sp->splits), (unsigned)a->hkv,
                   (unsigned)a->b);
   const size_t smem =
-      sizeof(ke_dec_shared<T, L, RT, U, S>) + sizeof(kd_dec_ring<S>);
+      sizeof(ke_dec_shared<T, L, RT, U, S>) + sizeof(kd_decode_ring<S>);
   const void *fn = (const void *)ke_attention_decode_kernel<T, L, RT, U, S, VEC>;
-  static int raised[KD_DEC_DEVICES];
-  const int err = kd_dec_raise_smem(raised, fn, smem);
+  static int raised[KD_DECODE_DEVICES];
+  const int err = kd_decode_raise_smem(raised, fn, smem);
   if (err != 0) return err;
   hipLaunchKernelGGL((ke_attention_decode_kernel<T, L, RT, U, S, VEC>), grid,
-                     dim3(KD_DEC_THREADS), smem, s, (const T *)q,
+                     dim3(KD_DECODE_THREADS), smem, s, (const T *)q,
                      (const T *)k, (const T *)v, (T *)o, *a, *sp, x->grabs);
   return (int)hipGetLastError();
 }

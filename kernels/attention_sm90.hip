@@ -23,10 +23,10 @@
 template <typename T>
 static int ke_attn_sm90(hipStream_t s, const void *q, const void *k,
                         const void *v, void *o, const ke__attention_desc *a) {
-  if (a->round_p) return kd_fa3_by_d<T, T, KD_FA3_P1>(s, q, k, v, o, a);
-  if constexpr (kd_fa3_v16<T, KD_FA3_PK>)
-    if (a->work) return kd_fa3_by_d<T, kd_half, KD_FA3_PK>(s, q, k, v, o, a);
-  return kd_fa3_by_d<T, T, KD_FA3_PK>(s, q, k, v, o, a);
+  if (a->round_p) return kd_attn_sm90_by_d<T, T, KD_ATTN_SM90_P1>(s, q, k, v, o, a);
+  if constexpr (kd_attn_sm90_v16<T, KD_ATTN_SM90_PK>)
+    if (a->work) return kd_attn_sm90_by_d<T, kd_half, KD_ATTN_SM90_PK>(s, q, k, v, o, a);
+  return kd_attn_sm90_by_d<T, T, KD_ATTN_SM90_PK>(s, q, k, v, o, a);
 }
 
 /* Whether the kernel could run for dtype and a (the rows' alignment
@@ -80,6 +80,6 @@ extern "C" size_t ke__attention_sm90_work_bytes(ke_dtype dtype,
   if (dtype != KE_BF16 || !ke_attn_sm90_applies(dtype, a) || a->round_p ||
       !ke_attn_sm90_v16_pays(a))
     return 0;
-  return kd_fa3_v16_bytes(a);
+  return kd_attn_sm90_v16_bytes(a);
 #endif
 }

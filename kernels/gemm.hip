@@ -30,7 +30,7 @@ static int ke_gemm_launch_typed(hipStream_t stream, const ke__gemm_operand *a,
       kd_gemm_dense_of<Tb>(b->data, b->ld, b->batch_stride, b->k_contiguous);
   if constexpr (sizeof(Ta) == 4 && sizeof(Tb) == 4)
     return kd_gemm_run_f32<Tc>(stream, la, lb, c, ldc, cbs, m, n, k, batch,
-                               alpha, beta, kd_mm_multiprocessors());
+                               alpha, beta, kd_gemm_mma_multiprocessors());
   else
     return kd_gemm_run<kd_gemm_dense<Ta>, kd_gemm_dense<Tb>, Tc>(
       stream, la, lb, c, ldc, cbs, m, n, k, batch, alpha, beta);
@@ -38,23 +38,23 @@ static int ke_gemm_launch_typed(hipStream_t stream, const ke__gemm_operand *a,
 
 /* ---- Matrix units ------------------------------------------------------- */
 
-static kd_mm_dense ke_gemm_mm_operand(const ke__gemm_operand *o) {
+static kd_gemm_mma_dense ke_gemm_mm_operand(const ke__gemm_operand *o) {
   return {(const uint16_t *)o->data, o->ld, o->batch_stride};
 }
 static bool ke_gemm_mm_aligned(const ke__gemm_operand *o) {
-  return kd_mm_aligned(o->data, o->ld, o->batch_stride);
+  return kd_gemm_mma_aligned(o->data, o->ld, o->batch_stride);
 }
 
 template <class Arch, typename T, class Cfg, bool VEC>
 static int ke_gemm_mm_layout(hipStream_t s, const ke__gemm_operand *a,
-                             const ke__gemm_operand *b, const kd_mm_out &c,
-                             const kd_mm_dims &d) {
+                             const ke__gemm_operand *b, const kd_gemm_mma_out &c,
+                             const kd_gemm_mma_dims &d) {
   constexpr int th = Cfg::WARPS * Arch::WARP;
-  const kd_mm_dense da = ke_gemm_mm_operand(a), db = ke_gemm_mm_operand(b);
+  const kd_gemm_mma_dense da = ke_gemm_mm_operand(a), db = ke_gemm_mm_operand(b);
 #define KE_GEMM_MM(AKC, BKC)                                                 \
-  return kd_mm_launch<Arch, T, Cfg, AKC, BKC,                                \
-                      kd_mm_dense_stager<th, Cfg::BM, Cfg::BK, AKC, VEC>,    \
-                      kd_mm_dense_stager<th, Cfg::BN, Cfg::BK, BKC, VEC>>(   \
+  return kd_gemm_mma_launch<Arch, T, Cfg, AKC, BKC,                                \
+                      kd_gemm_mma_dense_stager<th, Cfg::BM, Cfg::BK, AKC, VEC>,    \
+                      kd_gemm_mma_dense_stager<th, Cfg::BN, Cfg::BK, BKC, VEC>>(   \
       s, da, db, c, d)
   if (a->k_contiguous) {
     if (b->k_contiguous) KE_GEMM_MM(true, true);
@@ -70,15 +70,15 @@ static int ke_gemm_mm_layout(hipStream_t s, const ke__gemm_operand *a,
  * arithmetic in the same order. */
 template <class Arch, typename T>
 static int ke_gemm_mm(hipStream_t s, const ke__gemm_operand *a,
-                      const ke__gemm_operand *b, const kd_mm_out &c,
-                      const kd_mm_dims &d) {
+                      const ke__gemm_operand *b, const kd_gemm_mma_out &c,
+                      const kd_gemm_mma_dims &d) {
   if (!ke_gemm_mm_aligned(a) || !ke_gemm_mm_aligned(b))
-    return kd_mm_with_promotion<Arch, typename kd_mm_configs<Arch>::small>(
+    return kd_gemm_mma_with_promotion<Arch, typename kd_gemm_mma_configs<Arch>::small>(
         d.k, [&](auto cfg) {
           return ke_gemm_mm_layout<Arch, T, decltype(cfg), false>(s, a, b, c,
                                                                   d);
         });
-  return kd_mm_with_config<Arch>(d.m, d.n, d.k, d.batch, [&](auto cfg) {
+  return kd_gemm_mma_with_config<Arch>(d.m, d.n, d.k, d.batch, [&](auto cfg) {
     return ke_gemm_mm_layout<Arch, T, decltype(cfg), true>(s, a, b, c, d);
   });
 }
@@ -86,8 +86,8 @@ static int ke_gemm_mm(hipStream_t s, const ke__gemm_operand *a,
 /* The matrix-core kernel for f16 x f16 and bf16 x bf16 where the device
  * has a matrix unit; -1 when it does not apply. */
 static int ke_gemm_try_mm(hipStream_t s, const ke__gemm_operand *a,
-                          const ke__gemm_operand *b, const kd_mm_out &c,
-                          const kd_mm_dims &d) {
+                          const ke__gemm_operand *b, const kd_gemm_mma_out &c,
+                          const kd_gemm_mma_dims &d) {
   if (a->dtype != b->dtype || (a->dtype != KE_F16 && a->dtype != KE_BF16))
     return -1;
   const kd_mma_kind kind = kd_mma_device_kind();
@@ -110,7 +110,7 @@ static int ke_gemm_try_mm(hipStream_t s, const ke__gemm_operand *a,
 /* kernels/gemm_sm90.hip: the Hopper kernel, -1 where it does not apply. */
 extern "C" int ke__gemm_sm90_launch(void *stream, const ke__gemm_operand *a,
                                     const ke__gemm_operand *b,
-                                    const kd_mm_out *c, const kd_mm_dims *d);
+                                    const kd_gemm_mma_out *c, const kd_gemm_mma_dims *d);
 
 /* ---- Entry ---------------------------------------------------------------- */
 
@@ -120,8 +120,8 @@ extern "C" int ke__gemm_launch(void *stream, const ke__gemm_operand *a,
                                int64_t m, int64_t n, int64_t k,
                                int64_t batch, float alpha, float beta) {
   hipStream_t s = (hipStream_t)stream;
-  const kd_mm_out co = {c, (int)c_dtype, ldc, c_batch_stride};
-  const kd_mm_dims d = {m, n, k, batch, alpha, beta};
+  const kd_gemm_mma_out co = {c, (int)c_dtype, ldc, c_batch_stride};
+  const kd_gemm_mma_dims d = {m, n, k, batch, alpha, beta};
   int rc = ke__gemm_sm90_launch(stream, a, b, &co, &d);
   if (rc >= 0) return rc;
   rc = ke_gemm_try_mm(s, a, b, co, d);

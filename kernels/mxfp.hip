@@ -200,27 +200,27 @@ static int ke_mxfp_gemm_simt(hipStream_t stream, const ke__gemm_operand *x,
 
 /* bf16 X on the matrix units, W decoded to bf16 (exact) as it is staged. */
 template <class Arch, int F, class Cfg, bool VEC>
-static int ke_mxfp_gemm_mm_cfg(hipStream_t s, const kd_mm_dense &x,
-                               const kd_mx_mm &w, const kd_mm_out &y,
-                               const kd_mm_dims &d) {
+static int ke_mxfp_gemm_mm_cfg(hipStream_t s, const kd_gemm_mma_dense &x,
+                               const kd_mx_mm &w, const kd_gemm_mma_out &y,
+                               const kd_gemm_mma_dims &d) {
   constexpr int th = Cfg::WARPS * Arch::WARP;
-  return kd_mm_launch<Arch, kd_bf16, Cfg, true, true,
-                      kd_mm_dense_stager<th, Cfg::BM, Cfg::BK, true, VEC>,
+  return kd_gemm_mma_launch<Arch, kd_bf16, Cfg, true, true,
+                      kd_gemm_mma_dense_stager<th, Cfg::BM, Cfg::BK, true, VEC>,
                       kd_mx_stager<F, th, Cfg::BN, Cfg::BK>>(s, x, w, y, d);
 }
 
 template <class Arch, int F>
 static int ke_mxfp_gemm_mm(hipStream_t s, const ke__gemm_operand *x,
-                           const kd_mx_mm &w, const kd_mm_out &y,
-                           const kd_mm_dims &d) {
-  const kd_mm_dense dx = {(const uint16_t *)x->data, x->ld, x->batch_stride};
-  if (!kd_mm_aligned(x->data, x->ld, x->batch_stride))
-    return kd_mm_with_promotion<Arch, typename kd_mm_configs<Arch>::small>(
+                           const kd_mx_mm &w, const kd_gemm_mma_out &y,
+                           const kd_gemm_mma_dims &d) {
+  const kd_gemm_mma_dense dx = {(const uint16_t *)x->data, x->ld, x->batch_stride};
+  if (!kd_gemm_mma_aligned(x->data, x->ld, x->batch_stride))
+    return kd_gemm_mma_with_promotion<Arch, typename kd_gemm_mma_configs<Arch>::small>(
         d.k, [&](auto cfg) {
           return ke_mxfp_gemm_mm_cfg<Arch, F, decltype(cfg), false>(s, dx, w,
                                                                     y, d);
         });
-  return kd_mm_with_config<Arch>(d.m, d.n, d.k, d.batch, [&](auto cfg) {
+  return kd_gemm_mma_with_config<Arch>(d.m, d.n, d.k, d.batch, [&](auto cfg) {
     return ke_mxfp_gemm_mm_cfg<Arch, F, decltype(cfg), true>(s, dx, w, y, d);
   });
 }
@@ -231,7 +231,7 @@ static int ke_mxfp_gemm_mm(hipStream_t s, const ke__gemm_operand *x,
 template <int F>
 static int ke_mxfp_gemm_try_mm(hipStream_t s, const ke__gemm_operand *x,
                                const void *w_data, const void *w_scales,
-                               const kd_mm_out &y, const kd_mm_dims &d) {
+                               const kd_gemm_mma_out &y, const kd_gemm_mma_dims &d) {
   if (x->dtype != KE_BF16) return -1;
   const kd_mma_kind kind = kd_mma_device_kind();
   const uintptr_t need = kd_mx_traits<F>::bits == 4 ? 4 : 2;
@@ -256,8 +256,8 @@ extern "C" int ke__mxfp_gemm_sm90_launch(void *stream,
                                          const ke__gemm_operand *x,
                                          int format, const void *w_data,
                                          const void *w_scales,
-                                         const kd_mm_out *y,
-                                         const kd_mm_dims *d);
+                                         const kd_gemm_mma_out *y,
+                                         const kd_gemm_mma_dims *d);
 
 extern "C" int ke__mxfp_gemm_launch(void *stream, const ke__gemm_operand *x,
                                     int format, const void *w_data,
@@ -266,8 +266,8 @@ extern "C" int ke__mxfp_gemm_launch(void *stream, const ke__gemm_operand *x,
                                     int64_t y_batch_stride, int64_t m,
                                     int64_t n, int64_t k, int64_t batch) {
   hipStream_t s = (hipStream_t)stream;
-  const kd_mm_out yo = {y, (int)y_dtype, ldy, y_batch_stride};
-  const kd_mm_dims d = {m, n, k, batch, 1.0f, 0.0f};
+  const kd_gemm_mma_out yo = {y, (int)y_dtype, ldy, y_batch_stride};
+  const kd_gemm_mma_dims d = {m, n, k, batch, 1.0f, 0.0f};
   const int rc90 =
       ke__mxfp_gemm_sm90_launch(stream, x, format, w_data, w_scales, &yo, &d);
   if (rc90 >= 0) return rc90;

@@ -92,24 +92,24 @@ struct ke_pa_rows {
 };
 
 template <typename Tkv, int L, int RT, int U, int S> union ke_pa_shared {
-  kd_dec_stage<Tkv, U, S> stage;
-  kd_dec_smem<L, RT> merge;
+  kd_decode_stage<Tkv, U, S> stage;
+  kd_decode_smem<L, RT> merge;
 };
 
 /* Grid: x = row tile + tiles * sequence (looped past the launch's x), y =
  * KV head, z = token range. */
 template <typename Tkv, int L, int RT, int U, int S, bool FAST>
-__global__ void __launch_bounds__(KD_DEC_THREADS, KE_PA_MIN_BLOCKS)
+__global__ void __launch_bounds__(KD_DECODE_THREADS, KE_PA_MIN_BLOCKS)
 ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
   /* Dynamic shared memory, as dense decode's. */
-  HIP_DYNAMIC_SHARED(uint4, kd_dec_smem_raw);
+  HIP_DYNAMIC_SHARED(uint4, kd_decode_smem_raw);
   ke_pa_shared<Tkv, L, RT, U, S> &sm =
-      *reinterpret_cast<ke_pa_shared<Tkv, L, RT, U, S> *>(kd_dec_smem_raw);
-  kd_dec_ring<S> &ring = *reinterpret_cast<kd_dec_ring<S> *>(
-      reinterpret_cast<char *>(kd_dec_smem_raw) +
+      *reinterpret_cast<ke_pa_shared<Tkv, L, RT, U, S> *>(kd_decode_smem_raw);
+  kd_decode_ring<S> &ring = *reinterpret_cast<kd_decode_ring<S> *>(
+      reinterpret_cast<char *>(kd_decode_smem_raw) +
       sizeof(ke_pa_shared<Tkv, L, RT, U, S>));
   const int li = threadIdx.x % L;
-  const int d0 = li * KD_DEC_VEC;
+  const int d0 = li * KD_DECODE_VEC;
   const int nd = a.head_dim - d0 < 0 ? 0
                  : (a.head_dim - d0 > 8 ? 8 : a.head_dim - d0);
   const int group = a.num_heads / a.num_kv_heads;
@@ -134,7 +134,7 @@ ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
     const ke_pa_rows rows = {&a, seq, kv_head * group + rt * RT,
                              group - rt * RT < RT ? group - rt * RT : RT};
 
-    kd_dec_state<RT> st;
+    kd_decode_state<RT> st;
     st.clear();
     int lim[RT];
     KD_UNROLL
@@ -145,7 +145,7 @@ ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
                            (int64_t)(rows.h0 + (active ? r : 0)) *
                                a.q_head_stride + d0;
       KD_UNROLL
-      for (int e = 0; e < KD_DEC_VEC; e++)
+      for (int e = 0; e < KD_DECODE_VEC; e++)
         st.q[r][e] = active && e < nd
                          ? a.scale * ke_pa_load(a.q_dtype, a.q, base + e)
                          : 0.0f;
@@ -159,7 +159,7 @@ ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
     __syncthreads(); /* the previous sequence's merge is read */
     const int64_t pair = (seq * a.num_kv_heads + kv_head) * tiles + rt;
     unsigned *grab = parts > 1 && grabs && a.counters &&
-                             len <= KD_DEC_DYN_MAX_KEYS
+                             len <= KD_DECODE_DYN_MAX_KEYS
                          ? grabs + pair : nullptr;
     if (grab) {
       /* The sequence's blocks take steps of all of [0, len) in turn. */
@@ -169,17 +169,17 @@ ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
       int dlim[RT];
       KD_UNROLL
       for (int r = 0; r < RT; r++) dlim[r] = r < rows.gc ? dn : 0;
-      kd_dec_scan_dyn<Tkv, L, RT, U, S, FAST, true>(
+      kd_decode_scan_dyn<Tkv, L, RT, U, S, FAST, true>(
           src, st, sm.stage, ring, grab, parts, 0, dn, dlim, dn, d0, nd);
     } else {
-      kd_dec_scan<Tkv, L, RT, U, S, FAST, true>(src, st, sm.stage, kb, n, lim,
+      kd_decode_scan<Tkv, L, RT, U, S, FAST, true>(src, st, sm.stage, kb, n, lim,
                                                 n, d0, nd);
     }
-    kd_dec_block_merge<L, RT, FAST>(st, sm.merge);
-    const kd_dec_partials pt = {a.partials, a.cap,
+    kd_decode_block_merge<L, RT, FAST>(st, sm.merge);
+    const kd_decode_partials pt = {a.partials, a.cap,
                                 a.counters ? a.counters + pair : nullptr,
                                 grab};
-    kd_dec_finish<L, RT, FAST, false>(st, sm.merge, rows, a.head_dim, split,
+    kd_decode_finish<L, RT, FAST, false>(st, sm.merge, rows, a.head_dim, split,
                                       parts, pt);
   }
 }
@@ -188,12 +188,12 @@ ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
  * 16-bit dtype, head_dim at most DP. Same grid, ranges and partials as
  * the SIMT kernel; fixed ranges only. */
 template <class Arch, typename T, int RT, int DP, int S>
-__global__ void __launch_bounds__(KD_DEC_THREADS, 1)
+__global__ void __launch_bounds__(KD_DECODE_THREADS, 1)
 ke_paged_attention_mma_kernel(ke__paged_attention_args a) {
-  HIP_DYNAMIC_SHARED(uint4, kd_dec_smem_raw);
-  uint16_t *smem = reinterpret_cast<uint16_t *>(kd_dec_smem_raw);
-  kd_dec_smem<Arch::WARP, RT> &mg =
-      *reinterpret_cast<kd_dec_smem<Arch::WARP, RT> *>(kd_dec_smem_raw);
+  HIP_DYNAMIC_SHARED(uint4, kd_decode_smem_raw);
+  uint16_t *smem = reinterpret_cast<uint16_t *>(kd_decode_smem_raw);
+  kd_decode_smem<Arch::WARP, RT> &mg =
+      *reinterpret_cast<kd_decode_smem<Arch::WARP, RT> *>(kd_decode_smem_raw);
   const int group = a.num_heads / a.num_kv_heads;
   const int tiles = (group + RT - 1) / RT;
   const int kv_head = blockIdx.y;
@@ -226,36 +226,36 @@ ke_paged_attention_mma_kernel(ke__paged_attention_args a) {
                          : (uint16_t)0;
     };
     __syncthreads(); /* the previous sequence's merge is read */
-    kd_decm_state<Arch, DP / 16> ws;
-    kd_decm_scan<Arch, T, DP, S, RT>(src, qbits, smem, kb, n, a.head_dim,
+    kd_decode_mma_state<Arch, DP / 16> ws;
+    kd_decode_mma_scan<Arch, T, DP, S, RT>(src, qbits, smem, kb, n, a.head_dim,
                                      a.scale, ws);
-    kd_dec_state<RT> st;
-    kd_decm_block_merge<Arch, DP, RT>(ws, st, mg);
+    kd_decode_state<RT> st;
+    kd_decode_mma_block_merge<Arch, DP, RT>(ws, st, mg);
     const int64_t pair = (seq * a.num_kv_heads + kv_head) * tiles + rt;
-    const kd_dec_partials pt = {a.partials, a.cap,
+    const kd_decode_partials pt = {a.partials, a.cap,
                                 a.counters ? a.counters + pair : nullptr,
                                 nullptr};
-    kd_dec_finish<Arch::WARP, RT, true, false>(st, mg, rows, a.head_dim,
+    kd_decode_finish<Arch::WARP, RT, true, false>(st, mg, rows, a.head_dim,
                                                split, parts, pt);
   }
 }
 
 template <typename T, int RT, int DP, int S>
 static int ke_pa_launch_mma(hipStream_t s, const ke__paged_attention_args *a) {
-  typedef kd_decm<kd_mma_nv, T, DP, S> K;
+  typedef kd_decode_mma<kd_mma_nv, T, DP, S> K;
   const int group = a->num_heads / a->num_kv_heads;
   const int64_t nx = (int64_t)((group + RT - 1) / RT) * a->num_seqs;
   const dim3 grid((unsigned)(nx < KE_PA_MAX_GRID_X ? nx : KE_PA_MAX_GRID_X),
                   (unsigned)a->num_kv_heads, (unsigned)a->splits);
-  constexpr size_t mg = sizeof(kd_dec_smem<kd_mma_nv::WARP, RT>);
+  constexpr size_t mg = sizeof(kd_decode_smem<kd_mma_nv::WARP, RT>);
   constexpr size_t smem = K::BYTES > mg ? K::BYTES : mg;
   const void *fn =
       (const void *)ke_paged_attention_mma_kernel<kd_mma_nv, T, RT, DP, S>;
-  static int raised[KD_DEC_DEVICES];
-  const int err = kd_dec_raise_smem(raised, fn, smem);
+  static int raised[KD_DECODE_DEVICES];
+  const int err = kd_decode_raise_smem(raised, fn, smem);
   if (err != 0) return err;
   hipLaunchKernelGGL((ke_paged_attention_mma_kernel<kd_mma_nv, T, RT, DP, S>),
-                     grid, dim3(KD_DEC_THREADS), smem, s, *a);
+                     grid, dim3(KD_DECODE_THREADS), smem, s, *a);
   return (int)hipGetLastError();
 }
 
@@ -315,7 +315,7 @@ ke_paged_attention_combine(ke__paged_attention_args a) {
   for (int d = threadIdx.x; d < a.head_dim; d += KE_PA_COMBINE_THREADS)
     ke_pa_store(a.out_dtype, a.out,
                 seq * a.out_seq_stride + h * a.out_head_stride + d,
-                kd_dec_merge_elem<FAST, false>(row, parts, a.head_dim, d));
+                kd_decode_merge_elem<FAST, false>(row, parts, a.head_dim, d));
 }
 
 template <typename Tkv, int L, int RT, int S, bool FAST>
@@ -328,14 +328,14 @@ static int ke_pa_launch_stages(hipStream_t s,
   const dim3 grid((unsigned)(nx < KE_PA_MAX_GRID_X ? nx : KE_PA_MAX_GRID_X),
                   (unsigned)a->num_kv_heads, (unsigned)a->splits);
   const size_t smem =
-      sizeof(ke_pa_shared<Tkv, L, RT, U, S>) + sizeof(kd_dec_ring<S>);
+      sizeof(ke_pa_shared<Tkv, L, RT, U, S>) + sizeof(kd_decode_ring<S>);
   const void *fn = (const void *)ke_paged_attention_kernel<Tkv, L, RT, U, S,
                                                            FAST>;
-  static int raised[KD_DEC_DEVICES];
-  const int err = kd_dec_raise_smem(raised, fn, smem);
+  static int raised[KD_DECODE_DEVICES];
+  const int err = kd_decode_raise_smem(raised, fn, smem);
   if (err != 0) return err; /* also left as the last error */
   hipLaunchKernelGGL((ke_paged_attention_kernel<Tkv, L, RT, U, S, FAST>),
-                     grid, dim3(KD_DEC_THREADS), smem, s, *a, x->grabs);
+                     grid, dim3(KD_DECODE_THREADS), smem, s, *a, x->grabs);
   return 0;
 }
 

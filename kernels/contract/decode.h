@@ -17,7 +17,7 @@ typedef struct ke__decode_ext {
   /* Non-NULL (split launches that merge through counters only): the blocks
    * of a row tile take its keys a step at a time from grabs[tile] (zero
    * between launches, set back by the merging block) instead of each
-   * streaming a fixed range (tile/decode.h, kd_dec_scan_dyn). One counter
+   * streaming a fixed range (tile/decode.h, kd_decode_scan_dyn). One counter
    * per entry of the split's counters, in the same order. */
   unsigned *grabs;
   /* Copy pipeline depth for 16-bit K/V with 16-byte copies: 3 or 4 (any

@@ -22,7 +22,7 @@
  *     two shuffles) while P V may still be in flight (PIPE); then V of
  *     tile t - 1 is freed, O rescaled and P of tile t formed.
  * P is one f16 term, its weights raised by 2^15 (f16; bf16 against an f16
- * copy of V made first with the engine's workspace: TV, kd_fa3_v16_prep):
+ * copy of V made first with the engine's workspace: TV, kd_attn_sm90_v16_prep):
  * one RS multiply per 16 keys; or two T terms, hi + lo (bf16 without the
  * workspace; as tile/attn_mma.h and docs/kernels-attention.md explain): two. O
  * accumulates in the wgmma's f32 registers; the epilogue divides by l and
@@ -39,7 +39,7 @@
  * Requirements (attention_sm90.hip checks them): f16 or bf16, D a multiple
  * of 8 and at most DP, rows of Q and O 16-byte aligned, K and V bases and
  * strides multiples of 16 bytes that a tensor map holds, a finite nonzero
- * scale (kd_fa3_run).
+ * scale (kd_attn_sm90_run).
  */
 #ifndef KILN_KERNELS_TILE_ATTN_SM90_H
 #define KILN_KERNELS_TILE_ATTN_SM90_H
@@ -51,16 +51,16 @@
 
 /* DP padded head dimension (64, 128, 192, 256), BN keys per tile (64 or 128),
  * STAGES K/V slots; PTERMS the form of P: 0 the kernel's (one f16 term where
- * V is f16, else two terms: kd_fa3::ONE16), 2 two terms (hi + lo) for timing,
+ * V is f16, else two terms: kd_attn_sm90::ONE16), 2 two terms (hi + lo) for timing,
  * 1 one term of T, P in [0, 1] (round_p; it misses the suite's default
  * tolerance in bf16: docs/kernels-attention.md); PIPE: the softmax overlaps
  * the previous tile's P V (false: both are waited for first); SPLIT_LOOP: the
- * tiles that need a mask run in a loop of their own (kd_fa3_consume);
+ * tiles that need a mask run in a loop of their own (kd_attn_sm90_consume);
  * PINGPONG: the two consumer warpgroups take turns issuing their multiplies
  * (named barriers), so that one's softmax runs under the other's. */
 template <int DP_, int BN_, int STAGES_, int PTERMS_ = 0, bool PIPE_ = true,
           bool SPLIT_LOOP_ = true, bool PINGPONG_ = false>
-struct kd_fa3_cfg {
+struct kd_attn_sm90_cfg {
   static constexpr int DP = DP_, BN = BN_, STAGES = STAGES_;
   static constexpr int PTERMS = PTERMS_;
   static constexpr bool PIPE = PIPE_, SPLIT_LOOP = SPLIT_LOOP_;
@@ -70,7 +70,7 @@ struct kd_fa3_cfg {
   static constexpr int OW = DP % 128 == 0 ? 128 : 64, ON = DP / OW;
   static constexpr int Q_BYTES = BM * DP * 2, KV_BYTES = BN * DP * 2;
   static constexpr int STAGE_BYTES = 2 * KV_BYTES;
-  /* Q, the slots, a V-sized tile of zeros (kd_fa3_consume), then the
+  /* Q, the slots, a V-sized tile of zeros (kd_attn_sm90_consume), then the
    * barriers: K and V have their own, full and empty, per slot. */
   static constexpr int SMEM = 1024 + Q_BYTES + STAGES * STAGE_BYTES +
                               KV_BYTES + 4 * STAGES * 8;
@@ -82,14 +82,14 @@ struct kd_fa3_cfg {
 /* Stores of 16 and 4 bytes, loads of 2, at aligned addresses (memcpy on
  * the host keeps its compiler's aliasing rules; one access on the GPU). */
 template <typename U>
-__device__ __forceinline__ void kd_fa3_put(void *p, const U &v) {
+__device__ __forceinline__ void kd_attn_sm90_put(void *p, const U &v) {
 #if defined(KILN_BACKEND_HOST)
   memcpy(p, &v, sizeof v);
 #else
   *(U *)p = v;
 #endif
 }
-template <typename U> __device__ __forceinline__ U kd_fa3_get(const void *p) {
+template <typename U> __device__ __forceinline__ U kd_attn_sm90_get(const void *p) {
 #if defined(KILN_BACKEND_HOST)
   U v;
   memcpy(&v, p, sizeof v);
@@ -101,12 +101,12 @@ template <typename U> __device__ __forceinline__ U kd_fa3_get(const void *p) {
 
 /* T: the type of Q, K and O. TV: the type of V's tiles and of P, T or,
  * for bf16 T, kd_half: V converted to f16 beforehand with a power-of-two
- * scale per (batch, kv head) (kd_fa3_v16_prep, exact for every finite
+ * scale per (batch, kv head) (kd_attn_sm90_v16_prep, exact for every finite
  * bf16 value at or above 2^-38 of the head's largest). Where V is f16
  * (f16 T, or that copy) the kernel's form rounds P once to f16, 2^-11
  * relative (torch's rounding of P in f16, eight times finer than bf16's
  * single one): one RS multiply per 16 keys. */
-template <typename T, class C, typename TV = T> struct kd_fa3 {
+template <typename T, class C, typename TV = T> struct kd_attn_sm90 {
   static constexpr int BN = C::BN, DP = C::DP, OW = C::OW, ON = C::ON;
   static constexpr bool V16 = !std::is_same<T, TV>::value;
   /* P once in f16, raised (below). */
@@ -125,7 +125,7 @@ template <typename T, class C, typename TV = T> struct kd_fa3 {
   /* Q rows [0, 128) into [128][64] tiles, one per 64 columns, at the
    * swizzled addresses TMA would use; zeros past the rows and past D.
    * neg: Q negated (sign bits flipped, exact), so that the scores are
-   * scaled by |scale| (kd_fa3_consume). */
+   * scaled by |scale| (kd_attn_sm90_consume). */
   static __device__ __forceinline__ void load_q(const ke__attention_desc &a,
                                                 const geom &g, bool neg,
                                                 unsigned char *qs) {
@@ -140,7 +140,7 @@ template <typename T, class C, typename TV = T> struct kd_fa3 {
         v.x ^= 0x80008000u, v.y ^= 0x80008000u;
         v.z ^= 0x80008000u, v.w ^= 0x80008000u;
       }
-      kd_fa3_put(qs + (c / 8) * (C::BM * 128) + kd_sw128(r, 8 * (c % 8)), v);
+      kd_attn_sm90_put(qs + (c / 8) * (C::BM * 128) + kd_sw128(r, 8 * (c % 8)), v);
     }
   }
 
@@ -148,7 +148,7 @@ template <typename T, class C, typename TV = T> struct kd_fa3 {
   static __device__ __forceinline__ float v_at(const unsigned char *vs, int j,
                                                int d) {
     TV x;
-    x.bits = kd_fa3_get<uint16_t>(vs + (d / 64) * (BN * 128) +
+    x.bits = kd_attn_sm90_get<uint16_t>(vs + (d / 64) * (BN * 128) +
                                   kd_sw128(j, d % 64));
     return kd_to_float(x);
   }
@@ -165,7 +165,7 @@ template <typename T, class C, typename TV = T> struct kd_fa3 {
          idx += 32) {
       const int j = idx / per_row, q = idx % per_row;
       const uint4 u =
-          kd_fa3_get<uint4>(vs + (q / 8) * (BN * 128) + 128 * j + 16 * (q % 8));
+          kd_attn_sm90_get<uint4>(vs + (q / 8) * (BN * 128) + 128 * j + 16 * (q % 8));
       const uint32_t e[4] = {u.x, u.y, u.z, u.w};
       KD_UNROLL
       for (int i = 0; i < 8; i++)
@@ -181,12 +181,12 @@ template <typename T, class C, typename TV = T> struct kd_fa3 {
  * s[4 (j / 8) + 2 h + j % 2]. Out of line on copies of s and O, indexed at
  * run time, so that the main loop keeps its arrays in registers. */
 #if defined(KILN_BACKEND_HOST)
-#define KD_FA3_NOINLINE __attribute__((noinline))
+#define KD_ATTN_SM90_NOINLINE __attribute__((noinline))
 #else
-#define KD_FA3_NOINLINE __noinline__
+#define KD_ATTN_SM90_NOINLINE __noinline__
 #endif
 template <typename T, class C, typename TV>
-__device__ KD_FA3_NOINLINE void kd_fa3_pv_exact(const unsigned char *vs,
+__device__ KD_ATTN_SM90_NOINLINE void kd_attn_sm90_pv_exact(const unsigned char *vs,
                                                 int k0, const float *s,
                                                 float *o, int lim0,
                                                 int lim1) {
@@ -200,24 +200,24 @@ __device__ KD_FA3_NOINLINE void kd_fa3_pv_exact(const unsigned char *vs,
       const int n = e / (OW / 2), i = e % (OW / 2), h = (i / 2) % 2;
       if (j >= (h ? lim1 : lim0) - k0) continue;
       const int d = OW * n + 8 * (i / 4) + 2 * (l % 4) + i % 2;
-      o[e] = fmaf(h ? p1 : p0, kd_fa3<T, C, TV>::v_at(vs, j, d), o[e]);
+      o[e] = fmaf(h ? p1 : p0, kd_attn_sm90<T, C, TV>::v_at(vs, j, d), o[e]);
     }
   }
 }
 
 /* The mbarriers of the K/V ring, S = C::STAGES each: K of a slot is freed
  * once S = Q K^T has read it, V once O += P V has. */
-struct kd_fa3_bars {
+struct kd_attn_sm90_bars {
   uint64_t *full_k, *full_v, *empty_k, *empty_v;
 };
 
 /* The producer thread: each K and V tile into the next slot, after the
  * consumers freed it. */
 template <typename T, class C>
-__device__ __forceinline__ void kd_fa3_produce(const kd_tmap *tk,
+__device__ __forceinline__ void kd_attn_sm90_produce(const kd_tmap *tk,
                                                const kd_tmap *tv,
                                                unsigned char *slots,
-                                               kd_fa3_bars b, int ntiles,
+                                               kd_attn_sm90_bars b, int ntiles,
                                                int hk, int bz) {
   constexpr int BN = C::BN, S = C::STAGES;
   for (int t = 0; t < ntiles; t++) {
@@ -240,7 +240,7 @@ __device__ __forceinline__ void kd_fa3_produce(const kd_tmap *tk,
  * read MN-major from its slot; issued, not committed or waited for. */
 template <typename T, class C, typename TV>
 __device__ __forceinline__ void
-kd_fa3_pv(float (&oacc)[C::ON][C::OW / 2], const uint32_t (&phi)[C::BN / 16][4],
+kd_attn_sm90_pv(float (&oacc)[C::ON][C::OW / 2], const uint32_t (&phi)[C::BN / 16][4],
           const uint32_t (&plo)[C::BN / 16][4], const unsigned char *vs) {
   constexpr int OW = C::OW;
   KD_UNROLL
@@ -249,7 +249,7 @@ kd_fa3_pv(float (&oacc)[C::ON][C::OW / 2], const uint32_t (&phi)[C::BN / 16][4],
     for (int n = 0; n < C::ON; n++) {
       const uint64_t db = kd_wg_desc_mn<C::BN>(vs, OW * n, kk);
       kd_wg_rs<TV, OW, 1>(oacc[n], phi[kk], db, 1);
-      if constexpr (kd_fa3<T, C, TV>::SPLIT)
+      if constexpr (kd_attn_sm90<T, C, TV>::SPLIT)
         kd_wg_rs<TV, OW, 1>(oacc[n], plo[kk], db, 1);
     }
 }
@@ -258,12 +258,12 @@ kd_fa3_pv(float (&oacc)[C::ON][C::OW / 2], const uint32_t (&phi)[C::BN / 16][4],
  * cw issues its multiplies after a sync on barrier 1 + cw and then
  * arrives on the other's, 2 - cw; 128 threads of each warpgroup make the
  * 256. Ids 1 and 2: 0 is __syncthreads's. */
-enum { KD_FA3_BAR = 1, KD_FA3_BAR_COUNT = 256 };
+enum { KD_ATTN_SM90_BAR = 1, KD_ATTN_SM90_BAR_COUNT = 256 };
 
-/* The tiles consumer warpgroup cw sees (kd_fa3_consume): a prefix of the
+/* The tiles consumer warpgroup cw sees (kd_attn_sm90_consume): a prefix of the
  * ntiles, up to the last row's limit. */
 template <typename T>
-__device__ __forceinline__ int kd_fa3_nvis(const ke__attention_desc &a,
+__device__ __forceinline__ int kd_attn_sm90_nvis(const ke__attention_desc &a,
                                            const kd_attn_block<T> &g,
                                            int cw, int bn, int ntiles) {
   const int64_t row0 = g.row0 + 64 * cw;
@@ -299,11 +299,11 @@ __device__ __forceinline__ int kd_fa3_nvis(const ke__attention_desc &a,
  * is exp2(c s - m), m the row's scaled max so far. */
 template <typename T, class C, typename TV>
 __device__ __forceinline__ void
-kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
+kd_attn_sm90_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
                const unsigned char *qs, const unsigned char *slots,
-               const unsigned char *zv, kd_fa3_bars b, int ntiles, int cw,
+               const unsigned char *zv, kd_attn_sm90_bars b, int ntiles, int cw,
                float c, float vscale) {
-  typedef kd_fa3<T, C, TV> K;
+  typedef kd_attn_sm90<T, C, TV> K;
   constexpr int BN = C::BN, DP = C::DP, S = C::STAGES, OW = C::OW,
                 ON = C::ON, NP = BN / 16;
   const int t128 = (int)threadIdx.x % 128;
@@ -322,16 +322,16 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
     lim[h] = rr < g.rows_total ? g.lim(a, rr) : wg_max_lim;
   }
   /* The tiles this warpgroup sees are a prefix: the rest it only frees. */
-  const int nvis = kd_fa3_nvis(a, g, cw, BN, ntiles);
+  const int nvis = kd_attn_sm90_nvis(a, g, cw, BN, ntiles);
   /* Ping-pong turns: as many as the other warpgroup takes. */
-  const int other = C::PINGPONG ? kd_fa3_nvis(a, g, 1 - cw, BN, ntiles) : 0;
+  const int other = C::PINGPONG ? kd_attn_sm90_nvis(a, g, 1 - cw, BN, ntiles) : 0;
   const int turns = nvis > other ? nvis : other;
   /* Planted bug (arch/kd.h, KD_PLANT_PINGPONG): each warpgroup arrives on its
    * own barrier, so warpgroup 0's never completes. */
-  const int bar_mine = KD_FA3_BAR + cw,
-            bar_other = KD_PLANTED_AT(KD_PLANT_PINGPONG) ? bar_mine : KD_FA3_BAR + 1 - cw;
+  const int bar_mine = KD_ATTN_SM90_BAR + cw,
+            bar_other = KD_PLANTED_AT(KD_PLANT_PINGPONG) ? bar_mine : KD_ATTN_SM90_BAR + 1 - cw;
   if (C::PINGPONG && cw == 1 && turns > 0)
-    kd_bar_arrive(bar_other, KD_FA3_BAR_COUNT);
+    kd_bar_arrive(bar_other, KD_ATTN_SM90_BAR_COUNT);
 
   float oacc[ON][OW / 2], m[2] = {-INFINITY, -INFINITY}, lsum[2] = {0, 0};
   KD_UNROLL
@@ -371,7 +371,7 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
 #if KD_WG__EMU
     memset(sacc, 0, sizeof sacc); /* scale_d 0 below: never read */
 #endif
-    if constexpr (C::PINGPONG) kd_bar_sync(bar_mine, KD_FA3_BAR_COUNT);
+    if constexpr (C::PINGPONG) kd_bar_sync(bar_mine, KD_ATTN_SM90_BAR_COUNT);
     kd_wg_fence_regs(sacc);
     kd_wg_fence();
     KD_UNROLL
@@ -383,10 +383,10 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
     }
     kd_wg_commit();
     /* The previous tile's O += P V, in flight during the softmax. */
-    kd_fa3_pv<T, C, TV>(oacc, phi, plo, vp);
+    kd_attn_sm90_pv<T, C, TV>(oacc, phi, plo, vp);
     kd_wg_commit();
     if constexpr (C::PINGPONG)
-      if (!(cw == 1 && t == turns - 1)) kd_bar_arrive(bar_other, KD_FA3_BAR_COUNT);
+      if (!(cw == 1 && t == turns - 1)) kd_bar_arrive(bar_other, KD_ATTN_SM90_BAR_COUNT);
     if constexpr (C::PIPE)
       kd_wg_wait<1>();
     else
@@ -475,7 +475,7 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
       for (int i = 0; i < BN / 2; i++) st[i] = sacc[i];
       KD_UNROLL
       for (int e = 0; e < ON * OW / 2; e++) ot[e] = oacc[e / (OW / 2)][e % (OW / 2)];
-      kd_fa3_pv_exact<T, C, TV>(vs, k0, st, ot, lim[0], lim[1]);
+      kd_attn_sm90_pv_exact<T, C, TV>(vs, k0, st, ot, lim[0], lim[1]);
       KD_UNROLL
       for (int e = 0; e < ON * OW / 2; e++) oacc[e / (OW / 2)][e % (OW / 2)] = ot[e];
       pv = -1;
@@ -512,7 +512,7 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
       vp = slots + (pv % S) * C::STAGE_BYTES + C::KV_BYTES;
     }
     kd_wg_fence();
-    kd_fa3_pv<T, C, TV>(oacc, phi, plo, vp);
+    kd_attn_sm90_pv<T, C, TV>(oacc, phi, plo, vp);
   }
   kd_wg_commit();
   kd_wg_wait<0>();
@@ -529,8 +529,8 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
    * the turns the other warpgroup still takes are taken here, empty. */
   for (int t = nvis; t < ntiles; t++) {
     if (C::PINGPONG && t < turns) {
-      kd_bar_sync(bar_mine, KD_FA3_BAR_COUNT);
-      if (!(cw == 1 && t == turns - 1)) kd_bar_arrive(bar_other, KD_FA3_BAR_COUNT);
+      kd_bar_sync(bar_mine, KD_ATTN_SM90_BAR_COUNT);
+      if (!(cw == 1 && t == turns - 1)) kd_bar_arrive(bar_other, KD_ATTN_SM90_BAR_COUNT);
     }
     const int s = t % S, ph = (t / S) & 1;
     kd_mbar_wait(&b.full_k[s], ph);
@@ -566,29 +566,29 @@ kd_fa3_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
         const T v0 = kd_from_float<T>(inv == 0.0f ? 0.0f : o0);
         const T v1 = kd_from_float<T>(inv == 0.0f ? 0.0f : o1);
         const uint32_t pair = (uint32_t)v0.bits | (uint32_t)v1.bits << 16;
-        kd_fa3_put(orow + d, pair);
+        kd_attn_sm90_put(orow + d, pair);
       }
   }
 }
 
 /* vscale: where TV is not T, the factor O takes back per (batch, kv head)
- * (kd_fa3_v16_prep), else unused. */
+ * (kd_attn_sm90_v16_prep), else unused. */
 template <typename T, class C, typename TV>
 __global__ void __launch_bounds__(384, 1)
-kd_fa3_fwd(const __grid_constant__ kd_tmap tk,
+kd_attn_sm90_fwd(const __grid_constant__ kd_tmap tk,
            const __grid_constant__ kd_tmap tv, const T *__restrict__ q,
            const T *__restrict__ k, const T *__restrict__ v,
            T *__restrict__ o, ke__attention_desc a, float scale_log2,
            const float *__restrict__ vscale) {
-  typedef kd_fa3<T, C, TV> K;
+  typedef kd_attn_sm90<T, C, TV> K;
   constexpr int BN = C::BN, S = C::STAGES;
-  HIP_DYNAMIC_SHARED(uint4, kd_fa3_smem);
-  unsigned char *const raw = (unsigned char *)kd_fa3_smem;
+  HIP_DYNAMIC_SHARED(uint4, kd_attn_sm90_smem);
+  unsigned char *const raw = (unsigned char *)kd_attn_sm90_smem;
   unsigned char *const qs = raw + ((1024 - kd_smem_addr(raw) % 1024) % 1024);
   unsigned char *const slots = qs + C::Q_BYTES;
   unsigned char *const zv = slots + S * C::STAGE_BYTES;
   uint64_t *const bar = (uint64_t *)(zv + C::KV_BYTES);
-  const kd_fa3_bars b = {bar, bar + S, bar + 2 * S, bar + 3 * S};
+  const kd_attn_sm90_bars b = {bar, bar + S, bar + 2 * S, bar + 3 * S};
 
   typename K::geom g;
   g.init(a, q, k, v, o, C::BM); /* k, v: only the rows' geometry */
@@ -603,7 +603,7 @@ kd_fa3_fwd(const __grid_constant__ kd_tmap tk,
   }
   K::load_q(a, g, scale_log2 < 0.0f, qs);
   for (int i = (int)threadIdx.x; i < C::KV_BYTES / 16; i += C::THREADS)
-    kd_fa3_put(zv + 16 * i, make_uint4(0, 0, 0, 0));
+    kd_attn_sm90_put(zv + 16 * i, make_uint4(0, 0, 0, 0));
   kd_fence_proxy_async(); /* Q's and the zeros' stores are read by wgmma */
   __syncthreads();
 
@@ -613,11 +613,11 @@ kd_fa3_fwd(const __grid_constant__ kd_tmap tk,
   if (wg == 0) {
     kd_wg_regs_dec<24>();
     if (threadIdx.x == 0)
-      kd_fa3_produce<T, C>(&tk, &tv, slots, b, ntiles, (int)g.hk,
+      kd_attn_sm90_produce<T, C>(&tk, &tv, slots, b, ntiles, (int)g.hk,
                            (int)g.bz);
   } else {
     kd_wg_regs_inc<240>();
-    kd_fa3_consume<T, C, TV>(
+    kd_attn_sm90_consume<T, C, TV>(
         a, g, qs, slots, zv, b, ntiles, wg - 1, fabsf(scale_log2),
         K::V16 ? vscale[g.bz * a.hkv + g.hk] : 1.0f);
   }

@@ -1,5 +1,5 @@
 /* The Hopper attention kernel's host side (tile/attn_sm90.h has the
- * kernel): the tensor maps of K and V, and the launch of kd_fa3_fwd for a
+ * kernel): the tensor maps of K and V, and the launch of kd_attn_sm90_fwd for a
  * configuration, with bf16 V's f16 copy made first when the
  * configuration asks for it (tile/attn_sm90_v16.h). Used through the
  * configurations (tile/attn_sm90_cfg.h) by the engine (attention_sm90.hip),
@@ -15,7 +15,7 @@
 
 /* The rank-4 map of K or V ([B][Hkv][Sk][D], strides in elements) in boxes
  * of [BN keys][64 d]; -1 when TMA cannot read it. */
-static inline int kd_fa3_map(kd_tmap *m, const void *base,
+static inline int kd_attn_sm90_map(kd_tmap *m, const void *base,
                              const ke__attention_desc &a,
                              const int64_t *stride, int bn) {
   const uint64_t dims[4] = {(uint64_t)a.d, (uint64_t)a.sk, (uint64_t)a.hkv,
@@ -37,22 +37,22 @@ static inline int kd_fa3_map(kd_tmap *m, const void *base,
  * or the scale is zero or not finite (the caller goes on to the mma.sync
  * kernel), else a hipError_t. The caller has checked T, D <= C::DP, Q's
  * and O's rows. TV kd_half (bf16 T): V goes to f16 first, in work
- * (kd_fa3_v16_bytes of it). */
+ * (kd_attn_sm90_v16_bytes of it). */
 template <typename T, class C, typename TV = T>
-static int kd_fa3_run(hipStream_t stream, const void *q, const void *k,
+static int kd_attn_sm90_run(hipStream_t stream, const void *q, const void *k,
                       const void *v, void *o, const ke__attention_desc *a,
                       void *work = nullptr) {
-  constexpr bool V16 = kd_fa3<T, C, TV>::V16;
+  constexpr bool V16 = kd_attn_sm90<T, C, TV>::V16;
   kd_tmap tk, tv;
   /* V as TMA could read it (for V16 that is what the conversion's 16-byte
    * loads need), then the f16 copy's map (at the start of work). */
-  if (kd_fa3_map(&tk, k, *a, a->k_stride, C::BN) != 0 ||
-      kd_fa3_map(&tv, v, *a, a->v_stride, C::BN) != 0)
+  if (kd_attn_sm90_map(&tk, k, *a, a->k_stride, C::BN) != 0 ||
+      kd_attn_sm90_map(&tv, v, *a, a->v_stride, C::BN) != 0)
     return -1;
   const int64_t v16_stride[3] = {a->hkv * a->sk * a->d, a->sk * a->d, a->d};
-  if (V16 && (!work || kd_fa3_map(&tv, work, *a, v16_stride, C::BN) != 0))
+  if (V16 && (!work || kd_attn_sm90_map(&tv, work, *a, v16_stride, C::BN) != 0))
     return -1;
-  auto kernel = kd_fa3_fwd<T, C, TV>;
+  auto kernel = kd_attn_sm90_fwd<T, C, TV>;
   static int raised; /* per kernel and process; racing callers agree */
   if (!__atomic_load_n(&raised, __ATOMIC_RELAXED)) {
     const hipError_t e = hipFuncSetAttribute(
@@ -69,10 +69,10 @@ static int kd_fa3_run(hipStream_t stream, const void *q, const void *k,
   float *vscale = nullptr;
   if constexpr (V16) {
     kd_half *v16 = nullptr;
-    const int rc = kd_fa3_v16_prep(stream, v, a, work, &v16, &vscale);
+    const int rc = kd_attn_sm90_v16_prep(stream, v, a, work, &v16, &vscale);
     if (rc != 0) return rc;
   }
-  hipLaunchKernelGGL((kd_fa3_fwd<T, C, TV>), kd_attn_grid(a, C::BM),
+  hipLaunchKernelGGL((kd_attn_sm90_fwd<T, C, TV>), kd_attn_grid(a, C::BM),
                      dim3(C::THREADS), C::SMEM, stream, tk, tv, (const T *)q,
                      (const T *)k, (const T *)v, (T *)o, *a, scale_log2,
                      (const float *)vscale);

@@ -9,12 +9,12 @@
 #include "tile/decode.h"
 
 /* Most keys a dynamic scan takes (its key numbers are ints). */
-#define KD_DEC_DYN_MAX_KEYS (1 << 30)
+#define KD_DECODE_DYN_MAX_KEYS (1 << 30)
 
 /* Shared state of the dynamic scan: the step numbers this block has taken
  * (a ring of S + 2: the step folded, the S - 1 in flight, the one located
  * ahead, the one being reused). */
-template <int S> struct kd_dec_ring {
+template <int S> struct kd_decode_ring {
   unsigned step[S + 2];
   unsigned last; /* thread 0's last take, read back before it reports */
 };
@@ -24,29 +24,29 @@ template <int S> struct kd_dec_ring {
  * a block's slots hold steps that are not its slot numbers, which the host
  * emulation's one-block-at-a-time order would otherwise hide); `steps`
  * once they run out. */
-__device__ __forceinline__ unsigned kd_dec_take_step(unsigned t,
+__device__ __forceinline__ unsigned kd_decode_take_step(unsigned t,
                                                      unsigned steps) {
   return t < steps ? steps - 1 - t : steps;
 }
 
-/* kd_dec_scan over the n keys kb .. kb + n - 1 shared by every block of a
+/* kd_decode_scan over the n keys kb .. kb + n - 1 shared by every block of a
  * (rows, KV head): instead of a fixed range, the block takes one step of
  * keys at a time from the takes counter *grab (shared by the blocks of
  * those rows), S steps ahead of the one it folds, until the steps run out.
  * Blocks that are served faster take more steps, so the blocks of a launch
  * end together rather than each at its own range's end. Thread 0 takes
- * the steps (kd_dec_take_step), a barrier per step hands them out. A block
+ * the steps (kd_decode_take_step), a barrier per step hands them out. A block
  * may get no step (its state stays empty). *grab must be 0 before the
  * first block starts and is not touched again once every block of the
  * rows has reported done (the merging block sets it back to 0). */
 template <typename T, int L, int RT, int U, int S, bool FAST, bool VEC,
           class Src>
 __device__ __forceinline__ void
-kd_dec_scan_dyn(const Src &src, kd_dec_state<RT> &st,
-                kd_dec_stage<T, U, S> &sg, kd_dec_ring<S> &ring,
+kd_decode_scan_dyn(const Src &src, kd_decode_state<RT> &st,
+                kd_decode_stage<T, U, S> &sg, kd_decode_ring<S> &ring,
                 unsigned *grab, int64_t parts, int64_t kb, int n,
                 const int *lim, int lim_min, int d0, int nd) {
-  constexpr int NG = KD_DEC_THREADS / L;
+  constexpr int NG = KD_DECODE_THREADS / L;
   constexpr int STEP = U * NG;
   constexpr int R = S + 2;
   const int g = threadIdx.x / L;
@@ -68,7 +68,7 @@ kd_dec_scan_dyn(const Src &src, kd_dec_state<RT> &st,
     pend = taken < cap ? atomicAdd(grab, 1u) : steps;
     taken += taken < cap;
     for (int i = 0; i < S; i++)
-      ring.step[i] = (unsigned)i < first0 ? kd_dec_take_step(first + i, steps)
+      ring.step[i] = (unsigned)i < first0 ? kd_decode_take_step(first + i, steps)
                                           : steps;
   }
   __syncthreads();
@@ -91,7 +91,7 @@ kd_dec_scan_dyn(const Src &src, kd_dec_state<RT> &st,
       bool valid[U];
       KD_UNROLL
       for (int u = 0; u < U; u++) valid[u] = (int)s * STEP + u * NG + g < n;
-      kd_dec_issue<T, U, S, VEC>(src, sg, i % S, loc, valid, d0, nd);
+      kd_decode_issue<T, U, S, VEC>(src, sg, i % S, loc, valid, d0, nd);
     }
     locate(i + 1);
   };
@@ -99,7 +99,7 @@ kd_dec_scan_dyn(const Src &src, kd_dec_state<RT> &st,
   locate(0);
   for (int i = 0; i < S - 1; i++) {
     issue(i);
-    kd_dec_commit();
+    kd_decode_commit();
   }
   for (int i = 0;; i++) {
     const unsigned s = ring.step[i % R];
@@ -107,20 +107,20 @@ kd_dec_scan_dyn(const Src &src, kd_dec_state<RT> &st,
     /* Slot i + S (read after the barrier below) gets the step taken a
      * slot ago; slot (i + S) % R was last read for slot i - 2. */
     if (threadIdx.x == 0) {
-      ring.step[(i + S) % R] = kd_dec_take_step(pend, steps);
+      ring.step[(i + S) % R] = kd_decode_take_step(pend, steps);
       pend = pend < steps && taken < cap ? atomicAdd(grab, 1u) : steps;
       taken++;
     }
     __syncthreads();
     issue(i + S - 1);
-    kd_dec_commit();
-    kd_dec_wait<S - 1>(); /* slot i's group has landed */
-    kd_dec_fold_stage<T, L, RT, U, S, FAST>(st, sg, i % S, (int)s * STEP, n,
+    kd_decode_commit();
+    kd_decode_wait<S - 1>(); /* slot i's group has landed */
+    kd_decode_fold_stage<T, L, RT, U, S, FAST>(st, sg, i % S, (int)s * STEP, n,
                                             lim, lim_min);
   }
   /* Every take of this thread is back before the block reports done. */
   if (threadIdx.x == 0) ring.last = pend;
-  kd_dec_wait<0>();
+  kd_decode_wait<0>();
 }
 
 #endif

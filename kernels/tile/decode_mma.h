@@ -1,9 +1,9 @@
-/* Split-key decode on the matrix units (prefix kd_decm_): the scan and the
+/* Split-key decode on the matrix units (prefix kd_decode_mma_): the scan and the
  * in-block merge of tile/decode.h's core for 16-bit K/V with 16-byte rows,
  * D a multiple of 8 up to 128, and rows that all see the same keys (dense
  * decode without a causal limit inside the range, paged attention). The
  * split, the partial rows and the last block's merge are tile/decode.h's
- * (kd_dec_finish), unchanged.
+ * (kd_decode_finish), unchanged.
  *
  * Why. The SIMT core gives each key to a group of L lanes that hold 8
  * dimensions each: a key costs every lane 8 FMAs per row for the score, 4
@@ -17,7 +17,7 @@
  * softmax on the 8 score elements a lane holds: about 7 warp instructions
  * a key.
  *
- * Work split. A block of KD_DEC_THREADS threads is NW warps; a step is
+ * Work split. A block of KD_DECODE_THREADS threads is NW warps; a step is
  * 16 keys per warp (warp w: keys base + 16 w .. + 15), and each warp
  * streams its own K and V tiles (kd_mma_tile, swizzled) through S stages
  * of shared memory with 16-byte asynchronous copies, S - 1 steps ahead of
@@ -37,12 +37,12 @@
 #include "tile/decode.h"
 #include "arch/mma.h"
 
-#define KD_DECM_KEYS 16 /* keys per warp per step */
+#define KD_DECODE_MMA_KEYS 16 /* keys per warp per step */
 
 /* The warp's lanes meet, each seeing the others' shared-memory writes.
  * The launchers instantiate these kernels for kd_mma_nv only, and HIP's
  * toolchain has no __syncwarp: there it is never reached. */
-__device__ __forceinline__ void kd_decm_syncwarp() {
+__device__ __forceinline__ void kd_decode_mma_syncwarp() {
 #if defined(KILN_BACKEND_HIP)
   KD_MMA__UNAVAILABLE();
 #else
@@ -50,20 +50,20 @@ __device__ __forceinline__ void kd_decm_syncwarp() {
 #endif
 }
 
-template <class Arch, typename T, int DP, int S> struct kd_decm {
+template <class Arch, typename T, int DP, int S> struct kd_decode_mma {
   static constexpr int CH = DP / 8, KD = DP / 16;
-  static constexpr int NW = KD_DEC_THREADS / Arch::WARP;
-  static constexpr int STEP = NW * KD_DECM_KEYS;
+  static constexpr int NW = KD_DECODE_THREADS / Arch::WARP;
+  static constexpr int STEP = NW * KD_DECODE_MMA_KEYS;
   static constexpr int SLOTS = Arch::ROW_SLOTS, CE = Arch::C_ELEMS;
   /* Copies per lane of one 16-key tile. */
-  static constexpr int NC = (KD_DECM_KEYS * CH + Arch::WARP - 1) / Arch::WARP;
+  static constexpr int NC = (KD_DECODE_MMA_KEYS * CH + Arch::WARP - 1) / Arch::WARP;
   typedef kd_mma_tile<CH> Tile;
   typedef typename Arch::frag_a FA;
   typedef typename Arch::frag_b FB;
   typedef typename Arch::frag_c FC;
   /* Shared memory in 16-bit elements: Q (16 rows), then per stage and
    * warp a K tile and a V tile. */
-  static constexpr int TILE = KD_DECM_KEYS * Tile::STRIDE * 8;
+  static constexpr int TILE = KD_DECODE_MMA_KEYS * Tile::STRIDE * 8;
   static constexpr int Q_ELEMS = TILE;
   static constexpr size_t BYTES =
       2 * ((size_t)Q_ELEMS + (size_t)S * NW * 2 * TILE);
@@ -79,7 +79,7 @@ template <class Arch, typename T, int DP, int S> struct kd_decm {
 
 /* One warp's rows after the scan: running max and sum per row slot (the
  * sum reduced over the lanes holding the row) and O as C fragments. */
-template <class Arch, int KD> struct kd_decm_state {
+template <class Arch, int KD> struct kd_decode_mma_state {
   typename Arch::frag_c o[KD];
   float m[Arch::ROW_SLOTS], l[Arch::ROW_SLOTS];
 };
@@ -88,20 +88,20 @@ template <class Arch, int KD> struct kd_decm_state {
  * whose Q elements qbits(r, e) gives (16-bit storage, 0 past D); d the
  * real head dimension (chunks past it are zero-filled); scores are
  * scale * q . k, in the natural domain as the SIMT core's (the partials
- * and the merges share its weights). sm: kd_decm<...>::BYTES of shared
+ * and the merges share its weights). sm: kd_decode_mma<...>::BYTES of shared
  * memory. */
 template <class Arch, typename T, int DP, int S, int RT, class Src, class QB>
 __device__ __forceinline__ void
-kd_decm_scan(const Src &src, const QB &qbits, uint16_t *sm, int64_t kb,
-             int n, int d, float scale, kd_decm_state<Arch, DP / 16> &ws) {
-  typedef kd_decm<Arch, T, DP, S> K;
+kd_decode_mma_scan(const Src &src, const QB &qbits, uint16_t *sm, int64_t kb,
+             int n, int d, float scale, kd_decode_mma_state<Arch, DP / 16> &ws) {
+  typedef kd_decode_mma<Arch, T, DP, S> K;
   constexpr int CH = K::CH, KD = K::KD, CE = K::CE, SLOTS = K::SLOTS;
   constexpr int NC = K::NC, STEP = K::STEP;
   const int w = threadIdx.x / Arch::WARP, lane = Arch::lane();
   const typename K::Tile qt = {sm};
 
   /* Q: rows past RT are zero. */
-  for (int x = threadIdx.x; x < 16 * DP; x += KD_DEC_THREADS) {
+  for (int x = threadIdx.x; x < 16 * DP; x += KD_DECODE_THREADS) {
     const int r = x / DP, e = x - r * DP;
     qt.chunk(r, e / 8)[e % 8] = r < RT && e < d ? qbits(r, e) : (uint16_t)0;
   }
@@ -156,7 +156,7 @@ kd_decm_scan(const Src &src, const QB &qbits, uint16_t *sm, int64_t kb,
   }
   for (int j = 0; j < steps; j++) {
     kd_cp_async_wait<S - 2>(); /* step j has landed (this lane's copies) */
-    kd_decm_syncwarp();        /* ... and the warp's; step j - 1 is read */
+    kd_decode_mma_syncwarp();        /* ... and the warp's; step j - 1 is read */
     issue(j + S - 1);
     kd_cp_async_commit();
     const int k0 = j * STEP + 16 * w; /* this warp's first key */
@@ -190,7 +190,7 @@ kd_decm_scan(const Src &src, const QB &qbits, uint16_t *sm, int64_t kb,
       const float mn = fmaxf(ws.m[sl], mx);
       sub[sl] = mn == -INFINITY ? 0.0f : mn;
       if (mn != ws.m[sl]) {
-        const float alpha = kd_dec_exp<true>(ws.m[sl] - sub[sl]);
+        const float alpha = kd_decode_exp<true>(ws.m[sl] - sub[sl]);
         ws.l[sl] *= alpha;
         KD_UNROLL
         for (int kd = 0; kd < KD; kd++)
@@ -204,7 +204,7 @@ kd_decm_scan(const Src &src, const QB &qbits, uint16_t *sm, int64_t kb,
     KD_UNROLL
     for (int e = 0; e < CE; e++) {
       const int sl = Arch::c_slot(e);
-      const float p = kd_dec_exp<true>(s.v[e] - sub[sl]);
+      const float p = kd_decode_exp<true>(s.v[e] - sub[sl]);
       ws.l[sl] += p;
       s.v[e] = p;
       lo.v[e] = p - kd_to_float(kd_from_float<T>(p));
@@ -226,16 +226,16 @@ kd_decm_scan(const Src &src, const QB &qbits, uint16_t *sm, int64_t kb,
     ws.l[sl] = Arch::row_reduce(ws.l[sl], kd_sum_op());
 }
 
-/* The warps' merge, in kd_dec_block_merge's layout for groups of one warp
- * (kd_dec_smem<WARP, RT>: group = warp): afterwards st.m[r] is the
+/* The warps' merge, in kd_decode_block_merge's layout for groups of one warp
+ * (kd_decode_smem<WARP, RT>: group = warp): afterwards st.m[r] is the
  * block's row maximum in every thread and sm.acc / sm.l hold each warp's
- * accumulator and sum rescaled to it, ready for kd_dec_finish. Begins and
+ * accumulator and sum rescaled to it, ready for kd_decode_finish. Begins and
  * ends with a barrier (the merge area overlays the pipeline). */
 template <class Arch, int DP, int RT>
 __device__ __forceinline__ void
-kd_decm_block_merge(const kd_decm_state<Arch, DP / 16> &ws,
-                    kd_dec_state<RT> &st, kd_dec_smem<Arch::WARP, RT> &sm) {
-  typedef kd_dec_smem<Arch::WARP, RT> M;
+kd_decode_mma_block_merge(const kd_decode_mma_state<Arch, DP / 16> &ws,
+                    kd_decode_state<RT> &st, kd_decode_smem<Arch::WARP, RT> &sm) {
+  typedef kd_decode_smem<Arch::WARP, RT> M;
   constexpr int SLOTS = Arch::ROW_SLOTS, CE = Arch::C_ELEMS;
   const int w = threadIdx.x / Arch::WARP;
   __syncthreads(); /* every warp is done with the pipeline */
@@ -262,7 +262,7 @@ kd_decm_block_merge(const kd_decm_state<Arch, DP / 16> &ws,
     KD_UNROLL
     for (int rr = 0; rr < RT; rr++)
       if (rr == r) big_m = st.m[rr];
-    const float wt = kd_dec_weight<true>(ws.m[sl], big_m);
+    const float wt = kd_decode_weight<true>(ws.m[sl], big_m);
     KD_UNROLL
     for (int kd = 0; kd < DP / 16; kd++)
       KD_UNROLL

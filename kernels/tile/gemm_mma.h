@@ -22,7 +22,7 @@
  *
  * The sum: each output is accumulated in f32 by the matrix unit, 16 k at
  * a time, k ascending. The unit's own accumulation truncates on NVIDIA, so
- * past KD_MM_PROMOTE_K the configurations promote (Cfg::PROMOTE): each
+ * past KD_GEMM_MMA_PROMOTE_K the configurations promote (Cfg::PROMOTE): each
  * product of 16 k starts from zero in the unit and is added to the f32 sum
  * with a round-to-nearest add (Arch::mma_promote; docs/kernels-gemm.md,
  * GEMM, Tolerances).
@@ -35,7 +35,7 @@
 
 /* A block tile BM x BN x BK, warp tiles WM x WN, STAGES slots. */
 template <int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_>
-struct kd_mm_cfg {
+struct kd_gemm_mma_cfg {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_;
   static constexpr int STAGES = STAGES_;
   static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
@@ -48,7 +48,7 @@ struct kd_mm_cfg {
 };
 
 /* Cfg with the unit's sums promoted into the f32 sum every 16 k. */
-template <class Cfg> struct kd_mm_promoted : Cfg {
+template <class Cfg> struct kd_gemm_mma_promoted : Cfg {
   static constexpr bool PROMOTE = true;
 };
 
@@ -59,11 +59,11 @@ template <class Cfg> struct kd_mm_promoted : Cfg {
  * unit's truncation keeps the error within a third of the f32-sum bound
  * (0.22 measured at K = 4096, 0.49 at 16384; docs/decisions/gemm.md); past
  * it, it would grow to the bound and beyond. */
-#define KD_MM_PROMOTE_K 8192
+#define KD_GEMM_MMA_PROMOTE_K 8192
 
 /* One operand's shared tile: ROWS x K_LEN slabs, k along the chunks when
  * the operand is k-contiguous (KC), else along the rows. */
-template <int ROWS, int K_LEN, bool KC> struct kd_mm_side {
+template <int ROWS, int K_LEN, bool KC> struct kd_gemm_mma_side {
   static constexpr int TROWS = KC ? ROWS : K_LEN; /* tile rows */
   static constexpr int CH = (KC ? K_LEN : ROWS) / 8; /* chunks per row */
   typedef kd_mma_tile<CH> tile;
@@ -76,34 +76,34 @@ template <int ROWS, int K_LEN, bool KC> struct kd_mm_side {
  * data[b * batch_stride + r * ld + k] when k-contiguous, else
  * data[b * batch_stride + k * ld + r] (the layout is a template argument
  * of the kernel). */
-struct kd_mm_dense {
+struct kd_gemm_mma_dense {
   const uint16_t *data;
   int64_t ld;
   int64_t batch_stride;
 };
 
 /* 16-byte copies need every row start 16-byte aligned. */
-static inline bool kd_mm_aligned(const void *data, int64_t ld,
+static inline bool kd_gemm_mma_aligned(const void *data, int64_t ld,
                                  int64_t batch_stride) {
   return (uintptr_t)data % 16 == 0 && ld % 8 == 0 && batch_stride % 8 == 0;
 }
 
 /* C: element (b, m, n) at data[b * batch_stride + m * ld + n]. */
-struct kd_mm_out {
+struct kd_gemm_mma_out {
   void *data;
   int dtype; /* ke_dtype */
   int64_t ld;
   int64_t batch_stride;
 };
 
-struct kd_mm_dims {
+struct kd_gemm_mma_dims {
   int64_t m, n, k, batch;
   float alpha, beta;
 };
 
 /* A 16-byte store to shared memory (dst 16-byte aligned); memcpy on the
  * host keeps its compiler's aliasing rules intact. */
-__device__ __forceinline__ void kd_mm_sts16(void *dst, uint4 v) {
+__device__ __forceinline__ void kd_gemm_mma_sts16(void *dst, uint4 v) {
 #if defined(KILN_BACKEND_HOST)
   memcpy(dst, &v, 16);
 #else
@@ -119,8 +119,8 @@ __device__ __forceinline__ void kd_mm_sts16(void *dst, uint4 v) {
  * THREADS / CH tile rows, so a pointer, a stride and a few integers
  * describe them all. */
 template <int THREADS, int ROWS, int BK, bool KC, bool VEC>
-struct kd_mm_dense_stager {
-  typedef kd_mm_side<ROWS, BK, KC> S;
+struct kd_gemm_mma_dense_stager {
+  typedef kd_gemm_mma_side<ROWS, BK, KC> S;
   static constexpr int CH = S::CH, PER = S::TROWS * CH / THREADS;
   static constexpr int DR = THREADS / CH; /* tile rows between chunks */
   static_assert(S::TROWS * CH % THREADS == 0 && THREADS % (8 * CH) == 0,
@@ -137,7 +137,7 @@ struct kd_mm_dense_stager {
   static __device__ __forceinline__ void setup() {}
 
   /* Rows r0 .. r0 + ROWS - 1 of op (of `rows`), batch bi. */
-  __device__ __forceinline__ void init(const kd_mm_dense &op, int64_t bi,
+  __device__ __forceinline__ void init(const kd_gemm_mma_dense &op, int64_t bi,
                                        int64_t r0, int64_t rows,
                                        int64_t k_len) {
     const uint16_t *base = op.data + bi * op.batch_stride;
@@ -186,7 +186,7 @@ struct kd_mm_dense_stager {
         for (int i = 0; i < 4; i++)
           w[i] = (2 * i < n ? (uint32_t)src[2 * i] : 0u) |
                  (2 * i + 1 < n ? (uint32_t)src[2 * i + 1] << 16 : 0u);
-        kd_mm_sts16(dst, make_uint4(w[0], w[1], w[2], w[3]));
+        kd_gemm_mma_sts16(dst, make_uint4(w[0], w[1], w[2], w[3]));
       }
     }
     p += step;
@@ -204,8 +204,8 @@ struct kd_mm_dense_stager {
  * registers. */
 template <class Arch, typename Tc, int UM, int UN>
 __device__ __forceinline__ void
-kd_mm_epilogue(Tc *c, int64_t ldc, const typename Arch::frag_c (&acc)[UM][UN],
-               int64_t row0, int64_t col0, const kd_mm_dims &d) {
+kd_gemm_mma_epilogue(Tc *c, int64_t ldc, const typename Arch::frag_c (&acc)[UM][UN],
+               int64_t row0, int64_t col0, const kd_gemm_mma_dims &d) {
   KD_UNROLL
   for (int i = 0; i < UM; i++)
     KD_UNROLL
@@ -223,7 +223,7 @@ kd_mm_epilogue(Tc *c, int64_t ldc, const typename Arch::frag_c (&acc)[UM][UN],
       }
 }
 
-/* StA and StB stage OpA and OpB (kd_mm_dense_stager, or tile/mx.h's
+/* StA and StB stage OpA and OpB (kd_gemm_mma_dense_stager, or tile/mx.h's
  * kd_mx_stager): setup() once per block, then per tile init(operand,
  * batch, r0, rows, K) and, per slab, fetch(slot) when the slab's copies
  * start and land(slot) after the current slab's multiply (where a
@@ -231,12 +231,12 @@ kd_mm_epilogue(Tc *c, int64_t ldc, const typename Arch::frag_c (&acc)[UM][UN],
 template <class Arch, typename T, class Cfg, bool AKC, bool BKC, class StA,
           class StB, class OpA, class OpB>
 __global__ void __launch_bounds__(Cfg::WARPS * Arch::WARP)
-kd_mm_gemm(OpA a, OpB b, kd_mm_out c, kd_mm_dims d) {
+kd_gemm_mma_gemm(OpA a, OpB b, kd_gemm_mma_out c, kd_gemm_mma_dims d) {
   constexpr int UM = Cfg::WM / 16, UN = Cfg::WN / 16;
-  typedef kd_mm_side<Cfg::BM, Cfg::BK, AKC> SA;
-  typedef kd_mm_side<Cfg::BN, Cfg::BK, BKC> SB;
-  HIP_DYNAMIC_SHARED(uint4, kd_mm_smem);
-  uint16_t *const slots_a = (uint16_t *)kd_mm_smem;
+  typedef kd_gemm_mma_side<Cfg::BM, Cfg::BK, AKC> SA;
+  typedef kd_gemm_mma_side<Cfg::BN, Cfg::BK, BKC> SB;
+  HIP_DYNAMIC_SHARED(uint4, kd_gemm_mma_smem);
+  uint16_t *const slots_a = (uint16_t *)kd_gemm_mma_smem;
   uint16_t *const slots_b = slots_a + Cfg::STAGES * SA::ELEMS;
 
   const int warp = (int)threadIdx.x / Arch::WARP;
@@ -332,38 +332,38 @@ kd_mm_gemm(OpA a, OpB b, kd_mm_out c, kd_mm_dims d) {
 
     const int64_t cb = bi * c.batch_stride;
     if (c.dtype == KE_F16)
-      kd_mm_epilogue<Arch>((kd_half *)c.data + cb, c.ld, acc, m0 + wm,
+      kd_gemm_mma_epilogue<Arch>((kd_half *)c.data + cb, c.ld, acc, m0 + wm,
                            n0 + wn, d);
     else if (c.dtype == KE_BF16)
-      kd_mm_epilogue<Arch>((kd_bf16 *)c.data + cb, c.ld, acc, m0 + wm,
+      kd_gemm_mma_epilogue<Arch>((kd_bf16 *)c.data + cb, c.ld, acc, m0 + wm,
                            n0 + wn, d);
     else
-      kd_mm_epilogue<Arch>((float *)c.data + cb, c.ld, acc, m0 + wm, n0 + wn,
+      kd_gemm_mma_epilogue<Arch>((float *)c.data + cb, c.ld, acc, m0 + wm, n0 + wn,
                            d);
   }
 }
 
 /* Shared memory of one block of the kernel above. */
-template <class Cfg, bool AKC, bool BKC> constexpr int kd_mm_smem_bytes() {
+template <class Cfg, bool AKC, bool BKC> constexpr int kd_gemm_mma_smem_bytes() {
   return Cfg::STAGES *
-         (kd_mm_side<Cfg::BM, Cfg::BK, AKC>::ELEMS +
-          kd_mm_side<Cfg::BN, Cfg::BK, BKC>::ELEMS) *
+         (kd_gemm_mma_side<Cfg::BM, Cfg::BK, AKC>::ELEMS +
+          kd_gemm_mma_side<Cfg::BN, Cfg::BK, BKC>::ELEMS) *
          2;
 }
 
-/* Launches kd_mm_gemm over the whole problem: grid-stride over the tiles,
+/* Launches kd_gemm_mma_gemm over the whole problem: grid-stride over the tiles,
  * the dynamic shared memory limit raised once per kernel. Always, not only
  * above the default 48 KiB: the default bounds static plus dynamic memory,
  * and a stager's own static tables (the MX decode table) on top of slots
  * of exactly 48 KiB made the launch fail on the H100. */
 template <class Arch, typename T, class Cfg, bool AKC, bool BKC, class StA,
           class StB, class OpA, class OpB>
-static int kd_mm_launch(hipStream_t stream, const OpA &a, const OpB &b,
-                        const kd_mm_out &c, const kd_mm_dims &d) {
-  constexpr int smem = kd_mm_smem_bytes<Cfg, AKC, BKC>();
+static int kd_gemm_mma_launch(hipStream_t stream, const OpA &a, const OpB &b,
+                        const kd_gemm_mma_out &c, const kd_gemm_mma_dims &d) {
+  constexpr int smem = kd_gemm_mma_smem_bytes<Cfg, AKC, BKC>();
   constexpr int threads = Cfg::WARPS * Arch::WARP;
   {
-    auto kernel = kd_mm_gemm<Arch, T, Cfg, AKC, BKC, StA, StB, OpA, OpB>;
+    auto kernel = kd_gemm_mma_gemm<Arch, T, Cfg, AKC, BKC, StA, StB, OpA, OpB>;
     static int raised; /* per kernel and process; racing callers agree */
     if (!__atomic_load_n(&raised, __ATOMIC_RELAXED)) {
       const hipError_t e = hipFuncSetAttribute(
@@ -377,7 +377,7 @@ static int kd_mm_launch(hipStream_t stream, const OpA &a, const OpB &b,
                         ((d.n + Cfg::BN - 1) / Cfg::BN) * d.batch;
   const int64_t cap = (int64_t)1 << 30;
   hipLaunchKernelGGL(
-      (kd_mm_gemm<Arch, T, Cfg, AKC, BKC, StA, StB, OpA, OpB>),
+      (kd_gemm_mma_gemm<Arch, T, Cfg, AKC, BKC, StA, StB, OpA, OpB>),
       dim3((unsigned)(tiles < cap ? tiles : cap)), dim3(threads), smem,
       stream, a, b, c, d);
   return (int)hipGetLastError();
@@ -393,19 +393,19 @@ static int kd_mm_launch(hipStream_t stream, const OpA &a, const OpB &b,
  * 334 TFLOP/s against 274 for 128 x 256 x 32 (gemm-tune, 2026-11-23); a
  * 64-deep slab halves the barriers per FLOP.
  * CDNA: the 64 KiB LDS of gfx90a holds two slots of 128 x 128 x 32. */
-struct kd_mm_nv_large : kd_mm_cfg<128, 128, 64, 64, 64, 3> {};
-struct kd_mm_nv_medium : kd_mm_cfg<128, 128, 32, 64, 64, 4> {};
-struct kd_mm_nv_small : kd_mm_cfg<64, 128, 32, 32, 64, 4> {};
-struct kd_mm_cdna_large : kd_mm_cfg<128, 128, 32, 64, 64, 2> {};
-struct kd_mm_cdna_small : kd_mm_cfg<64, 64, 32, 32, 32, 2> {};
+struct kd_gemm_mma_nv_large : kd_gemm_mma_cfg<128, 128, 64, 64, 64, 3> {};
+struct kd_gemm_mma_nv_medium : kd_gemm_mma_cfg<128, 128, 32, 64, 64, 4> {};
+struct kd_gemm_mma_nv_small : kd_gemm_mma_cfg<64, 128, 32, 32, 64, 4> {};
+struct kd_gemm_mma_cdna_large : kd_gemm_mma_cfg<128, 128, 32, 64, 64, 2> {};
+struct kd_gemm_mma_cdna_small : kd_gemm_mma_cfg<64, 64, 32, 32, 32, 2> {};
 
-enum kd_mm_size { KD_MM_LARGE, KD_MM_MEDIUM, KD_MM_SMALL };
+enum kd_gemm_mma_size { KD_GEMM_MMA_LARGE, KD_GEMM_MMA_MEDIUM, KD_GEMM_MMA_SMALL };
 
 /* Multiprocessors the configuration choice aims to fill. The host
  * emulation answers 4 whatever the CPU, so that every configuration is
  * reached by small test shapes and the choice never depends on the
  * machine running CI. */
-static inline int64_t kd_mm_multiprocessors() {
+static inline int64_t kd_gemm_mma_multiprocessors() {
 #if defined(KILN_BACKEND_HOST)
   return 4;
 #else
@@ -427,54 +427,54 @@ static inline int64_t kd_mm_multiprocessors() {
 /* NVIDIA: the deep-slab configuration where its tiles fill every
  * multiprocessor twice, the 32-deep one where they fill it once, the
  * smallest otherwise. */
-static inline kd_mm_size kd_mm_choose(kd_mma_kind kind, int64_t m, int64_t n,
+static inline kd_gemm_mma_size kd_gemm_mma_choose(kd_mma_kind kind, int64_t m, int64_t n,
                                       int64_t batch) {
-  const int64_t sms = kd_mm_multiprocessors();
+  const int64_t sms = kd_gemm_mma_multiprocessors();
   auto tiles = [&](int64_t bm, int64_t bn) {
     return ((m + bm - 1) / bm) * ((n + bn - 1) / bn) * batch;
   };
   if (kind == KD_MMA_CDNA)
-    return tiles(128, 128) >= sms ? KD_MM_LARGE : KD_MM_SMALL;
-  if (tiles(128, 128) >= 2 * sms) return KD_MM_LARGE;
-  if (tiles(128, 128) >= sms) return KD_MM_MEDIUM;
-  return KD_MM_SMALL;
+    return tiles(128, 128) >= sms ? KD_GEMM_MMA_LARGE : KD_GEMM_MMA_SMALL;
+  if (tiles(128, 128) >= 2 * sms) return KD_GEMM_MMA_LARGE;
+  if (tiles(128, 128) >= sms) return KD_GEMM_MMA_MEDIUM;
+  return KD_GEMM_MMA_SMALL;
 }
 
-/* The configurations of each matrix unit, by kd_mm_size. */
-template <class Arch> struct kd_mm_configs;
-template <> struct kd_mm_configs<kd_mma_nv> {
-  typedef kd_mm_nv_large large;
-  typedef kd_mm_nv_medium medium;
-  typedef kd_mm_nv_small small;
+/* The configurations of each matrix unit, by kd_gemm_mma_size. */
+template <class Arch> struct kd_gemm_mma_configs;
+template <> struct kd_gemm_mma_configs<kd_mma_nv> {
+  typedef kd_gemm_mma_nv_large large;
+  typedef kd_gemm_mma_nv_medium medium;
+  typedef kd_gemm_mma_nv_small small;
 };
-template <> struct kd_mm_configs<kd_mma_cdna> {
-  typedef kd_mm_cdna_large large;
-  typedef kd_mm_cdna_large medium; /* not chosen */
-  typedef kd_mm_cdna_small small;
+template <> struct kd_gemm_mma_configs<kd_mma_cdna> {
+  typedef kd_gemm_mma_cdna_large large;
+  typedef kd_gemm_mma_cdna_large medium; /* not chosen */
+  typedef kd_gemm_mma_cdna_small small;
 };
 
-/* Calls f(Cfg()), or f(kd_mm_promoted<Cfg>()) when k is past
- * KD_MM_PROMOTE_K on a unit whose accumulation truncates (Arch::TRUNCATES:
+/* Calls f(Cfg()), or f(kd_gemm_mma_promoted<Cfg>()) when k is past
+ * KD_GEMM_MMA_PROMOTE_K on a unit whose accumulation truncates (Arch::TRUNCATES:
  * NVIDIA's). */
 template <class Arch, class Cfg, class F>
-static int kd_mm_with_promotion(int64_t k, F &&f) {
+static int kd_gemm_mma_with_promotion(int64_t k, F &&f) {
   if constexpr (Arch::TRUNCATES)
-    if (k > KD_MM_PROMOTE_K) return f(kd_mm_promoted<Cfg>());
+    if (k > KD_GEMM_MMA_PROMOTE_K) return f(kd_gemm_mma_promoted<Cfg>());
   return f(Cfg());
 }
 
 /* Calls f(Cfg()) with the configuration chosen for the problem (promoted
- * past KD_MM_PROMOTE_K). */
+ * past KD_GEMM_MMA_PROMOTE_K). */
 template <class Arch, class F>
-static int kd_mm_with_config(int64_t m, int64_t n, int64_t k, int64_t batch,
+static int kd_gemm_mma_with_config(int64_t m, int64_t n, int64_t k, int64_t batch,
                              F &&f) {
-  typedef kd_mm_configs<Arch> C;
-  switch (kd_mm_choose(Arch::WARP == 64 ? KD_MMA_CDNA : KD_MMA_NV, m, n,
+  typedef kd_gemm_mma_configs<Arch> C;
+  switch (kd_gemm_mma_choose(Arch::WARP == 64 ? KD_MMA_CDNA : KD_MMA_NV, m, n,
                        batch)) {
-  case KD_MM_LARGE: return kd_mm_with_promotion<Arch, typename C::large>(k, f);
-  case KD_MM_MEDIUM:
-    return kd_mm_with_promotion<Arch, typename C::medium>(k, f);
-  default: return kd_mm_with_promotion<Arch, typename C::small>(k, f);
+  case KD_GEMM_MMA_LARGE: return kd_gemm_mma_with_promotion<Arch, typename C::large>(k, f);
+  case KD_GEMM_MMA_MEDIUM:
+    return kd_gemm_mma_with_promotion<Arch, typename C::medium>(k, f);
+  default: return kd_gemm_mma_with_promotion<Arch, typename C::small>(k, f);
   }
 }
 

@@ -126,7 +126,7 @@ struct kd_wg_cfg {
 template <bool VEC, typename Tc>
 __device__ __forceinline__ void kd_wg_store2(Tc *c, int64_t ldc, int64_t row,
                                              int64_t col, float v0, float v1,
-                                             const kd_mm_dims &d) {
+                                             const kd_gemm_mma_dims &d) {
   if (row >= d.m) return;
   Tc *p = c + row * ldc + col;
   const float v[2] = {v0, v1};
@@ -160,7 +160,7 @@ __device__ __forceinline__ void kd_wg_store2(Tc *c, int64_t ldc, int64_t row,
 template <class Cfg, typename Tc>
 __device__ __forceinline__ void
 kd_wg_epilogue(Tc *c, int64_t ldc, const float (&sum)[Cfg::BN / 2],
-               int64_t row0, int64_t col0, const kd_mm_dims &d) {
+               int64_t row0, int64_t col0, const kd_gemm_mma_dims &d) {
   const int t = (int)threadIdx.x % 128, w = t / 32, l = t % 32;
   KD_UNROLL
   for (int i = 0; i < Cfg::BN / 2; i += 2) {
@@ -414,7 +414,7 @@ kd_wg_promoted(float (&sum)[Cfg::BN / 2], const unsigned char *slots,
  * tile t's batch, tile row and tile column in the L2-grouped order. */
 template <class Cfg> struct kd_wg_walk {
   int64_t m_tiles, n_tiles, k_tiles, tiles;
-  __device__ __forceinline__ explicit kd_wg_walk(const kd_mm_dims &d)
+  __device__ __forceinline__ explicit kd_wg_walk(const kd_gemm_mma_dims &d)
       : m_tiles((d.m + Cfg::BM - 1) / Cfg::BM),
         n_tiles((d.n + Cfg::BN - 1) / Cfg::BN),
         k_tiles(d.alpha != 0.0f ? (d.k + Cfg::BK - 1) / Cfg::BK : 0),
@@ -431,8 +431,8 @@ template <class Cfg> struct kd_wg_walk {
 template <typename T, class Cfg, bool AKC, bool BKC, int FIRST>
 __device__ __forceinline__ void
 kd_wg_consume(const unsigned char *slots, uint64_t *full, uint64_t *empty,
-              unsigned char *epi, const kd_tmap *tc, const kd_mm_out &c,
-              const kd_mm_dims &d, int cw) {
+              unsigned char *epi, const kd_tmap *tc, const kd_gemm_mma_out &c,
+              const kd_gemm_mma_dims &d, int cw) {
   constexpr int BM = Cfg::BM, BN = Cfg::BN, S = Cfg::STAGES;
   constexpr bool PP = (Cfg::FLAGS & KD_WG_PINGPONG) != 0;
   const kd_wg_walk<Cfg> walk(d);
@@ -520,7 +520,7 @@ struct kd_wg_b_tma {
   template <class Cfg, bool AKC, bool BKC>
   static __device__ __forceinline__ void
   produce(const kd_tmap *ta, const kd_tmap *tb, unsigned char *slots,
-          uint64_t *full, uint64_t *empty, const kd_mm_dims &d,
+          uint64_t *full, uint64_t *empty, const kd_gemm_mma_dims &d,
           int a_batched, int b_batched) {
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::STAGES;
     if (threadIdx.x != 0) return;
@@ -556,7 +556,7 @@ template <typename T, class Cfg, bool AKC, bool BKC, class BS = kd_wg_b_tma>
 __global__ void __launch_bounds__(384, 1)
 kd_wg_gemm(const __grid_constant__ kd_tmap ta,
            const __grid_constant__ typename BS::param tb,
-           const __grid_constant__ kd_tmap tc, kd_mm_out c, kd_mm_dims d,
+           const __grid_constant__ kd_tmap tc, kd_gemm_mma_out c, kd_gemm_mma_dims d,
            int a_batched, int b_batched, int c_tma) {
   constexpr int S = Cfg::STAGES;
   HIP_DYNAMIC_SHARED(uint4, kd_wg_smem);

@@ -11,7 +11,7 @@
 
 /* The map of a dense operand for tiles of ROWS rows: K-major, boxes of
  * [ROWS][64 k]; else boxes of [64 k][64 rows]. */
-static inline int kd_wg_map(kd_tmap *m, const kd_mm_dense &op, bool kc,
+static inline int kd_wg_map(kd_tmap *m, const kd_gemm_mma_dense &op, bool kc,
                             int64_t rows, int64_t k, int64_t batch,
                             int box_rows) {
   const uint64_t inner = (uint64_t)(kc ? k : rows);
@@ -27,7 +27,7 @@ static inline int kd_wg_map(kd_tmap *m, const kd_mm_dense &op, bool kc,
 
 /* Whether TMA can read the operand: 16-byte aligned base, row stride and
  * batch stride, and sizes a map holds. */
-static inline bool kd_wg_gemm_fits(const kd_mm_dense &op, int64_t rows,
+static inline bool kd_wg_gemm_fits(const kd_gemm_mma_dense &op, int64_t rows,
                                    int64_t k) {
   return (uintptr_t)op.data % 16 == 0 && op.ld % 8 == 0 &&
          op.batch_stride % 8 == 0 && op.ld > 0 && op.batch_stride >= 0 &&
@@ -39,7 +39,7 @@ static inline bool kd_wg_gemm_fits(const kd_mm_dense &op, int64_t rows,
 template <typename T, class Cfg, bool AKC, bool BKC, class BS = kd_wg_b_tma>
 static int kd_wg_gemm_launch(hipStream_t stream, const kd_tmap &ta,
                              const typename BS::param &tb, const kd_tmap &tc,
-                             const kd_mm_out &c, const kd_mm_dims &d, int ab,
+                             const kd_gemm_mma_out &c, const kd_gemm_mma_dims &d, int ab,
                              int bb, int c_tma) {
   auto kernel = kd_wg_gemm<T, Cfg, AKC, BKC, BS>;
   static int raised; /* per kernel and process; racing callers agree */
@@ -52,7 +52,7 @@ static int kd_wg_gemm_launch(hipStream_t stream, const kd_tmap &ta,
   }
   const int64_t tiles = ((d.m + Cfg::BM - 1) / Cfg::BM) *
                         ((d.n + Cfg::BN - 1) / Cfg::BN) * d.batch;
-  const int64_t sms = kd_mm_multiprocessors();
+  const int64_t sms = kd_gemm_mma_multiprocessors();
   const unsigned grid = (unsigned)(tiles < sms ? tiles : sms);
   hipLaunchKernelGGL((kd_wg_gemm<T, Cfg, AKC, BKC, BS>), dim3(grid),
                      dim3(Cfg::THREADS), Cfg::SMEM, stream, ta, tb, tc, c, d,
@@ -67,12 +67,12 @@ static int kd_wg_gemm_launch(hipStream_t stream, const kd_tmap &ta,
  * an H100 wrote the box's columns past it up to the 16-byte boundary (the
  * emulation refuses such a store, port/host/hopper-on-host.h). */
 template <class Cfg>
-static int kd_wg_c_map(kd_tmap *tc, const kd_mm_out &c, const kd_mm_dims &d) {
+static int kd_wg_c_map(kd_tmap *tc, const kd_gemm_mma_out &c, const kd_gemm_mma_dims &d) {
   memset(tc, 0, sizeof *tc);
   if (!(Cfg::FLAGS & KD_WG_TMA_STORE) || d.beta != 0.0f ||
       (c.dtype != KE_F16 && c.dtype != KE_BF16) || d.n % 8 != 0)
     return 0;
-  const kd_mm_dense cd = {(const uint16_t *)c.data, c.ld, c.batch_stride};
+  const kd_gemm_mma_dense cd = {(const uint16_t *)c.data, c.ld, c.batch_stride};
   if (!kd_wg_gemm_fits(cd, d.m, d.n) || c.ld < d.n ||
       (d.batch > 1 && c.batch_stride < c.ld * d.m))
     return 0;
@@ -83,9 +83,9 @@ static int kd_wg_c_map(kd_tmap *tc, const kd_mm_out &c, const kd_mm_dims &d) {
 /* The tensor maps of A and B and whether each has a matrix per batch, and
  * C's (kd_wg_c_map); -1 when TMA cannot read an operand. */
 template <class Cfg>
-static int kd_wg_gemm_maps(const kd_mm_dense &a, bool akc,
-                           const kd_mm_dense &b, bool bkc, const kd_mm_out &c,
-                           const kd_mm_dims &d, kd_tmap *ta, kd_tmap *tb,
+static int kd_wg_gemm_maps(const kd_gemm_mma_dense &a, bool akc,
+                           const kd_gemm_mma_dense &b, bool bkc, const kd_gemm_mma_out &c,
+                           const kd_gemm_mma_dims &d, kd_tmap *ta, kd_tmap *tb,
                            kd_tmap *tc, int *ab, int *bb, int *c_tma) {
   if (!kd_wg_gemm_fits(a, d.m, d.k) || !kd_wg_gemm_fits(b, d.n, d.k) ||
       kd_wg_map(ta, a, akc, d.m, d.k, d.batch, Cfg::BM) != 0 ||
@@ -100,9 +100,9 @@ static int kd_wg_gemm_maps(const kd_mm_dense &a, bool akc,
 /* Runs the GEMM with configuration Cfg; -1 when TMA cannot read an operand
  * (the caller uses the mma.sync kernel), else a hipError_t. */
 template <typename T, class Cfg>
-static int kd_wg_gemm_run(hipStream_t stream, const kd_mm_dense &a, bool akc,
-                          const kd_mm_dense &b, bool bkc, const kd_mm_out &c,
-                          const kd_mm_dims &d) {
+static int kd_wg_gemm_run(hipStream_t stream, const kd_gemm_mma_dense &a, bool akc,
+                          const kd_gemm_mma_dense &b, bool bkc, const kd_gemm_mma_out &c,
+                          const kd_gemm_mma_dims &d) {
   kd_tmap ta, tb, tc;
   int ab, bb, ct;
   if (kd_wg_gemm_maps<Cfg>(a, akc, b, bkc, c, d, &ta, &tb, &tc, &ab, &bb,

@@ -162,14 +162,14 @@ struct kd_mx_mm {
  * the packed bytes and scale of its chunks (8 codes each) into registers
  * when the slab is fetched, and decodes and stores them after the warps
  * have multiplied the current slab, so the loads' latency hides behind
- * the multiply. Chunks are assigned as in kd_mm_dense_stager. A code's
+ * the multiply. Chunks are assigned as in kd_gemm_mma_dense_stager. A code's
  * value comes from a per-block table of the format's values at unit scale
  * times 2^(s - 127), exact in f32 and in bf16 whenever the result is
  * normal, zero or overflows (scales 5 .. 254); other scales (subnormal
  * results, NaN) take kd_mx_decode's integer path. Rows past N and k past
  * K stage as zeros. */
 template <int F, int THREADS, int ROWS, int BK> struct kd_mx_stager {
-  typedef kd_mm_side<ROWS, BK, true> S;
+  typedef kd_gemm_mma_side<ROWS, BK, true> S;
   static constexpr int BITS = kd_mx_traits<F>::bits;
   static constexpr int CH = S::CH, PER = ROWS * CH / THREADS;
   static constexpr int DR = THREADS / CH;
@@ -276,7 +276,7 @@ template <int F, int THREADS, int ROWS, int BK> struct kd_mx_stager {
         }
         out[e / 2] = bits[0] | bits[1] << 16;
       }
-      kd_mm_sts16(slot + off + j * DR * S::tile::STRIDE * 8,
+      kd_gemm_mma_sts16(slot + off + j * DR * S::tile::STRIDE * 8,
                   make_uint4(out[0], out[1], out[2], out[3]));
     }
   }

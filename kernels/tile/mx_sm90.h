@@ -57,7 +57,7 @@ template <int F, int PROBE = 0> struct kd_wg_b_mx {
   template <int ROWS>
   static __device__ __forceinline__ void load(slab<ROWS> &v, const kd_mx_mm &w,
                                               int64_t r0, int64_t k0,
-                                              const kd_mm_dims &d) {
+                                              const kd_gemm_mma_dims &d) {
     KD_UNROLL
     for (int j = 0; j < ROWS; j++) {
       const int64_t r = r0 + 128 * j;
@@ -194,7 +194,7 @@ template <int F, int PROBE = 0> struct kd_wg_b_mx {
   template <class Cfg, bool AKC, bool BKC>
   static __device__ __forceinline__ void
   produce(const kd_tmap *ta, const kd_mx_mm *w, unsigned char *slots,
-          uint64_t *full, uint64_t *empty, const kd_mm_dims &d,
+          uint64_t *full, uint64_t *empty, const kd_gemm_mma_dims &d,
           int a_batched, int) {
     static_assert(AKC && BKC, "X and W both k-contiguous");
     constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, S = Cfg::STAGES;
@@ -256,9 +256,9 @@ template <int F, int PROBE = 0> struct kd_wg_b_mx {
  * not apply (X or W not readable as it needs: the caller uses another
  * kernel), else a hipError_t. */
 template <int F, class Cfg, int PROBE = 0>
-static int kd_wg_mx_gemm_run(hipStream_t stream, const kd_mm_dense &x,
-                             const kd_mx_mm &w, const kd_mm_out &y,
-                             const kd_mm_dims &d) {
+static int kd_wg_mx_gemm_run(hipStream_t stream, const kd_gemm_mma_dense &x,
+                             const kd_mx_mm &w, const kd_gemm_mma_out &y,
+                             const kd_gemm_mma_dims &d) {
   kd_tmap ta, tc;
   if (!kd_wg_b_mx<F, PROBE>::fits(w) || !kd_wg_gemm_fits(x, d.m, d.k) ||
       kd_wg_map(&ta, x, true, d.m, d.k, d.batch, Cfg::BM) != 0)

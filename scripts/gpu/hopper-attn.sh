@@ -49,19 +49,19 @@ if [ ! -x "$tool" ]; then
   [ -x "$tool" ] || echo "no attn-pterms: the variants are not measured" >> "$summary"
 fi
 
-# 1. Resources and instructions of every kd_fa3_fwd instance.
+# 1. Resources and instructions of every kd_attn_sm90_fwd instance.
 cu=$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)
 if [ -x "$cu" ]; then
   for bin in "$stage/kiln-runner-cuda" "$tool"; do
     [ -x "$bin" ] || continue
     "$cu" -res-usage "$bin" > "$work/res-usage-${bin##*/}.txt" 2>&1
     echo "== ${bin##*/}" >> "$out/regs.txt"
-    awk '/Function/{fn = $2} /REG:/{if (fn ~ /kd_fa3_fwd/) print fn, $1, $2, $4}' \
+    awk '/Function/{fn = $2} /REG:/{if (fn ~ /kd_attn_sm90_fwd/) print fn, $1, $2, $4}' \
       "$work/res-usage-${bin##*/}.txt" | sort -u >> "$out/regs.txt"
   done
   "$cu" -sass "$stage/kiln-runner-cuda" 2>/dev/null |
-    awk '/Function : /{f = /kd_fa3_fwd/} f' > /tmp/kiln-fa3-sass.txt
-  echo "sass kd_fa3_fwd instances: $(grep -c 'Function : ' /tmp/kiln-fa3-sass.txt)" >> "$summary"
+    awk '/Function : /{f = /kd_attn_sm90_fwd/} f' > /tmp/kiln-fa3-sass.txt
+  echo "sass kd_attn_sm90_fwd instances: $(grep -c 'Function : ' /tmp/kiln-fa3-sass.txt)" >> "$summary"
   for op in HGMMA BAR.SYNC BAR.ARV LDL STL; do
     echo "sass $op: $(grep -c "$op" /tmp/kiln-fa3-sass.txt)" >> "$summary"
   done
@@ -132,19 +132,19 @@ keep
 # The profiler on one launch of the D 128 f16 kernel in the kernel's form
 # of P at S 4096 (attn-pterms --only perf: its first timed launch, past
 # one checked and three warm-ups), with and without ping-pong (demangled
-# names read "kd_fa3_cfg<(int)128, (int)128, ...>").
+# names read "kd_attn_sm90_cfg<(int)128, (int)128, ...>").
 ncu_bin=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 if [ -n "$ncu_bin" ] && [ -x "$tool" ]; then
   for v in default nopp; do
     t0=$(date +%s)
     timeout 60 "$ncu_bin" --kernel-name-base demangled \
-      -k regex:'kd_half, kd_fa3_cfg<.int.128, .int.128, .int.2, .int.0,' \
+      -k regex:'kd_half, kd_attn_sm90_cfg<.int.128, .int.128, .int.2, .int.0,' \
       --launch-skip 4 -c 1 \
       --section SpeedOfLight --section ComputeWorkloadAnalysis \
       --section SchedulerStats --section WarpStateStats --section Occupancy \
       --metrics regex:'smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
       "$tool" --sched "$v" --only perf > "$work/ncu-$v.txt" 2>&1
-    echo "ncu (kd_fa3_fwd<half, d128>, S 4096, $v): exit $? in $(( $(date +%s) - t0 )) s" >> "$summary"
+    echo "ncu (kd_attn_sm90_fwd<half, d128>, S 4096, $v): exit $? in $(( $(date +%s) - t0 )) s" >> "$summary"
     keep
   done
 fi

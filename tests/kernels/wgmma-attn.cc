@@ -60,7 +60,7 @@ static void strides(const shape &p, int64_t h, int64_t s, int64_t out[3],
 }
 
 /* entry: through ke__attention_sm90_launch (which picks C itself) rather
- * than kd_fa3_run<T, C, TV>. TV kd_half (bf16 T): V in f16, with the
+ * than kd_attn_sm90_run<T, C, TV>. TV kd_half (bf16 T): V in f16, with the
  * workspace the engine would give (also given to the entry with v16).
  * vexp: V times 2^vexp, 2^-vexp for odd kv heads (bf16: far outside f16's
  * range, each head its own scale). */
@@ -99,14 +99,14 @@ static void one(const shape &p, float scale, bool entry = false,
   };
   void *work = nullptr;
   if (use_v16) {
-    hipMalloc(&work, kd_fa3_v16_bytes(&a));
+    hipMalloc(&work, kd_attn_sm90_v16_bytes(&a));
     a.work = work;
   }
   const int rc =
       entry ? ke__attention_sm90_launch(
                   0, std::is_same<T, kd_bf16>::value ? KE_BF16 : KE_F16, q,
                   k, v, o, &a)
-            : kd_fa3_run<T, C, TV>(0, q, k, v, o, &a, work);
+            : kd_attn_sm90_run<T, C, TV>(0, q, k, v, o, &a, work);
   if (rc != 0 || hipStreamSynchronize(0) != hipSuccess) {
     fprintf(stderr, "wgmma-attn: launch failed (%d)\n", rc);
     g_failures++;
@@ -138,7 +138,7 @@ static void one(const shape &p, float scale, bool entry = false,
   /* P rounded once to f16 (the kernel's form where V is f16), and V's f16
    * copy: 2 2^-11 vmax, and 2^-16 vmax for the copy, as attn_tol has
    * them. */
-  const bool one16 = kd_fa3<T, C, TV>::ONE16 || (entry && use_v16);
+  const bool one16 = kd_attn_sm90<T, C, TV>::ONE16 || (entry && use_v16);
   const double u16 = (one16 ? 2 * ldexp(1.0, -11) : 0) +
                      (use_v16 ? ldexp(1.0, -16) : 0);
   const double smax = fabs(scale) * qmax * kmax;
@@ -236,10 +236,10 @@ static void one(const shape &p, float scale, bool entry = false,
 template <typename T> static void all() {
   /* The engine's configurations (tile/attn_sm90_cfg.h: the default
    * schedule, attention_sm90.hip). */
-  typedef kd_fa3_d64<> c64;
-  typedef kd_fa3_d128<> c128;
-  typedef kd_fa3_d192<> c192;
-  typedef kd_fa3_d256<> c256;
+  typedef kd_attn_sm90_d64<> c64;
+  typedef kd_attn_sm90_d128<> c128;
+  typedef kd_attn_sm90_d192<> c192;
+  typedef kd_attn_sm90_d256<> c256;
   /* b hq hkv sq sk d causal offset bshd nan */
   one<T, c64>({1, 2, 2, 130, 300, 64, 0, 0, false, -1}, 0.125f);
   one<T, c64>({2, 4, 1, 37, 37, 40, 1, 0, true, -1}, 0.2f);
@@ -251,7 +251,7 @@ template <typename T> static void all() {
   one<T, c256>({1, 2, 1, 66, 1, 256, 0, 0, false, -1}, 0.0625f);
   one<T, c256>({1, 2, 2, 130, 130, 200, 1, 5, true, -1}, 0.0625f);
   /* A negative scale: the kernel scales by its magnitude and stages Q
-   * negated (kd_fa3::load_q); without that its max would be a min. */
+   * negated (kd_attn_sm90::load_q); without that its max would be a min. */
   one<T, c128>({1, 2, 1, 70, 150, 128, 1, 80, false, -1}, -0.3f);
   one<T, c64>({1, 2, 2, 50, 90, 64, 0, 0, false, -1}, -0.125f);
   /* Key 20 is hidden from rows 0-19 of the first warpgroup and seen by
@@ -268,58 +268,58 @@ template <typename T> static void all() {
    * warpgroups see different numbers of 64-key tiles (causal), so one
    * takes empty turns. */
   one<T, c64>({1, 2, 2, 130, 300, 64, 1, 40, false, -1}, 0.125f);
-  one<T, kd_fa3_d64<KD_FA3_FORMS * KD_FA3_NOPP>>(
+  one<T, kd_attn_sm90_d64<KD_ATTN_SM90_FORMS * KD_ATTN_SM90_NOPP>>(
       {1, 2, 2, 130, 300, 64, 1, 40, false, -1}, 0.125f);
-  one<T, kd_fa3_d128<KD_FA3_FORMS * KD_FA3_NOPP>>(
+  one<T, kd_attn_sm90_d128<KD_ATTN_SM90_FORMS * KD_ATTN_SM90_NOPP>>(
       {1, 4, 2, 200, 200, 128, 1, 0, false, -1}, 0.0884f);
-  one<T, kd_fa3_d256<KD_FA3_FORMS * KD_FA3_NOPP>>(
+  one<T, kd_attn_sm90_d256<KD_ATTN_SM90_FORMS * KD_ATTN_SM90_NOPP>>(
       {1, 2, 2, 130, 130, 200, 1, 5, true, -1}, 0.0625f);
-  one<T, kd_fa3_d128<KD_FA3_FORMS * KD_FA3_PP_SERIAL>>(
+  one<T, kd_attn_sm90_d128<KD_ATTN_SM90_FORMS * KD_ATTN_SM90_PP_SERIAL>>(
       {1, 8, 2, 33, 150, 128, 1, 100, true, -1}, 0.5f);
-  one<T, kd_fa3_d128<KD_FA3_FORMS * KD_FA3_PP64>>(
+  one<T, kd_attn_sm90_d128<KD_ATTN_SM90_FORMS * KD_ATTN_SM90_PP64>>(
       {1, 4, 2, 200, 200, 128, 1, 0, false, -1}, 0.0884f);
-  one<T, kd_fa3_d128<KD_FA3_FORMS * KD_FA3_PP64>>(
+  one<T, kd_attn_sm90_d128<KD_ATTN_SM90_FORMS * KD_ATTN_SM90_PP64>>(
       {1, 1, 1, 64, 300, 128, 1, 100, false, 110}, 0.0884f);
-  one<T, kd_fa3_d192<KD_FA3_FORMS * KD_FA3_PP>>(
+  one<T, kd_attn_sm90_d192<KD_ATTN_SM90_FORMS * KD_ATTN_SM90_PP>>(
       {1, 2, 1, 200, 260, 192, 1, 0, false, -1}, 0.07f);
-  one<T, kd_fa3_d128<KD_FA3_FORMS * KD_FA3_SERIAL>>(
+  one<T, kd_attn_sm90_d128<KD_ATTN_SM90_FORMS * KD_ATTN_SM90_SERIAL>>(
       {1, 4, 2, 200, 200, 128, 1, 0, false, -1}, 0.0884f);
   /* P in one term, with and without ping-pong (the bound widened by its
    * rounding, in one()); the default schedule's is round_p's, which the
    * engine ships for every D. */
-  one<T, kd_fa3_d128<KD_FA3_FORMS * KD_FA3_PP + KD_FA3_P1>>(
+  one<T, kd_attn_sm90_d128<KD_ATTN_SM90_FORMS * KD_ATTN_SM90_PP + KD_ATTN_SM90_P1>>(
       {1, 4, 2, 200, 200, 128, 1, 0, false, -1}, 0.0884f);
-  one<T, kd_fa3_d64<KD_FA3_FORMS * KD_FA3_NOPP + KD_FA3_P1>>(
+  one<T, kd_attn_sm90_d64<KD_ATTN_SM90_FORMS * KD_ATTN_SM90_NOPP + KD_ATTN_SM90_P1>>(
       {1, 2, 2, 130, 300, 64, 1, 40, false, -1}, 0.125f);
-  one<T, kd_fa3_d256<KD_FA3_FORMS * KD_FA3_PP + KD_FA3_P1>>(
+  one<T, kd_attn_sm90_d256<KD_ATTN_SM90_FORMS * KD_ATTN_SM90_PP + KD_ATTN_SM90_P1>>(
       {1, 2, 2, 130, 130, 200, 1, 5, true, -1}, 0.0625f);
-  one<T, kd_fa3_d64<KD_FA3_P1>>({1, 2, 2, 130, 300, 64, 1, 40, false, -1},
+  one<T, kd_attn_sm90_d64<KD_ATTN_SM90_P1>>({1, 2, 2, 130, 300, 64, 1, 40, false, -1},
                                 0.125f);
-  one<T, kd_fa3_d192<KD_FA3_P1>>({1, 3, 1, 45, 129, 192, 1, 0, false, -1},
+  one<T, kd_attn_sm90_d192<KD_ATTN_SM90_P1>>({1, 3, 1, 45, 129, 192, 1, 0, false, -1},
                                  0.07f);
   /* P in two terms for f16 too (the "p2" variant), with and without
    * ping-pong. */
-  one<T, kd_fa3_d128<KD_FA3_FORMS * KD_FA3_PP + KD_FA3_P2>>(
+  one<T, kd_attn_sm90_d128<KD_ATTN_SM90_FORMS * KD_ATTN_SM90_PP + KD_ATTN_SM90_P2>>(
       {1, 4, 2, 200, 200, 128, 1, 0, false, -1}, 0.0884f);
-  one<T, kd_fa3_d64<KD_FA3_FORMS * KD_FA3_NOPP + KD_FA3_P2>>(
+  one<T, kd_attn_sm90_d64<KD_ATTN_SM90_FORMS * KD_ATTN_SM90_NOPP + KD_ATTN_SM90_P2>>(
       {1, 2, 2, 130, 300, 64, 1, 40, false, -1}, 0.125f);
-  one<T, kd_fa3_d256<KD_FA3_FORMS * KD_FA3_PP + KD_FA3_P2>>(
+  one<T, kd_attn_sm90_d256<KD_ATTN_SM90_FORMS * KD_ATTN_SM90_PP + KD_ATTN_SM90_P2>>(
       {1, 2, 1, 64, 130, 256, 1, 5, false, 20}, 0.0625f);
   /* Other shapes of the loop, in the kernel's form: D 128 on 64-key tiles
    * in two loops, D 64 in one, D 256 overlapped in one loop and in two (no
    * ping-pong). */
-  one<T, kd_fa3_cfg<128, 64, 4, 0, true, true>>(
+  one<T, kd_attn_sm90_cfg<128, 64, 4, 0, true, true>>(
       {1, 4, 2, 200, 200, 128, 1, 0, false, -1}, 0.0884f);
-  one<T, kd_fa3_cfg<128, 64, 4, 0, true, true>>(
+  one<T, kd_attn_sm90_cfg<128, 64, 4, 0, true, true>>(
       {1, 1, 1, 64, 300, 128, 1, 100, false, 110}, 0.0884f);
-  one<T, kd_fa3_cfg<64, 128, 3, 0, true, false>>(
+  one<T, kd_attn_sm90_cfg<64, 128, 3, 0, true, false>>(
       {1, 2, 2, 130, 300, 64, 1, 40, false, -1}, 0.125f);
-  one<T, kd_fa3_cfg<256, 64, 2, 0, true, false>>(
+  one<T, kd_attn_sm90_cfg<256, 64, 2, 0, true, false>>(
       {1, 2, 2, 130, 130, 200, 1, 5, true, -1}, 0.0625f);
-  one<T, kd_fa3_cfg<256, 64, 2, 0, true, true>>(
+  one<T, kd_attn_sm90_cfg<256, 64, 2, 0, true, true>>(
       {1, 2, 2, 130, 130, 200, 1, 5, true, -1}, 0.0625f);
   if constexpr (std::is_same<T, kd_bf16>::value) {
-    /* bf16 with V in f16 (the kernel's form, kd_fa3<T, C, TV>): every
+    /* bf16 with V in f16 (the kernel's form, kd_attn_sm90<T, C, TV>): every
      * configuration, a NaN at a partly hidden key (the lane-by-lane P V on
      * the f16 tile), and V far outside f16's range, 2^50 and 2^-90 in
      * alternate kv heads. */
@@ -358,12 +358,12 @@ static void routing() {
   } else {
     printf("ok  the tuning's hopper 0 turns the Hopper kernel off\n");
   }
-  one<kd_bf16, kd_fa3_d128<>>({1, 2, 1, 70, 90, 128, 1, 0, false, -1},
+  one<kd_bf16, kd_attn_sm90_d128<>>({1, 2, 1, 70, 90, 128, 1, 0, false, -1},
                               0.0884f, true);
-  one<kd_half, kd_fa3_d128<>>({1, 2, 1, 70, 90, 128, 1, 0, false, -1},
+  one<kd_half, kd_attn_sm90_d128<>>({1, 2, 1, 70, 90, 128, 1, 0, false, -1},
                               0.0884f, true);
   /* With the workspace, as the engine gives it: V in f16. */
-  one<kd_bf16, kd_fa3_d128<>>({1, 2, 2, 70, 90, 128, 1, 0, false, -1},
+  one<kd_bf16, kd_attn_sm90_d128<>>({1, 2, 2, 70, 90, 128, 1, 0, false, -1},
                               0.0884f, true, 40, true);
   unsetenv("KILN_EMU_SM");
 }

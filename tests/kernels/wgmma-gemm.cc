@@ -59,14 +59,14 @@ static void one(int64_t batch, int64_t m, int64_t n, int64_t k, bool akc,
     t.bits = x;
     return (double)kd_to_float(t);
   };
-  const kd_mm_dense da = {a, lda, sa}, db = {b, ldb, sb};
+  const kd_gemm_mma_dense da = {a, lda, sa}, db = {b, ldb, sb};
   const int cdt = sizeof(Tc) == 4 ? KE_F32
                   : (std::is_same<Tc, kd_half>::value ? KE_F16 : KE_BF16);
   /* Tc's own rounding of the result, half an ulp (f32: inside 2 u). */
   const double out_u = sizeof(Tc) == 4 ? 0 : (cdt == KE_F16 ? ldexp(1.0, -11)
                                                             : ldexp(1.0, -8));
-  const kd_mm_out co = {c, cdt, ldc, sc};
-  const kd_mm_dims d = {m, n, k, batch, alpha, beta};
+  const kd_gemm_mma_out co = {c, cdt, ldc, sc};
+  const kd_gemm_mma_dims d = {m, n, k, batch, alpha, beta};
   const int rc = kd_wg_gemm_run<T, Cfg>(0, da, akc, db, bkc, co, d);
   if (rc != 0 || hipStreamSynchronize(0) != hipSuccess) {
     fprintf(stderr, "wgmma-gemm: launch failed (%d)\n", rc);

@@ -62,10 +62,10 @@ static void one(int64_t batch, int64_t m, int64_t n, int64_t k, bool share_x) {
   memset(y1, 0xff, (size_t)(sy * batch) * sizeof(Ty));
   memset(y2, 0xff, (size_t)(sy * batch) * sizeof(Ty));
   const int ydt = sizeof(Ty) == 4 ? KE_F32 : KE_BF16;
-  const kd_mm_dense dx = {x, ldx, sx}, dw = {wd, k, 0};
+  const kd_gemm_mma_dense dx = {x, ldx, sx}, dw = {wd, k, 0};
   const kd_mx_mm w = {codes, scales, row_bytes, row_blocks, 1};
-  const kd_mm_dims d = {m, n, k, batch, 1.0f, 0.0f};
-  const kd_mm_out o1 = {y1, ydt, ldy, sy}, o2 = {y2, ydt, ldy, sy};
+  const kd_gemm_mma_dims d = {m, n, k, batch, 1.0f, 0.0f};
+  const kd_gemm_mma_out o1 = {y1, ydt, ldy, sy}, o2 = {y2, ydt, ldy, sy};
   const int rc1 = kd_wg_mx_gemm_run<F, Cfg>(0, dx, w, o1, d);
   const int rc2 = kd_wg_gemm_run<kd_bf16, Cfg>(0, dx, true, dw, true, o2, d);
   if (rc1 != 0 || rc2 != 0 || hipStreamSynchronize(0) != hipSuccess) {
