@@ -54,13 +54,13 @@ static int wg_launch(const void *a, const void *b, void *c, int cdt,
   const kd_gemm_mma_dims d = {m, n, k, 1, 1.0f, 0.0f};
   kd_tmap ta, tb, tc;
   int ab, bb, ct;
-  if (kd_wg_gemm_maps<Cfg>(da, true, db, BKC, co, d, &ta, &tb, &tc, &ab, &bb,
+  if (kd_gemm_sm90_maps<Cfg>(da, true, db, BKC, co, d, &ta, &tb, &tc, &ab, &bb,
                            &ct) != 0) {
     fprintf(stderr, "tensor maps refused\n");
     exit(1);
   }
-  /* A [M, K] only: kd_wg_gemm_run would build all four layouts. */
-  return kd_wg_gemm_launch<T, Cfg, true, BKC>(0, ta, tb, tc, co, d, ab, bb,
+  /* A [M, K] only: kd_gemm_sm90_run would build all four layouts. */
+  return kd_gemm_sm90_launch<T, Cfg, true, BKC>(0, ta, tb, tc, co, d, ab, bb,
                                               ct);
 }
 
@@ -94,7 +94,7 @@ static void run_wg(const char *tag, problem<T> &p,
   }
   auto checked = [&](int s) { CHECK((cudaError_t)launch(s)); };
   const float ms = tune_times_queued(p.sets, 5, g_iters, checked)[g_iters / 2];
-  const bool synced = std::is_same<Cfg, kd_wgv_256_e2>::value;
+  const bool synced = std::is_same<Cfg, kd_gemm_sm90_v256_e2>::value;
   const float ms_synced =
       synced ? tune_times(p.sets, 5, g_iters, checked)[g_iters / 2] : 0;
   CHECK((cudaError_t)launch(0));
@@ -116,9 +116,9 @@ template <typename T, bool BKC>
 static void sweep(int64_t m, int64_t n, int64_t k, bool all) {
   problem<T> p = make_problem<T>(m, n, k, false, BKC, !g_once);
   const std::vector<float> bh = g_once ? std::vector<float>() : host_b(p);
-#define KD_WG_RUN(cfg, tag) run_wg<cfg, T, BKC>(tag, p, bh);
-  KD_WG_VARIANTS(KD_WG_RUN)
-#undef KD_WG_RUN
+#define KD_GEMM_SM90_RUN(cfg, tag) run_wg<cfg, T, BKC>(tag, p, bh);
+  KD_GEMM_SM90_VARIANTS(KD_GEMM_SM90_RUN)
+#undef KD_GEMM_SM90_RUN
   if (all && !g_once && !g_only)
     run_mm<kd_gemm_mma_nv_large, T, true, BKC>("mma.sync 128x128x64 s3", p, bh);
   free_problem(p);
@@ -150,7 +150,7 @@ template <int F, int PROBE = 0> static void mx_one(problem<kd_bf16> &p) {
     const kd_gemm_mma_out y = {p.c[s], KE_BF16, p.n, 0};
     const kd_gemm_mma_dims d = {p.m, p.n, p.k, 1, 1.0f, 0.0f};
     const int rc =
-        kd_wg_mx_gemm_run<F, kd_wgv_128_e2_pp_tma, PROBE>(0, dx, w, y, d);
+        kd_mx_sm90_run<F, kd_gemm_sm90_v128_e2_pp_tma, PROBE>(0, dx, w, y, d);
     CHECK((cudaError_t)rc);
   };
   const float ms = tune_times_queued(p.sets, 5, g_iters, launch)[g_iters / 2];
@@ -170,11 +170,11 @@ template <int F, int PROBE = 0> static void mx_one(problem<kd_bf16> &p) {
 static void mx(int64_t m, int64_t n, int64_t k) {
   problem<kd_bf16> p = make_problem<kd_bf16>(m, n, k, false, true, true);
   const std::vector<float> bh = host_b(p);
-  run_wg<kd_wgv_128_e2_pp_tma, kd_bf16, true>("128s6-serial-e2-pp-tma", p, bh);
+  run_wg<kd_gemm_sm90_v128_e2_pp_tma, kd_bf16, true>("128s6-serial-e2-pp-tma", p, bh);
   mx_one<KE_MXFP4_E2M1>(p);
   mx_one<KE_MXFP6_E2M3>(p);
   mx_one<KE_MXFP6_E3M2>(p);
-  /* Measuring probes (kd_wg_b_mx's PROBE; wrong results, unchecked): the
+  /* Measuring probes (kd_mx_sm90_b's PROBE; wrong results, unchecked): the
    * producer without W's loads, without the decode, without the fence. */
   mx_one<KE_MXFP4_E2M1, 1>(p);
   mx_one<KE_MXFP4_E2M1, 2>(p);
@@ -224,11 +224,11 @@ template <typename T> static void dump(const char *dir, int64_t k) {
     CHECK((cudaError_t)rc);
     fetch(ext);
   };
-  wg(kd_wgv_256_e1(), "wg-e1");
-  wg(kd_wgv_256_e2(), "wg-e2");
-  wg(kd_wgv_256_e4(), "wg-e4");
-  wg(kd_wgv_256_e2_stagger(), "wg-e2-stagger");
-  wg(kd_wgv_256_raw(), "wg-raw");
+  wg(kd_gemm_sm90_v256_e1(), "wg-e1");
+  wg(kd_gemm_sm90_v256_e2(), "wg-e2");
+  wg(kd_gemm_sm90_v256_e4(), "wg-e4");
+  wg(kd_gemm_sm90_v256_e2_stagger(), "wg-e2-stagger");
+  wg(kd_gemm_sm90_v256_raw(), "wg-raw");
   {
     typedef kd_gemm_mma_nv_small Cfg;
     typedef kd_gemm_mma_dense_stager<Cfg::WARPS * 32, Cfg::BM, Cfg::BK, true, true> SA;

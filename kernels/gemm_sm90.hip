@@ -20,8 +20,8 @@
  * groups of 16", "Ping-pong consumers and TMA stores" and "The small
  * tile"): +17-19 % at 4096^3 and +27-37 % on the
  * small tiles' shapes over the schedules before. */
-struct kd_wg_large : kd_wgv_256_e2_g16_pp_tma {};
-struct kd_wg_small : kd_wgv_128_e2_pp_tma {};
+struct kd_gemm_sm90_large : kd_gemm_sm90_v256_e2_g16_pp_tma {};
+struct kd_gemm_sm90_small : kd_gemm_sm90_v128_e2_pp_tma {};
 
 template <typename T>
 static int ke_gemm_sm90(hipStream_t s, const kd_gemm_mma_dense &a, bool akc,
@@ -30,8 +30,8 @@ static int ke_gemm_sm90(hipStream_t s, const kd_gemm_mma_dense &a, bool akc,
   const int64_t tiles_large = ((d.m + 127) / 128) * ((d.n + 255) / 256) *
                               d.batch;
   if (tiles_large >= kd_gemm_mma_multiprocessors())
-    return kd_wg_gemm_run<T, kd_wg_large>(s, a, akc, b, bkc, c, d);
-  return kd_wg_gemm_run<T, kd_wg_small>(s, a, akc, b, bkc, c, d);
+    return kd_gemm_sm90_run<T, kd_gemm_sm90_large>(s, a, akc, b, bkc, c, d);
+  return kd_gemm_sm90_run<T, kd_gemm_sm90_small>(s, a, akc, b, bkc, c, d);
 }
 
 extern "C" int ke__gemm_sm90_launch(void *stream, const ke__gemm_operand *a,
@@ -80,7 +80,7 @@ extern "C" int ke__mxfp_gemm_sm90_launch(void *stream,
     const kd_mx_mm w = {(const uint8_t *)w_data, (const uint8_t *)w_scales,
                         d->k * kd_mx_traits<F>::bits / 8, d->k / KE_MX_BLOCK,
                         1};
-    return kd_wg_mx_gemm_run<F, kd_wg_small>(s, dx, w, *y, *d);
+    return kd_mx_sm90_run<F, kd_gemm_sm90_small>(s, dx, w, *y, *d);
   };
   switch (format) {
   case KE_MXFP4_E2M1: return run(std::integral_constant<int, KE_MXFP4_E2M1>());

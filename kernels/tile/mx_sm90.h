@@ -3,7 +3,7 @@
  * (kiln/mxfp.h) shared by the batch, f32 sums, Y f32/f16/bf16.
  *
  * The consumers are the GEMM's, unchanged; only the producer warpgroup
- * differs (kd_wg_b_mx, the kernel's B source). Per slab of 64 k:
+ * differs (kd_mx_sm90_b, the kernel's B source). Per slab of 64 k:
  *   thread 0 waits for the slot, counts A's bytes on its "full" barrier
  *     and brings A in by TMA, as the GEMM's producer does;
  *   every thread of the warpgroup owns BN / 128 rows of W: it loads their
@@ -27,13 +27,13 @@
 #include "tile/mx.h"
 
 /* The producer's named barrier: its four warps, after the value table. */
-enum { KD_WG_BAR_PRODUCER = 5 };
+enum { KD_MX_SM90_BAR_PRODUCER = 5 };
 
 /* PROBE (measuring only, dev/gemm-hopper.cu --mx; the engine never
  * sets it): 1 no loads of W (the codes of the first slab again), 2 no
  * decode (each chunk stores its raw words), 3 no fence.proxy.async; the
  * results are then wrong. */
-template <int F, int PROBE = 0> struct kd_wg_b_mx {
+template <int F, int PROBE = 0> struct kd_mx_sm90_b {
   typedef kd_mx_mm param;
   /* A's copy (thread 0's arrive with its bytes) and each producer warp's. */
   static constexpr int FULL_ARRIVALS = 1 + 4, PRODUCER_REGS = 64,
@@ -203,9 +203,9 @@ template <int F, int PROBE = 0> struct kd_wg_b_mx {
     __shared__ uint32_t table[TABLE];
     const int t = (int)threadIdx.x; /* 0 .. 127 */
     for (int i = t; i < TABLE; i += 128) table[i] = table_entry(i);
-    kd_bar_sync(KD_WG_BAR_PRODUCER, 128);
+    kd_bar_sync(KD_MX_SM90_BAR_PRODUCER, 128);
 
-    const kd_wg_walk<Cfg> walk(d);
+    const kd_gemm_sm90_walk<Cfg> walk(d);
     const int64_t k_tiles = walk.k_tiles;
     int s = 0, ph = 0;
     for (int64_t tile = blockIdx.x; tile < walk.tiles; tile += gridDim.x) {
@@ -256,16 +256,16 @@ template <int F, int PROBE = 0> struct kd_wg_b_mx {
  * not apply (X or W not readable as it needs: the caller uses another
  * kernel), else a hipError_t. */
 template <int F, class Cfg, int PROBE = 0>
-static int kd_wg_mx_gemm_run(hipStream_t stream, const kd_gemm_mma_dense &x,
+static int kd_mx_sm90_run(hipStream_t stream, const kd_gemm_mma_dense &x,
                              const kd_mx_mm &w, const kd_gemm_mma_out &y,
                              const kd_gemm_mma_dims &d) {
   kd_tmap ta, tc;
-  if (!kd_wg_b_mx<F, PROBE>::fits(w) || !kd_wg_gemm_fits(x, d.m, d.k) ||
-      kd_wg_map(&ta, x, true, d.m, d.k, d.batch, Cfg::BM) != 0)
+  if (!kd_mx_sm90_b<F, PROBE>::fits(w) || !kd_gemm_sm90_fits(x, d.m, d.k) ||
+      kd_gemm_sm90_map(&ta, x, true, d.m, d.k, d.batch, Cfg::BM) != 0)
     return -1;
   const int ab = d.batch > 1 && x.batch_stride != 0;
-  const int ct = kd_wg_c_map<Cfg>(&tc, y, d);
-  return kd_wg_gemm_launch<kd_bf16, Cfg, true, true, kd_wg_b_mx<F, PROBE>>(
+  const int ct = kd_gemm_sm90_c_map<Cfg>(&tc, y, d);
+  return kd_gemm_sm90_launch<kd_bf16, Cfg, true, true, kd_mx_sm90_b<F, PROBE>>(
       stream, ta, w, tc, y, d, ab, 0, ct);
 }
 

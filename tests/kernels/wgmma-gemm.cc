@@ -67,7 +67,7 @@ static void one(int64_t batch, int64_t m, int64_t n, int64_t k, bool akc,
                                                             : ldexp(1.0, -8));
   const kd_gemm_mma_out co = {c, cdt, ldc, sc};
   const kd_gemm_mma_dims d = {m, n, k, batch, alpha, beta};
-  const int rc = kd_wg_gemm_run<T, Cfg>(0, da, akc, db, bkc, co, d);
+  const int rc = kd_gemm_sm90_run<T, Cfg>(0, da, akc, db, bkc, co, d);
   if (rc != 0 || hipStreamSynchronize(0) != hipSuccess) {
     fprintf(stderr, "wgmma-gemm: launch failed (%d)\n", rc);
     g_failures++;
@@ -124,8 +124,8 @@ static void layouts(int64_t batch, int64_t m, int64_t n, int64_t k,
 int main(int argc, char **argv) {
   kt_planted_args("wgmma-gemm", argc, argv, KD_PLANT_LAYER | KD_PLANT_WAIT | KD_PLANT_EPI);
   if (kemu_set_warp_size(32) != hipSuccess) return 2;
-  typedef kd_wg_cfg<256, 3> big;
-  typedef kd_wg_cfg<128, 2> small;
+  typedef kd_gemm_sm90_cfg<256, 3> big;
+  typedef kd_gemm_sm90_cfg<128, 2> small;
   layouts<kd_bf16, big>(1, 130, 300, 70, false);
   layouts<kd_half, small>(1, 64, 128, 64, false);
   layouts<kd_half, small>(2, 70, 20, 136, true);
@@ -135,30 +135,30 @@ int main(int argc, char **argv) {
    * a 256-column tile, or of the whole 128 columns, the ring position
    * carried across a block's tiles. The UNPROMOTED measuring variant too,
    * for its indexing. */
-  typedef kd_wg_cfg<256, 3, 128, KD_WG_UNPROMOTED> big_raw;
-  layouts<kd_bf16, kd_wgv_256_e2>(1, 130, 300, 300, false);
-  layouts<kd_half, kd_wgv_256_e4>(2, 70, 20, 136, true);
-  layouts<kd_bf16, kd_wgv_256_ovl_e1>(1, 130, 300, 300, false);
-  layouts<kd_half, kd_wgv_256_ovl_e2>(2, 70, 20, 560, true);
-  layouts<kd_bf16, kd_wgv_128_ovl_e1>(1, 200, 300, 300, false);
-  layouts<kd_half, kd_wgv_128_ovl_e2>(2, 70, 20, 560, true);
-  layouts<kd_bf16, kd_wgv_128_ovl_e3>(1, 5, 9, 3, false);
+  typedef kd_gemm_sm90_cfg<256, 3, 128, KD_GEMM_SM90_UNPROMOTED> big_raw;
+  layouts<kd_bf16, kd_gemm_sm90_v256_e2>(1, 130, 300, 300, false);
+  layouts<kd_half, kd_gemm_sm90_v256_e4>(2, 70, 20, 136, true);
+  layouts<kd_bf16, kd_gemm_sm90_v256_ovl_e1>(1, 130, 300, 300, false);
+  layouts<kd_half, kd_gemm_sm90_v256_ovl_e2>(2, 70, 20, 560, true);
+  layouts<kd_bf16, kd_gemm_sm90_v128_ovl_e1>(1, 200, 300, 300, false);
+  layouts<kd_half, kd_gemm_sm90_v128_ovl_e2>(2, 70, 20, 560, true);
+  layouts<kd_bf16, kd_gemm_sm90_v128_ovl_e3>(1, 5, 9, 3, false);
   layouts<kd_bf16, big_raw>(1, 130, 300, 136, false);
   /* The staggered promotion (consumer 1's groups a slab later: K of 1, 5
    * and 6 slabs, so a group of one at either end) over several tiles a
    * block, and the tile walk in L2 groups of 4 and 16 tile rows with a
    * short last group (6 x 3 tiles batched, 9 x 2), edges in M and N. */
-  layouts<kd_bf16, kd_wgv_256_e2_stagger>(1, 130, 300, 300, false);
-  layouts<kd_half, kd_wgv_256_e2_g16_stagger>(2, 70, 20, 64, true);
-  layouts<kd_half, kd_wgv_256_e2_stagger>(3, 130, 520, 384, false);
-  layouts<kd_bf16, kd_wgv_256_e2_g4>(2, 700, 600, 70, false);
-  layouts<kd_bf16, kd_wgv_256_e2_g16>(1, 1100, 300, 70, false);
+  layouts<kd_bf16, kd_gemm_sm90_v256_e2_stagger>(1, 130, 300, 300, false);
+  layouts<kd_half, kd_gemm_sm90_v256_e2_g16_stagger>(2, 70, 20, 64, true);
+  layouts<kd_half, kd_gemm_sm90_v256_e2_stagger>(3, 130, 520, 384, false);
+  layouts<kd_bf16, kd_gemm_sm90_v256_e2_g4>(2, 700, 600, 70, false);
+  layouts<kd_bf16, kd_gemm_sm90_v256_e2_g16>(1, 1100, 300, 70, false);
   /* Paired stores: C in f32, f16 and bf16, N odd (a last column alone),
    * beta on and off (layouts' fourth case). */
-  layouts<kd_bf16, kd_wgv_256_e2_g16_vec>(1, 130, 301, 136, false);
-  layouts<kd_half, kd_wgv_256_e2_g16_vec, kd_half>(2, 70, 263, 72, false);
-  layouts<kd_bf16, kd_wgv_256_e2_g16_vec, kd_bf16>(1, 130, 300, 136, false);
-  layouts<kd_bf16, kd_wgv_256_e2_g16, kd_bf16>(1, 130, 300, 136, false);
+  layouts<kd_bf16, kd_gemm_sm90_v256_e2_g16_vec>(1, 130, 301, 136, false);
+  layouts<kd_half, kd_gemm_sm90_v256_e2_g16_vec, kd_half>(2, 70, 263, 72, false);
+  layouts<kd_bf16, kd_gemm_sm90_v256_e2_g16_vec, kd_bf16>(1, 130, 300, 136, false);
+  layouts<kd_bf16, kd_gemm_sm90_v256_e2_g16, kd_bf16>(1, 130, 300, 136, false);
   /* The consumers' turns in ping-pong (K of 1 to 5 slabs, several tiles a
    * block), and the epilogue through TMA stores: C in f16 and bf16 with
    * rows TMA can write, several tiles a block (each consumer's two
@@ -166,29 +166,29 @@ int main(int argc, char **argv) {
    * beta (layouts' fourth case), f32 C, rows TMA cannot write (ldc n + 3)
    * and N not a multiple of 8 (a row ending inside 16 bytes) through the
    * register epilogue instead. */
-  layouts<kd_bf16, kd_wgv_256_e2_g16_pp>(1, 130, 300, 300, false);
-  layouts<kd_half, kd_wgv_256_e2_g16_pp, kd_half>(3, 70, 520, 64, false, true);
-  layouts<kd_bf16, kd_wgv_256_e2_g16_pp>(2, 700, 600, 70, true);
-  layouts<kd_bf16, kd_wgv_256_e2_g16_tma, kd_bf16>(1, 700, 608, 136, false,
+  layouts<kd_bf16, kd_gemm_sm90_v256_e2_g16_pp>(1, 130, 300, 300, false);
+  layouts<kd_half, kd_gemm_sm90_v256_e2_g16_pp, kd_half>(3, 70, 520, 64, false, true);
+  layouts<kd_bf16, kd_gemm_sm90_v256_e2_g16_pp>(2, 700, 600, 70, true);
+  layouts<kd_bf16, kd_gemm_sm90_v256_e2_g16_tma, kd_bf16>(1, 700, 608, 136, false,
                                                    true);
-  layouts<kd_bf16, kd_wgv_256_e2_g16_tma, kd_bf16>(1, 700, 601, 136, false,
+  layouts<kd_bf16, kd_gemm_sm90_v256_e2_g16_tma, kd_bf16>(1, 700, 601, 136, false,
                                                    true);
-  layouts<kd_half, kd_wgv_256_e2_g16_tma, kd_half>(2, 70, 263, 72, true, true);
-  layouts<kd_half, kd_wgv_256_e2_g16_tma, kd_half>(1, 130, 300, 136, false);
-  layouts<kd_bf16, kd_wgv_256_e2_g16_tma>(1, 130, 301, 136, false, true);
-  layouts<kd_bf16, kd_wgv_256_e2_g16_pp_tma, kd_bf16>(3, 130, 520, 330, false,
+  layouts<kd_half, kd_gemm_sm90_v256_e2_g16_tma, kd_half>(2, 70, 263, 72, true, true);
+  layouts<kd_half, kd_gemm_sm90_v256_e2_g16_tma, kd_half>(1, 130, 300, 136, false);
+  layouts<kd_bf16, kd_gemm_sm90_v256_e2_g16_tma>(1, 130, 301, 136, false, true);
+  layouts<kd_bf16, kd_gemm_sm90_v256_e2_g16_pp_tma, kd_bf16>(3, 130, 520, 330, false,
                                                       true);
-  layouts<kd_half, kd_wgv_256_e2_g16_pp_tma, kd_half>(1, 700, 600, 64, false,
+  layouts<kd_half, kd_gemm_sm90_v256_e2_g16_pp_tma, kd_half>(1, 700, 600, 64, false,
                                                       true);
-  layouts<kd_bf16, kd_wgv_256_raw_tma, kd_bf16>(1, 300, 304, 136, false, true);
+  layouts<kd_bf16, kd_gemm_sm90_v256_raw_tma, kd_bf16>(1, 300, 304, 136, false, true);
   /* Every 3 slabs (K of 1 to 6 slabs: groups of 1 and 2 at the end), and
    * the 128 x 128 tile's two TMA-store forms. */
-  layouts<kd_half, kd_wgv_256_e3_g16_pp_tma, kd_half>(2, 130, 296, 330, false,
+  layouts<kd_half, kd_gemm_sm90_v256_e3_g16_pp_tma, kd_half>(2, 130, 296, 330, false,
                                                       true);
-  layouts<kd_bf16, kd_wgv_256_e3_g16_pp_tma>(1, 700, 600, 64, false);
-  layouts<kd_bf16, kd_wgv_128_ovl_e2_tma, kd_bf16>(2, 200, 296, 300, false,
+  layouts<kd_bf16, kd_gemm_sm90_v256_e3_g16_pp_tma>(1, 700, 600, 64, false);
+  layouts<kd_bf16, kd_gemm_sm90_v128_ovl_e2_tma, kd_bf16>(2, 200, 296, 300, false,
                                                    true);
-  layouts<kd_half, kd_wgv_128_e2_pp_tma, kd_half>(1, 330, 264, 200, true,
+  layouts<kd_half, kd_gemm_sm90_v128_e2_pp_tma, kd_half>(1, 330, 264, 200, true,
                                                   true);
   if (g_failures) {
     fprintf(stderr, "wgmma-gemm: %d cases failed\n", g_failures);

@@ -66,8 +66,8 @@ static void one(int64_t batch, int64_t m, int64_t n, int64_t k, bool share_x) {
   const kd_mx_mm w = {codes, scales, row_bytes, row_blocks, 1};
   const kd_gemm_mma_dims d = {m, n, k, batch, 1.0f, 0.0f};
   const kd_gemm_mma_out o1 = {y1, ydt, ldy, sy}, o2 = {y2, ydt, ldy, sy};
-  const int rc1 = kd_wg_mx_gemm_run<F, Cfg>(0, dx, w, o1, d);
-  const int rc2 = kd_wg_gemm_run<kd_bf16, Cfg>(0, dx, true, dw, true, o2, d);
+  const int rc1 = kd_mx_sm90_run<F, Cfg>(0, dx, w, o1, d);
+  const int rc2 = kd_gemm_sm90_run<kd_bf16, Cfg>(0, dx, true, dw, true, o2, d);
   if (rc1 != 0 || rc2 != 0 || hipStreamSynchronize(0) != hipSuccess) {
     fprintf(stderr, "wgmma-mx: launch failed (%d, %d)\n", rc1, rc2);
     g_failures++;
@@ -128,7 +128,7 @@ static void one(int64_t batch, int64_t m, int64_t n, int64_t k, bool share_x) {
 int main(int argc, char **argv) {
   kt_planted_args("wgmma-mx", argc, argv, KD_PLANT_MX);
   if (kemu_set_warp_size(32) != hipSuccess) return 2;
-  typedef kd_wgv_128_e2_pp_tma cfg; /* the engine's (gemm_sm90.hip) */
+  typedef kd_gemm_sm90_v128_e2_pp_tma cfg; /* the engine's (gemm_sm90.hip) */
   one<KE_MXFP4_E2M1, cfg, float>(1, 130, 300, 96, false);
   one<KE_MXFP4_E2M1, cfg, kd_bf16>(2, 70, 136, 224, false);
   one<KE_MXFP6_E2M3, cfg, float>(2, 70, 260, 160, true);
