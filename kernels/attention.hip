@@ -57,7 +57,7 @@
  * BN keeps the two staged tiles near 32 KB whatever D is; LD4 pads each
  * staged row by one float4 so that lanes of different key splits reading
  * the same dimensions of different keys hit different banks. */
-template <int G, int CPT> struct ke_attn_geom {
+template <int G, int CPT> struct ke_attention_geom {
   static constexpr int DPT = 4 * CPT;        /* dimensions per lane */
   static constexpr int DMAX = G * DPT;       /* dimensions per row */
   static constexpr int Q4 = DMAX / 4;        /* float4 per staged row */
@@ -73,9 +73,9 @@ template <int G, int CPT> struct ke_attn_geom {
  * float4, f16/bf16 as a uint2 of bit patterns), loaded with one vector
  * access when aligned, element by element otherwise; missing elements
  * (past D, or past the last key) are +0. */
-template <typename T> struct ke_attn_raw;
+template <typename T> struct ke_attention_raw;
 
-template <> struct ke_attn_raw<float> {
+template <> struct ke_attention_raw<float> {
   float4 r;
   __device__ __forceinline__ void load(const float *p, int n, bool vec) {
     if (vec && n == 4) {
@@ -94,7 +94,7 @@ template <> struct ke_attn_raw<float> {
   __device__ __forceinline__ float4 get() const { return r; }
 };
 
-template <typename H> struct ke_attn_raw16 {
+template <typename H> struct ke_attention_raw16 {
   uint2 r;
   __device__ __forceinline__ void load(const H *p, int n, bool vec) {
     if (vec && n == 4) {
@@ -120,14 +120,14 @@ template <typename H> struct ke_attn_raw16 {
                        half_of(r.y, 1));
   }
 };
-template <> struct ke_attn_raw<kd_half> : ke_attn_raw16<kd_half> {};
-template <> struct ke_attn_raw<kd_bf16> : ke_attn_raw16<kd_bf16> {};
+template <> struct ke_attention_raw<kd_half> : ke_attention_raw16<kd_half> {};
+template <> struct ke_attention_raw<kd_bf16> : ke_attention_raw16<kd_bf16> {};
 
 /* Issues this thread's loads of the key tile starting at k0: group idx =
  * tid + n * 256 of the tile is key idx / Q4, dimensions 4 * (idx % Q4) on. */
 template <typename T, int Q4, int TILE4, int NSLOT>
-__device__ __forceinline__ void ke_attn_fetch(ke_attn_raw<T> *kreg,
-                                              ke_attn_raw<T> *vreg,
+__device__ __forceinline__ void ke_attention_fetch(ke_attention_raw<T> *kreg,
+                                              ke_attention_raw<T> *vreg,
                                               const T *kbase, const T *vbase,
                                               const ke__attention_desc &a,
                                               int64_t k0, int64_t kv_end,
@@ -147,7 +147,7 @@ KE_ATTN_UNROLL
 
 /* Folds the (m2, l2, acc2) state of another key split into (m, l, acc). */
 template <int DPT>
-__device__ __forceinline__ void ke_attn_merge(float &m, float &l, float *acc,
+__device__ __forceinline__ void ke_attention_merge(float &m, float &l, float *acc,
                                               float m2, float l2,
                                               const float *acc2) {
   const float mn = fmaxf(m, m2);
@@ -167,7 +167,7 @@ ke_attention_fwd(const T *__restrict__ q, const T *__restrict__ k,
                  const T *__restrict__ v, T *__restrict__ o,
                  ke__attention_desc a, int rows_per_block, int splits,
                  bool vec) {
-  typedef ke_attn_geom<G, CPT> S;
+  typedef ke_attention_geom<G, CPT> S;
   constexpr int DPT = S::DPT;
   __shared__ float4 sk[S::BN * S::LD4];
   __shared__ float4 sv[S::BN * S::LD4];
@@ -229,12 +229,12 @@ KE_ATTN_UNROLL
    * shared memory, so a tile costs one memory latency, not NSLOT. */
   constexpr int TILE4 = S::BN * S::Q4;
   constexpr int NSLOT = (TILE4 + KE_ATTN_THREADS - 1) / KE_ATTN_THREADS;
-  ke_attn_raw<T> kreg[NSLOT], vreg[NSLOT];
+  ke_attention_raw<T> kreg[NSLOT], vreg[NSLOT];
   const T *kbase = k + b * a.k_stride[0] + hk * a.k_stride[1];
   const T *vbase = v + b * a.v_stride[0] + hk * a.v_stride[1];
   for (int64_t k0 = 0; k0 < kv_end; k0 += S::BN) {
     const int nk = (int)(kv_end - k0 < S::BN ? kv_end - k0 : S::BN);
-    ke_attn_fetch<T, S::Q4, TILE4, NSLOT>(kreg, vreg, kbase, vbase, a, k0,
+    ke_attention_fetch<T, S::Q4, TILE4, NSLOT>(kreg, vreg, kbase, vbase, a, k0,
                                           kv_end, vec);
     __syncthreads(); /* the previous tile is no longer read */
 KE_ATTN_UNROLL
@@ -333,7 +333,7 @@ KE_ATTN_UNROLL
         other[4 * c + 2] = x.z;
         other[4 * c + 3] = x.w;
       }
-      ke_attn_merge<DPT>(m, l, acc, ml.x, ml.y, other);
+      ke_attention_merge<DPT>(m, l, acc, ml.x, ml.y, other);
     }
   }
 
@@ -357,7 +357,7 @@ template <typename T, int G, int CPT>
 static int ke_attention_launch_geom(hipStream_t stream, const void *q,
                                     const void *k, const void *v, void *o,
                                     const ke__attention_desc *a) {
-  typedef ke_attn_geom<G, CPT> S;
+  typedef ke_attention_geom<G, CPT> S;
   const int64_t rows_total = a->hq / a->hkv * a->sq;
   int rows = S::RMAX, splits = 1;
   while (rows > 1 && rows / 2 >= rows_total && splits * 2 <= S::BN) {
@@ -407,7 +407,7 @@ static int ke_attention_launch_typed(hipStream_t s, const void *q,
 
 /* Every row of q, k, v and o starts on 16 bytes, and D is whole 16-byte
  * chunks: the matrix-core kernel's cp.async and 16-byte stores. */
-static bool ke_attn_rows16(const void *q, const void *k, const void *v,
+static bool ke_attention_rows16(const void *q, const void *k, const void *v,
                            const void *o, const ke__attention_desc *a) {
   if (a->d % 8 != 0) return false;
   const void *ptr[4] = {q, k, v, o};
@@ -423,7 +423,7 @@ static bool ke_attn_rows16(const void *q, const void *k, const void *v,
 /* The matrix-core kernel for D padded to 32, 64, 80, 96, 128, 160, 192 or
  * 256 (the fast paths are the D they name; any other multiple of 8 pads). */
 template <class Arch, typename T>
-static int ke_attn_mma_by_d(hipStream_t s, const void *q, const void *k,
+static int ke_attention_mma_by_d(hipStream_t s, const void *q, const void *k,
                             const void *v, void *o,
                             const ke__attention_desc *a) {
 #define KE_ATTN_MMA(DP)                                                     \
@@ -447,7 +447,7 @@ static int ke_attn_mma_by_d(hipStream_t s, const void *q, const void *k,
  * HIP's 32-bit limit: 16-row tiles (the AMD configurations for D > 128)
  * would not at the largest row counts the engine accepts (2^28), and such
  * a launch takes the ROWS kernel. */
-static bool ke_attn_grid_fits(const ke__attention_desc *a, int bm) {
+static bool ke_attention_grid_fits(const ke__attention_desc *a, int bm) {
   const int64_t rows = a->hq / a->hkv * a->sq;
   return (rows + bm - 1) / bm * KD_ATTN_SIMT_THREADS <= (int64_t)UINT32_MAX;
 }
@@ -455,13 +455,13 @@ static bool ke_attn_grid_fits(const ke__attention_desc *a, int bm) {
 /* The SIMT tiled kernel for D padded to 64, 128, 192 or 256, in the
  * configurations for 227 KiB of shared memory (NVIDIA) or 64 KiB (AMD). */
 template <typename T, bool BIG>
-static int ke_attn_simt_by_d(hipStream_t s, const void *q, const void *k,
+static int ke_attention_simt_by_d(hipStream_t s, const void *q, const void *k,
                              const void *v, void *o,
                              const ke__attention_desc *a) {
 #define KE_ATTN_SIMT(DP)                                                     \
   {                                                                         \
     typedef typename kd_attn_simt_default<DP, BIG>::type C;                 \
-    if (!ke_attn_grid_fits(a, C::BM))                                       \
+    if (!ke_attention_grid_fits(a, C::BM))                                       \
       return ke_attention_launch_typed<T>(s, q, k, v, o, a);                \
     return kd_attn_simt_launch<T, C>(s, q, k, v, o, a);                     \
   }
@@ -476,15 +476,15 @@ static int ke_attn_simt_by_d(hipStream_t s, const void *q, const void *k,
 
 /* The host emulation budgets shared memory as the GPU it emulates. */
 template <typename T>
-static int ke_attn_simt(hipStream_t s, const void *q, const void *k,
+static int ke_attention_simt(hipStream_t s, const void *q, const void *k,
                         const void *v, void *o, const ke__attention_desc *a) {
 #if defined(KILN_BACKEND_CUDA)
-  return ke_attn_simt_by_d<T, true>(s, q, k, v, o, a);
+  return ke_attention_simt_by_d<T, true>(s, q, k, v, o, a);
 #elif defined(KILN_BACKEND_HOST)
-  return kemu_warp_size() == 32 ? ke_attn_simt_by_d<T, true>(s, q, k, v, o, a)
-                                : ke_attn_simt_by_d<T, false>(s, q, k, v, o, a);
+  return kemu_warp_size() == 32 ? ke_attention_simt_by_d<T, true>(s, q, k, v, o, a)
+                                : ke_attention_simt_by_d<T, false>(s, q, k, v, o, a);
 #else
-  return ke_attn_simt_by_d<T, false>(s, q, k, v, o, a);
+  return ke_attention_simt_by_d<T, false>(s, q, k, v, o, a);
 #endif
 }
 
@@ -501,7 +501,7 @@ static int ke_attention_tiled(hipStream_t s, const void *q, const void *k,
                               const void *v, void *o,
                               const ke__attention_desc *a) {
   if constexpr (kd_is16<T>::v) {
-    if (ke_attn_rows16(q, k, v, o, a)) {
+    if (ke_attention_rows16(q, k, v, o, a)) {
       const kd_mma_kind kind = kd_mma_device_kind();
 #if KD_MMA_HAS_NV
       if (kind == KD_MMA_NV) {
@@ -509,17 +509,17 @@ static int ke_attention_tiled(hipStream_t s, const void *q, const void *k,
             s, std::is_same<T, kd_half>::value ? KE_F16 : KE_BF16, q, k, v,
             o, a);
         if (rc >= 0) return rc;
-        return ke_attn_mma_by_d<kd_mma_nv, T>(s, q, k, v, o, a);
+        return ke_attention_mma_by_d<kd_mma_nv, T>(s, q, k, v, o, a);
       }
 #endif
 #if KD_MMA_HAS_CDNA
       if (kind == KD_MMA_CDNA)
-        return ke_attn_mma_by_d<kd_mma_cdna, T>(s, q, k, v, o, a);
+        return ke_attention_mma_by_d<kd_mma_cdna, T>(s, q, k, v, o, a);
 #endif
       (void)kind;
     }
   }
-  return ke_attn_simt<T>(s, q, k, v, o, a);
+  return ke_attention_simt<T>(s, q, k, v, o, a);
 }
 
 extern "C" size_t ke__attention_sm90_work_bytes(ke_dtype dtype,

@@ -36,7 +36,7 @@
  * V loads in flight per lane. */
 #define KE_DEC_MIN_BLOCKS 2
 /* Keys of one (batch, KV head) of K and V. */
-template <typename T> struct ke_dec_dense_src {
+template <typename T> struct ke_attention_decode_dense_src {
   const T *k, *v;
   int64_t ks, vs; /* key strides */
   __device__ __forceinline__ int64_t locate(int64_t key) const { return key; }
@@ -50,7 +50,7 @@ template <typename T> struct ke_dec_dense_src {
 
 /* The block's rows: row r of tile rt is the kv head's row rt * RT + r,
  * query head hk * ratio + row / Sq, query row % Sq. */
-template <typename T, int RT> struct ke_dec_dense_rows {
+template <typename T, int RT> struct ke_attention_decode_dense_rows {
   T *o;
   const ke__attention_desc *a;
   int64_t b, hk, row0;
@@ -76,7 +76,7 @@ template <typename T, int RT> struct ke_dec_dense_rows {
 };
 
 /* Shared memory: the copy pipeline while streaming, then the merge. */
-template <typename T, int L, int RT, int U, int S> union ke_dec_shared {
+template <typename T, int L, int RT, int U, int S> union ke_attention_decode_shared {
   kd_decode_stage<T, U, S> stage;
   kd_decode_smem<L, RT> merge;
 };
@@ -92,18 +92,18 @@ ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
   /* Dynamic shared memory: the pipeline of 4 stages is past the 48 KB a
    * static array may take. */
   HIP_DYNAMIC_SHARED(uint4, kd_decode_smem_raw);
-  ke_dec_shared<T, L, RT, U, S> &sm =
-      *reinterpret_cast<ke_dec_shared<T, L, RT, U, S> *>(kd_decode_smem_raw);
+  ke_attention_decode_shared<T, L, RT, U, S> &sm =
+      *reinterpret_cast<ke_attention_decode_shared<T, L, RT, U, S> *>(kd_decode_smem_raw);
   kd_decode_ring<S> &ring = *reinterpret_cast<kd_decode_ring<S> *>(
       reinterpret_cast<char *>(kd_decode_smem_raw) +
-      sizeof(ke_dec_shared<T, L, RT, U, S>));
+      sizeof(ke_attention_decode_shared<T, L, RT, U, S>));
   const int li = threadIdx.x % L;
   const int d0 = li * KD_DECODE_VEC;
   const int nd = a.d - d0 < 0 ? 0 : (a.d - d0 > 8 ? 8 : (int)(a.d - d0));
   const int64_t tiles = (a.hq / a.hkv * a.sq + RT - 1) / RT;
   const int64_t rt = blockIdx.x % tiles, split = blockIdx.x / tiles;
   const int64_t hk = blockIdx.y, b = blockIdx.z;
-  const ke_dec_dense_rows<T, RT> rows = {o, &a, b, hk, rt * RT};
+  const ke_attention_decode_dense_rows<T, RT> rows = {o, &a, b, hk, rt * RT};
 
   /* Keys j < lim[r] are visible to row r; the tile's keys end at the
    * largest limit, kv_end. */
@@ -151,7 +151,7 @@ ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
   const int rlim_min =
       (int)(lim_min - kb < 0 ? 0 : (lim_min - kb > n ? n : lim_min - kb));
 
-  const ke_dec_dense_src<T> src = {
+  const ke_attention_decode_dense_src<T> src = {
       k + b * a.k_stride[0] + hk * a.k_stride[1],
       v + b * a.v_stride[0] + hk * a.v_stride[1], a.k_stride[2],
       a.v_stride[2]};
@@ -193,7 +193,7 @@ ke_attention_decode_mma_kernel(const T *__restrict__ q,
   const int64_t tiles = (a.hq / a.hkv * a.sq + RT - 1) / RT;
   const int64_t rt = blockIdx.x % tiles, split = blockIdx.x / tiles;
   const int64_t hk = blockIdx.y, b = blockIdx.z;
-  const ke_dec_dense_rows<T, RT> rows = {o, &a, b, hk, rt * RT};
+  const ke_attention_decode_dense_rows<T, RT> rows = {o, &a, b, hk, rt * RT};
   /* Every row has the same limit (the launcher's condition). */
   int64_t kv_end = a.sk;
   if (a.causal) {
@@ -206,7 +206,7 @@ ke_attention_decode_mma_kernel(const T *__restrict__ q,
   if (split >= parts) return;
   const int64_t kb = split * chunk;
   const int n = (int)(kb + chunk < kv_end ? chunk : kv_end - kb);
-  const ke_dec_dense_src<T> src = {
+  const ke_attention_decode_dense_src<T> src = {
       k + b * a.k_stride[0] + hk * a.k_stride[1],
       v + b * a.v_stride[0] + hk * a.v_stride[1], a.k_stride[2],
       a.v_stride[2]};
@@ -235,7 +235,7 @@ ke_attention_decode_mma_kernel(const T *__restrict__ q,
 }
 
 template <typename T, int RT, int DP, int S>
-static int ke_dec_launch_mma(hipStream_t s, const void *q, const void *k,
+static int ke_attention_decode_launch_mma(hipStream_t s, const void *q, const void *k,
                              const void *v, void *o,
                              const ke__attention_desc *a,
                              const ke__decode_split *sp) {
@@ -257,24 +257,24 @@ static int ke_dec_launch_mma(hipStream_t s, const void *q, const void *k,
 }
 
 template <typename T, int RT, int S>
-static int ke_dec_launch_mma_dp(hipStream_t s, const void *q, const void *k,
+static int ke_attention_decode_launch_mma_dp(hipStream_t s, const void *q, const void *k,
                                 const void *v, void *o,
                                 const ke__attention_desc *a,
                                 const ke__decode_split *sp) {
-  if (a->d <= 64) return ke_dec_launch_mma<T, RT, 64, S>(s, q, k, v, o, a, sp);
-  return ke_dec_launch_mma<T, RT, 128, S>(s, q, k, v, o, a, sp);
+  if (a->d <= 64) return ke_attention_decode_launch_mma<T, RT, 64, S>(s, q, k, v, o, a, sp);
+  return ke_attention_decode_launch_mma<T, RT, 128, S>(s, q, k, v, o, a, sp);
 }
 
 /* Whether the matrix-unit kernel takes this call (its conditions above;
  * matrix is the knob: 2 or 3 stages, 0 never). */
-static bool ke_dec_vec_ok(const void *k, const void *v,
+static bool ke_attention_decode_vec_ok(const void *k, const void *v,
                           const ke__attention_desc *a);
-static bool ke_dec_mma_ok(ke_dtype dtype, const void *k, const void *v,
+static bool ke_attention_decode_mma_ok(ke_dtype dtype, const void *k, const void *v,
                           const ke__attention_desc *a, int matrix) {
 #if KD_MMA_HAS_NV
   return (dtype == KE_F16 || dtype == KE_BF16) &&
          (matrix == 2 || matrix == 3) && a->d <= 128 &&
-         (!a->causal || a->sq == 1) && ke_dec_vec_ok(k, v, a) &&
+         (!a->causal || a->sq == 1) && ke_attention_decode_vec_ok(k, v, a) &&
          kd_mma_device_kind() == KD_MMA_NV;
 #else
   (void)dtype, (void)k, (void)v, (void)a, (void)matrix;
@@ -286,30 +286,30 @@ extern "C" int ke__attention_decode_takes_mma(ke_dtype dtype, const void *k,
                                               const void *v,
                                               const ke__attention_desc *a,
                                               int matrix) {
-  return ke_dec_mma_ok(dtype, k, v, a, matrix);
+  return ke_attention_decode_mma_ok(dtype, k, v, a, matrix);
 }
 
 /* Launches the matrix-unit kernel when it takes the call. */
 template <typename T>
-static bool ke_dec_try_mma(hipStream_t s, const void *q, const void *k,
+static bool ke_attention_decode_try_mma(hipStream_t s, const void *q, const void *k,
                            const void *v, void *o, const ke__attention_desc *a,
                            const ke__decode_split *sp, const ke__decode_ext *x,
                            int *ret) {
   if constexpr (sizeof(T) == 2) {
-    if (!ke_dec_mma_ok(std::is_same<T, kd_half>::value ? KE_F16 : KE_BF16, k, v, a,
+    if (!ke_attention_decode_mma_ok(std::is_same<T, kd_half>::value ? KE_F16 : KE_BF16, k, v, a,
                        x->mma))
       return false;
     const int tr = (int)ke__decode_tile_rows(a->hq / a->hkv * a->sq);
     const bool s3 = x->mma == 3;
     if (tr == 1)
-      *ret = s3 ? ke_dec_launch_mma_dp<T, 1, 3>(s, q, k, v, o, a, sp)
-                : ke_dec_launch_mma_dp<T, 1, 2>(s, q, k, v, o, a, sp);
+      *ret = s3 ? ke_attention_decode_launch_mma_dp<T, 1, 3>(s, q, k, v, o, a, sp)
+                : ke_attention_decode_launch_mma_dp<T, 1, 2>(s, q, k, v, o, a, sp);
     else if (tr == 2)
-      *ret = s3 ? ke_dec_launch_mma_dp<T, 2, 3>(s, q, k, v, o, a, sp)
-                : ke_dec_launch_mma_dp<T, 2, 2>(s, q, k, v, o, a, sp);
+      *ret = s3 ? ke_attention_decode_launch_mma_dp<T, 2, 3>(s, q, k, v, o, a, sp)
+                : ke_attention_decode_launch_mma_dp<T, 2, 2>(s, q, k, v, o, a, sp);
     else
-      *ret = s3 ? ke_dec_launch_mma_dp<T, 4, 3>(s, q, k, v, o, a, sp)
-                : ke_dec_launch_mma_dp<T, 4, 2>(s, q, k, v, o, a, sp);
+      *ret = s3 ? ke_attention_decode_launch_mma_dp<T, 4, 3>(s, q, k, v, o, a, sp)
+                : ke_attention_decode_launch_mma_dp<T, 4, 2>(s, q, k, v, o, a, sp);
     return true;
   } else {
     (void)s, (void)q, (void)k, (void)v, (void)o, (void)a, (void)sp, (void)x,
@@ -320,7 +320,7 @@ static bool ke_dec_try_mma(hipStream_t s, const void *q, const void *k,
 
 /* 16-byte copies need D and every K/V stride to be multiples of 8
  * elements and both bases 16-byte aligned. */
-static bool ke_dec_vec_ok(const void *k, const void *v,
+static bool ke_attention_decode_vec_ok(const void *k, const void *v,
                           const ke__attention_desc *a) {
   bool vec = a->d % KD_DECODE_VEC == 0 && (uintptr_t)k % 16 == 0 &&
              (uintptr_t)v % 16 == 0;
@@ -331,7 +331,7 @@ static bool ke_dec_vec_ok(const void *k, const void *v,
 }
 
 template <typename T, int L, int RT, int S, bool VEC>
-static int ke_dec_launch_stages(hipStream_t s, const void *q, const void *k,
+static int ke_attention_decode_launch_stages(hipStream_t s, const void *q, const void *k,
                                 const void *v, void *o,
                                 const ke__attention_desc *a,
                                 const ke__decode_split *sp,
@@ -344,7 +344,7 @@ static int ke_dec_launch_stages(hipStream_t s, const void *q, const void *k,
   const dim3 grid((unsigned)(tiles * sp->splits), (unsigned)a->hkv,
                   (unsigned)a->b);
   const size_t smem =
-      sizeof(ke_dec_shared<T, L, RT, U, S>) + sizeof(kd_decode_ring<S>);
+      sizeof(ke_attention_decode_shared<T, L, RT, U, S>) + sizeof(kd_decode_ring<S>);
   const void *fn = (const void *)ke_attention_decode_kernel<T, L, RT, U, S, VEC>;
   static int raised[KD_DECODE_DEVICES];
   const int err = kd_decode_raise_smem(raised, fn, smem);
@@ -359,7 +359,7 @@ static int ke_dec_launch_stages(hipStream_t s, const void *q, const void *k,
  * split asks for them and the block may take their 64 KB of shared memory
  * (not on 64 KB parts: then 3). */
 template <typename T, int L, int RT, bool VEC>
-static int ke_dec_launch_geom(hipStream_t s, const void *q, const void *k,
+static int ke_attention_decode_launch_geom(hipStream_t s, const void *q, const void *k,
                               const void *v, void *o,
                               const ke__attention_desc *a,
                               const ke__decode_split *sp,
@@ -367,44 +367,44 @@ static int ke_dec_launch_geom(hipStream_t s, const void *q, const void *k,
   if constexpr (sizeof(T) == 2 && VEC)
     if (x->stages == 4) {
       const int err =
-          ke_dec_launch_stages<T, L, RT, 4, VEC>(s, q, k, v, o, a, sp, x);
+          ke_attention_decode_launch_stages<T, L, RT, 4, VEC>(s, q, k, v, o, a, sp, x);
       if (err != (int)hipErrorInvalidValue) return err;
       (void)hipGetLastError(); /* the refused shared memory size */
     }
-  return ke_dec_launch_stages<T, L, RT, 3, VEC>(s, q, k, v, o, a, sp, x);
+  return ke_attention_decode_launch_stages<T, L, RT, 3, VEC>(s, q, k, v, o, a, sp, x);
 }
 
 template <typename T, int RT, bool VEC>
-static int ke_dec_launch_rows(hipStream_t s, const void *q, const void *k,
+static int ke_attention_decode_launch_rows(hipStream_t s, const void *q, const void *k,
                               const void *v, void *o,
                               const ke__attention_desc *a,
                               const ke__decode_split *sp,
                               const ke__decode_ext *x) {
   if (a->d <= 32)
-    return ke_dec_launch_geom<T, 4, RT, VEC>(s, q, k, v, o, a, sp, x);
+    return ke_attention_decode_launch_geom<T, 4, RT, VEC>(s, q, k, v, o, a, sp, x);
   if (a->d <= 64)
-    return ke_dec_launch_geom<T, 8, RT, VEC>(s, q, k, v, o, a, sp, x);
+    return ke_attention_decode_launch_geom<T, 8, RT, VEC>(s, q, k, v, o, a, sp, x);
   if (a->d <= 128)
-    return ke_dec_launch_geom<T, 16, RT, VEC>(s, q, k, v, o, a, sp, x);
-  return ke_dec_launch_geom<T, 32, RT, VEC>(s, q, k, v, o, a, sp, x);
+    return ke_attention_decode_launch_geom<T, 16, RT, VEC>(s, q, k, v, o, a, sp, x);
+  return ke_attention_decode_launch_geom<T, 32, RT, VEC>(s, q, k, v, o, a, sp, x);
 }
 
 /* Element loads (unaligned views, D not a multiple of 8) take tiles of one
  * row: the slow path stays small. */
 template <typename T>
-static int ke_dec_launch_typed(hipStream_t s, const void *q, const void *k,
+static int ke_attention_decode_launch_typed(hipStream_t s, const void *q, const void *k,
                                const void *v, void *o,
                                const ke__attention_desc *a,
                                const ke__decode_split *sp,
                                const ke__decode_ext *x) {
-  if (!ke_dec_vec_ok(k, v, a))
-    return ke_dec_launch_rows<T, 1, false>(s, q, k, v, o, a, sp, x);
+  if (!ke_attention_decode_vec_ok(k, v, a))
+    return ke_attention_decode_launch_rows<T, 1, false>(s, q, k, v, o, a, sp, x);
   int ret = 0;
-  if (ke_dec_try_mma<T>(s, q, k, v, o, a, sp, x, &ret)) return ret;
+  if (ke_attention_decode_try_mma<T>(s, q, k, v, o, a, sp, x, &ret)) return ret;
   switch (ke__decode_tile_rows(a->hq / a->hkv * a->sq)) {
-  case 1: return ke_dec_launch_rows<T, 1, true>(s, q, k, v, o, a, sp, x);
-  case 2: return ke_dec_launch_rows<T, 2, true>(s, q, k, v, o, a, sp, x);
-  default: return ke_dec_launch_rows<T, 4, true>(s, q, k, v, o, a, sp, x);
+  case 1: return ke_attention_decode_launch_rows<T, 1, true>(s, q, k, v, o, a, sp, x);
+  case 2: return ke_attention_decode_launch_rows<T, 2, true>(s, q, k, v, o, a, sp, x);
+  default: return ke_attention_decode_launch_rows<T, 4, true>(s, q, k, v, o, a, sp, x);
   }
 }
 
@@ -419,7 +419,7 @@ extern "C" int ke__attention_decode_launch_ext(
     return (int)hipErrorInvalidValue;
   hipStream_t s = (hipStream_t)stream;
   KD_DISPATCH_IN(dtype, T,
-                 return ke_dec_launch_typed<T>(s, q, k, v, o, desc, sp, x))
+                 return ke_attention_decode_launch_typed<T>(s, q, k, v, o, desc, sp, x))
   return (int)hipErrorInvalidValue;
 }
 

@@ -21,7 +21,7 @@
 /* round_p takes the one-term form; else V in f16 for bf16 where the
  * engine gave the workspace (without it, the cap refused it: two terms). */
 template <typename T>
-static int ke_attn_sm90(hipStream_t s, const void *q, const void *k,
+static int ke_attention_sm90(hipStream_t s, const void *q, const void *k,
                         const void *v, void *o, const ke__attention_desc *a) {
   if (a->round_p) return kd_attn_sm90_by_d<T, T, KD_ATTN_SM90_P1>(s, q, k, v, o, a);
   if constexpr (kd_attn_sm90_v16<T, KD_ATTN_SM90_PK>)
@@ -31,7 +31,7 @@ static int ke_attn_sm90(hipStream_t s, const void *q, const void *k,
 
 /* Whether the kernel could run for dtype and a (the rows' alignment
  * aside, which ke__attention_launch checks). */
-static bool ke_attn_sm90_applies(ke_dtype dtype, const ke__attention_desc *a) {
+static bool ke_attention_sm90_applies(ke_dtype dtype, const ke__attention_desc *a) {
   return (dtype == KE_F16 || dtype == KE_BF16) && a->d <= 256 &&
          a->d % 8 == 0 && !a->no_hopper && kd_wg_available();
 }
@@ -44,10 +44,10 @@ extern "C" int ke__attention_sm90_launch(void *stream, ke_dtype dtype,
   (void)stream, (void)dtype, (void)q, (void)k, (void)v, (void)o, (void)a;
   return -1;
 #else
-  if (!ke_attn_sm90_applies(dtype, a)) return -1;
+  if (!ke_attention_sm90_applies(dtype, a)) return -1;
   hipStream_t s = (hipStream_t)stream;
-  if (dtype == KE_F16) return ke_attn_sm90<kd_half>(s, q, k, v, o, a);
-  return ke_attn_sm90<kd_bf16>(s, q, k, v, o, a);
+  if (dtype == KE_F16) return ke_attention_sm90<kd_half>(s, q, k, v, o, a);
+  return ke_attention_sm90<kd_bf16>(s, q, k, v, o, a);
 #endif
 }
 
@@ -62,7 +62,7 @@ extern "C" int ke__attention_sm90_launch(void *stream, ke_dtype dtype,
  * The context's tuning (a->v16; the runner sets it from KILN_FA3_V16)
  * overrides the choice: always (the tests that need the path at small
  * sizes), or never. */
-static bool ke_attn_sm90_v16_pays(const ke__attention_desc *a) {
+static bool ke_attention_sm90_v16_pays(const ke__attention_desc *a) {
   if (a->v16 != 0) return a->v16 == 2;
   const double rows = (double)(a->hq / a->hkv) * (double)a->sq *
                       (a->causal ? 0.5 : 1.0);
@@ -77,8 +77,8 @@ extern "C" size_t ke__attention_sm90_work_bytes(ke_dtype dtype,
   (void)dtype, (void)a;
   return 0;
 #else
-  if (dtype != KE_BF16 || !ke_attn_sm90_applies(dtype, a) || a->round_p ||
-      !ke_attn_sm90_v16_pays(a))
+  if (dtype != KE_BF16 || !ke_attention_sm90_applies(dtype, a) || a->round_p ||
+      !ke_attention_sm90_v16_pays(a))
     return 0;
   return kd_attn_sm90_v16_bytes(a);
 #endif

@@ -38,19 +38,19 @@ static int ke_gemm_launch_typed(hipStream_t stream, const ke__gemm_operand *a,
 
 /* ---- Matrix units ------------------------------------------------------- */
 
-static kd_gemm_mma_dense ke_gemm_mm_operand(const ke__gemm_operand *o) {
+static kd_gemm_mma_dense ke_gemm_mma_operand(const ke__gemm_operand *o) {
   return {(const uint16_t *)o->data, o->ld, o->batch_stride};
 }
-static bool ke_gemm_mm_aligned(const ke__gemm_operand *o) {
+static bool ke_gemm_mma_aligned(const ke__gemm_operand *o) {
   return kd_gemm_mma_aligned(o->data, o->ld, o->batch_stride);
 }
 
 template <class Arch, typename T, class Cfg, bool VEC>
-static int ke_gemm_mm_layout(hipStream_t s, const ke__gemm_operand *a,
+static int ke_gemm_mma_layout(hipStream_t s, const ke__gemm_operand *a,
                              const ke__gemm_operand *b, const kd_gemm_mma_out &c,
                              const kd_gemm_mma_dims &d) {
   constexpr int th = Cfg::WARPS * Arch::WARP;
-  const kd_gemm_mma_dense da = ke_gemm_mm_operand(a), db = ke_gemm_mm_operand(b);
+  const kd_gemm_mma_dense da = ke_gemm_mma_operand(a), db = ke_gemm_mma_operand(b);
 #define KE_GEMM_MM(AKC, BKC)                                                 \
   return kd_gemm_mma_launch<Arch, T, Cfg, AKC, BKC,                                \
                       kd_gemm_mma_dense_stager<th, Cfg::BM, Cfg::BK, AKC, VEC>,    \
@@ -69,23 +69,23 @@ static int ke_gemm_mm_layout(hipStream_t s, const ke__gemm_operand *a,
  * small configuration with element loads, which is slower but the same
  * arithmetic in the same order. */
 template <class Arch, typename T>
-static int ke_gemm_mm(hipStream_t s, const ke__gemm_operand *a,
+static int ke_gemm_mma(hipStream_t s, const ke__gemm_operand *a,
                       const ke__gemm_operand *b, const kd_gemm_mma_out &c,
                       const kd_gemm_mma_dims &d) {
-  if (!ke_gemm_mm_aligned(a) || !ke_gemm_mm_aligned(b))
+  if (!ke_gemm_mma_aligned(a) || !ke_gemm_mma_aligned(b))
     return kd_gemm_mma_with_promotion<Arch, typename kd_gemm_mma_configs<Arch>::small>(
         d.k, [&](auto cfg) {
-          return ke_gemm_mm_layout<Arch, T, decltype(cfg), false>(s, a, b, c,
+          return ke_gemm_mma_layout<Arch, T, decltype(cfg), false>(s, a, b, c,
                                                                   d);
         });
   return kd_gemm_mma_with_config<Arch>(d.m, d.n, d.k, d.batch, [&](auto cfg) {
-    return ke_gemm_mm_layout<Arch, T, decltype(cfg), true>(s, a, b, c, d);
+    return ke_gemm_mma_layout<Arch, T, decltype(cfg), true>(s, a, b, c, d);
   });
 }
 
 /* The matrix-core kernel for f16 x f16 and bf16 x bf16 where the device
  * has a matrix unit; -1 when it does not apply. */
-static int ke_gemm_try_mm(hipStream_t s, const ke__gemm_operand *a,
+static int ke_gemm_try_mma(hipStream_t s, const ke__gemm_operand *a,
                           const ke__gemm_operand *b, const kd_gemm_mma_out &c,
                           const kd_gemm_mma_dims &d) {
   if (a->dtype != b->dtype || (a->dtype != KE_F16 && a->dtype != KE_BF16))
@@ -94,13 +94,13 @@ static int ke_gemm_try_mm(hipStream_t s, const ke__gemm_operand *a,
   const bool f16 = a->dtype == KE_F16;
 #if KD_MMA_HAS_NV
   if (kind == KD_MMA_NV)
-    return f16 ? ke_gemm_mm<kd_mma_nv, kd_half>(s, a, b, c, d)
-               : ke_gemm_mm<kd_mma_nv, kd_bf16>(s, a, b, c, d);
+    return f16 ? ke_gemm_mma<kd_mma_nv, kd_half>(s, a, b, c, d)
+               : ke_gemm_mma<kd_mma_nv, kd_bf16>(s, a, b, c, d);
 #endif
 #if KD_MMA_HAS_CDNA
   if (kind == KD_MMA_CDNA)
-    return f16 ? ke_gemm_mm<kd_mma_cdna, kd_half>(s, a, b, c, d)
-               : ke_gemm_mm<kd_mma_cdna, kd_bf16>(s, a, b, c, d);
+    return f16 ? ke_gemm_mma<kd_mma_cdna, kd_half>(s, a, b, c, d)
+               : ke_gemm_mma<kd_mma_cdna, kd_bf16>(s, a, b, c, d);
 #endif
   (void)kind;
   (void)f16;
@@ -124,7 +124,7 @@ extern "C" int ke__gemm_launch(void *stream, const ke__gemm_operand *a,
   const kd_gemm_mma_dims d = {m, n, k, batch, alpha, beta};
   int rc = ke__gemm_sm90_launch(stream, a, b, &co, &d);
   if (rc >= 0) return rc;
-  rc = ke_gemm_try_mm(s, a, b, co, d);
+  rc = ke_gemm_try_mma(s, a, b, co, d);
   if (rc >= 0) return rc;
   KD_DISPATCH_IN(a->dtype, Ta,
     KD_DISPATCH_IN(b->dtype, Tb,

@@ -47,7 +47,7 @@ ke_kv_repeat_copy(const T *__restrict__ in, T *__restrict__ out,
 
 /* I: the index type, uint32_t when every chunk index fits (cheaper
  * divisions), uint64_t otherwise. Strides here are in 16-byte chunks. */
-template <typename I> struct ke_kv_chunks {
+template <typename I> struct ke_kv_repeat_chunks {
   I planes_hkv;              /* Hkv */
   I plane_chunks, row_chunks; /* S * D / V, D / V */
   I ratio;                   /* Hq / Hkv */
@@ -64,7 +64,7 @@ template <typename I> struct ke_kv_chunks {
 template <typename I>
 __global__ void __launch_bounds__(KE_KV_REPEAT_BLOCK)
 ke_kv_repeat_vec(const uint4 *__restrict__ in, uint4 *__restrict__ out,
-                 ke_kv_chunks<I> a) {
+                 ke_kv_repeat_chunks<I> a) {
   const I step = (I)gridDim.x * blockDim.x;
   for (I i0 = (I)blockIdx.x * blockDim.x + threadIdx.x; i0 < a.n;
        i0 += KE_KV_REPEAT_UNROLL * step) {
@@ -105,7 +105,7 @@ template <typename I>
 static int ke_kv_repeat_vec_launch(hipStream_t stream, const void *in,
                                    void *out, const ke__kv_repeat_desc *d,
                                    int64_t chunk_elems) {
-  ke_kv_chunks<I> a;
+  ke_kv_repeat_chunks<I> a;
   const int64_t row_chunks = d->shape[3] / chunk_elems;
   a.planes_hkv = (I)d->hkv;
   a.row_chunks = (I)row_chunks;

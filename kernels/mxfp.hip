@@ -58,7 +58,7 @@ __global__ void ke_mxfp_dequant_rows(const uint8_t *__restrict__ data,
  * (MXFP6 -> f32 with 16 elements) each store spans twice the cache lines
  * and the kernel ran at 57 % of copy on the H100 against 91 % for
  * MXFP4 -> f32 (docs/decisions/memory-bound.md). */
-template <int Bits, typename Tout> struct kd_mx_vec {
+template <int Bits, typename Tout> struct ke_mxfp_vec {
   enum { n = Bits == 4 ? 8 : (sizeof(Tout) == 4 ? 8 : 16) };
 };
 
@@ -66,7 +66,7 @@ template <int Bits, typename Tout> struct kd_mx_vec {
  * little-endian 32-bit words; bytes at p, 4-byte aligned when the thread's
  * share is a multiple of 4 bytes, else (6 bytes) 2-byte aligned. */
 template <int Bytes>
-__device__ __forceinline__ void kd_mx_load(const uint8_t *p, uint32_t *w) {
+__device__ __forceinline__ void ke_mxfp_load(const uint8_t *p, uint32_t *w) {
   if constexpr (Bytes % 4 == 0) {
     KD_UNROLL
     for (int k = 0; k < Bytes / 4; k++) w[k] = ((const uint32_t *)p)[k];
@@ -84,7 +84,7 @@ ke_mxfp_dequant_vec(const uint8_t *__restrict__ data,
                     const uint8_t *__restrict__ scales, int64_t rows,
                     int64_t cols, Tout *__restrict__ out, int64_t ld) {
   constexpr int bits = kd_mx_traits<F>::bits;
-  constexpr int N = kd_mx_vec<bits, Tout>::n;
+  constexpr int N = ke_mxfp_vec<bits, Tout>::n;
   __shared__ float lut[64];
   for (int i = threadIdx.x; i < (1 << bits); i += blockDim.x)
     lut[i] = kd_mx_decode<F>((unsigned)i, 127u);
@@ -99,7 +99,7 @@ ke_mxfp_dequant_vec(const uint8_t *__restrict__ data,
   while (r < rows) {
     const int64_t c = g * N;
     uint32_t w[3];
-    kd_mx_load<N * bits / 8>(data + r * row_bytes + c * bits / 8, w);
+    ke_mxfp_load<N * bits / 8>(data + r * row_bytes + c * bits / 8, w);
     const unsigned sc = scales[r * row_blocks + c / KE_MX_BLOCK];
     unsigned code[N];
     KD_UNROLL
@@ -145,7 +145,7 @@ static int ke_mxfp_dequant_typed(hipStream_t stream, const void *data,
                                  const void *scales, int64_t rows,
                                  int64_t cols, void *out, int64_t ld) {
   const int threads = 256;
-  constexpr int N = kd_mx_vec<kd_mx_traits<F>::bits, Tout>::n;
+  constexpr int N = ke_mxfp_vec<kd_mx_traits<F>::bits, Tout>::n;
   if ((uintptr_t)data % 4 == 0 && (uintptr_t)out % 16 == 0 &&
       (rows == 1 || (ld * (int64_t)sizeof(Tout)) % 16 == 0)) {
     int64_t blocks = (rows * (cols / N) + threads - 1) / threads;
@@ -200,7 +200,7 @@ static int ke_mxfp_gemm_simt(hipStream_t stream, const ke__gemm_operand *x,
 
 /* bf16 X on the matrix units, W decoded to bf16 (exact) as it is staged. */
 template <class Arch, int F, class Cfg, bool VEC>
-static int ke_mxfp_gemm_mm_cfg(hipStream_t s, const kd_gemm_mma_dense &x,
+static int ke_mxfp_gemm_mma_cfg(hipStream_t s, const kd_gemm_mma_dense &x,
                                const kd_mx_mm &w, const kd_gemm_mma_out &y,
                                const kd_gemm_mma_dims &d) {
   constexpr int th = Cfg::WARPS * Arch::WARP;
@@ -210,18 +210,18 @@ static int ke_mxfp_gemm_mm_cfg(hipStream_t s, const kd_gemm_mma_dense &x,
 }
 
 template <class Arch, int F>
-static int ke_mxfp_gemm_mm(hipStream_t s, const ke__gemm_operand *x,
+static int ke_mxfp_gemm_mma(hipStream_t s, const ke__gemm_operand *x,
                            const kd_mx_mm &w, const kd_gemm_mma_out &y,
                            const kd_gemm_mma_dims &d) {
   const kd_gemm_mma_dense dx = {(const uint16_t *)x->data, x->ld, x->batch_stride};
   if (!kd_gemm_mma_aligned(x->data, x->ld, x->batch_stride))
     return kd_gemm_mma_with_promotion<Arch, typename kd_gemm_mma_configs<Arch>::small>(
         d.k, [&](auto cfg) {
-          return ke_mxfp_gemm_mm_cfg<Arch, F, decltype(cfg), false>(s, dx, w,
+          return ke_mxfp_gemm_mma_cfg<Arch, F, decltype(cfg), false>(s, dx, w,
                                                                     y, d);
         });
   return kd_gemm_mma_with_config<Arch>(d.m, d.n, d.k, d.batch, [&](auto cfg) {
-    return ke_mxfp_gemm_mm_cfg<Arch, F, decltype(cfg), true>(s, dx, w, y, d);
+    return ke_mxfp_gemm_mma_cfg<Arch, F, decltype(cfg), true>(s, dx, w, y, d);
   });
 }
 
@@ -229,7 +229,7 @@ static int ke_mxfp_gemm_mm(hipStream_t s, const ke__gemm_operand *x,
  * -1 when it does not apply. f16 cannot hold every MX value (they reach
  * 28 * 2^127 and down to 2^-131), so f16 X stays on the SIMT kernel. */
 template <int F>
-static int ke_mxfp_gemm_try_mm(hipStream_t s, const ke__gemm_operand *x,
+static int ke_mxfp_gemm_try_mma(hipStream_t s, const ke__gemm_operand *x,
                                const void *w_data, const void *w_scales,
                                const kd_gemm_mma_out &y, const kd_gemm_mma_dims &d) {
   if (x->dtype != KE_BF16) return -1;
@@ -239,11 +239,11 @@ static int ke_mxfp_gemm_try_mm(hipStream_t s, const ke__gemm_operand *x,
                       d.k * kd_mx_traits<F>::bits / 8, d.k / KE_MX_BLOCK,
                       (uintptr_t)w_data % need == 0};
 #if KD_MMA_HAS_NV
-  if (kind == KD_MMA_NV) return ke_mxfp_gemm_mm<kd_mma_nv, F>(s, x, w, y, d);
+  if (kind == KD_MMA_NV) return ke_mxfp_gemm_mma<kd_mma_nv, F>(s, x, w, y, d);
 #endif
 #if KD_MMA_HAS_CDNA
   if (kind == KD_MMA_CDNA)
-    return ke_mxfp_gemm_mm<kd_mma_cdna, F>(s, x, w, y, d);
+    return ke_mxfp_gemm_mma<kd_mma_cdna, F>(s, x, w, y, d);
 #endif
   (void)kind;
   (void)w;
@@ -272,7 +272,7 @@ extern "C" int ke__mxfp_gemm_launch(void *stream, const ke__gemm_operand *x,
       ke__mxfp_gemm_sm90_launch(stream, x, format, w_data, w_scales, &yo, &d);
   if (rc90 >= 0) return rc90;
   KE_MX_DISPATCH(format, F,
-    const int rc = ke_mxfp_gemm_try_mm<F>(s, x, w_data, w_scales, yo, d);
+    const int rc = ke_mxfp_gemm_try_mma<F>(s, x, w_data, w_scales, yo, d);
     if (rc >= 0) return rc;
     KD_DISPATCH_IN(x->dtype, Tx,
       KD_DISPATCH_IN(y_dtype, Ty,

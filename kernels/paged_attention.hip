@@ -37,7 +37,7 @@
 
 /* q and out are touched once per element, so their dtypes are switched at
  * run time rather than multiplying the kernel's instantiations. */
-__device__ __forceinline__ float ke_pa_load(ke_dtype dt, const void *p,
+__device__ __forceinline__ float ke_paged_attention_load(ke_dtype dt, const void *p,
                                             int64_t i) {
   switch (dt) {
   case KE_F16: return kd_to_float(static_cast<const kd_half *>(p)[i]);
@@ -46,7 +46,7 @@ __device__ __forceinline__ float ke_pa_load(ke_dtype dt, const void *p,
   }
 }
 
-__device__ __forceinline__ void ke_pa_store(ke_dtype dt, void *p, int64_t i,
+__device__ __forceinline__ void ke_paged_attention_store(ke_dtype dt, void *p, int64_t i,
                                             float v) {
   switch (dt) {
   case KE_F16: static_cast<kd_half *>(p)[i] = kd_from_float<kd_half>(v); break;
@@ -57,7 +57,7 @@ __device__ __forceinline__ void ke_pa_store(ke_dtype dt, void *p, int64_t i,
 
 /* Keys of one sequence and KV head: token t is slot t % block_size of
  * physical block table[t / block_size]. locate reads the table. */
-template <typename Tkv> struct ke_pa_src {
+template <typename Tkv> struct ke_paged_attention_src {
   const Tkv *k, *v;
   const int32_t *table;
   int64_t num_kv_heads, kv_head;
@@ -76,7 +76,7 @@ template <typename Tkv> struct ke_pa_src {
 };
 
 /* Row r of a block is query head h0 + r of sequence seq (gc real rows). */
-struct ke_pa_rows {
+struct ke_paged_attention_rows {
   const ke__paged_attention_args *a;
   int64_t seq;
   int h0, gc;
@@ -84,14 +84,14 @@ struct ke_pa_rows {
     return r < gc ? seq * a->num_heads + h0 + r : -1;
   }
   __device__ __forceinline__ void store(int r, int d, float x) const {
-    ke_pa_store(a->out_dtype, a->out,
+    ke_paged_attention_store(a->out_dtype, a->out,
                 seq * a->out_seq_stride + (int64_t)(h0 + r) *
                     a->out_head_stride + d,
                 x);
   }
 };
 
-template <typename Tkv, int L, int RT, int U, int S> union ke_pa_shared {
+template <typename Tkv, int L, int RT, int U, int S> union ke_paged_attention_shared {
   kd_decode_stage<Tkv, U, S> stage;
   kd_decode_smem<L, RT> merge;
 };
@@ -103,11 +103,11 @@ __global__ void __launch_bounds__(KD_DECODE_THREADS, KE_PA_MIN_BLOCKS)
 ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
   /* Dynamic shared memory, as dense decode's. */
   HIP_DYNAMIC_SHARED(uint4, kd_decode_smem_raw);
-  ke_pa_shared<Tkv, L, RT, U, S> &sm =
-      *reinterpret_cast<ke_pa_shared<Tkv, L, RT, U, S> *>(kd_decode_smem_raw);
+  ke_paged_attention_shared<Tkv, L, RT, U, S> &sm =
+      *reinterpret_cast<ke_paged_attention_shared<Tkv, L, RT, U, S> *>(kd_decode_smem_raw);
   kd_decode_ring<S> &ring = *reinterpret_cast<kd_decode_ring<S> *>(
       reinterpret_cast<char *>(kd_decode_smem_raw) +
-      sizeof(ke_pa_shared<Tkv, L, RT, U, S>));
+      sizeof(ke_paged_attention_shared<Tkv, L, RT, U, S>));
   const int li = threadIdx.x % L;
   const int d0 = li * KD_DECODE_VEC;
   const int nd = a.head_dim - d0 < 0 ? 0
@@ -131,7 +131,7 @@ ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
     if (KD_PLANTED && ke == len)
       ke = (ke + a.block_size - 1) / a.block_size * a.block_size;
     const int n = (int)(ke - kb);
-    const ke_pa_rows rows = {&a, seq, kv_head * group + rt * RT,
+    const ke_paged_attention_rows rows = {&a, seq, kv_head * group + rt * RT,
                              group - rt * RT < RT ? group - rt * RT : RT};
 
     kd_decode_state<RT> st;
@@ -147,10 +147,10 @@ ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
       KD_UNROLL
       for (int e = 0; e < KD_DECODE_VEC; e++)
         st.q[r][e] = active && e < nd
-                         ? a.scale * ke_pa_load(a.q_dtype, a.q, base + e)
+                         ? a.scale * ke_paged_attention_load(a.q_dtype, a.q, base + e)
                          : 0.0f;
     }
-    const ke_pa_src<Tkv> src = {
+    const ke_paged_attention_src<Tkv> src = {
         static_cast<const Tkv *>(a.k_cache),
         static_cast<const Tkv *>(a.v_cache),
         a.block_tables + seq * a.max_blocks_per_seq,
@@ -213,9 +213,9 @@ ke_paged_attention_mma_kernel(ke__paged_attention_args a) {
     if (KD_PLANTED && ke == len)
       ke = (ke + a.block_size - 1) / a.block_size * a.block_size;
     const int n = (int)(ke - kb);
-    const ke_pa_rows rows = {&a, seq, kv_head * group + rt * RT,
+    const ke_paged_attention_rows rows = {&a, seq, kv_head * group + rt * RT,
                              group - rt * RT < RT ? group - rt * RT : RT};
-    const ke_pa_src<T> src = {
+    const ke_paged_attention_src<T> src = {
         static_cast<const T *>(a.k_cache), static_cast<const T *>(a.v_cache),
         a.block_tables + seq * a.max_blocks_per_seq, a.num_kv_heads, kv_head,
         a.block_size, (int)__ffs(a.block_size) - 1, a.head_dim};
@@ -241,7 +241,7 @@ ke_paged_attention_mma_kernel(ke__paged_attention_args a) {
 }
 
 template <typename T, int RT, int DP, int S>
-static int ke_pa_launch_mma(hipStream_t s, const ke__paged_attention_args *a) {
+static int ke_paged_attention_launch_mma(hipStream_t s, const ke__paged_attention_args *a) {
   typedef kd_decode_mma<kd_mma_nv, T, DP, S> K;
   const int group = a->num_heads / a->num_kv_heads;
   const int64_t nx = (int64_t)((group + RT - 1) / RT) * a->num_seqs;
@@ -260,13 +260,13 @@ static int ke_pa_launch_mma(hipStream_t s, const ke__paged_attention_args *a) {
 }
 
 template <typename T, int RT>
-static int ke_pa_launch_mma_rt(hipStream_t s, const ke__paged_attention_args *a,
+static int ke_paged_attention_launch_mma_rt(hipStream_t s, const ke__paged_attention_args *a,
                                int stages) {
   if (a->head_dim <= 64)
-    return stages == 3 ? ke_pa_launch_mma<T, RT, 64, 3>(s, a)
-                       : ke_pa_launch_mma<T, RT, 64, 2>(s, a);
-  return stages == 3 ? ke_pa_launch_mma<T, RT, 128, 3>(s, a)
-                     : ke_pa_launch_mma<T, RT, 128, 2>(s, a);
+    return stages == 3 ? ke_paged_attention_launch_mma<T, RT, 64, 3>(s, a)
+                       : ke_paged_attention_launch_mma<T, RT, 64, 2>(s, a);
+  return stages == 3 ? ke_paged_attention_launch_mma<T, RT, 128, 3>(s, a)
+                     : ke_paged_attention_launch_mma<T, RT, 128, 2>(s, a);
 }
 
 /* Whether the matrix-unit kernel takes this call (matrix is the knob: 2 or
@@ -285,18 +285,18 @@ extern "C" int ke__paged_attention_takes_mma(const ke__paged_attention_args *a,
 }
 
 /* Launches the matrix-unit kernel when it takes the call. */
-static bool ke_pa_try_mma(hipStream_t s, const ke__paged_attention_args *a,
+static bool ke_paged_attention_try_mma(hipStream_t s, const ke__paged_attention_args *a,
                           const ke__decode_ext *x, int *ret) {
   if (!ke__paged_attention_takes_mma(a, x->mma)) return false;
   const int tr = (int)ke__decode_tile_rows(a->num_heads / a->num_kv_heads);
   if (a->kv_dtype == KE_F16)
-    *ret = tr == 1   ? ke_pa_launch_mma_rt<kd_half, 1>(s, a, x->mma)
-           : tr == 2 ? ke_pa_launch_mma_rt<kd_half, 2>(s, a, x->mma)
-                     : ke_pa_launch_mma_rt<kd_half, 4>(s, a, x->mma);
+    *ret = tr == 1   ? ke_paged_attention_launch_mma_rt<kd_half, 1>(s, a, x->mma)
+           : tr == 2 ? ke_paged_attention_launch_mma_rt<kd_half, 2>(s, a, x->mma)
+                     : ke_paged_attention_launch_mma_rt<kd_half, 4>(s, a, x->mma);
   else
-    *ret = tr == 1   ? ke_pa_launch_mma_rt<kd_bf16, 1>(s, a, x->mma)
-           : tr == 2 ? ke_pa_launch_mma_rt<kd_bf16, 2>(s, a, x->mma)
-                     : ke_pa_launch_mma_rt<kd_bf16, 4>(s, a, x->mma);
+    *ret = tr == 1   ? ke_paged_attention_launch_mma_rt<kd_bf16, 1>(s, a, x->mma)
+           : tr == 2 ? ke_paged_attention_launch_mma_rt<kd_bf16, 2>(s, a, x->mma)
+                     : ke_paged_attention_launch_mma_rt<kd_bf16, 4>(s, a, x->mma);
   return true;
 }
 
@@ -313,13 +313,13 @@ ke_paged_attention_combine(ke__paged_attention_args a) {
   const float *row = a.partials + (seq * a.num_heads + h) * a.cap *
                                       (a.head_dim + 2);
   for (int d = threadIdx.x; d < a.head_dim; d += KE_PA_COMBINE_THREADS)
-    ke_pa_store(a.out_dtype, a.out,
+    ke_paged_attention_store(a.out_dtype, a.out,
                 seq * a.out_seq_stride + h * a.out_head_stride + d,
                 kd_decode_merge_elem<FAST, false>(row, parts, a.head_dim, d));
 }
 
 template <typename Tkv, int L, int RT, int S, bool FAST>
-static int ke_pa_launch_stages(hipStream_t s,
+static int ke_paged_attention_launch_stages(hipStream_t s,
                                 const ke__paged_attention_args *a,
                                 const ke__decode_ext *x) {
   constexpr int U = sizeof(Tkv) == 2 ? 2 : 1;
@@ -328,7 +328,7 @@ static int ke_pa_launch_stages(hipStream_t s,
   const dim3 grid((unsigned)(nx < KE_PA_MAX_GRID_X ? nx : KE_PA_MAX_GRID_X),
                   (unsigned)a->num_kv_heads, (unsigned)a->splits);
   const size_t smem =
-      sizeof(ke_pa_shared<Tkv, L, RT, U, S>) + sizeof(kd_decode_ring<S>);
+      sizeof(ke_paged_attention_shared<Tkv, L, RT, U, S>) + sizeof(kd_decode_ring<S>);
   const void *fn = (const void *)ke_paged_attention_kernel<Tkv, L, RT, U, S,
                                                            FAST>;
   static int raised[KD_DECODE_DEVICES];
@@ -343,43 +343,43 @@ static int ke_pa_launch_stages(hipStream_t s,
  * block may take their 64 KB of shared memory (not on 64 KB parts: then
  * 3). */
 template <typename Tkv, int L, int RT, bool FAST>
-static void ke_pa_launch_geom(hipStream_t s, const ke__paged_attention_args *a,
+static void ke_paged_attention_launch_geom(hipStream_t s, const ke__paged_attention_args *a,
                               const ke__decode_ext *x) {
   if constexpr (sizeof(Tkv) == 2)
     if (x->stages == 4) {
-      if (ke_pa_launch_stages<Tkv, L, RT, 4, FAST>(s, a, x) !=
+      if (ke_paged_attention_launch_stages<Tkv, L, RT, 4, FAST>(s, a, x) !=
           (int)hipErrorInvalidValue)
         return;
       (void)hipGetLastError(); /* the refused shared memory size */
     }
-  (void)ke_pa_launch_stages<Tkv, L, RT, 3, FAST>(s, a, x);
+  (void)ke_paged_attention_launch_stages<Tkv, L, RT, 3, FAST>(s, a, x);
 }
 
 template <typename Tkv, int RT, bool FAST>
-static void ke_pa_launch_rows(hipStream_t s, const ke__paged_attention_args *a,
+static void ke_paged_attention_launch_rows(hipStream_t s, const ke__paged_attention_args *a,
                               const ke__decode_ext *x) {
-  if (a->head_dim <= 64) ke_pa_launch_geom<Tkv, 8, RT, FAST>(s, a, x);
-  else if (a->head_dim <= 128) ke_pa_launch_geom<Tkv, 16, RT, FAST>(s, a, x);
-  else ke_pa_launch_geom<Tkv, 32, RT, FAST>(s, a, x);
+  if (a->head_dim <= 64) ke_paged_attention_launch_geom<Tkv, 8, RT, FAST>(s, a, x);
+  else if (a->head_dim <= 128) ke_paged_attention_launch_geom<Tkv, 16, RT, FAST>(s, a, x);
+  else ke_paged_attention_launch_geom<Tkv, 32, RT, FAST>(s, a, x);
 }
 
 template <typename Tkv, bool FAST>
-static void ke_pa_launch_typed(hipStream_t s, const ke__paged_attention_args *a,
+static void ke_paged_attention_launch_typed(hipStream_t s, const ke__paged_attention_args *a,
                                const ke__decode_ext *x) {
   switch (ke__decode_tile_rows(a->num_heads / a->num_kv_heads)) {
-  case 1: ke_pa_launch_rows<Tkv, 1, FAST>(s, a, x); break;
-  case 2: ke_pa_launch_rows<Tkv, 2, FAST>(s, a, x); break;
-  default: ke_pa_launch_rows<Tkv, 4, FAST>(s, a, x); break;
+  case 1: ke_paged_attention_launch_rows<Tkv, 1, FAST>(s, a, x); break;
+  case 2: ke_paged_attention_launch_rows<Tkv, 2, FAST>(s, a, x); break;
+  default: ke_paged_attention_launch_rows<Tkv, 4, FAST>(s, a, x); break;
   }
 }
 
 template <bool FAST>
-static int ke_pa_launch_fast(hipStream_t s, const ke__paged_attention_args *a,
+static int ke_paged_attention_launch_fast(hipStream_t s, const ke__paged_attention_args *a,
                              const ke__decode_ext *x) {
   switch (a->kv_dtype) {
-  case KE_F32: ke_pa_launch_typed<float, FAST>(s, a, x); break;
-  case KE_F16: ke_pa_launch_typed<kd_half, FAST>(s, a, x); break;
-  case KE_BF16: ke_pa_launch_typed<kd_bf16, FAST>(s, a, x); break;
+  case KE_F32: ke_paged_attention_launch_typed<float, FAST>(s, a, x); break;
+  case KE_F16: ke_paged_attention_launch_typed<kd_half, FAST>(s, a, x); break;
+  case KE_BF16: ke_paged_attention_launch_typed<kd_bf16, FAST>(s, a, x); break;
   default: return (int)hipErrorInvalidValue;
   }
   return (int)hipGetLastError();
@@ -394,10 +394,10 @@ extern "C" int ke__paged_attention_launch_ext(void *stream,
   if (a->splits < 1 || a->chunk < 1 || (a->splits > 1 && !a->partials))
     return (int)hipErrorInvalidValue;
   int ret = 0;
-  if (ke_pa_try_mma(s, a, x, &ret)) return ret;
+  if (ke_paged_attention_try_mma(s, a, x, &ret)) return ret;
   /* 16-bit outputs may take the approximate exp (kd_exp_for's rule). */
-  return a->out_dtype == KE_F32 ? ke_pa_launch_fast<false>(s, a, x)
-                                : ke_pa_launch_fast<true>(s, a, x);
+  return a->out_dtype == KE_F32 ? ke_paged_attention_launch_fast<false>(s, a, x)
+                                : ke_paged_attention_launch_fast<true>(s, a, x);
 }
 
 extern "C" int ke__paged_attention_launch(void *stream,

@@ -158,7 +158,7 @@ KD_UNROLL
  * and converts them again for the sum of squares and for the normalising
  * pass. With the residual, the packed chunk is the rounded sum exactly as
  * stored into x. Same math and rounding as above, bit for bit. */
-template <typename T> struct ke_rms_chunk {
+template <typename T> struct ke_rmsnorm_chunk {
   uint4 u;
   __device__ __forceinline__ void get(float *f) const {
     kd_unpack2(T(), u.x, f);
@@ -192,7 +192,7 @@ ke_rmsnorm_vec16(Tx *x, int64_t x_stride, const Tx *res, int64_t res_stride,
     Tx *xr = x + r * x_stride;
     const Tx *rr = res ? res + r * res_stride : nullptr;
     Ty *yr = y + r * y_stride;
-    ke_rms_chunk<Tx> ch[KE_RMS_VPT];
+    ke_rmsnorm_chunk<Tx> ch[KE_RMS_VPT];
     float tv = 0.0f; /* this thread's tail element, if any */
     float ss = 0.0f;
     /* Pass 1: load (add and store the residual sum), sum squares. */

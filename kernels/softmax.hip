@@ -273,7 +273,7 @@ ke_softmax_vec(const Tin *__restrict__ x, int64_t x_stride,
 
 /* Hides a register's value from the optimiser, so that each pass converts
  * the raw words again instead of keeping last pass's f32 values live. */
-__device__ __forceinline__ uint4 ke_opaque(uint4 v) {
+__device__ __forceinline__ uint4 ke_softmax_opaque(uint4 v) {
 #if defined(KILN_BACKEND_CUDA) && defined(__CUDA_ARCH__)
   asm volatile("" : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w));
 #elif defined(KILN_BACKEND_HIP) && defined(__HIP_DEVICE_COMPILE__)
@@ -283,8 +283,8 @@ __device__ __forceinline__ uint4 ke_opaque(uint4 v) {
 }
 
 template <typename Tin>
-__device__ __forceinline__ void ke_unpack16(uint4 raw, float *f) {
-  const uint4 w = ke_opaque(raw);
+__device__ __forceinline__ void ke_softmax_unpack16(uint4 raw, float *f) {
+  const uint4 w = ke_softmax_opaque(raw);
   kd_unpack2(Tin(), w.x, f);
   kd_unpack2(Tin(), w.y, f + 2);
   kd_unpack2(Tin(), w.z, f + 4);
@@ -333,7 +333,7 @@ ke_softmax_vec16(const Tin *__restrict__ x, int64_t x_stride,
     for (int k = 0; k < VPT; k++) {
       if (Full && !live[k]) continue;
       float f[KD_VEC];
-      ke_unpack16<Tin>(raw[k], f);
+      ke_softmax_unpack16<Tin>(raw[k], f);
       KD_UNROLL
       for (int e = 0; e < KD_VEC; e += 2) {
         m0 = kd_max_nan(m0, Full || e < live[k] ? scale * f[e] : -INFINITY);
@@ -352,7 +352,7 @@ ke_softmax_vec16(const Tin *__restrict__ x, int64_t x_stride,
     for (int k = 0; k < VPT; k++) {
       if (Full && !live[k]) continue;
       float f[KD_VEC];
-      ke_unpack16<Tin>(raw[k], f);
+      ke_softmax_unpack16<Tin>(raw[k], f);
       KD_UNROLL
       for (int e = 0; e < KD_VEC; e += 2) {
         const float a = kd_exp_for<Tout>(scale * f[e] - mu);
@@ -373,7 +373,7 @@ ke_softmax_vec16(const Tin *__restrict__ x, int64_t x_stride,
       const int64_t c = rank + (int64_t)k * size;
       if (c < nvec) {
         float f[KD_VEC];
-        ke_unpack16<Tin>(raw[k], f);
+        ke_softmax_unpack16<Tin>(raw[k], f);
         KD_UNROLL
         for (int e = 0; e < KD_VEC; e++) {
           const float v = kd_exp_for<Tout>(scale * f[e] - mu) * inv;
