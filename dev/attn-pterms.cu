@@ -250,7 +250,8 @@ static const char *const kSchedNames[KD_ATTN_SM90_SCHEDULES] = {
 static bool g_sched[KD_ATTN_SM90_SCHEDULES] = {true};
 
 // The forms of P in the order of the columns (kFormNames).
-static const int kForms[3] = {KD_ATTN_SM90_P2, KD_ATTN_SM90_PK, KD_ATTN_SM90_P1};
+static const int kForms[3] = {KD_ATTN_SM90_P2, KD_ATTN_SM90_PK,
+                              KD_ATTN_SM90_P1};
 static const char *const kFormNames[3] = {"p2", "pk", "p1"};
 
 // Variant VAR as the engine would launch it: bf16's pk on V in f16 (the
@@ -402,7 +403,8 @@ static void one(const acase &c, int idx, const char *dir, double ref_cap,
 // --sched's list: "all", or names of KD_ATTN_SM90_SCHEDULE_MAP separated by
 // commas; false for a name it does not know.
 static bool pick_schedules(const char *list) {
-  for (int s = 0; s < KD_ATTN_SM90_SCHEDULES; s++) g_sched[s] = !strcmp(list, "all");
+  for (int s = 0; s < KD_ATTN_SM90_SCHEDULES; s++)
+    g_sched[s] = !strcmp(list, "all");
   if (!strcmp(list, "all")) return true;
   for (const char *p = list; *p;) {
     const size_t n = strcspn(p, ",");
@@ -433,7 +435,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: attn-pterms [--sched all|NAME,...] [--only TAG] [--dump DIR]"
                     " [--ref-cap N] [--quick]\n(--dump with the default schedule;"
                     " schedules:");
-    for (int s = 0; s < KD_ATTN_SM90_SCHEDULES; s++) fprintf(stderr, " %s", kSchedNames[s]);
+    for (int s = 0; s < KD_ATTN_SM90_SCHEDULES; s++)
+      fprintf(stderr, " %s", kSchedNames[s]);
     fprintf(stderr, ")\n");
     return 2;
   }
@@ -448,7 +451,9 @@ int main(int argc, char **argv) {
         bits<kd_bf16>(f) != kd_from_float<kd_bf16>(f).bits ||
         val<kd_half>(bits<kd_half>(f)) != kd_to_float(kd_from_float<kd_half>(f)) ||
         val<kd_bf16>(bits<kd_bf16>(f)) != kd_to_float(kd_from_float<kd_bf16>(f))) {
-      fprintf(stderr, "attn-pterms: host conversion of %a differs from arch/kd.h's\n", (double)f);
+      fprintf(stderr,
+              "attn-pterms: host conversion of %a differs from arch/kd.h's\n",
+              (double)f);
       return 1;
     }
   }

@@ -55,13 +55,13 @@ static int wg_launch(const void *a, const void *b, void *c, int cdt,
   kd_tmap ta, tb, tc;
   int ab, bb, ct;
   if (kd_gemm_sm90_maps<Cfg>(da, true, db, BKC, co, d, &ta, &tb, &tc, &ab, &bb,
-                           &ct) != 0) {
+                             &ct) != 0) {
     fprintf(stderr, "tensor maps refused\n");
     exit(1);
   }
   /* A [M, K] only: kd_gemm_sm90_run would build all four layouts. */
   return kd_gemm_sm90_launch<T, Cfg, true, BKC>(0, ta, tb, tc, co, d, ab, bb,
-                                              ct);
+                                                ct);
 }
 
 // --only's comma-separated list: a tag is wanted where it contains one.
@@ -170,7 +170,8 @@ template <int F, int PROBE = 0> static void mx_one(problem<kd_bf16> &p) {
 static void mx(int64_t m, int64_t n, int64_t k) {
   problem<kd_bf16> p = make_problem<kd_bf16>(m, n, k, false, true, true);
   const std::vector<float> bh = host_b(p);
-  run_wg<kd_gemm_sm90_v128_e2_pp_tma, kd_bf16, true>("128s6-serial-e2-pp-tma", p, bh);
+  run_wg<kd_gemm_sm90_v128_e2_pp_tma, kd_bf16, true>("128s6-serial-e2-pp-tma",
+                                                     p, bh);
   mx_one<KE_MXFP4_E2M1>(p);
   mx_one<KE_MXFP6_E2M3>(p);
   mx_one<KE_MXFP6_E3M2>(p);
@@ -231,14 +232,18 @@ template <typename T> static void dump(const char *dir, int64_t k) {
   wg(kd_gemm_sm90_v256_raw(), "wg-raw");
   {
     typedef kd_gemm_mma_nv_small Cfg;
-    typedef kd_gemm_mma_dense_stager<Cfg::WARPS * 32, Cfg::BM, Cfg::BK, true, true> SA;
-    typedef kd_gemm_mma_dense_stager<Cfg::WARPS * 32, Cfg::BN, Cfg::BK, false, true> SB;
+    typedef kd_gemm_mma_dense_stager<Cfg::WARPS * 32, Cfg::BM, Cfg::BK, true,
+                                     true>
+        SA;
+    typedef kd_gemm_mma_dense_stager<Cfg::WARPS * 32, Cfg::BN, Cfg::BK, false,
+                                     true>
+        SB;
     const kd_gemm_mma_dense a = {(const uint16_t *)p.a[0], k, 0};
     const kd_gemm_mma_dense b = {(const uint16_t *)p.b[0], n, 0};
     const kd_gemm_mma_out co = {c, KE_F32, n, 0};
     const kd_gemm_mma_dims d = {m, n, k, 1, 1.0f, 0.0f};
-    const int rm =
-        kd_gemm_mma_launch<kd_mma_nv, T, Cfg, true, false, SA, SB>(0, a, b, co, d);
+    const int rm = kd_gemm_mma_launch<kd_mma_nv, T, Cfg, true, false, SA, SB>(
+        0, a, b, co, d);
     CHECK((cudaError_t)rm);
   }
   fetch("mma");

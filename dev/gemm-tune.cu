@@ -199,7 +199,8 @@ static void run_mm(const char *name, problem<T> &p,
     const kd_gemm_mma_dense a = {(const uint16_t *)p.a[s], AKC ? p.k : p.m, 0};
     const kd_gemm_mma_dense b = {(const uint16_t *)p.b[s], BKC ? p.k : p.n, 0};
     const kd_gemm_mma_out c = {p.c[s], dt, p.n, 0};
-    return kd_gemm_mma_launch<kd_mma_nv, T, Cfg, AKC, BKC, SA, SB>(0, a, b, c, d);
+    return kd_gemm_mma_launch<kd_mma_nv, T, Cfg, AKC, BKC, SA, SB>(0, a, b, c,
+                                                                   d);
   };
   const float ms = time_ms(p.sets, launch);
   CHECK((cudaError_t)launch(0));
@@ -332,8 +333,8 @@ static void run_mx(const char *name, int64_t m, int64_t n, int64_t k) {
     const kd_mx_mm wm = {(const uint8_t *)w[s], (const uint8_t *)sc[s], k / 2,
                          k / 32, 1};
     const kd_gemm_mma_out yo = {y[s], KE_BF16, n, 0};
-    return kd_gemm_mma_launch<kd_mma_nv, kd_bf16, Cfg, true, true, SA, SB>(0, xa, wm,
-                                                                     yo, d);
+    return kd_gemm_mma_launch<kd_mma_nv, kd_bf16, Cfg, true, true, SA, SB>(
+        0, xa, wm, yo, d);
   };
   const float ms = time_ms(sets, launch);
   CHECK((cudaError_t)launch(0));
@@ -441,7 +442,8 @@ int main(int argc, char **argv) {
   for (int64_t s : {4096, 1024}) sweep_simt(s, false, false, true);
   sweep_simt(4096, true, true, false);
   run_mx<kd_gemm_mma_nv_large>("128x128x64 s3 (large) mxfp4", 4096, 4096, 4096);
-  run_mx<kd_gemm_mma_nv_medium>("128x128x32 s4 (medium) mxfp4", 4096, 4096, 4096);
+  run_mx<kd_gemm_mma_nv_medium>("128x128x32 s4 (medium) mxfp4", 4096, 4096,
+                                4096);
   for (int64_t k : {1024, 4096, 16384, 65536}) numerics(k);
   return 0;
 }

@@ -126,13 +126,11 @@ template <> struct ke_attention_raw<kd_bf16> : ke_attention_raw16<kd_bf16> {};
 /* Issues this thread's loads of the key tile starting at k0: group idx =
  * tid + n * 256 of the tile is key idx / Q4, dimensions 4 * (idx % Q4) on. */
 template <typename T, int Q4, int TILE4, int NSLOT>
-__device__ __forceinline__ void ke_attention_fetch(ke_attention_raw<T> *kreg,
-                                              ke_attention_raw<T> *vreg,
-                                              const T *kbase, const T *vbase,
-                                              const ke__attention_desc &a,
-                                              int64_t k0, int64_t kv_end,
-                                              bool vec) {
-KE_ATTN_UNROLL
+__device__ __forceinline__ void
+ke_attention_fetch(ke_attention_raw<T> *kreg, ke_attention_raw<T> *vreg,
+                   const T *kbase, const T *vbase, const ke__attention_desc &a,
+                   int64_t k0, int64_t kv_end, bool vec) {
+  KE_ATTN_UNROLL
   for (int n = 0; n < NSLOT; n++) {
     const int idx = threadIdx.x + n * KE_ATTN_THREADS;
     const int t = idx / Q4, d0 = 4 * (idx % Q4);
@@ -147,9 +145,9 @@ KE_ATTN_UNROLL
 
 /* Folds the (m2, l2, acc2) state of another key split into (m, l, acc). */
 template <int DPT>
-__device__ __forceinline__ void ke_attention_merge(float &m, float &l, float *acc,
-                                              float m2, float l2,
-                                              const float *acc2) {
+__device__ __forceinline__ void
+ke_attention_merge(float &m, float &l, float *acc, float m2, float l2,
+                   const float *acc2) {
   const float mn = fmaxf(m, m2);
   /* Equal maxima (both -inf included) keep their scale of 1: exp(-inf -
    * -inf) would be NaN. */
@@ -235,7 +233,7 @@ KE_ATTN_UNROLL
   for (int64_t k0 = 0; k0 < kv_end; k0 += S::BN) {
     const int nk = (int)(kv_end - k0 < S::BN ? kv_end - k0 : S::BN);
     ke_attention_fetch<T, S::Q4, TILE4, NSLOT>(kreg, vreg, kbase, vbase, a, k0,
-                                          kv_end, vec);
+                                               kv_end, vec);
     __syncthreads(); /* the previous tile is no longer read */
 KE_ATTN_UNROLL
     for (int n = 0; n < NSLOT; n++) {
@@ -408,7 +406,7 @@ static int ke_attention_launch_typed(hipStream_t s, const void *q,
 /* Every row of q, k, v and o starts on 16 bytes, and D is whole 16-byte
  * chunks: the matrix-core kernel's cp.async and 16-byte stores. */
 static bool ke_attention_rows16(const void *q, const void *k, const void *v,
-                           const void *o, const ke__attention_desc *a) {
+                                const void *o, const ke__attention_desc *a) {
   if (a->d % 8 != 0) return false;
   const void *ptr[4] = {q, k, v, o};
   const int64_t *st[4] = {a->q_stride, a->k_stride, a->v_stride, a->o_stride};
@@ -424,8 +422,8 @@ static bool ke_attention_rows16(const void *q, const void *k, const void *v,
  * 256 (the fast paths are the D they name; any other multiple of 8 pads). */
 template <class Arch, typename T>
 static int ke_attention_mma_by_d(hipStream_t s, const void *q, const void *k,
-                            const void *v, void *o,
-                            const ke__attention_desc *a) {
+                                 const void *v, void *o,
+                                 const ke__attention_desc *a) {
 #define KE_ATTN_MMA(DP)                                                     \
   return kd_attn_mma_launch<Arch, T,                                       \
                             typename kd_attn_mma_default<Arch, DP>::type>( \
@@ -456,14 +454,14 @@ static bool ke_attention_grid_fits(const ke__attention_desc *a, int bm) {
  * configurations for 227 KiB of shared memory (NVIDIA) or 64 KiB (AMD). */
 template <typename T, bool BIG>
 static int ke_attention_simt_by_d(hipStream_t s, const void *q, const void *k,
-                             const void *v, void *o,
-                             const ke__attention_desc *a) {
-#define KE_ATTN_SIMT(DP)                                                     \
-  {                                                                         \
-    typedef typename kd_attn_simt_default<DP, BIG>::type C;                 \
-    if (!ke_attention_grid_fits(a, C::BM))                                       \
-      return ke_attention_launch_typed<T>(s, q, k, v, o, a);                \
-    return kd_attn_simt_launch<T, C>(s, q, k, v, o, a);                     \
+                                  const void *v, void *o,
+                                  const ke__attention_desc *a) {
+#define KE_ATTN_SIMT(DP)                                                       \
+  {                                                                            \
+    typedef typename kd_attn_simt_default<DP, BIG>::type C;                    \
+    if (!ke_attention_grid_fits(a, C::BM))                                     \
+      return ke_attention_launch_typed<T>(s, q, k, v, o, a);                   \
+    return kd_attn_simt_launch<T, C>(s, q, k, v, o, a);                        \
   }
   switch ((a->d + 63) / 64) {
   case 1: KE_ATTN_SIMT(64);
@@ -477,12 +475,14 @@ static int ke_attention_simt_by_d(hipStream_t s, const void *q, const void *k,
 /* The host emulation budgets shared memory as the GPU it emulates. */
 template <typename T>
 static int ke_attention_simt(hipStream_t s, const void *q, const void *k,
-                        const void *v, void *o, const ke__attention_desc *a) {
+                             const void *v, void *o,
+                             const ke__attention_desc *a) {
 #if defined(KILN_BACKEND_CUDA)
   return ke_attention_simt_by_d<T, true>(s, q, k, v, o, a);
 #elif defined(KILN_BACKEND_HOST)
-  return kemu_warp_size() == 32 ? ke_attention_simt_by_d<T, true>(s, q, k, v, o, a)
-                                : ke_attention_simt_by_d<T, false>(s, q, k, v, o, a);
+  return kemu_warp_size() == 32
+             ? ke_attention_simt_by_d<T, true>(s, q, k, v, o, a)
+             : ke_attention_simt_by_d<T, false>(s, q, k, v, o, a);
 #else
   return ke_attention_simt_by_d<T, false>(s, q, k, v, o, a);
 #endif

@@ -76,7 +76,8 @@ template <typename T, int RT> struct ke_attention_decode_dense_rows {
 };
 
 /* Shared memory: the copy pipeline while streaming, then the merge. */
-template <typename T, int L, int RT, int U, int S> union ke_attention_decode_shared {
+template <typename T, int L, int RT, int U, int S>
+union ke_attention_decode_shared {
   kd_decode_stage<T, U, S> stage;
   kd_decode_smem<L, RT> merge;
 };
@@ -84,16 +85,17 @@ template <typename T, int L, int RT, int U, int S> union ke_attention_decode_sha
 /* Grid: x = row tile + tiles * range, y = KV head, z = batch. */
 template <typename T, int L, int RT, int U, int S, bool VEC>
 __global__ void __launch_bounds__(KD_DECODE_THREADS, KE_DEC_MIN_BLOCKS)
-ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
-                           const T *__restrict__ v, T *__restrict__ o,
-                           ke__attention_desc a, ke__decode_split sp,
-                           unsigned *grabs) {
+    ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
+                               const T *__restrict__ v, T *__restrict__ o,
+                               ke__attention_desc a, ke__decode_split sp,
+                               unsigned *grabs) {
   constexpr bool FAST = kd_is16<T>::v;
   /* Dynamic shared memory: the pipeline of 4 stages is past the 48 KB a
    * static array may take. */
   HIP_DYNAMIC_SHARED(uint4, kd_decode_smem_raw);
   ke_attention_decode_shared<T, L, RT, U, S> &sm =
-      *reinterpret_cast<ke_attention_decode_shared<T, L, RT, U, S> *>(kd_decode_smem_raw);
+      *reinterpret_cast<ke_attention_decode_shared<T, L, RT, U, S> *>(
+          kd_decode_smem_raw);
   kd_decode_ring<S> &ring = *reinterpret_cast<kd_decode_ring<S> *>(
       reinterpret_cast<char *>(kd_decode_smem_raw) +
       sizeof(ke_attention_decode_shared<T, L, RT, U, S>));
@@ -153,11 +155,11 @@ ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
 
   const ke_attention_decode_dense_src<T> src = {
       k + b * a.k_stride[0] + hk * a.k_stride[1],
-      v + b * a.v_stride[0] + hk * a.v_stride[1], a.k_stride[2],
-      a.v_stride[2]};
+      v + b * a.v_stride[0] + hk * a.v_stride[1], a.k_stride[2], a.v_stride[2]};
   const int64_t pair = (hk + a.hkv * b) * tiles + rt;
   unsigned *grab = parts > 1 && grabs && kv_end <= KD_DECODE_DYN_MAX_KEYS
-                       ? grabs + pair : nullptr;
+                       ? grabs + pair
+                       : nullptr;
   if (grab) {
     /* The tile's blocks take steps of all of [0, kv_end) in turn. */
     int dlim[RT];
@@ -165,18 +167,17 @@ ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
     for (int r = 0; r < RT; r++)
       dlim[r] = rows.id(r) < 0 ? (int)kv_end : (int)lim[r];
     kd_decode_scan_dyn<T, L, RT, U, S, FAST, VEC>(src, st, sm.stage, ring, grab,
-                                               parts, 0, (int)kv_end, dlim,
-                                               (int)lim_min, d0, nd);
+                                                  parts, 0, (int)kv_end, dlim,
+                                                  (int)lim_min, d0, nd);
   } else {
     kd_decode_scan<T, L, RT, U, S, FAST, VEC>(src, st, sm.stage, kb, n, rlim,
-                                           rlim_min, d0, nd);
+                                              rlim_min, d0, nd);
   }
   kd_decode_block_merge<L, RT, FAST>(st, sm.merge);
-  const kd_decode_partials pt = {sp.partials, sp.splits,
-                              sp.counters ? sp.counters + pair : nullptr,
-                              grab};
+  const kd_decode_partials pt = {
+      sp.partials, sp.splits, sp.counters ? sp.counters + pair : nullptr, grab};
   kd_decode_finish<L, RT, FAST, true>(st, sm.merge, rows, (int)a.d, split,
-                                   parts, pt);
+                                      parts, pt);
 }
 
 /* The matrix-unit path (tile/decode_mma.h): 16-bit K/V with 16-byte rows,
@@ -185,10 +186,10 @@ ke_attention_decode_kernel(const T *__restrict__ q, const T *__restrict__ k,
  * as the SIMT kernel; fixed ranges only. */
 template <class Arch, typename T, int RT, int DP, int S>
 __global__ void __launch_bounds__(KD_DECODE_THREADS, 1)
-ke_attention_decode_mma_kernel(const T *__restrict__ q,
-                               const T *__restrict__ k,
-                               const T *__restrict__ v, T *__restrict__ o,
-                               ke__attention_desc a, ke__decode_split sp) {
+    ke_attention_decode_mma_kernel(const T *__restrict__ q,
+                                   const T *__restrict__ k,
+                                   const T *__restrict__ v, T *__restrict__ o,
+                                   ke__attention_desc a, ke__decode_split sp) {
   HIP_DYNAMIC_SHARED(uint4, kd_decode_smem_raw);
   const int64_t tiles = (a.hq / a.hkv * a.sq + RT - 1) / RT;
   const int64_t rt = blockIdx.x % tiles, split = blockIdx.x / tiles;
@@ -208,8 +209,7 @@ ke_attention_decode_mma_kernel(const T *__restrict__ q,
   const int n = (int)(kb + chunk < kv_end ? chunk : kv_end - kb);
   const ke_attention_decode_dense_src<T> src = {
       k + b * a.k_stride[0] + hk * a.k_stride[1],
-      v + b * a.v_stride[0] + hk * a.v_stride[1], a.k_stride[2],
-      a.v_stride[2]};
+      v + b * a.v_stride[0] + hk * a.v_stride[1], a.k_stride[2], a.v_stride[2]};
   auto qbits = [&](int r, int e) -> uint16_t {
     int64_t h = 0, i = 0;
     if (!rows.head_query(r, h, i)) return 0;
@@ -217,28 +217,26 @@ ke_attention_decode_mma_kernel(const T *__restrict__ q,
         .bits;
   };
   kd_decode_mma_state<Arch, DP / 16> ws;
-  kd_decode_mma_scan<Arch, T, DP, S, RT>(src, qbits,
-                                   reinterpret_cast<uint16_t *>(
-                                       kd_decode_smem_raw),
-                                   kb, n, (int)a.d,
-                                   a.scale, ws);
+  kd_decode_mma_scan<Arch, T, DP, S, RT>(
+      src, qbits, reinterpret_cast<uint16_t *>(kd_decode_smem_raw), kb, n,
+      (int)a.d, a.scale, ws);
   kd_decode_smem<Arch::WARP, RT> &mg =
       *reinterpret_cast<kd_decode_smem<Arch::WARP, RT> *>(kd_decode_smem_raw);
   kd_decode_state<RT> st;
   kd_decode_mma_block_merge<Arch, DP, RT>(ws, st, mg);
   const int64_t pair = (hk + a.hkv * b) * tiles + rt;
   const kd_decode_partials pt = {sp.partials, sp.splits,
-                              sp.counters ? sp.counters + pair : nullptr,
-                              nullptr};
+                                 sp.counters ? sp.counters + pair : nullptr,
+                                 nullptr};
   kd_decode_finish<Arch::WARP, RT, true, true>(st, mg, rows, (int)a.d, split,
-                                            parts, pt);
+                                               parts, pt);
 }
 
 template <typename T, int RT, int DP, int S>
-static int ke_attention_decode_launch_mma(hipStream_t s, const void *q, const void *k,
-                             const void *v, void *o,
-                             const ke__attention_desc *a,
-                             const ke__decode_split *sp) {
+static int ke_attention_decode_launch_mma(hipStream_t s, const void *q,
+                                          const void *k, const void *v, void *o,
+                                          const ke__attention_desc *a,
+                                          const ke__decode_split *sp) {
   typedef kd_decode_mma<kd_mma_nv, T, DP, S> K;
   const int64_t tiles = (a->hq / a->hkv * a->sq + RT - 1) / RT;
   const dim3 grid((unsigned)(tiles * sp->splits), (unsigned)a->hkv,
@@ -257,20 +255,24 @@ static int ke_attention_decode_launch_mma(hipStream_t s, const void *q, const vo
 }
 
 template <typename T, int RT, int S>
-static int ke_attention_decode_launch_mma_dp(hipStream_t s, const void *q, const void *k,
-                                const void *v, void *o,
-                                const ke__attention_desc *a,
-                                const ke__decode_split *sp) {
-  if (a->d <= 64) return ke_attention_decode_launch_mma<T, RT, 64, S>(s, q, k, v, o, a, sp);
+static int ke_attention_decode_launch_mma_dp(hipStream_t s, const void *q,
+                                             const void *k, const void *v,
+                                             void *o,
+                                             const ke__attention_desc *a,
+                                             const ke__decode_split *sp) {
+  if (a->d <= 64)
+    return ke_attention_decode_launch_mma<T, RT, 64, S>(s, q, k, v, o, a, sp);
   return ke_attention_decode_launch_mma<T, RT, 128, S>(s, q, k, v, o, a, sp);
 }
 
 /* Whether the matrix-unit kernel takes this call (its conditions above;
  * matrix is the knob: 2 or 3 stages, 0 never). */
 static bool ke_attention_decode_vec_ok(const void *k, const void *v,
-                          const ke__attention_desc *a);
-static bool ke_attention_decode_mma_ok(ke_dtype dtype, const void *k, const void *v,
-                          const ke__attention_desc *a, int matrix) {
+                                       const ke__attention_desc *a);
+static bool ke_attention_decode_mma_ok(ke_dtype dtype, const void *k,
+                                       const void *v,
+                                       const ke__attention_desc *a,
+                                       int matrix) {
 #if KD_MMA_HAS_NV
   return (dtype == KE_F16 || dtype == KE_BF16) &&
          (matrix == 2 || matrix == 3) && a->d <= 128 &&
@@ -291,25 +293,30 @@ extern "C" int ke__attention_decode_takes_mma(ke_dtype dtype, const void *k,
 
 /* Launches the matrix-unit kernel when it takes the call. */
 template <typename T>
-static bool ke_attention_decode_try_mma(hipStream_t s, const void *q, const void *k,
-                           const void *v, void *o, const ke__attention_desc *a,
-                           const ke__decode_split *sp, const ke__decode_ext *x,
-                           int *ret) {
+static bool ke_attention_decode_try_mma(hipStream_t s, const void *q,
+                                        const void *k, const void *v, void *o,
+                                        const ke__attention_desc *a,
+                                        const ke__decode_split *sp,
+                                        const ke__decode_ext *x, int *ret) {
   if constexpr (sizeof(T) == 2) {
-    if (!ke_attention_decode_mma_ok(std::is_same<T, kd_half>::value ? KE_F16 : KE_BF16, k, v, a,
-                       x->mma))
+    if (!ke_attention_decode_mma_ok(std::is_same<T, kd_half>::value ? KE_F16
+                                                                    : KE_BF16,
+                                    k, v, a, x->mma))
       return false;
     const int tr = (int)ke__decode_tile_rows(a->hq / a->hkv * a->sq);
     const bool s3 = x->mma == 3;
     if (tr == 1)
-      *ret = s3 ? ke_attention_decode_launch_mma_dp<T, 1, 3>(s, q, k, v, o, a, sp)
-                : ke_attention_decode_launch_mma_dp<T, 1, 2>(s, q, k, v, o, a, sp);
+      *ret =
+          s3 ? ke_attention_decode_launch_mma_dp<T, 1, 3>(s, q, k, v, o, a, sp)
+             : ke_attention_decode_launch_mma_dp<T, 1, 2>(s, q, k, v, o, a, sp);
     else if (tr == 2)
-      *ret = s3 ? ke_attention_decode_launch_mma_dp<T, 2, 3>(s, q, k, v, o, a, sp)
-                : ke_attention_decode_launch_mma_dp<T, 2, 2>(s, q, k, v, o, a, sp);
+      *ret =
+          s3 ? ke_attention_decode_launch_mma_dp<T, 2, 3>(s, q, k, v, o, a, sp)
+             : ke_attention_decode_launch_mma_dp<T, 2, 2>(s, q, k, v, o, a, sp);
     else
-      *ret = s3 ? ke_attention_decode_launch_mma_dp<T, 4, 3>(s, q, k, v, o, a, sp)
-                : ke_attention_decode_launch_mma_dp<T, 4, 2>(s, q, k, v, o, a, sp);
+      *ret =
+          s3 ? ke_attention_decode_launch_mma_dp<T, 4, 3>(s, q, k, v, o, a, sp)
+             : ke_attention_decode_launch_mma_dp<T, 4, 2>(s, q, k, v, o, a, sp);
     return true;
   } else {
     (void)s, (void)q, (void)k, (void)v, (void)o, (void)a, (void)sp, (void)x,
@@ -321,7 +328,7 @@ static bool ke_attention_decode_try_mma(hipStream_t s, const void *q, const void
 /* 16-byte copies need D and every K/V stride to be multiples of 8
  * elements and both bases 16-byte aligned. */
 static bool ke_attention_decode_vec_ok(const void *k, const void *v,
-                          const ke__attention_desc *a) {
+                                       const ke__attention_desc *a) {
   bool vec = a->d % KD_DECODE_VEC == 0 && (uintptr_t)k % 16 == 0 &&
              (uintptr_t)v % 16 == 0;
   for (int d = 0; d < 3; d++)
@@ -331,11 +338,12 @@ static bool ke_attention_decode_vec_ok(const void *k, const void *v,
 }
 
 template <typename T, int L, int RT, int S, bool VEC>
-static int ke_attention_decode_launch_stages(hipStream_t s, const void *q, const void *k,
-                                const void *v, void *o,
-                                const ke__attention_desc *a,
-                                const ke__decode_split *sp,
-                                const ke__decode_ext *x) {
+static int ke_attention_decode_launch_stages(hipStream_t s, const void *q,
+                                             const void *k, const void *v,
+                                             void *o,
+                                             const ke__attention_desc *a,
+                                             const ke__decode_split *sp,
+                                             const ke__decode_ext *x) {
   /* Keys per group per step: 2 (16-bit) or 1 (f32), 16 or 32 bytes of K
    * and of V per lane; S stages: S - 1 steps in flight while one is
    * folded. */
@@ -343,8 +351,8 @@ static int ke_attention_decode_launch_stages(hipStream_t s, const void *q, const
   const int64_t tiles = (a->hq / a->hkv * a->sq + RT - 1) / RT;
   const dim3 grid((unsigned)(tiles * sp->splits), (unsigned)a->hkv,
                   (unsigned)a->b);
-  const size_t smem =
-      sizeof(ke_attention_decode_shared<T, L, RT, U, S>) + sizeof(kd_decode_ring<S>);
+  const size_t smem = sizeof(ke_attention_decode_shared<T, L, RT, U, S>) +
+                      sizeof(kd_decode_ring<S>);
   const void *fn = (const void *)ke_attention_decode_kernel<T, L, RT, U, S, VEC>;
   static int raised[KD_DECODE_DEVICES];
   const int err = kd_decode_raise_smem(raised, fn, smem);
@@ -359,52 +367,62 @@ static int ke_attention_decode_launch_stages(hipStream_t s, const void *q, const
  * split asks for them and the block may take their 64 KB of shared memory
  * (not on 64 KB parts: then 3). */
 template <typename T, int L, int RT, bool VEC>
-static int ke_attention_decode_launch_geom(hipStream_t s, const void *q, const void *k,
-                              const void *v, void *o,
-                              const ke__attention_desc *a,
-                              const ke__decode_split *sp,
-                              const ke__decode_ext *x) {
+static int ke_attention_decode_launch_geom(hipStream_t s, const void *q,
+                                           const void *k, const void *v,
+                                           void *o, const ke__attention_desc *a,
+                                           const ke__decode_split *sp,
+                                           const ke__decode_ext *x) {
   if constexpr (sizeof(T) == 2 && VEC)
     if (x->stages == 4) {
-      const int err =
-          ke_attention_decode_launch_stages<T, L, RT, 4, VEC>(s, q, k, v, o, a, sp, x);
+      const int err = ke_attention_decode_launch_stages<T, L, RT, 4, VEC>(
+          s, q, k, v, o, a, sp, x);
       if (err != (int)hipErrorInvalidValue) return err;
       (void)hipGetLastError(); /* the refused shared memory size */
     }
-  return ke_attention_decode_launch_stages<T, L, RT, 3, VEC>(s, q, k, v, o, a, sp, x);
+  return ke_attention_decode_launch_stages<T, L, RT, 3, VEC>(s, q, k, v, o, a,
+                                                             sp, x);
 }
 
 template <typename T, int RT, bool VEC>
-static int ke_attention_decode_launch_rows(hipStream_t s, const void *q, const void *k,
-                              const void *v, void *o,
-                              const ke__attention_desc *a,
-                              const ke__decode_split *sp,
-                              const ke__decode_ext *x) {
+static int ke_attention_decode_launch_rows(hipStream_t s, const void *q,
+                                           const void *k, const void *v,
+                                           void *o, const ke__attention_desc *a,
+                                           const ke__decode_split *sp,
+                                           const ke__decode_ext *x) {
   if (a->d <= 32)
-    return ke_attention_decode_launch_geom<T, 4, RT, VEC>(s, q, k, v, o, a, sp, x);
+    return ke_attention_decode_launch_geom<T, 4, RT, VEC>(s, q, k, v, o, a, sp,
+                                                          x);
   if (a->d <= 64)
-    return ke_attention_decode_launch_geom<T, 8, RT, VEC>(s, q, k, v, o, a, sp, x);
+    return ke_attention_decode_launch_geom<T, 8, RT, VEC>(s, q, k, v, o, a, sp,
+                                                          x);
   if (a->d <= 128)
-    return ke_attention_decode_launch_geom<T, 16, RT, VEC>(s, q, k, v, o, a, sp, x);
-  return ke_attention_decode_launch_geom<T, 32, RT, VEC>(s, q, k, v, o, a, sp, x);
+    return ke_attention_decode_launch_geom<T, 16, RT, VEC>(s, q, k, v, o, a, sp,
+                                                           x);
+  return ke_attention_decode_launch_geom<T, 32, RT, VEC>(s, q, k, v, o, a, sp,
+                                                         x);
 }
 
 /* Element loads (unaligned views, D not a multiple of 8) take tiles of one
  * row: the slow path stays small. */
 template <typename T>
-static int ke_attention_decode_launch_typed(hipStream_t s, const void *q, const void *k,
-                               const void *v, void *o,
-                               const ke__attention_desc *a,
-                               const ke__decode_split *sp,
-                               const ke__decode_ext *x) {
+static int ke_attention_decode_launch_typed(hipStream_t s, const void *q,
+                                            const void *k, const void *v,
+                                            void *o,
+                                            const ke__attention_desc *a,
+                                            const ke__decode_split *sp,
+                                            const ke__decode_ext *x) {
   if (!ke_attention_decode_vec_ok(k, v, a))
-    return ke_attention_decode_launch_rows<T, 1, false>(s, q, k, v, o, a, sp, x);
+    return ke_attention_decode_launch_rows<T, 1, false>(s, q, k, v, o, a, sp,
+                                                        x);
   int ret = 0;
   if (ke_attention_decode_try_mma<T>(s, q, k, v, o, a, sp, x, &ret)) return ret;
   switch (ke__decode_tile_rows(a->hq / a->hkv * a->sq)) {
-  case 1: return ke_attention_decode_launch_rows<T, 1, true>(s, q, k, v, o, a, sp, x);
-  case 2: return ke_attention_decode_launch_rows<T, 2, true>(s, q, k, v, o, a, sp, x);
-  default: return ke_attention_decode_launch_rows<T, 4, true>(s, q, k, v, o, a, sp, x);
+  case 1:
+    return ke_attention_decode_launch_rows<T, 1, true>(s, q, k, v, o, a, sp, x);
+  case 2:
+    return ke_attention_decode_launch_rows<T, 2, true>(s, q, k, v, o, a, sp, x);
+  default:
+    return ke_attention_decode_launch_rows<T, 4, true>(s, q, k, v, o, a, sp, x);
   }
 }
 
@@ -418,8 +436,9 @@ extern "C" int ke__attention_decode_launch_ext(
       (sp->splits > 1 && (!sp->partials || !sp->counters)))
     return (int)hipErrorInvalidValue;
   hipStream_t s = (hipStream_t)stream;
-  KD_DISPATCH_IN(dtype, T,
-                 return ke_attention_decode_launch_typed<T>(s, q, k, v, o, desc, sp, x))
+  KD_DISPATCH_IN(
+      dtype, T,
+      return ke_attention_decode_launch_typed<T>(s, q, k, v, o, desc, sp, x))
   return (int)hipErrorInvalidValue;
 }
 

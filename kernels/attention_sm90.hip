@@ -22,16 +22,20 @@
  * engine gave the workspace (without it, the cap refused it: two terms). */
 template <typename T>
 static int ke_attention_sm90(hipStream_t s, const void *q, const void *k,
-                        const void *v, void *o, const ke__attention_desc *a) {
-  if (a->round_p) return kd_attn_sm90_by_d<T, T, KD_ATTN_SM90_P1>(s, q, k, v, o, a);
+                             const void *v, void *o,
+                             const ke__attention_desc *a) {
+  if (a->round_p)
+    return kd_attn_sm90_by_d<T, T, KD_ATTN_SM90_P1>(s, q, k, v, o, a);
   if constexpr (kd_attn_sm90_v16<T, KD_ATTN_SM90_PK>)
-    if (a->work) return kd_attn_sm90_by_d<T, kd_half, KD_ATTN_SM90_PK>(s, q, k, v, o, a);
+    if (a->work)
+      return kd_attn_sm90_by_d<T, kd_half, KD_ATTN_SM90_PK>(s, q, k, v, o, a);
   return kd_attn_sm90_by_d<T, T, KD_ATTN_SM90_PK>(s, q, k, v, o, a);
 }
 
 /* Whether the kernel could run for dtype and a (the rows' alignment
  * aside, which ke__attention_launch checks). */
-static bool ke_attention_sm90_applies(ke_dtype dtype, const ke__attention_desc *a) {
+static bool ke_attention_sm90_applies(ke_dtype dtype,
+                                      const ke__attention_desc *a) {
   return (dtype == KE_F16 || dtype == KE_BF16) && a->d <= 256 &&
          a->d % 8 == 0 && !a->no_hopper && kd_wg_available();
 }

@@ -9,12 +9,12 @@
  * B (which of their indices is contiguous) as template arguments and C's
  * dtype a run-time switch of the epilogue. Everything else (f32, mixed
  * dtypes, a device without matrix units): the SIMT tile kernel of
- * tile/gemm.h (f32 x f32 in a larger tile on large problems). The engine (engine/src/gemm.c) turns op(B) into the kernels'
- * [N, K] view, so trans_b = 1 (B stored [N, K], attention's K) is the
- * k-contiguous layout and trans_b = 0 the other; likewise for A with the
- * flag inverted. Any M, N, K >= 1, any batch count, any row and batch
- * strides (0 shares a matrix across the batch); the engine refuses the
- * layouts the kernels cannot write safely.
+ * tile/gemm.h (f32 x f32 in a larger tile on large problems). The engine
+ * (engine/src/gemm.c) turns op(B) into the kernels' [N, K] view, so trans_b = 1
+ * (B stored [N, K], attention's K) is the k-contiguous layout and trans_b = 0
+ * the other; likewise for A with the flag inverted. Any M, N, K >= 1, any batch
+ * count, any row and batch strides (0 shares a matrix across the batch); the
+ * engine refuses the layouts the kernels cannot write safely.
  */
 #include "tile/gemm_mma.h"
 
@@ -47,15 +47,18 @@ static bool ke_gemm_mma_aligned(const ke__gemm_operand *o) {
 
 template <class Arch, typename T, class Cfg, bool VEC>
 static int ke_gemm_mma_layout(hipStream_t s, const ke__gemm_operand *a,
-                             const ke__gemm_operand *b, const kd_gemm_mma_out &c,
-                             const kd_gemm_mma_dims &d) {
+                              const ke__gemm_operand *b,
+                              const kd_gemm_mma_out &c,
+                              const kd_gemm_mma_dims &d) {
   constexpr int th = Cfg::WARPS * Arch::WARP;
-  const kd_gemm_mma_dense da = ke_gemm_mma_operand(a), db = ke_gemm_mma_operand(b);
-#define KE_GEMM_MM(AKC, BKC)                                                 \
-  return kd_gemm_mma_launch<Arch, T, Cfg, AKC, BKC,                                \
-                      kd_gemm_mma_dense_stager<th, Cfg::BM, Cfg::BK, AKC, VEC>,    \
-                      kd_gemm_mma_dense_stager<th, Cfg::BN, Cfg::BK, BKC, VEC>>(   \
-      s, da, db, c, d)
+  const kd_gemm_mma_dense da = ke_gemm_mma_operand(a),
+                          db = ke_gemm_mma_operand(b);
+#define KE_GEMM_MM(AKC, BKC)                                                   \
+  return kd_gemm_mma_launch<                                                   \
+      Arch, T, Cfg, AKC, BKC,                                                  \
+      kd_gemm_mma_dense_stager<th, Cfg::BM, Cfg::BK, AKC, VEC>,                \
+      kd_gemm_mma_dense_stager<th, Cfg::BN, Cfg::BK, BKC, VEC>>(s, da, db, c,  \
+                                                                d)
   if (a->k_contiguous) {
     if (b->k_contiguous) KE_GEMM_MM(true, true);
     KE_GEMM_MM(true, false);
@@ -70,14 +73,13 @@ static int ke_gemm_mma_layout(hipStream_t s, const ke__gemm_operand *a,
  * arithmetic in the same order. */
 template <class Arch, typename T>
 static int ke_gemm_mma(hipStream_t s, const ke__gemm_operand *a,
-                      const ke__gemm_operand *b, const kd_gemm_mma_out &c,
-                      const kd_gemm_mma_dims &d) {
+                       const ke__gemm_operand *b, const kd_gemm_mma_out &c,
+                       const kd_gemm_mma_dims &d) {
   if (!ke_gemm_mma_aligned(a) || !ke_gemm_mma_aligned(b))
-    return kd_gemm_mma_with_promotion<Arch, typename kd_gemm_mma_configs<Arch>::small>(
-        d.k, [&](auto cfg) {
-          return ke_gemm_mma_layout<Arch, T, decltype(cfg), false>(s, a, b, c,
-                                                                  d);
-        });
+    return kd_gemm_mma_with_promotion<
+        Arch, typename kd_gemm_mma_configs<Arch>::small>(d.k, [&](auto cfg) {
+      return ke_gemm_mma_layout<Arch, T, decltype(cfg), false>(s, a, b, c, d);
+    });
   return kd_gemm_mma_with_config<Arch>(d.m, d.n, d.k, d.batch, [&](auto cfg) {
     return ke_gemm_mma_layout<Arch, T, decltype(cfg), true>(s, a, b, c, d);
   });
@@ -86,8 +88,8 @@ static int ke_gemm_mma(hipStream_t s, const ke__gemm_operand *a,
 /* The matrix-core kernel for f16 x f16 and bf16 x bf16 where the device
  * has a matrix unit; -1 when it does not apply. */
 static int ke_gemm_try_mma(hipStream_t s, const ke__gemm_operand *a,
-                          const ke__gemm_operand *b, const kd_gemm_mma_out &c,
-                          const kd_gemm_mma_dims &d) {
+                           const ke__gemm_operand *b, const kd_gemm_mma_out &c,
+                           const kd_gemm_mma_dims &d) {
   if (a->dtype != b->dtype || (a->dtype != KE_F16 && a->dtype != KE_BF16))
     return -1;
   const kd_mma_kind kind = kd_mma_device_kind();
@@ -110,7 +112,8 @@ static int ke_gemm_try_mma(hipStream_t s, const ke__gemm_operand *a,
 /* kernels/gemm_sm90.hip: the Hopper kernel, -1 where it does not apply. */
 extern "C" int ke__gemm_sm90_launch(void *stream, const ke__gemm_operand *a,
                                     const ke__gemm_operand *b,
-                                    const kd_gemm_mma_out *c, const kd_gemm_mma_dims *d);
+                                    const kd_gemm_mma_out *c,
+                                    const kd_gemm_mma_dims *d);
 
 /* ---- Entry ---------------------------------------------------------------- */
 

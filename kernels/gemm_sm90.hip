@@ -25,8 +25,8 @@ struct kd_gemm_sm90_small : kd_gemm_sm90_v128_e2_pp_tma {};
 
 template <typename T>
 static int ke_gemm_sm90(hipStream_t s, const kd_gemm_mma_dense &a, bool akc,
-                        const kd_gemm_mma_dense &b, bool bkc, const kd_gemm_mma_out &c,
-                        const kd_gemm_mma_dims &d) {
+                        const kd_gemm_mma_dense &b, bool bkc,
+                        const kd_gemm_mma_out &c, const kd_gemm_mma_dims &d) {
   const int64_t tiles_large = ((d.m + 127) / 128) * ((d.n + 255) / 256) *
                               d.batch;
   if (tiles_large >= kd_gemm_mma_multiprocessors())
@@ -36,7 +36,8 @@ static int ke_gemm_sm90(hipStream_t s, const kd_gemm_mma_dense &a, bool akc,
 
 extern "C" int ke__gemm_sm90_launch(void *stream, const ke__gemm_operand *a,
                                     const ke__gemm_operand *b,
-                                    const kd_gemm_mma_out *c, const kd_gemm_mma_dims *d) {
+                                    const kd_gemm_mma_out *c,
+                                    const kd_gemm_mma_dims *d) {
 #if defined(KILN_BACKEND_HIP)
   (void)stream, (void)a, (void)b, (void)c, (void)d;
   return -1;
@@ -44,8 +45,10 @@ extern "C" int ke__gemm_sm90_launch(void *stream, const ke__gemm_operand *a,
   if (a->dtype != b->dtype || (a->dtype != KE_F16 && a->dtype != KE_BF16) ||
       !kd_wg_available())
     return -1;
-  const kd_gemm_mma_dense da = {(const uint16_t *)a->data, a->ld, a->batch_stride};
-  const kd_gemm_mma_dense db = {(const uint16_t *)b->data, b->ld, b->batch_stride};
+  const kd_gemm_mma_dense da = {(const uint16_t *)a->data, a->ld,
+                                a->batch_stride};
+  const kd_gemm_mma_dense db = {(const uint16_t *)b->data, b->ld,
+                                b->batch_stride};
   hipStream_t s = (hipStream_t)stream;
   if (a->dtype == KE_F16)
     return ke_gemm_sm90<kd_half>(s, da, a->k_contiguous != 0, db,
@@ -60,12 +63,10 @@ extern "C" int ke__gemm_sm90_launch(void *stream, const ke__gemm_operand *a,
  * every size: its producer threads own one row of W each, and the codes
  * of two rows a thread, a slab ahead, would not fit the producer's
  * registers. -1 where it does not apply. */
-extern "C" int ke__mxfp_gemm_sm90_launch(void *stream,
-                                         const ke__gemm_operand *x,
-                                         int format, const void *w_data,
-                                         const void *w_scales,
-                                         const kd_gemm_mma_out *y,
-                                         const kd_gemm_mma_dims *d) {
+extern "C" int
+ke__mxfp_gemm_sm90_launch(void *stream, const ke__gemm_operand *x, int format,
+                          const void *w_data, const void *w_scales,
+                          const kd_gemm_mma_out *y, const kd_gemm_mma_dims *d) {
 #if defined(KILN_BACKEND_HIP)
   (void)stream, (void)x, (void)format, (void)w_data, (void)w_scales;
   (void)y, (void)d;
@@ -73,7 +74,8 @@ extern "C" int ke__mxfp_gemm_sm90_launch(void *stream,
 #else
   if (x->dtype != KE_BF16 || !x->k_contiguous || !kd_wg_available())
     return -1;
-  const kd_gemm_mma_dense dx = {(const uint16_t *)x->data, x->ld, x->batch_stride};
+  const kd_gemm_mma_dense dx = {(const uint16_t *)x->data, x->ld,
+                                x->batch_stride};
   hipStream_t s = (hipStream_t)stream;
   auto run = [&](auto f) {
     constexpr int F = decltype(f)::value;

@@ -63,8 +63,8 @@ template <typename I> struct ke_kv_repeat_chunks {
  * (docs/decisions/memory-bound.md). */
 template <typename I>
 __global__ void __launch_bounds__(KE_KV_REPEAT_BLOCK)
-ke_kv_repeat_vec(const uint4 *__restrict__ in, uint4 *__restrict__ out,
-                 ke_kv_repeat_chunks<I> a) {
+    ke_kv_repeat_vec(const uint4 *__restrict__ in, uint4 *__restrict__ out,
+                     ke_kv_repeat_chunks<I> a) {
   const I step = (I)gridDim.x * blockDim.x;
   for (I i0 = (I)blockIdx.x * blockDim.x + threadIdx.x; i0 < a.n;
        i0 += KE_KV_REPEAT_UNROLL * step) {

@@ -201,25 +201,27 @@ static int ke_mxfp_gemm_simt(hipStream_t stream, const ke__gemm_operand *x,
 /* bf16 X on the matrix units, W decoded to bf16 (exact) as it is staged. */
 template <class Arch, int F, class Cfg, bool VEC>
 static int ke_mxfp_gemm_mma_cfg(hipStream_t s, const kd_gemm_mma_dense &x,
-                               const kd_mx_mm &w, const kd_gemm_mma_out &y,
-                               const kd_gemm_mma_dims &d) {
+                                const kd_mx_mm &w, const kd_gemm_mma_out &y,
+                                const kd_gemm_mma_dims &d) {
   constexpr int th = Cfg::WARPS * Arch::WARP;
-  return kd_gemm_mma_launch<Arch, kd_bf16, Cfg, true, true,
-                      kd_gemm_mma_dense_stager<th, Cfg::BM, Cfg::BK, true, VEC>,
-                      kd_mx_stager<F, th, Cfg::BN, Cfg::BK>>(s, x, w, y, d);
+  return kd_gemm_mma_launch<
+      Arch, kd_bf16, Cfg, true, true,
+      kd_gemm_mma_dense_stager<th, Cfg::BM, Cfg::BK, true, VEC>,
+      kd_mx_stager<F, th, Cfg::BN, Cfg::BK>>(s, x, w, y, d);
 }
 
 template <class Arch, int F>
 static int ke_mxfp_gemm_mma(hipStream_t s, const ke__gemm_operand *x,
-                           const kd_mx_mm &w, const kd_gemm_mma_out &y,
-                           const kd_gemm_mma_dims &d) {
-  const kd_gemm_mma_dense dx = {(const uint16_t *)x->data, x->ld, x->batch_stride};
+                            const kd_mx_mm &w, const kd_gemm_mma_out &y,
+                            const kd_gemm_mma_dims &d) {
+  const kd_gemm_mma_dense dx = {(const uint16_t *)x->data, x->ld,
+                                x->batch_stride};
   if (!kd_gemm_mma_aligned(x->data, x->ld, x->batch_stride))
-    return kd_gemm_mma_with_promotion<Arch, typename kd_gemm_mma_configs<Arch>::small>(
-        d.k, [&](auto cfg) {
-          return ke_mxfp_gemm_mma_cfg<Arch, F, decltype(cfg), false>(s, dx, w,
-                                                                    y, d);
-        });
+    return kd_gemm_mma_with_promotion<
+        Arch, typename kd_gemm_mma_configs<Arch>::small>(d.k, [&](auto cfg) {
+      return ke_mxfp_gemm_mma_cfg<Arch, F, decltype(cfg), false>(s, dx, w, y,
+                                                                 d);
+    });
   return kd_gemm_mma_with_config<Arch>(d.m, d.n, d.k, d.batch, [&](auto cfg) {
     return ke_mxfp_gemm_mma_cfg<Arch, F, decltype(cfg), true>(s, dx, w, y, d);
   });
@@ -230,8 +232,9 @@ static int ke_mxfp_gemm_mma(hipStream_t s, const ke__gemm_operand *x,
  * 28 * 2^127 and down to 2^-131), so f16 X stays on the SIMT kernel. */
 template <int F>
 static int ke_mxfp_gemm_try_mma(hipStream_t s, const ke__gemm_operand *x,
-                               const void *w_data, const void *w_scales,
-                               const kd_gemm_mma_out &y, const kd_gemm_mma_dims &d) {
+                                const void *w_data, const void *w_scales,
+                                const kd_gemm_mma_out &y,
+                                const kd_gemm_mma_dims &d) {
   if (x->dtype != KE_BF16) return -1;
   const kd_mma_kind kind = kd_mma_device_kind();
   const uintptr_t need = kd_mx_traits<F>::bits == 4 ? 4 : 2;
@@ -252,12 +255,10 @@ static int ke_mxfp_gemm_try_mma(hipStream_t s, const ke__gemm_operand *x,
 
 /* kernels/gemm_sm90.hip: bf16 X on the Hopper GEMM, -1 where it does not
  * apply. */
-extern "C" int ke__mxfp_gemm_sm90_launch(void *stream,
-                                         const ke__gemm_operand *x,
-                                         int format, const void *w_data,
-                                         const void *w_scales,
-                                         const kd_gemm_mma_out *y,
-                                         const kd_gemm_mma_dims *d);
+extern "C" int
+ke__mxfp_gemm_sm90_launch(void *stream, const ke__gemm_operand *x, int format,
+                          const void *w_data, const void *w_scales,
+                          const kd_gemm_mma_out *y, const kd_gemm_mma_dims *d);
 
 extern "C" int ke__mxfp_gemm_launch(void *stream, const ke__gemm_operand *x,
                                     int format, const void *w_data,
@@ -271,13 +272,14 @@ extern "C" int ke__mxfp_gemm_launch(void *stream, const ke__gemm_operand *x,
   const int rc90 =
       ke__mxfp_gemm_sm90_launch(stream, x, format, w_data, w_scales, &yo, &d);
   if (rc90 >= 0) return rc90;
-  KE_MX_DISPATCH(format, F,
-    const int rc = ke_mxfp_gemm_try_mma<F>(s, x, w_data, w_scales, yo, d);
-    if (rc >= 0) return rc;
-    KD_DISPATCH_IN(x->dtype, Tx,
-      KD_DISPATCH_IN(y_dtype, Ty,
-        return ke_mxfp_gemm_simt<F, Tx, Ty>(s, x, w_data, w_scales, y, ldy,
-                                            y_batch_stride, m, n, k,
-                                            batch))))
+  KE_MX_DISPATCH(
+      format, F,
+      const int rc = ke_mxfp_gemm_try_mma<F>(s, x, w_data, w_scales, yo, d);
+      if (rc >= 0) return rc;
+      KD_DISPATCH_IN(x->dtype, Tx,
+                     KD_DISPATCH_IN(y_dtype, Ty,
+                                    return ke_mxfp_gemm_simt<F, Tx, Ty>(
+                                        s, x, w_data, w_scales, y, ldy,
+                                        y_batch_stride, m, n, k, batch))))
   return (int)hipErrorInvalidValue;
 }

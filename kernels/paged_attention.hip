@@ -37,8 +37,8 @@
 
 /* q and out are touched once per element, so their dtypes are switched at
  * run time rather than multiplying the kernel's instantiations. */
-__device__ __forceinline__ float ke_paged_attention_load(ke_dtype dt, const void *p,
-                                            int64_t i) {
+__device__ __forceinline__ float
+ke_paged_attention_load(ke_dtype dt, const void *p, int64_t i) {
   switch (dt) {
   case KE_F16: return kd_to_float(static_cast<const kd_half *>(p)[i]);
   case KE_BF16: return kd_to_float(static_cast<const kd_bf16 *>(p)[i]);
@@ -46,8 +46,8 @@ __device__ __forceinline__ float ke_paged_attention_load(ke_dtype dt, const void
   }
 }
 
-__device__ __forceinline__ void ke_paged_attention_store(ke_dtype dt, void *p, int64_t i,
-                                            float v) {
+__device__ __forceinline__ void ke_paged_attention_store(ke_dtype dt, void *p,
+                                                         int64_t i, float v) {
   switch (dt) {
   case KE_F16: static_cast<kd_half *>(p)[i] = kd_from_float<kd_half>(v); break;
   case KE_BF16: static_cast<kd_bf16 *>(p)[i] = kd_from_float<kd_bf16>(v); break;
@@ -85,13 +85,14 @@ struct ke_paged_attention_rows {
   }
   __device__ __forceinline__ void store(int r, int d, float x) const {
     ke_paged_attention_store(a->out_dtype, a->out,
-                seq * a->out_seq_stride + (int64_t)(h0 + r) *
-                    a->out_head_stride + d,
-                x);
+                             seq * a->out_seq_stride +
+                                 (int64_t)(h0 + r) * a->out_head_stride + d,
+                             x);
   }
 };
 
-template <typename Tkv, int L, int RT, int U, int S> union ke_paged_attention_shared {
+template <typename Tkv, int L, int RT, int U, int S>
+union ke_paged_attention_shared {
   kd_decode_stage<Tkv, U, S> stage;
   kd_decode_smem<L, RT> merge;
 };
@@ -100,11 +101,12 @@ template <typename Tkv, int L, int RT, int U, int S> union ke_paged_attention_sh
  * KV head, z = token range. */
 template <typename Tkv, int L, int RT, int U, int S, bool FAST>
 __global__ void __launch_bounds__(KD_DECODE_THREADS, KE_PA_MIN_BLOCKS)
-ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
+    ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
   /* Dynamic shared memory, as dense decode's. */
   HIP_DYNAMIC_SHARED(uint4, kd_decode_smem_raw);
   ke_paged_attention_shared<Tkv, L, RT, U, S> &sm =
-      *reinterpret_cast<ke_paged_attention_shared<Tkv, L, RT, U, S> *>(kd_decode_smem_raw);
+      *reinterpret_cast<ke_paged_attention_shared<Tkv, L, RT, U, S> *>(
+          kd_decode_smem_raw);
   kd_decode_ring<S> &ring = *reinterpret_cast<kd_decode_ring<S> *>(
       reinterpret_cast<char *>(kd_decode_smem_raw) +
       sizeof(ke_paged_attention_shared<Tkv, L, RT, U, S>));
@@ -132,7 +134,8 @@ ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
       ke = (ke + a.block_size - 1) / a.block_size * a.block_size;
     const int n = (int)(ke - kb);
     const ke_paged_attention_rows rows = {&a, seq, kv_head * group + rt * RT,
-                             group - rt * RT < RT ? group - rt * RT : RT};
+                                          group - rt * RT < RT ? group - rt * RT
+                                                               : RT};
 
     kd_decode_state<RT> st;
     st.clear();
@@ -146,21 +149,26 @@ ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
                                a.q_head_stride + d0;
       KD_UNROLL
       for (int e = 0; e < KD_DECODE_VEC; e++)
-        st.q[r][e] = active && e < nd
-                         ? a.scale * ke_paged_attention_load(a.q_dtype, a.q, base + e)
-                         : 0.0f;
+        st.q[r][e] =
+            active && e < nd
+                ? a.scale * ke_paged_attention_load(a.q_dtype, a.q, base + e)
+                : 0.0f;
     }
     const ke_paged_attention_src<Tkv> src = {
         static_cast<const Tkv *>(a.k_cache),
         static_cast<const Tkv *>(a.v_cache),
         a.block_tables + seq * a.max_blocks_per_seq,
-        a.num_kv_heads, kv_head, a.block_size, (int)__ffs(a.block_size) - 1,
+        a.num_kv_heads,
+        kv_head,
+        a.block_size,
+        (int)__ffs(a.block_size) - 1,
         a.head_dim};
     __syncthreads(); /* the previous sequence's merge is read */
     const int64_t pair = (seq * a.num_kv_heads + kv_head) * tiles + rt;
-    unsigned *grab = parts > 1 && grabs && a.counters &&
-                             len <= KD_DECODE_DYN_MAX_KEYS
-                         ? grabs + pair : nullptr;
+    unsigned *grab =
+        parts > 1 && grabs && a.counters && len <= KD_DECODE_DYN_MAX_KEYS
+            ? grabs + pair
+            : nullptr;
     if (grab) {
       /* The sequence's blocks take steps of all of [0, len) in turn. */
       int dn = (int)len;
@@ -172,15 +180,14 @@ ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
       kd_decode_scan_dyn<Tkv, L, RT, U, S, FAST, true>(
           src, st, sm.stage, ring, grab, parts, 0, dn, dlim, dn, d0, nd);
     } else {
-      kd_decode_scan<Tkv, L, RT, U, S, FAST, true>(src, st, sm.stage, kb, n, lim,
-                                                n, d0, nd);
+      kd_decode_scan<Tkv, L, RT, U, S, FAST, true>(src, st, sm.stage, kb, n,
+                                                   lim, n, d0, nd);
     }
     kd_decode_block_merge<L, RT, FAST>(st, sm.merge);
-    const kd_decode_partials pt = {a.partials, a.cap,
-                                a.counters ? a.counters + pair : nullptr,
-                                grab};
+    const kd_decode_partials pt = {
+        a.partials, a.cap, a.counters ? a.counters + pair : nullptr, grab};
     kd_decode_finish<L, RT, FAST, false>(st, sm.merge, rows, a.head_dim, split,
-                                      parts, pt);
+                                         parts, pt);
   }
 }
 
@@ -189,7 +196,7 @@ ke_paged_attention_kernel(ke__paged_attention_args a, unsigned *grabs) {
  * the SIMT kernel; fixed ranges only. */
 template <class Arch, typename T, int RT, int DP, int S>
 __global__ void __launch_bounds__(KD_DECODE_THREADS, 1)
-ke_paged_attention_mma_kernel(ke__paged_attention_args a) {
+    ke_paged_attention_mma_kernel(ke__paged_attention_args a) {
   HIP_DYNAMIC_SHARED(uint4, kd_decode_smem_raw);
   uint16_t *smem = reinterpret_cast<uint16_t *>(kd_decode_smem_raw);
   kd_decode_smem<Arch::WARP, RT> &mg =
@@ -214,11 +221,17 @@ ke_paged_attention_mma_kernel(ke__paged_attention_args a) {
       ke = (ke + a.block_size - 1) / a.block_size * a.block_size;
     const int n = (int)(ke - kb);
     const ke_paged_attention_rows rows = {&a, seq, kv_head * group + rt * RT,
-                             group - rt * RT < RT ? group - rt * RT : RT};
-    const ke_paged_attention_src<T> src = {
-        static_cast<const T *>(a.k_cache), static_cast<const T *>(a.v_cache),
-        a.block_tables + seq * a.max_blocks_per_seq, a.num_kv_heads, kv_head,
-        a.block_size, (int)__ffs(a.block_size) - 1, a.head_dim};
+                                          group - rt * RT < RT ? group - rt * RT
+                                                               : RT};
+    const ke_paged_attention_src<T> src = {static_cast<const T *>(a.k_cache),
+                                           static_cast<const T *>(a.v_cache),
+                                           a.block_tables +
+                                               seq * a.max_blocks_per_seq,
+                                           a.num_kv_heads,
+                                           kv_head,
+                                           a.block_size,
+                                           (int)__ffs(a.block_size) - 1,
+                                           a.head_dim};
     auto qbits = [&](int r, int e) -> uint16_t {
       return r < rows.gc ? qp[seq * a.q_seq_stride +
                               (int64_t)(rows.h0 + r) * a.q_head_stride + e]
@@ -228,20 +241,20 @@ ke_paged_attention_mma_kernel(ke__paged_attention_args a) {
     __syncthreads(); /* the previous sequence's merge is read */
     kd_decode_mma_state<Arch, DP / 16> ws;
     kd_decode_mma_scan<Arch, T, DP, S, RT>(src, qbits, smem, kb, n, a.head_dim,
-                                     a.scale, ws);
+                                           a.scale, ws);
     kd_decode_state<RT> st;
     kd_decode_mma_block_merge<Arch, DP, RT>(ws, st, mg);
     const int64_t pair = (seq * a.num_kv_heads + kv_head) * tiles + rt;
-    const kd_decode_partials pt = {a.partials, a.cap,
-                                a.counters ? a.counters + pair : nullptr,
-                                nullptr};
+    const kd_decode_partials pt = {
+        a.partials, a.cap, a.counters ? a.counters + pair : nullptr, nullptr};
     kd_decode_finish<Arch::WARP, RT, true, false>(st, mg, rows, a.head_dim,
-                                               split, parts, pt);
+                                                  split, parts, pt);
   }
 }
 
 template <typename T, int RT, int DP, int S>
-static int ke_paged_attention_launch_mma(hipStream_t s, const ke__paged_attention_args *a) {
+static int ke_paged_attention_launch_mma(hipStream_t s,
+                                         const ke__paged_attention_args *a) {
   typedef kd_decode_mma<kd_mma_nv, T, DP, S> K;
   const int group = a->num_heads / a->num_kv_heads;
   const int64_t nx = (int64_t)((group + RT - 1) / RT) * a->num_seqs;
@@ -260,8 +273,9 @@ static int ke_paged_attention_launch_mma(hipStream_t s, const ke__paged_attentio
 }
 
 template <typename T, int RT>
-static int ke_paged_attention_launch_mma_rt(hipStream_t s, const ke__paged_attention_args *a,
-                               int stages) {
+static int ke_paged_attention_launch_mma_rt(hipStream_t s,
+                                            const ke__paged_attention_args *a,
+                                            int stages) {
   if (a->head_dim <= 64)
     return stages == 3 ? ke_paged_attention_launch_mma<T, RT, 64, 3>(s, a)
                        : ke_paged_attention_launch_mma<T, RT, 64, 2>(s, a);
@@ -285,18 +299,21 @@ extern "C" int ke__paged_attention_takes_mma(const ke__paged_attention_args *a,
 }
 
 /* Launches the matrix-unit kernel when it takes the call. */
-static bool ke_paged_attention_try_mma(hipStream_t s, const ke__paged_attention_args *a,
-                          const ke__decode_ext *x, int *ret) {
+static bool ke_paged_attention_try_mma(hipStream_t s,
+                                       const ke__paged_attention_args *a,
+                                       const ke__decode_ext *x, int *ret) {
   if (!ke__paged_attention_takes_mma(a, x->mma)) return false;
   const int tr = (int)ke__decode_tile_rows(a->num_heads / a->num_kv_heads);
   if (a->kv_dtype == KE_F16)
-    *ret = tr == 1   ? ke_paged_attention_launch_mma_rt<kd_half, 1>(s, a, x->mma)
-           : tr == 2 ? ke_paged_attention_launch_mma_rt<kd_half, 2>(s, a, x->mma)
-                     : ke_paged_attention_launch_mma_rt<kd_half, 4>(s, a, x->mma);
+    *ret = tr == 1 ? ke_paged_attention_launch_mma_rt<kd_half, 1>(s, a, x->mma)
+           : tr == 2
+               ? ke_paged_attention_launch_mma_rt<kd_half, 2>(s, a, x->mma)
+               : ke_paged_attention_launch_mma_rt<kd_half, 4>(s, a, x->mma);
   else
-    *ret = tr == 1   ? ke_paged_attention_launch_mma_rt<kd_bf16, 1>(s, a, x->mma)
-           : tr == 2 ? ke_paged_attention_launch_mma_rt<kd_bf16, 2>(s, a, x->mma)
-                     : ke_paged_attention_launch_mma_rt<kd_bf16, 4>(s, a, x->mma);
+    *ret = tr == 1 ? ke_paged_attention_launch_mma_rt<kd_bf16, 1>(s, a, x->mma)
+           : tr == 2
+               ? ke_paged_attention_launch_mma_rt<kd_bf16, 2>(s, a, x->mma)
+               : ke_paged_attention_launch_mma_rt<kd_bf16, 4>(s, a, x->mma);
   return true;
 }
 
@@ -313,29 +330,29 @@ ke_paged_attention_combine(ke__paged_attention_args a) {
   const float *row = a.partials + (seq * a.num_heads + h) * a.cap *
                                       (a.head_dim + 2);
   for (int d = threadIdx.x; d < a.head_dim; d += KE_PA_COMBINE_THREADS)
-    ke_paged_attention_store(a.out_dtype, a.out,
-                seq * a.out_seq_stride + h * a.out_head_stride + d,
-                kd_decode_merge_elem<FAST, false>(row, parts, a.head_dim, d));
+    ke_paged_attention_store(
+        a.out_dtype, a.out, seq * a.out_seq_stride + h * a.out_head_stride + d,
+        kd_decode_merge_elem<FAST, false>(row, parts, a.head_dim, d));
 }
 
 template <typename Tkv, int L, int RT, int S, bool FAST>
 static int ke_paged_attention_launch_stages(hipStream_t s,
-                                const ke__paged_attention_args *a,
-                                const ke__decode_ext *x) {
+                                            const ke__paged_attention_args *a,
+                                            const ke__decode_ext *x) {
   constexpr int U = sizeof(Tkv) == 2 ? 2 : 1;
   const int group = a->num_heads / a->num_kv_heads;
   const int64_t nx = (int64_t)((group + RT - 1) / RT) * a->num_seqs;
   const dim3 grid((unsigned)(nx < KE_PA_MAX_GRID_X ? nx : KE_PA_MAX_GRID_X),
                   (unsigned)a->num_kv_heads, (unsigned)a->splits);
-  const size_t smem =
-      sizeof(ke_paged_attention_shared<Tkv, L, RT, U, S>) + sizeof(kd_decode_ring<S>);
+  const size_t smem = sizeof(ke_paged_attention_shared<Tkv, L, RT, U, S>) +
+                      sizeof(kd_decode_ring<S>);
   const void *fn = (const void *)ke_paged_attention_kernel<Tkv, L, RT, U, S,
                                                            FAST>;
   static int raised[KD_DECODE_DEVICES];
   const int err = kd_decode_raise_smem(raised, fn, smem);
   if (err != 0) return err; /* also left as the last error */
-  hipLaunchKernelGGL((ke_paged_attention_kernel<Tkv, L, RT, U, S, FAST>),
-                     grid, dim3(KD_DECODE_THREADS), smem, s, *a, x->grabs);
+  hipLaunchKernelGGL((ke_paged_attention_kernel<Tkv, L, RT, U, S, FAST>), grid,
+                     dim3(KD_DECODE_THREADS), smem, s, *a, x->grabs);
   return 0;
 }
 
@@ -343,8 +360,9 @@ static int ke_paged_attention_launch_stages(hipStream_t s,
  * block may take their 64 KB of shared memory (not on 64 KB parts: then
  * 3). */
 template <typename Tkv, int L, int RT, bool FAST>
-static void ke_paged_attention_launch_geom(hipStream_t s, const ke__paged_attention_args *a,
-                              const ke__decode_ext *x) {
+static void ke_paged_attention_launch_geom(hipStream_t s,
+                                           const ke__paged_attention_args *a,
+                                           const ke__decode_ext *x) {
   if constexpr (sizeof(Tkv) == 2)
     if (x->stages == 4) {
       if (ke_paged_attention_launch_stages<Tkv, L, RT, 4, FAST>(s, a, x) !=
@@ -356,30 +374,48 @@ static void ke_paged_attention_launch_geom(hipStream_t s, const ke__paged_attent
 }
 
 template <typename Tkv, int RT, bool FAST>
-static void ke_paged_attention_launch_rows(hipStream_t s, const ke__paged_attention_args *a,
-                              const ke__decode_ext *x) {
-  if (a->head_dim <= 64) ke_paged_attention_launch_geom<Tkv, 8, RT, FAST>(s, a, x);
-  else if (a->head_dim <= 128) ke_paged_attention_launch_geom<Tkv, 16, RT, FAST>(s, a, x);
-  else ke_paged_attention_launch_geom<Tkv, 32, RT, FAST>(s, a, x);
+static void ke_paged_attention_launch_rows(hipStream_t s,
+                                           const ke__paged_attention_args *a,
+                                           const ke__decode_ext *x) {
+  if (a->head_dim <= 64)
+    ke_paged_attention_launch_geom<Tkv, 8, RT, FAST>(s, a, x);
+  else if (a->head_dim <= 128)
+    ke_paged_attention_launch_geom<Tkv, 16, RT, FAST>(s, a, x);
+  else
+    ke_paged_attention_launch_geom<Tkv, 32, RT, FAST>(s, a, x);
 }
 
 template <typename Tkv, bool FAST>
-static void ke_paged_attention_launch_typed(hipStream_t s, const ke__paged_attention_args *a,
-                               const ke__decode_ext *x) {
+static void ke_paged_attention_launch_typed(hipStream_t s,
+                                            const ke__paged_attention_args *a,
+                                            const ke__decode_ext *x) {
   switch (ke__decode_tile_rows(a->num_heads / a->num_kv_heads)) {
-  case 1: ke_paged_attention_launch_rows<Tkv, 1, FAST>(s, a, x); break;
-  case 2: ke_paged_attention_launch_rows<Tkv, 2, FAST>(s, a, x); break;
-  default: ke_paged_attention_launch_rows<Tkv, 4, FAST>(s, a, x); break;
+  case 1:
+    ke_paged_attention_launch_rows<Tkv, 1, FAST>(s, a, x);
+    break;
+  case 2:
+    ke_paged_attention_launch_rows<Tkv, 2, FAST>(s, a, x);
+    break;
+  default:
+    ke_paged_attention_launch_rows<Tkv, 4, FAST>(s, a, x);
+    break;
   }
 }
 
 template <bool FAST>
-static int ke_paged_attention_launch_fast(hipStream_t s, const ke__paged_attention_args *a,
-                             const ke__decode_ext *x) {
+static int ke_paged_attention_launch_fast(hipStream_t s,
+                                          const ke__paged_attention_args *a,
+                                          const ke__decode_ext *x) {
   switch (a->kv_dtype) {
-  case KE_F32: ke_paged_attention_launch_typed<float, FAST>(s, a, x); break;
-  case KE_F16: ke_paged_attention_launch_typed<kd_half, FAST>(s, a, x); break;
-  case KE_BF16: ke_paged_attention_launch_typed<kd_bf16, FAST>(s, a, x); break;
+  case KE_F32:
+    ke_paged_attention_launch_typed<float, FAST>(s, a, x);
+    break;
+  case KE_F16:
+    ke_paged_attention_launch_typed<kd_half, FAST>(s, a, x);
+    break;
+  case KE_BF16:
+    ke_paged_attention_launch_typed<kd_bf16, FAST>(s, a, x);
+    break;
   default: return (int)hipErrorInvalidValue;
   }
   return (int)hipGetLastError();

@@ -285,7 +285,8 @@ struct kd_mma_nv {
    * k starts from zero in the unit and is added to c with a
    * round-to-nearest add: the truncation then bites 16 products, not the
    * whole sum. Costs 8 adds per unit and a product's registers
-   * (tile/gemm_mma.h, KD_GEMM_MMA_PROMOTE_K, says what that cost on the H100). */
+   * (tile/gemm_mma.h, KD_GEMM_MMA_PROMOTE_K, says what that cost on the H100).
+   */
   template <typename T>
   static __device__ __forceinline__ void mma_promote(frag_c &c,
                                                      const frag_a &a,

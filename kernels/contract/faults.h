@@ -1,6 +1,6 @@
 /* Launchers of the fault kernels (kernels/faults.hip): test-only, for the
- * fault suite. Kept out of contract/launch.h so that no real entry point can reach
- * them by accident. Internal to the engine.
+ * fault suite. Kept out of contract/launch.h so that no real entry point can
+ * reach them by accident. Internal to the engine.
  */
 #ifndef KILN_KERNELS_CONTRACT_FAULTS_H
 #define KILN_KERNELS_CONTRACT_FAULTS_H

@@ -51,8 +51,8 @@
 
 /* DP padded head dimension (64, 128, 192, 256), BN keys per tile (64 or 128),
  * STAGES K/V slots; PTERMS the form of P: 0 the kernel's (one f16 term where
- * V is f16, else two terms: kd_attn_sm90::ONE16), 2 two terms (hi + lo) for timing,
- * 1 one term of T, P in [0, 1] (round_p; it misses the suite's default
+ * V is f16, else two terms: kd_attn_sm90::ONE16), 2 two terms (hi + lo) for
+ * timing, 1 one term of T, P in [0, 1] (round_p; it misses the suite's default
  * tolerance in bf16: docs/kernels-attention.md); PIPE: the softmax overlaps
  * the previous tile's P V (false: both are waited for first); SPLIT_LOOP: the
  * tiles that need a mask run in a loop of their own (kd_attn_sm90_consume);
@@ -89,7 +89,8 @@ __device__ __forceinline__ void kd_attn_sm90_put(void *p, const U &v) {
   *(U *)p = v;
 #endif
 }
-template <typename U> __device__ __forceinline__ U kd_attn_sm90_get(const void *p) {
+template <typename U>
+__device__ __forceinline__ U kd_attn_sm90_get(const void *p) {
 #if defined(KILN_BACKEND_HOST)
   U v;
   memcpy(&v, p, sizeof v);
@@ -140,7 +141,8 @@ template <typename T, class C, typename TV = T> struct kd_attn_sm90 {
         v.x ^= 0x80008000u, v.y ^= 0x80008000u;
         v.z ^= 0x80008000u, v.w ^= 0x80008000u;
       }
-      kd_attn_sm90_put(qs + (c / 8) * (C::BM * 128) + kd_sw128(r, 8 * (c % 8)), v);
+      kd_attn_sm90_put(qs + (c / 8) * (C::BM * 128) + kd_sw128(r, 8 * (c % 8)),
+                       v);
     }
   }
 
@@ -149,7 +151,7 @@ template <typename T, class C, typename TV = T> struct kd_attn_sm90 {
                                                int d) {
     TV x;
     x.bits = kd_attn_sm90_get<uint16_t>(vs + (d / 64) * (BN * 128) +
-                                  kd_sw128(j, d % 64));
+                                        kd_sw128(j, d % 64));
     return kd_to_float(x);
   }
 
@@ -164,8 +166,8 @@ template <typename T, class C, typename TV = T> struct kd_attn_sm90 {
     for (int idx = (int)threadIdx.x % 32 + r0 * per_row; idx < r1 * per_row;
          idx += 32) {
       const int j = idx / per_row, q = idx % per_row;
-      const uint4 u =
-          kd_attn_sm90_get<uint4>(vs + (q / 8) * (BN * 128) + 128 * j + 16 * (q % 8));
+      const uint4 u = kd_attn_sm90_get<uint4>(vs + (q / 8) * (BN * 128) +
+                                              128 * j + 16 * (q % 8));
       const uint32_t e[4] = {u.x, u.y, u.z, u.w};
       KD_UNROLL
       for (int i = 0; i < 8; i++)
@@ -186,10 +188,9 @@ template <typename T, class C, typename TV = T> struct kd_attn_sm90 {
 #define KD_ATTN_SM90_NOINLINE __noinline__
 #endif
 template <typename T, class C, typename TV>
-__device__ KD_ATTN_SM90_NOINLINE void kd_attn_sm90_pv_exact(const unsigned char *vs,
-                                                int k0, const float *s,
-                                                float *o, int lim0,
-                                                int lim1) {
+__device__ KD_ATTN_SM90_NOINLINE void
+kd_attn_sm90_pv_exact(const unsigned char *vs, int k0, const float *s, float *o,
+                      int lim0, int lim1) {
   constexpr int BN = C::BN, OW = C::OW;
   const int l = (int)threadIdx.x % 32;
   for (int j = 0; j < BN; j++) {
@@ -214,11 +215,9 @@ struct kd_attn_sm90_bars {
 /* The producer thread: each K and V tile into the next slot, after the
  * consumers freed it. */
 template <typename T, class C>
-__device__ __forceinline__ void kd_attn_sm90_produce(const kd_tmap *tk,
-                                               const kd_tmap *tv,
-                                               unsigned char *slots,
-                                               kd_attn_sm90_bars b, int ntiles,
-                                               int hk, int bz) {
+__device__ __forceinline__ void
+kd_attn_sm90_produce(const kd_tmap *tk, const kd_tmap *tv, unsigned char *slots,
+                     kd_attn_sm90_bars b, int ntiles, int hk, int bz) {
   constexpr int BN = C::BN, S = C::STAGES;
   for (int t = 0; t < ntiles; t++) {
     const int s = t % S, ph = (t / S) & 1;
@@ -240,8 +239,9 @@ __device__ __forceinline__ void kd_attn_sm90_produce(const kd_tmap *tk,
  * read MN-major from its slot; issued, not committed or waited for. */
 template <typename T, class C, typename TV>
 __device__ __forceinline__ void
-kd_attn_sm90_pv(float (&oacc)[C::ON][C::OW / 2], const uint32_t (&phi)[C::BN / 16][4],
-          const uint32_t (&plo)[C::BN / 16][4], const unsigned char *vs) {
+kd_attn_sm90_pv(float (&oacc)[C::ON][C::OW / 2],
+                const uint32_t (&phi)[C::BN / 16][4],
+                const uint32_t (&plo)[C::BN / 16][4], const unsigned char *vs) {
   constexpr int OW = C::OW;
   KD_UNROLL
   for (int kk = 0; kk < C::BN / 16; kk++)
@@ -264,8 +264,8 @@ enum { KD_ATTN_SM90_BAR = 1, KD_ATTN_SM90_BAR_COUNT = 256 };
  * ntiles, up to the last row's limit. */
 template <typename T>
 __device__ __forceinline__ int kd_attn_sm90_nvis(const ke__attention_desc &a,
-                                           const kd_attn_block<T> &g,
-                                           int cw, int bn, int ntiles) {
+                                                 const kd_attn_block<T> &g,
+                                                 int cw, int bn, int ntiles) {
   const int64_t row0 = g.row0 + 64 * cw;
   if (row0 >= g.rows_total) return 0;
   const int64_t last =
@@ -300,9 +300,9 @@ __device__ __forceinline__ int kd_attn_sm90_nvis(const ke__attention_desc &a,
 template <typename T, class C, typename TV>
 __device__ __forceinline__ void
 kd_attn_sm90_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
-               const unsigned char *qs, const unsigned char *slots,
-               const unsigned char *zv, kd_attn_sm90_bars b, int ntiles, int cw,
-               float c, float vscale) {
+                     const unsigned char *qs, const unsigned char *slots,
+                     const unsigned char *zv, kd_attn_sm90_bars b, int ntiles,
+                     int cw, float c, float vscale) {
   typedef kd_attn_sm90<T, C, TV> K;
   constexpr int BN = C::BN, DP = C::DP, S = C::STAGES, OW = C::OW,
                 ON = C::ON, NP = BN / 16;
@@ -324,12 +324,15 @@ kd_attn_sm90_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
   /* The tiles this warpgroup sees are a prefix: the rest it only frees. */
   const int nvis = kd_attn_sm90_nvis(a, g, cw, BN, ntiles);
   /* Ping-pong turns: as many as the other warpgroup takes. */
-  const int other = C::PINGPONG ? kd_attn_sm90_nvis(a, g, 1 - cw, BN, ntiles) : 0;
+  const int other =
+      C::PINGPONG ? kd_attn_sm90_nvis(a, g, 1 - cw, BN, ntiles) : 0;
   const int turns = nvis > other ? nvis : other;
   /* Planted bug (arch/kd.h, KD_PLANT_PINGPONG): each warpgroup arrives on its
    * own barrier, so warpgroup 0's never completes. */
   const int bar_mine = KD_ATTN_SM90_BAR + cw,
-            bar_other = KD_PLANTED_AT(KD_PLANT_PINGPONG) ? bar_mine : KD_ATTN_SM90_BAR + 1 - cw;
+            bar_other = KD_PLANTED_AT(KD_PLANT_PINGPONG)
+                            ? bar_mine
+                            : KD_ATTN_SM90_BAR + 1 - cw;
   if (C::PINGPONG && cw == 1 && turns > 0)
     kd_bar_arrive(bar_other, KD_ATTN_SM90_BAR_COUNT);
 
@@ -386,7 +389,8 @@ kd_attn_sm90_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
     kd_attn_sm90_pv<T, C, TV>(oacc, phi, plo, vp);
     kd_wg_commit();
     if constexpr (C::PINGPONG)
-      if (!(cw == 1 && t == turns - 1)) kd_bar_arrive(bar_other, KD_ATTN_SM90_BAR_COUNT);
+      if (!(cw == 1 && t == turns - 1))
+        kd_bar_arrive(bar_other, KD_ATTN_SM90_BAR_COUNT);
     if constexpr (C::PIPE)
       kd_wg_wait<1>();
     else
@@ -530,7 +534,8 @@ kd_attn_sm90_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
   for (int t = nvis; t < ntiles; t++) {
     if (C::PINGPONG && t < turns) {
       kd_bar_sync(bar_mine, KD_ATTN_SM90_BAR_COUNT);
-      if (!(cw == 1 && t == turns - 1)) kd_bar_arrive(bar_other, KD_ATTN_SM90_BAR_COUNT);
+      if (!(cw == 1 && t == turns - 1))
+        kd_bar_arrive(bar_other, KD_ATTN_SM90_BAR_COUNT);
     }
     const int s = t % S, ph = (t / S) & 1;
     kd_mbar_wait(&b.full_k[s], ph);
@@ -575,11 +580,12 @@ kd_attn_sm90_consume(const ke__attention_desc &a, const kd_attn_block<T> &g,
  * (kd_attn_sm90_v16_prep), else unused. */
 template <typename T, class C, typename TV>
 __global__ void __launch_bounds__(384, 1)
-kd_attn_sm90_fwd(const __grid_constant__ kd_tmap tk,
-           const __grid_constant__ kd_tmap tv, const T *__restrict__ q,
-           const T *__restrict__ k, const T *__restrict__ v,
-           T *__restrict__ o, ke__attention_desc a, float scale_log2,
-           const float *__restrict__ vscale) {
+    kd_attn_sm90_fwd(const __grid_constant__ kd_tmap tk,
+                     const __grid_constant__ kd_tmap tv,
+                     const T *__restrict__ q, const T *__restrict__ k,
+                     const T *__restrict__ v, T *__restrict__ o,
+                     ke__attention_desc a, float scale_log2,
+                     const float *__restrict__ vscale) {
   typedef kd_attn_sm90<T, C, TV> K;
   constexpr int BN = C::BN, S = C::STAGES;
   HIP_DYNAMIC_SHARED(uint4, kd_attn_sm90_smem);
@@ -614,12 +620,12 @@ kd_attn_sm90_fwd(const __grid_constant__ kd_tmap tk,
     kd_wg_regs_dec<24>();
     if (threadIdx.x == 0)
       kd_attn_sm90_produce<T, C>(&tk, &tv, slots, b, ntiles, (int)g.hk,
-                           (int)g.bz);
+                                 (int)g.bz);
   } else {
     kd_wg_regs_inc<240>();
-    kd_attn_sm90_consume<T, C, TV>(
-        a, g, qs, slots, zv, b, ntiles, wg - 1, fabsf(scale_log2),
-        K::V16 ? vscale[g.bz * a.hkv + g.hk] : 1.0f);
+    kd_attn_sm90_consume<T, C, TV>(a, g, qs, slots, zv, b, ntiles, wg - 1,
+                                   fabsf(scale_log2),
+                                   K::V16 ? vscale[g.bz * a.hkv + g.hk] : 1.0f);
   }
 }
 

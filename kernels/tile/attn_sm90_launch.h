@@ -16,8 +16,8 @@
 /* The rank-4 map of K or V ([B][Hkv][Sk][D], strides in elements) in boxes
  * of [BN keys][64 d]; -1 when TMA cannot read it. */
 static inline int kd_attn_sm90_map(kd_tmap *m, const void *base,
-                             const ke__attention_desc &a,
-                             const int64_t *stride, int bn) {
+                                   const ke__attention_desc &a,
+                                   const int64_t *stride, int bn) {
   const uint64_t dims[4] = {(uint64_t)a.d, (uint64_t)a.sk, (uint64_t)a.hkv,
                             (uint64_t)a.b};
   /* A dimension of extent 1 takes any valid stride. */
@@ -32,7 +32,6 @@ static inline int kd_attn_sm90_map(kd_tmap *m, const void *base,
   return kd_tmap_encode_rank(m, base, 4, dims, strides, box);
 }
 
-
 /* Runs the kernel with configuration C: -1 when TMA cannot read K or V,
  * or the scale is zero or not finite (the caller goes on to the mma.sync
  * kernel), else a hipError_t. The caller has checked T, D <= C::DP, Q's
@@ -40,8 +39,8 @@ static inline int kd_attn_sm90_map(kd_tmap *m, const void *base,
  * (kd_attn_sm90_v16_bytes of it). */
 template <typename T, class C, typename TV = T>
 static int kd_attn_sm90_run(hipStream_t stream, const void *q, const void *k,
-                      const void *v, void *o, const ke__attention_desc *a,
-                      void *work = nullptr) {
+                            const void *v, void *o, const ke__attention_desc *a,
+                            void *work = nullptr) {
   constexpr bool V16 = kd_attn_sm90<T, C, TV>::V16;
   kd_tmap tk, tv;
   /* V as TMA could read it (for V16 that is what the conversion's 16-byte

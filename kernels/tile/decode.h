@@ -53,7 +53,7 @@
  * callers agree. */
 #define KD_DECODE_DEVICES 64
 static inline int kd_decode_raise_smem(int (&raised)[KD_DECODE_DEVICES],
-                                    const void *fn, size_t bytes) {
+                                       const void *fn, size_t bytes) {
   int dev = 0;
   if (hipGetDevice(&dev) != hipSuccess || dev < 0 || dev >= KD_DECODE_DEVICES)
     dev = -1;
@@ -115,7 +115,7 @@ template <typename T> struct kd_decode_raw {
  * completes at kd_decode_wait); elsewhere a load and a store. Only the thread
  * that copied reads dst, so no barrier is needed. */
 __device__ __forceinline__ void kd_decode_copy16(uint4 *dst, const void *src,
-                                              bool valid) {
+                                                 bool valid) {
 #if defined(KILN_BACKEND_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s),
@@ -199,10 +199,10 @@ template <int L, int RT> struct kd_decode_smem {
  * CHECK, a key counts for row r only when key < n and key < lim[r];
  * without, every key counts. */
 template <typename T, int L, int RT, int U, bool FAST, bool CHECK>
-__device__ __forceinline__ void kd_decode_fold(kd_decode_state<RT> &st,
-                                            const kd_decode_raw<T> *kr,
-                                            const kd_decode_raw<T> *vr, int key0,
-                                            int ng, int n, const int *lim) {
+__device__ __forceinline__ void
+kd_decode_fold(kd_decode_state<RT> &st, const kd_decode_raw<T> *kr,
+               const kd_decode_raw<T> *vr, int key0, int ng, int n,
+               const int *lim) {
   float s[RT][U];
   KD_UNROLL
   for (int u = 0; u < U; u++) {
@@ -212,7 +212,8 @@ __device__ __forceinline__ void kd_decode_fold(kd_decode_state<RT> &st,
     for (int r = 0; r < RT; r++) {
       float dot = 0.0f;
       KD_UNROLL
-      for (int e = 0; e < KD_DECODE_VEC; e++) dot = fmaf(st.q[r][e], kf[e], dot);
+      for (int e = 0; e < KD_DECODE_VEC; e++)
+        dot = fmaf(st.q[r][e], kf[e], dot);
       s[r][u] = dot;
     }
   }
@@ -267,11 +268,9 @@ __device__ __forceinline__ void kd_decode_fold(kd_decode_state<RT> &st,
 /* Copies one step's keys into stage `stage`: U keys per group, key u of
  * this group at loc[u], real when valid[u] (16 zero bytes otherwise). */
 template <typename T, int U, int S, bool VEC, class Src>
-__device__ __forceinline__ void kd_decode_issue(const Src &src,
-                                             kd_decode_stage<T, U, S> &sg,
-                                             int stage, const int64_t *loc,
-                                             const bool *valid, int d0,
-                                             int nd) {
+__device__ __forceinline__ void
+kd_decode_issue(const Src &src, kd_decode_stage<T, U, S> &sg, int stage,
+                const int64_t *loc, const bool *valid, int d0, int nd) {
   constexpr int W = kd_decode_stage<T, U, S>::W;
   const int tid = threadIdx.x;
   KD_UNROLL
@@ -283,8 +282,8 @@ __device__ __forceinline__ void kd_decode_issue(const Src &src,
         KD_UNROLL
         for (int w = 0; w < W; w++)
           kd_decode_copy16(&sg.buf[stage][u][kv][w][tid],
-                        reinterpret_cast<const char *>(rows[kv]) + 16 * w,
-                        valid[u] && nd > 0);
+                           reinterpret_cast<const char *>(rows[kv]) + 16 * w,
+                           valid[u] && nd > 0);
       } else {
         kd_decode_raw<T> r;
         r.load_elems(rows[kv], valid[u] ? nd : 0);
@@ -298,11 +297,9 @@ __device__ __forceinline__ void kd_decode_issue(const Src &src,
 /* Folds the step in stage `stage` (keys base + u * NG + g of the range)
  * into st: without checks when the whole step is below n and lim_min. */
 template <typename T, int L, int RT, int U, int S, bool FAST>
-__device__ __forceinline__ void kd_decode_fold_stage(kd_decode_state<RT> &st,
-                                                  kd_decode_stage<T, U, S> &sg,
-                                                  int stage, int base, int n,
-                                                  const int *lim,
-                                                  int lim_min) {
+__device__ __forceinline__ void
+kd_decode_fold_stage(kd_decode_state<RT> &st, kd_decode_stage<T, U, S> &sg,
+                     int stage, int base, int n, const int *lim, int lim_min) {
   constexpr int NG = KD_DECODE_THREADS / L;
   constexpr int W = kd_decode_stage<T, U, S>::W;
   const int g = threadIdx.x / L, tid = threadIdx.x;
@@ -330,11 +327,10 @@ __device__ __forceinline__ void kd_decode_fold_stage(kd_decode_state<RT> &st,
  * the K and V rows there. */
 template <typename T, int L, int RT, int U, int S, bool FAST, bool VEC,
           class Src>
-__device__ __forceinline__ void kd_decode_scan(const Src &src,
-                                            kd_decode_state<RT> &st,
-                                            kd_decode_stage<T, U, S> &sg,
-                                            int64_t kb, int n, const int *lim,
-                                            int lim_min, int d0, int nd) {
+__device__ __forceinline__ void
+kd_decode_scan(const Src &src, kd_decode_state<RT> &st,
+               kd_decode_stage<T, U, S> &sg, int64_t kb, int n, const int *lim,
+               int lim_min, int d0, int nd) {
   constexpr int NG = KD_DECODE_THREADS / L;
   constexpr int STEP = U * NG;
   const int g = threadIdx.x / L;
@@ -367,7 +363,7 @@ __device__ __forceinline__ void kd_decode_scan(const Src &src,
     kd_decode_commit();
     kd_decode_wait<S - 1>(); /* step j's group has landed */
     kd_decode_fold_stage<T, L, RT, U, S, FAST>(st, sg, j % S, j * STEP, n, lim,
-                                            lim_min);
+                                               lim_min);
   }
 }
 
@@ -375,8 +371,8 @@ __device__ __forceinline__ void kd_decode_scan(const Src &src,
  * maximum in every thread, and sm.acc / sm.l hold each group's accumulator
  * and sum rescaled to it. Begins and ends with a barrier. */
 template <int L, int RT, bool FAST>
-__device__ __forceinline__ void kd_decode_block_merge(kd_decode_state<RT> &st,
-                                                   kd_decode_smem<L, RT> &sm) {
+__device__ __forceinline__ void
+kd_decode_block_merge(kd_decode_state<RT> &st, kd_decode_smem<L, RT> &sm) {
   typedef kd_decode_smem<L, RT> S;
   const int g = threadIdx.x / L, li = threadIdx.x % L;
   __syncthreads(); /* sm is free (a previous block's merge is read) */
@@ -401,16 +397,16 @@ __device__ __forceinline__ void kd_decode_block_merge(kd_decode_state<RT> &st,
 /* Row r's sum and element d of its accumulator over the block's groups,
  * after kd_decode_block_merge. */
 template <int L, int RT>
-__device__ __forceinline__ float kd_decode_block_acc(const kd_decode_smem<L, RT> &sm,
-                                                  int r, int d) {
+__device__ __forceinline__ float
+kd_decode_block_acc(const kd_decode_smem<L, RT> &sm, int r, int d) {
   typedef kd_decode_smem<L, RT> S;
   float a = 0.0f;
   for (int g = 0; g < S::NG; g++) a += sm.acc[(g * RT + r) * S::DP + d];
   return a;
 }
 template <int L, int RT>
-__device__ __forceinline__ float kd_decode_block_sum(const kd_decode_smem<L, RT> &sm,
-                                                  int r) {
+__device__ __forceinline__ float
+kd_decode_block_sum(const kd_decode_smem<L, RT> &sm, int r) {
   typedef kd_decode_smem<L, RT> S;
   float l = 0.0f;
   for (int g = 0; g < S::NG; g++) l += sm.l[g * RT + r];
@@ -433,9 +429,8 @@ __device__ __forceinline__ float kd_decode_out(float acc, float l) {
  * of microseconds at 33 ranges). */
 #define KD_DECODE_MERGE_BATCH 8
 template <bool FAST, bool ZERO_EMPTY>
-__device__ __forceinline__ float kd_decode_merge_elem(const float *row,
-                                                   int64_t parts, int dim,
-                                                   int d) {
+__device__ __forceinline__ float
+kd_decode_merge_elem(const float *row, int64_t parts, int dim, int d) {
   const volatile float *p = row;
   const int64_t step = dim + 2;
   float big_m = -INFINITY, l = 0.0f, a = 0.0f;
@@ -479,7 +474,6 @@ __device__ __forceinline__ float kd_decode_ld_shared_row(const float *p) {
 #endif
 }
 
-
 /* Most partials per row that the last block merges through shared memory
  * (kd_decode_merge_block: maxima and sums of RT rows, 2 RT parts floats, in
  * the merge area's 2048 RT). */
@@ -509,7 +503,7 @@ struct kd_decode_partials {
 template <int L, int RT, bool FAST, bool ZERO_EMPTY, class Rows>
 __device__ __forceinline__ void
 kd_decode_merge_block(kd_decode_smem<L, RT> &sm, const Rows &rows, int dim,
-                   int parts, const kd_decode_partials &pt) {
+                      int parts, const kd_decode_partials &pt) {
   constexpr int B = KD_DECODE_MERGE_BLOCK_BATCH;
   const int tid = threadIdx.x;
   const int64_t stride = dim + 2;
@@ -582,19 +576,19 @@ kd_decode_merge_block(kd_decode_smem<L, RT> &sm, const Rows &rows, int dim,
  * block that completes the counter merges them all. rows.id(r) is row r's
  * number, or -1 for a row past the end. */
 template <int L, int RT, bool FAST, bool ZERO_EMPTY, class Rows>
-__device__ __forceinline__ void kd_decode_finish(const kd_decode_state<RT> &st,
-                                              kd_decode_smem<L, RT> &sm,
-                                              const Rows &rows, int dim,
-                                              int64_t split, int64_t parts,
-                                              const kd_decode_partials &pt) {
+__device__ __forceinline__ void
+kd_decode_finish(const kd_decode_state<RT> &st, kd_decode_smem<L, RT> &sm,
+                 const Rows &rows, int dim, int64_t split, int64_t parts,
+                 const kd_decode_partials &pt) {
   const int tid = threadIdx.x;
   const int n = RT * dim;
   if (parts == 1) {
     for (int x = tid; x < n; x += KD_DECODE_THREADS) {
       const int r = x / dim, d = x - r * dim;
       if (rows.id(r) < 0) continue;
-      rows.store(r, d, kd_decode_out<ZERO_EMPTY>(kd_decode_block_acc(sm, r, d),
-                                              kd_decode_block_sum(sm, r)));
+      rows.store(r, d,
+                 kd_decode_out<ZERO_EMPTY>(kd_decode_block_acc(sm, r, d),
+                                           kd_decode_block_sum(sm, r)));
     }
     return;
   }
@@ -620,14 +614,15 @@ __device__ __forceinline__ void kd_decode_finish(const kd_decode_state<RT> &st,
   __threadfence();
   if (parts <= KD_DECODE_MERGE_BLOCK_MAX) {
     kd_decode_merge_block<L, RT, FAST, ZERO_EMPTY>(sm, rows, dim, (int)parts,
-                                                pt);
+                                                   pt);
   } else {
     for (int x = tid; x < n; x += KD_DECODE_THREADS) {
       const int r = x / dim, d = x - r * dim;
       const int64_t id = rows.id(r);
       if (id < 0) continue;
-      rows.store(r, d, kd_decode_merge_elem<FAST, ZERO_EMPTY>(
-                           pt.ws + id * pt.cap * (dim + 2), parts, dim, d));
+      rows.store(r, d,
+                 kd_decode_merge_elem<FAST, ZERO_EMPTY>(
+                     pt.ws + id * pt.cap * (dim + 2), parts, dim, d));
     }
   }
   if (tid == 0) {

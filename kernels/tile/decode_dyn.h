@@ -25,7 +25,7 @@ template <int S> struct kd_decode_ring {
  * emulation's one-block-at-a-time order would otherwise hide); `steps`
  * once they run out. */
 __device__ __forceinline__ unsigned kd_decode_take_step(unsigned t,
-                                                     unsigned steps) {
+                                                        unsigned steps) {
   return t < steps ? steps - 1 - t : steps;
 }
 
@@ -43,9 +43,9 @@ template <typename T, int L, int RT, int U, int S, bool FAST, bool VEC,
           class Src>
 __device__ __forceinline__ void
 kd_decode_scan_dyn(const Src &src, kd_decode_state<RT> &st,
-                kd_decode_stage<T, U, S> &sg, kd_decode_ring<S> &ring,
-                unsigned *grab, int64_t parts, int64_t kb, int n,
-                const int *lim, int lim_min, int d0, int nd) {
+                   kd_decode_stage<T, U, S> &sg, kd_decode_ring<S> &ring,
+                   unsigned *grab, int64_t parts, int64_t kb, int n,
+                   const int *lim, int lim_min, int d0, int nd) {
   constexpr int NG = KD_DECODE_THREADS / L;
   constexpr int STEP = U * NG;
   constexpr int R = S + 2;
@@ -68,8 +68,8 @@ kd_decode_scan_dyn(const Src &src, kd_decode_state<RT> &st,
     pend = taken < cap ? atomicAdd(grab, 1u) : steps;
     taken += taken < cap;
     for (int i = 0; i < S; i++)
-      ring.step[i] = (unsigned)i < first0 ? kd_decode_take_step(first + i, steps)
-                                          : steps;
+      ring.step[i] =
+          (unsigned)i < first0 ? kd_decode_take_step(first + i, steps) : steps;
   }
   __syncthreads();
 
@@ -116,7 +116,7 @@ kd_decode_scan_dyn(const Src &src, kd_decode_state<RT> &st,
     kd_decode_commit();
     kd_decode_wait<S - 1>(); /* slot i's group has landed */
     kd_decode_fold_stage<T, L, RT, U, S, FAST>(st, sg, i % S, (int)s * STEP, n,
-                                            lim, lim_min);
+                                               lim, lim_min);
   }
   /* Every take of this thread is back before the block reports done. */
   if (threadIdx.x == 0) ring.last = pend;

@@ -1,5 +1,5 @@
-/* Split-key decode on the matrix units (prefix kd_decode_mma_): the scan and the
- * in-block merge of tile/decode.h's core for 16-bit K/V with 16-byte rows,
+/* Split-key decode on the matrix units (prefix kd_decode_mma_): the scan and
+ * the in-block merge of tile/decode.h's core for 16-bit K/V with 16-byte rows,
  * D a multiple of 8 up to 128, and rows that all see the same keys (dense
  * decode without a causal limit inside the range, paged attention). The
  * split, the partial rows and the last block's merge are tile/decode.h's
@@ -56,7 +56,8 @@ template <class Arch, typename T, int DP, int S> struct kd_decode_mma {
   static constexpr int STEP = NW * KD_DECODE_MMA_KEYS;
   static constexpr int SLOTS = Arch::ROW_SLOTS, CE = Arch::C_ELEMS;
   /* Copies per lane of one 16-key tile. */
-  static constexpr int NC = (KD_DECODE_MMA_KEYS * CH + Arch::WARP - 1) / Arch::WARP;
+  static constexpr int NC =
+      (KD_DECODE_MMA_KEYS * CH + Arch::WARP - 1) / Arch::WARP;
   typedef kd_mma_tile<CH> Tile;
   typedef typename Arch::frag_a FA;
   typedef typename Arch::frag_b FB;
@@ -93,7 +94,8 @@ template <class Arch, int KD> struct kd_decode_mma_state {
 template <class Arch, typename T, int DP, int S, int RT, class Src, class QB>
 __device__ __forceinline__ void
 kd_decode_mma_scan(const Src &src, const QB &qbits, uint16_t *sm, int64_t kb,
-             int n, int d, float scale, kd_decode_mma_state<Arch, DP / 16> &ws) {
+                   int n, int d, float scale,
+                   kd_decode_mma_state<Arch, DP / 16> &ws) {
   typedef kd_decode_mma<Arch, T, DP, S> K;
   constexpr int CH = K::CH, KD = K::KD, CE = K::CE, SLOTS = K::SLOTS;
   constexpr int NC = K::NC, STEP = K::STEP;
@@ -156,7 +158,7 @@ kd_decode_mma_scan(const Src &src, const QB &qbits, uint16_t *sm, int64_t kb,
   }
   for (int j = 0; j < steps; j++) {
     kd_cp_async_wait<S - 2>(); /* step j has landed (this lane's copies) */
-    kd_decode_mma_syncwarp();        /* ... and the warp's; step j - 1 is read */
+    kd_decode_mma_syncwarp();  /* ... and the warp's; step j - 1 is read */
     issue(j + S - 1);
     kd_cp_async_commit();
     const int k0 = j * STEP + 16 * w; /* this warp's first key */
@@ -234,7 +236,8 @@ kd_decode_mma_scan(const Src &src, const QB &qbits, uint16_t *sm, int64_t kb,
 template <class Arch, int DP, int RT>
 __device__ __forceinline__ void
 kd_decode_mma_block_merge(const kd_decode_mma_state<Arch, DP / 16> &ws,
-                    kd_decode_state<RT> &st, kd_decode_smem<Arch::WARP, RT> &sm) {
+                          kd_decode_state<RT> &st,
+                          kd_decode_smem<Arch::WARP, RT> &sm) {
   typedef kd_decode_smem<Arch::WARP, RT> M;
   constexpr int SLOTS = Arch::ROW_SLOTS, CE = Arch::C_ELEMS;
   const int w = threadIdx.x / Arch::WARP;

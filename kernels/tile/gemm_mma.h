@@ -84,7 +84,7 @@ struct kd_gemm_mma_dense {
 
 /* 16-byte copies need every row start 16-byte aligned. */
 static inline bool kd_gemm_mma_aligned(const void *data, int64_t ld,
-                                 int64_t batch_stride) {
+                                       int64_t batch_stride) {
   return (uintptr_t)data % 16 == 0 && ld % 8 == 0 && batch_stride % 8 == 0;
 }
 
@@ -204,8 +204,9 @@ struct kd_gemm_mma_dense_stager {
  * registers. */
 template <class Arch, typename Tc, int UM, int UN>
 __device__ __forceinline__ void
-kd_gemm_mma_epilogue(Tc *c, int64_t ldc, const typename Arch::frag_c (&acc)[UM][UN],
-               int64_t row0, int64_t col0, const kd_gemm_mma_dims &d) {
+kd_gemm_mma_epilogue(Tc *c, int64_t ldc,
+                     const typename Arch::frag_c (&acc)[UM][UN], int64_t row0,
+                     int64_t col0, const kd_gemm_mma_dims &d) {
   KD_UNROLL
   for (int i = 0; i < UM; i++)
     KD_UNROLL
@@ -230,8 +231,8 @@ kd_gemm_mma_epilogue(Tc *c, int64_t ldc, const typename Arch::frag_c (&acc)[UM][
  * register-staged operand writes its slab). */
 template <class Arch, typename T, class Cfg, bool AKC, bool BKC, class StA,
           class StB, class OpA, class OpB>
-__global__ void __launch_bounds__(Cfg::WARPS * Arch::WARP)
-kd_gemm_mma_gemm(OpA a, OpB b, kd_gemm_mma_out c, kd_gemm_mma_dims d) {
+__global__ void __launch_bounds__(Cfg::WARPS *Arch::WARP)
+    kd_gemm_mma_gemm(OpA a, OpB b, kd_gemm_mma_out c, kd_gemm_mma_dims d) {
   constexpr int UM = Cfg::WM / 16, UN = Cfg::WN / 16;
   typedef kd_gemm_mma_side<Cfg::BM, Cfg::BK, AKC> SA;
   typedef kd_gemm_mma_side<Cfg::BN, Cfg::BK, BKC> SB;
@@ -333,18 +334,19 @@ kd_gemm_mma_gemm(OpA a, OpB b, kd_gemm_mma_out c, kd_gemm_mma_dims d) {
     const int64_t cb = bi * c.batch_stride;
     if (c.dtype == KE_F16)
       kd_gemm_mma_epilogue<Arch>((kd_half *)c.data + cb, c.ld, acc, m0 + wm,
-                           n0 + wn, d);
+                                 n0 + wn, d);
     else if (c.dtype == KE_BF16)
       kd_gemm_mma_epilogue<Arch>((kd_bf16 *)c.data + cb, c.ld, acc, m0 + wm,
-                           n0 + wn, d);
+                                 n0 + wn, d);
     else
-      kd_gemm_mma_epilogue<Arch>((float *)c.data + cb, c.ld, acc, m0 + wm, n0 + wn,
-                           d);
+      kd_gemm_mma_epilogue<Arch>((float *)c.data + cb, c.ld, acc, m0 + wm,
+                                 n0 + wn, d);
   }
 }
 
 /* Shared memory of one block of the kernel above. */
-template <class Cfg, bool AKC, bool BKC> constexpr int kd_gemm_mma_smem_bytes() {
+template <class Cfg, bool AKC, bool BKC>
+constexpr int kd_gemm_mma_smem_bytes() {
   return Cfg::STAGES *
          (kd_gemm_mma_side<Cfg::BM, Cfg::BK, AKC>::ELEMS +
           kd_gemm_mma_side<Cfg::BN, Cfg::BK, BKC>::ELEMS) *
@@ -359,7 +361,8 @@ template <class Cfg, bool AKC, bool BKC> constexpr int kd_gemm_mma_smem_bytes() 
 template <class Arch, typename T, class Cfg, bool AKC, bool BKC, class StA,
           class StB, class OpA, class OpB>
 static int kd_gemm_mma_launch(hipStream_t stream, const OpA &a, const OpB &b,
-                        const kd_gemm_mma_out &c, const kd_gemm_mma_dims &d) {
+                              const kd_gemm_mma_out &c,
+                              const kd_gemm_mma_dims &d) {
   constexpr int smem = kd_gemm_mma_smem_bytes<Cfg, AKC, BKC>();
   constexpr int threads = Cfg::WARPS * Arch::WARP;
   {
@@ -378,8 +381,8 @@ static int kd_gemm_mma_launch(hipStream_t stream, const OpA &a, const OpB &b,
   const int64_t cap = (int64_t)1 << 30;
   hipLaunchKernelGGL(
       (kd_gemm_mma_gemm<Arch, T, Cfg, AKC, BKC, StA, StB, OpA, OpB>),
-      dim3((unsigned)(tiles < cap ? tiles : cap)), dim3(threads), smem,
-      stream, a, b, c, d);
+      dim3((unsigned)(tiles < cap ? tiles : cap)), dim3(threads), smem, stream,
+      a, b, c, d);
   return (int)hipGetLastError();
 }
 
@@ -399,7 +402,11 @@ struct kd_gemm_mma_nv_small : kd_gemm_mma_cfg<64, 128, 32, 32, 64, 4> {};
 struct kd_gemm_mma_cdna_large : kd_gemm_mma_cfg<128, 128, 32, 64, 64, 2> {};
 struct kd_gemm_mma_cdna_small : kd_gemm_mma_cfg<64, 64, 32, 32, 32, 2> {};
 
-enum kd_gemm_mma_size { KD_GEMM_MMA_LARGE, KD_GEMM_MMA_MEDIUM, KD_GEMM_MMA_SMALL };
+enum kd_gemm_mma_size {
+  KD_GEMM_MMA_LARGE,
+  KD_GEMM_MMA_MEDIUM,
+  KD_GEMM_MMA_SMALL
+};
 
 /* Multiprocessors the configuration choice aims to fill. The host
  * emulation answers 4 whatever the CPU, so that every configuration is
@@ -427,8 +434,8 @@ static inline int64_t kd_gemm_mma_multiprocessors() {
 /* NVIDIA: the deep-slab configuration where its tiles fill every
  * multiprocessor twice, the 32-deep one where they fill it once, the
  * smallest otherwise. */
-static inline kd_gemm_mma_size kd_gemm_mma_choose(kd_mma_kind kind, int64_t m, int64_t n,
-                                      int64_t batch) {
+static inline kd_gemm_mma_size kd_gemm_mma_choose(kd_mma_kind kind, int64_t m,
+                                                  int64_t n, int64_t batch) {
   const int64_t sms = kd_gemm_mma_multiprocessors();
   auto tiles = [&](int64_t bm, int64_t bn) {
     return ((m + bm - 1) / bm) * ((n + bn - 1) / bn) * batch;
@@ -454,8 +461,8 @@ template <> struct kd_gemm_mma_configs<kd_mma_cdna> {
 };
 
 /* Calls f(Cfg()), or f(kd_gemm_mma_promoted<Cfg>()) when k is past
- * KD_GEMM_MMA_PROMOTE_K on a unit whose accumulation truncates (Arch::TRUNCATES:
- * NVIDIA's). */
+ * KD_GEMM_MMA_PROMOTE_K on a unit whose accumulation truncates
+ * (Arch::TRUNCATES: NVIDIA's). */
 template <class Arch, class Cfg, class F>
 static int kd_gemm_mma_with_promotion(int64_t k, F &&f) {
   if constexpr (Arch::TRUNCATES)
@@ -466,15 +473,17 @@ static int kd_gemm_mma_with_promotion(int64_t k, F &&f) {
 /* Calls f(Cfg()) with the configuration chosen for the problem (promoted
  * past KD_GEMM_MMA_PROMOTE_K). */
 template <class Arch, class F>
-static int kd_gemm_mma_with_config(int64_t m, int64_t n, int64_t k, int64_t batch,
-                             F &&f) {
+static int kd_gemm_mma_with_config(int64_t m, int64_t n, int64_t k,
+                                   int64_t batch, F &&f) {
   typedef kd_gemm_mma_configs<Arch> C;
   switch (kd_gemm_mma_choose(Arch::WARP == 64 ? KD_MMA_CDNA : KD_MMA_NV, m, n,
-                       batch)) {
-  case KD_GEMM_MMA_LARGE: return kd_gemm_mma_with_promotion<Arch, typename C::large>(k, f);
+                             batch)) {
+  case KD_GEMM_MMA_LARGE:
+    return kd_gemm_mma_with_promotion<Arch, typename C::large>(k, f);
   case KD_GEMM_MMA_MEDIUM:
     return kd_gemm_mma_with_promotion<Arch, typename C::medium>(k, f);
-  default: return kd_gemm_mma_with_promotion<Arch, typename C::small>(k, f);
+  default:
+    return kd_gemm_mma_with_promotion<Arch, typename C::small>(k, f);
   }
 }
 

@@ -95,7 +95,8 @@ struct kd_gemm_sm90_cfg {
   static constexpr int A_BYTES = BM * BK * 2, B_BYTES = BN * BK * 2;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
   /* TMA_STORE: two 8 KiB buffers ([64 rows][64 columns] of C) a consumer. */
-  static constexpr int EPI_BYTES = (FLAGS & KD_GEMM_SM90_TMA_STORE) ? 2 * 2 * 8192 : 0;
+  static constexpr int EPI_BYTES =
+      (FLAGS & KD_GEMM_SM90_TMA_STORE) ? 2 * 2 * 8192 : 0;
   /* Slots, the epilogue's buffers, then the barriers; 1024 bytes to align
    * the slots. */
   static constexpr int SMEM =
@@ -116,7 +117,8 @@ struct kd_gemm_sm90_cfg {
                 "a staggered promotion: serial, EVERY even, in the ring");
   static_assert(GROUP >= 1, "tile rows per L2 group");
   static_assert(!(FLAGS & KD_GEMM_SM90_PINGPONG) ||
-                    (MODE == KD_GEMM_SM90_SERIAL && !(FLAGS & KD_GEMM_SM90_STAGGER)),
+                    (MODE == KD_GEMM_SM90_SERIAL &&
+                     !(FLAGS & KD_GEMM_SM90_STAGGER)),
                 "ping-pong turns: the serial promotion, not staggered");
 };
 
@@ -124,9 +126,9 @@ struct kd_gemm_sm90_cfg {
  * col + 1) where inside m x n; VEC: both with one store where both are
  * inside and the pair is aligned to its size. */
 template <bool VEC, typename Tc>
-__device__ __forceinline__ void kd_gemm_sm90_store2(Tc *c, int64_t ldc, int64_t row,
-                                             int64_t col, float v0, float v1,
-                                             const kd_gemm_mma_dims &d) {
+__device__ __forceinline__ void
+kd_gemm_sm90_store2(Tc *c, int64_t ldc, int64_t row, int64_t col, float v0,
+                    float v1, const kd_gemm_mma_dims &d) {
   if (row >= d.m) return;
   Tc *p = c + row * ldc + col;
   const float v[2] = {v0, v1};
@@ -160,15 +162,15 @@ __device__ __forceinline__ void kd_gemm_sm90_store2(Tc *c, int64_t ldc, int64_t 
 template <class Cfg, typename Tc>
 __device__ __forceinline__ void
 kd_gemm_sm90_epilogue(Tc *c, int64_t ldc, const float (&sum)[Cfg::BN / 2],
-               int64_t row0, int64_t col0, const kd_gemm_mma_dims &d) {
+                      int64_t row0, int64_t col0, const kd_gemm_mma_dims &d) {
   const int t = (int)threadIdx.x % 128, w = t / 32, l = t % 32;
   KD_UNROLL
   for (int i = 0; i < Cfg::BN / 2; i += 2) {
     const int e = i % 64;
     const int64_t row = row0 + 16 * w + l / 4 + 8 * ((e / 2) % 2);
     const int64_t col = col0 + 128 * (i / 64) + 8 * (e / 4) + 2 * (l % 4);
-    kd_gemm_sm90_store2<(Cfg::FLAGS & KD_GEMM_SM90_VEC_STORE) != 0>(c, ldc, row, col,
-                                                      sum[i], sum[i + 1], d);
+    kd_gemm_sm90_store2<(Cfg::FLAGS & KD_GEMM_SM90_VEC_STORE) != 0>(
+        c, ldc, row, col, sum[i], sum[i + 1], d);
   }
 }
 
@@ -182,8 +184,8 @@ kd_gemm_sm90_epilogue(Tc *c, int64_t ldc, const float (&sum)[Cfg::BN / 2],
 template <class Cfg, typename Tc>
 __device__ __forceinline__ void
 kd_gemm_sm90_epilogue_tma(const kd_tmap *tc, unsigned char *buf,
-                   const float (&sum)[Cfg::BN / 2], int row0, int col0,
-                   int z, float alpha, int cw) {
+                          const float (&sum)[Cfg::BN / 2], int row0, int col0,
+                          int z, float alpha, int cw) {
   const int t = (int)threadIdx.x % 128, w = t / 32, l = t % 32;
   KD_UNROLL
   for (int q = 0; q < Cfg::BN / 64; q++) {
@@ -195,7 +197,8 @@ kd_gemm_sm90_epilogue_tma(const kd_tmap *tc, unsigned char *buf,
     else if (t == 0)
       kd_bulk_wait_read<1>();
     kd_bar_sync(KD_GEMM_SM90_BAR_EPI + cw, 128); /* b is free */
-    /* Quarter q: sum elements 32 q .. 32 q + 31 (kd_gemm_sm90_epilogue's map). */
+    /* Quarter q: sum elements 32 q .. 32 q + 31 (kd_gemm_sm90_epilogue's map).
+     */
     KD_UNROLL
     for (int i = 32 * q; i < 32 * q + 32; i += 2) {
       const int r = 16 * w + l / 4 + 8 * ((i / 2) % 2);
@@ -221,8 +224,8 @@ kd_gemm_sm90_epilogue_tma(const kd_tmap *tc, unsigned char *buf,
  * loop over slabs and crowd out the accumulators. */
 template <typename T, class Cfg, bool AKC, bool BKC>
 __device__ __forceinline__ void kd_gemm_sm90_chunk(float (&acc)[Cfg::CW / 2],
-                                            const unsigned char *sa, int cw,
-                                            int j, int scale) {
+                                                   const unsigned char *sa,
+                                                   int cw, int j, int scale) {
   constexpr int BK = Cfg::BK;
   const unsigned char *sb = sa + Cfg::A_BYTES;
   const uint64_t da0 = AKC ? kd_wg_desc_k(sa, 64 * cw, 0)
@@ -246,7 +249,7 @@ __device__ __forceinline__ void kd_gemm_sm90_chunk(float (&acc)[Cfg::CW / 2],
  * consumer warp arrives once). */
 template <int S, int NMAX>
 __device__ __forceinline__ void kd_gemm_sm90_release(uint64_t *empty, int s0,
-                                              int n) {
+                                                     int n) {
   KD_UNROLL
   for (int i = 0; i < NMAX; i++)
     if (i < n && threadIdx.x % 32 == 0)
@@ -259,8 +262,8 @@ __device__ __forceinline__ void kd_gemm_sm90_release(uint64_t *empty, int s0,
 template <typename T, class Cfg, bool AKC, bool BKC>
 __device__ __forceinline__ void
 kd_gemm_sm90_interval(float (&p)[Cfg::CW / 2], const unsigned char *slots,
-               uint64_t *full, int s0, int ph0, int n, int cw, int j,
-               bool acquire) {
+                      uint64_t *full, int s0, int ph0, int n, int cw, int j,
+                      bool acquire) {
   constexpr int S = Cfg::STAGES;
 #if KD_WG__EMU
   memset(p, 0, sizeof p); /* the first multiply's scale 0: never read */
@@ -275,15 +278,15 @@ kd_gemm_sm90_interval(float (&p)[Cfg::CW / 2], const unsigned char *slots,
     const int si = s0 + i < S ? s0 + i : s0 + i - S;
     if (acquire) kd_mbar_wait(&full[si], s0 + i < S ? ph0 : ph0 ^ 1);
     kd_wg_fence();
-    kd_gemm_sm90_chunk<T, Cfg, AKC, BKC>(p, slots + si * Cfg::STAGE_BYTES, cw, j,
-                                  i > 0);
+    kd_gemm_sm90_chunk<T, Cfg, AKC, BKC>(p, slots + si * Cfg::STAGE_BYTES, cw,
+                                         j, i > 0);
   }
 }
 
 /* sum[chunk j] += p, once p's multiplies are complete. */
 template <class Cfg>
-__device__ __forceinline__ void kd_gemm_sm90_add(float (&sum)[Cfg::BN / 2],
-                                          float (&p)[Cfg::CW / 2], int j) {
+__device__ __forceinline__ void
+kd_gemm_sm90_add(float (&sum)[Cfg::BN / 2], float (&p)[Cfg::CW / 2], int j) {
   kd_wg_fence_regs(p);
   KD_UNROLL
   for (int i = 0; i < Cfg::CW / 2; i++) sum[Cfg::CW / 2 * j + i] += p[i];
@@ -304,11 +307,11 @@ struct kd_gemm_sm90_ring {
  * and waits placed by constants only: where ptxas cannot prove a partial
  * complete before an instruction reads it, it serializes the multiplies. */
 template <int B0, bool FIRST, typename T, class Cfg, bool AKC, bool BKC>
-__device__ __forceinline__ void
-kd_gemm_sm90_group(float (&sum)[Cfg::BN / 2],
-            float (&part)[Cfg::MODE == KD_GEMM_SM90_OVERLAP ? 2 : 1][Cfg::CW / 2],
-            const unsigned char *slots, uint64_t *full, uint64_t *empty,
-            kd_gemm_sm90_ring &r, int n, int cw) {
+__device__ __forceinline__ void kd_gemm_sm90_group(
+    float (&sum)[Cfg::BN / 2],
+    float (&part)[Cfg::MODE == KD_GEMM_SM90_OVERLAP ? 2 : 1][Cfg::CW / 2],
+    const unsigned char *slots, uint64_t *full, uint64_t *empty,
+    kd_gemm_sm90_ring &r, int n, int cw) {
   constexpr int S = Cfg::STAGES, CH = Cfg::CHUNKS;
   const int s0 = r.s, ph0 = r.ph;
   r.s += n;
@@ -318,8 +321,8 @@ kd_gemm_sm90_group(float (&sum)[Cfg::BN / 2],
     if constexpr (Cfg::MODE != KD_GEMM_SM90_OVERLAP) {
       constexpr bool PP = (Cfg::FLAGS & KD_GEMM_SM90_PINGPONG) != 0;
       if constexpr (PP) kd_bar_sync(KD_GEMM_SM90_BAR_TURN + cw, 256);
-      kd_gemm_sm90_interval<T, Cfg, AKC, BKC>(part[0], slots, full, s0, ph0, n, cw,
-                                       j, j == 0);
+      kd_gemm_sm90_interval<T, Cfg, AKC, BKC>(part[0], slots, full, s0, ph0, n,
+                                              cw, j, j == 0);
       kd_wg_commit();
       if constexpr (PP) kd_bar_arrive(KD_GEMM_SM90_BAR_TURN + 1 - cw, 256);
       kd_wg_wait<0>();
@@ -329,8 +332,8 @@ kd_gemm_sm90_group(float (&sum)[Cfg::BN / 2],
       kd_gemm_sm90_add<Cfg>(sum, part[0], j);
     } else {
       const int b = (B0 + j) & 1, jp = (j + CH - 1) % CH;
-      kd_gemm_sm90_interval<T, Cfg, AKC, BKC>(part[b], slots, full, s0, ph0, n, cw,
-                                       j, j == 0);
+      kd_gemm_sm90_interval<T, Cfg, AKC, BKC>(part[b], slots, full, s0, ph0, n,
+                                              cw, j, j == 0);
       kd_wg_commit();
       if (!FIRST || j > 0) {
         /* The previous unit: chunk j - 1 of this group, or the last chunk
@@ -342,7 +345,8 @@ kd_gemm_sm90_group(float (&sum)[Cfg::BN / 2],
         else
           kd_wg_wait<1>();
         kd_gemm_sm90_add<Cfg>(sum, part[b ^ 1], jp);
-        if (jp == CH - 1) kd_gemm_sm90_release<S, Cfg::EVERY>(empty, r.ps0, r.pn);
+        if (jp == CH - 1)
+          kd_gemm_sm90_release<S, Cfg::EVERY>(empty, r.ps0, r.pn);
       }
     }
   }
@@ -356,8 +360,8 @@ kd_gemm_sm90_group(float (&sum)[Cfg::BN / 2],
 template <typename T, class Cfg, bool AKC, bool BKC, int FIRST>
 __device__ __forceinline__ void
 kd_gemm_sm90_promoted(float (&sum)[Cfg::BN / 2], const unsigned char *slots,
-               uint64_t *full, uint64_t *empty, int &s, int &ph,
-               int k_tiles, int cw) {
+                      uint64_t *full, uint64_t *empty, int &s, int &ph,
+                      int k_tiles, int cw) {
   constexpr int E = Cfg::EVERY, S = Cfg::STAGES;
   float part[Cfg::MODE == KD_GEMM_SM90_OVERLAP ? 2 : 1][Cfg::CW / 2];
   kd_gemm_sm90_ring r = {s, ph, 0, 0};
@@ -375,14 +379,14 @@ kd_gemm_sm90_promoted(float (&sum)[Cfg::BN / 2], const unsigned char *slots,
     int n = FIRST;
     for (int k0 = 0; k0 < k_tiles; k0 += n, n = E) {
       if (n > k_tiles - k0) n = k_tiles - k0;
-      kd_gemm_sm90_group<0, true, T, Cfg, AKC, BKC>(sum, part, slots, full, empty,
-                                             r, n, cw);
+      kd_gemm_sm90_group<0, true, T, Cfg, AKC, BKC>(sum, part, slots, full,
+                                                    empty, r, n, cw);
     }
   } else {
     int k0 = 0, b_last = 0; /* b_last: the last group's B0 */
     bool last = E >= k_tiles;
-    kd_gemm_sm90_group<0, true, T, Cfg, AKC, BKC>(sum, part, slots, full, empty, r,
-                                           last ? k_tiles : E, cw);
+    kd_gemm_sm90_group<0, true, T, Cfg, AKC, BKC>(sum, part, slots, full, empty,
+                                                  r, last ? k_tiles : E, cw);
     while (!last) {
       k0 += E;
       last = k0 + E >= k_tiles;
@@ -402,8 +406,10 @@ kd_gemm_sm90_promoted(float (&sum)[Cfg::BN / 2], const unsigned char *slots,
      * states to merge, and it serializes). */
     constexpr int CH = Cfg::CHUNKS;
     kd_wg_wait<0>();
-    if (((b_last + CH - 1) & 1) == 0) kd_gemm_sm90_add<Cfg>(sum, part[0], CH - 1);
-    else kd_gemm_sm90_add<Cfg>(sum, part[1], CH - 1);
+    if (((b_last + CH - 1) & 1) == 0)
+      kd_gemm_sm90_add<Cfg>(sum, part[0], CH - 1);
+    else
+      kd_gemm_sm90_add<Cfg>(sum, part[1], CH - 1);
     kd_gemm_sm90_release<S, E>(empty, r.ps0, r.pn);
   }
   s = r.s, ph = r.ph;
@@ -414,7 +420,8 @@ kd_gemm_sm90_promoted(float (&sum)[Cfg::BN / 2], const unsigned char *slots,
  * tile t's batch, tile row and tile column in the L2-grouped order. */
 template <class Cfg> struct kd_gemm_sm90_walk {
   int64_t m_tiles, n_tiles, k_tiles, tiles;
-  __device__ __forceinline__ explicit kd_gemm_sm90_walk(const kd_gemm_mma_dims &d)
+  __device__
+      __forceinline__ explicit kd_gemm_sm90_walk(const kd_gemm_mma_dims &d)
       : m_tiles((d.m + Cfg::BM - 1) / Cfg::BM),
         n_tiles((d.n + Cfg::BN - 1) / Cfg::BN),
         k_tiles(d.alpha != 0.0f ? (d.k + Cfg::BK - 1) / Cfg::BK : 0),
@@ -430,9 +437,10 @@ template <class Cfg> struct kd_gemm_sm90_walk {
  * epilogue. */
 template <typename T, class Cfg, bool AKC, bool BKC, int FIRST>
 __device__ __forceinline__ void
-kd_gemm_sm90_consume(const unsigned char *slots, uint64_t *full, uint64_t *empty,
-              unsigned char *epi, const kd_tmap *tc, const kd_gemm_mma_out &c,
-              const kd_gemm_mma_dims &d, int cw) {
+kd_gemm_sm90_consume(const unsigned char *slots, uint64_t *full,
+                     uint64_t *empty, unsigned char *epi, const kd_tmap *tc,
+                     const kd_gemm_mma_out &c, const kd_gemm_mma_dims &d,
+                     int cw) {
   constexpr int BM = Cfg::BM, BN = Cfg::BN, S = Cfg::STAGES;
   constexpr bool PP = (Cfg::FLAGS & KD_GEMM_SM90_PINGPONG) != 0;
   const kd_gemm_sm90_walk<Cfg> walk(d);
@@ -472,8 +480,8 @@ kd_gemm_sm90_consume(const unsigned char *slots, uint64_t *full, uint64_t *empty
       kd_wg_fence_regs(sum);
       if (prev >= 0) kd_gemm_sm90_release<S, 1>(empty, prev, 1);
     } else {
-      kd_gemm_sm90_promoted<T, Cfg, AKC, BKC, FIRST>(sum, slots, full, empty, s, ph,
-                                              (int)k_tiles, cw);
+      kd_gemm_sm90_promoted<T, Cfg, AKC, BKC, FIRST>(sum, slots, full, empty, s,
+                                                     ph, (int)k_tiles, cw);
     }
     /* NO_STORE (measuring only): a NaN sum still stores, so the sums
      * stay live. */
@@ -483,21 +491,24 @@ kd_gemm_sm90_consume(const unsigned char *slots, uint64_t *full, uint64_t *empty
       if (epi) {
         unsigned char *buf = epi + 16384 * cw;
         if (c.dtype == KE_F16)
-          kd_gemm_sm90_epilogue_tma<Cfg, kd_half>(tc, buf, sum, (int)row0,
-                                           (int)col0, (int)bi, d.alpha, cw);
+          kd_gemm_sm90_epilogue_tma<Cfg, kd_half>(
+              tc, buf, sum, (int)row0, (int)col0, (int)bi, d.alpha, cw);
         else
-          kd_gemm_sm90_epilogue_tma<Cfg, kd_bf16>(tc, buf, sum, (int)row0,
-                                           (int)col0, (int)bi, d.alpha, cw);
+          kd_gemm_sm90_epilogue_tma<Cfg, kd_bf16>(
+              tc, buf, sum, (int)row0, (int)col0, (int)bi, d.alpha, cw);
         continue;
       }
     }
     const int64_t cb = bi * c.batch_stride;
     if (c.dtype == KE_F16)
-      kd_gemm_sm90_epilogue<Cfg>((kd_half *)c.data + cb, c.ld, sum, row0, col0, d);
+      kd_gemm_sm90_epilogue<Cfg>((kd_half *)c.data + cb, c.ld, sum, row0, col0,
+                                 d);
     else if (c.dtype == KE_BF16)
-      kd_gemm_sm90_epilogue<Cfg>((kd_bf16 *)c.data + cb, c.ld, sum, row0, col0, d);
+      kd_gemm_sm90_epilogue<Cfg>((kd_bf16 *)c.data + cb, c.ld, sum, row0, col0,
+                                 d);
     else
-      kd_gemm_sm90_epilogue<Cfg>((float *)c.data + cb, c.ld, sum, row0, col0, d);
+      kd_gemm_sm90_epilogue<Cfg>((float *)c.data + cb, c.ld, sum, row0, col0,
+                                 d);
   }
   if constexpr (PP)
     if (cw == 0) kd_bar_sync(KD_GEMM_SM90_BAR_TURN, 256);
@@ -552,12 +563,13 @@ struct kd_gemm_sm90_b_tma {
   }
 };
 
-template <typename T, class Cfg, bool AKC, bool BKC, class BS = kd_gemm_sm90_b_tma>
+template <typename T, class Cfg, bool AKC, bool BKC,
+          class BS = kd_gemm_sm90_b_tma>
 __global__ void __launch_bounds__(384, 1)
-kd_gemm_sm90(const __grid_constant__ kd_tmap ta,
-           const __grid_constant__ typename BS::param tb,
-           const __grid_constant__ kd_tmap tc, kd_gemm_mma_out c, kd_gemm_mma_dims d,
-           int a_batched, int b_batched, int c_tma) {
+    kd_gemm_sm90(const __grid_constant__ kd_tmap ta,
+                 const __grid_constant__ typename BS::param tb,
+                 const __grid_constant__ kd_tmap tc, kd_gemm_mma_out c,
+                 kd_gemm_mma_dims d, int a_batched, int b_batched, int c_tma) {
   constexpr int S = Cfg::STAGES;
   HIP_DYNAMIC_SHARED(uint4, kd_gemm_sm90_smem);
   /* Slots 1024-byte aligned in the shared window (the swizzle's period). */
@@ -594,13 +606,13 @@ kd_gemm_sm90(const __grid_constant__ kd_tmap ta,
    * it serializes the multiplies there (C7520). */
   if constexpr ((Cfg::FLAGS & KD_GEMM_SM90_STAGGER) != 0) {
     if (cw == 1) {
-      kd_gemm_sm90_consume<T, Cfg, AKC, BKC, Cfg::EVERY / 2>(slots, full, empty, epi,
-                                                      &tc, c, d, cw);
+      kd_gemm_sm90_consume<T, Cfg, AKC, BKC, Cfg::EVERY / 2>(
+          slots, full, empty, epi, &tc, c, d, cw);
       return;
     }
   }
-  kd_gemm_sm90_consume<T, Cfg, AKC, BKC, Cfg::EVERY>(slots, full, empty, epi, &tc,
-                                              c, d, cw);
+  kd_gemm_sm90_consume<T, Cfg, AKC, BKC, Cfg::EVERY>(slots, full, empty, epi,
+                                                     &tc, c, d, cw);
 }
 
 #endif

@@ -11,9 +11,9 @@
 
 /* The map of a dense operand for tiles of ROWS rows: K-major, boxes of
  * [ROWS][64 k]; else boxes of [64 k][64 rows]. */
-static inline int kd_gemm_sm90_map(kd_tmap *m, const kd_gemm_mma_dense &op, bool kc,
-                            int64_t rows, int64_t k, int64_t batch,
-                            int box_rows) {
+static inline int kd_gemm_sm90_map(kd_tmap *m, const kd_gemm_mma_dense &op,
+                                   bool kc, int64_t rows, int64_t k,
+                                   int64_t batch, int box_rows) {
   const uint64_t inner = (uint64_t)(kc ? k : rows);
   const uint64_t outer = (uint64_t)(kc ? rows : k);
   const bool batched = batch > 1 && op.batch_stride != 0;
@@ -28,7 +28,7 @@ static inline int kd_gemm_sm90_map(kd_tmap *m, const kd_gemm_mma_dense &op, bool
 /* Whether TMA can read the operand: 16-byte aligned base, row stride and
  * batch stride, and sizes a map holds. */
 static inline bool kd_gemm_sm90_fits(const kd_gemm_mma_dense &op, int64_t rows,
-                                   int64_t k) {
+                                     int64_t k) {
   return (uintptr_t)op.data % 16 == 0 && op.ld % 8 == 0 &&
          op.batch_stride % 8 == 0 && op.ld > 0 && op.batch_stride >= 0 &&
          op.ld < ((int64_t)1 << 36) && op.batch_stride < ((int64_t)1 << 36) &&
@@ -36,11 +36,13 @@ static inline bool kd_gemm_sm90_fits(const kd_gemm_mma_dense &op, int64_t rows,
 }
 
 /* Launches the kernel for one layout, its maps built (kd_gemm_sm90_maps). */
-template <typename T, class Cfg, bool AKC, bool BKC, class BS = kd_gemm_sm90_b_tma>
+template <typename T, class Cfg, bool AKC, bool BKC,
+          class BS = kd_gemm_sm90_b_tma>
 static int kd_gemm_sm90_launch(hipStream_t stream, const kd_tmap &ta,
-                             const typename BS::param &tb, const kd_tmap &tc,
-                             const kd_gemm_mma_out &c, const kd_gemm_mma_dims &d, int ab,
-                             int bb, int c_tma) {
+                               const typename BS::param &tb, const kd_tmap &tc,
+                               const kd_gemm_mma_out &c,
+                               const kd_gemm_mma_dims &d, int ab, int bb,
+                               int c_tma) {
   auto kernel = kd_gemm_sm90<T, Cfg, AKC, BKC, BS>;
   static int raised; /* per kernel and process; racing callers agree */
   if (!__atomic_load_n(&raised, __ATOMIC_RELAXED)) {
@@ -67,7 +69,8 @@ static int kd_gemm_sm90_launch(hipStream_t stream, const kd_tmap &ta,
  * an H100 wrote the box's columns past it up to the 16-byte boundary (the
  * emulation refuses such a store, port/host/hopper-on-host.h). */
 template <class Cfg>
-static int kd_gemm_sm90_c_map(kd_tmap *tc, const kd_gemm_mma_out &c, const kd_gemm_mma_dims &d) {
+static int kd_gemm_sm90_c_map(kd_tmap *tc, const kd_gemm_mma_out &c,
+                              const kd_gemm_mma_dims &d) {
   memset(tc, 0, sizeof *tc);
   if (!(Cfg::FLAGS & KD_GEMM_SM90_TMA_STORE) || d.beta != 0.0f ||
       (c.dtype != KE_F16 && c.dtype != KE_BF16) || d.n % 8 != 0)
@@ -84,9 +87,11 @@ static int kd_gemm_sm90_c_map(kd_tmap *tc, const kd_gemm_mma_out &c, const kd_ge
  * C's (kd_gemm_sm90_c_map); -1 when TMA cannot read an operand. */
 template <class Cfg>
 static int kd_gemm_sm90_maps(const kd_gemm_mma_dense &a, bool akc,
-                           const kd_gemm_mma_dense &b, bool bkc, const kd_gemm_mma_out &c,
-                           const kd_gemm_mma_dims &d, kd_tmap *ta, kd_tmap *tb,
-                           kd_tmap *tc, int *ab, int *bb, int *c_tma) {
+                             const kd_gemm_mma_dense &b, bool bkc,
+                             const kd_gemm_mma_out &c,
+                             const kd_gemm_mma_dims &d, kd_tmap *ta,
+                             kd_tmap *tb, kd_tmap *tc, int *ab, int *bb,
+                             int *c_tma) {
   if (!kd_gemm_sm90_fits(a, d.m, d.k) || !kd_gemm_sm90_fits(b, d.n, d.k) ||
       kd_gemm_sm90_map(ta, a, akc, d.m, d.k, d.batch, Cfg::BM) != 0 ||
       kd_gemm_sm90_map(tb, b, bkc, d.n, d.k, d.batch, Cfg::BN) != 0)
@@ -100,23 +105,24 @@ static int kd_gemm_sm90_maps(const kd_gemm_mma_dense &a, bool akc,
 /* Runs the GEMM with configuration Cfg; -1 when TMA cannot read an operand
  * (the caller uses the mma.sync kernel), else a hipError_t. */
 template <typename T, class Cfg>
-static int kd_gemm_sm90_run(hipStream_t stream, const kd_gemm_mma_dense &a, bool akc,
-                          const kd_gemm_mma_dense &b, bool bkc, const kd_gemm_mma_out &c,
-                          const kd_gemm_mma_dims &d) {
+static int kd_gemm_sm90_run(hipStream_t stream, const kd_gemm_mma_dense &a,
+                            bool akc, const kd_gemm_mma_dense &b, bool bkc,
+                            const kd_gemm_mma_out &c,
+                            const kd_gemm_mma_dims &d) {
   kd_tmap ta, tb, tc;
   int ab, bb, ct;
   if (kd_gemm_sm90_maps<Cfg>(a, akc, b, bkc, c, d, &ta, &tb, &tc, &ab, &bb,
-                           &ct) != 0)
+                             &ct) != 0)
     return -1;
   if (akc)
     return bkc ? kd_gemm_sm90_launch<T, Cfg, true, true>(stream, ta, tb, tc, c,
-                                                       d, ab, bb, ct)
-               : kd_gemm_sm90_launch<T, Cfg, true, false>(stream, ta, tb, tc,
-                                                        c, d, ab, bb, ct);
+                                                         d, ab, bb, ct)
+               : kd_gemm_sm90_launch<T, Cfg, true, false>(stream, ta, tb, tc, c,
+                                                          d, ab, bb, ct);
   return bkc ? kd_gemm_sm90_launch<T, Cfg, false, true>(stream, ta, tb, tc, c,
-                                                      d, ab, bb, ct)
+                                                        d, ab, bb, ct)
              : kd_gemm_sm90_launch<T, Cfg, false, false>(stream, ta, tb, tc, c,
-                                                       d, ab, bb, ct);
+                                                         d, ab, bb, ct);
 }
 
 #endif

@@ -277,7 +277,7 @@ template <int F, int THREADS, int ROWS, int BK> struct kd_mx_stager {
         out[e / 2] = bits[0] | bits[1] << 16;
       }
       kd_gemm_mma_sts16(slot + off + j * DR * S::tile::STRIDE * 8,
-                  make_uint4(out[0], out[1], out[2], out[3]));
+                        make_uint4(out[0], out[1], out[2], out[3]));
     }
   }
 };

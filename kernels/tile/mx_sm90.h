@@ -257,8 +257,8 @@ template <int F, int PROBE = 0> struct kd_mx_sm90_b {
  * kernel), else a hipError_t. */
 template <int F, class Cfg, int PROBE = 0>
 static int kd_mx_sm90_run(hipStream_t stream, const kd_gemm_mma_dense &x,
-                             const kd_mx_mm &w, const kd_gemm_mma_out &y,
-                             const kd_gemm_mma_dims &d) {
+                          const kd_mx_mm &w, const kd_gemm_mma_out &y,
+                          const kd_gemm_mma_dims &d) {
   kd_tmap ta, tc;
   if (!kd_mx_sm90_b<F, PROBE>::fits(w) || !kd_gemm_sm90_fits(x, d.m, d.k) ||
       kd_gemm_sm90_map(&ta, x, true, d.m, d.k, d.batch, Cfg::BM) != 0)

@@ -22,11 +22,15 @@ static const struct {
   unsigned bit;
   const char *what;
 } kt_planted_table[] = {
-    {"layer", KD_PLANT_LAYER, "the layers' own bugs (arch/mma.h fragments, arch/sm90.h strides)"},
+    {"layer", KD_PLANT_LAYER,
+     "the layers' own bugs (arch/mma.h fragments, arch/sm90.h strides)"},
     {"rs", KD_PLANT_RS, "P's A registers 1 and 2 swapped (arch/sm90.h)"},
-    {"wait", KD_PLANT_WAIT, "a wgmma result used before its group is waited for"},
-    {"pingpong", KD_PLANT_PINGPONG, "each consumer warpgroup arrives on its own barrier"},
-    {"epi", KD_PLANT_EPI, "an epilogue buffer refilled while a TMA store reads it"},
+    {"wait", KD_PLANT_WAIT,
+     "a wgmma result used before its group is waited for"},
+    {"pingpong", KD_PLANT_PINGPONG,
+     "each consumer warpgroup arrives on its own barrier"},
+    {"epi", KD_PLANT_EPI,
+     "an epilogue buffer refilled while a TMA store reads it"},
     {"mx", KD_PLANT_MX, "MX W chunks written without the swizzle"},
 };
 

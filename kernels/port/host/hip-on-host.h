@@ -2,8 +2,8 @@
  *
  * Kernel sources (kernels/<family>.hip) are compiled by the system g++ as
  * plain C++ with -DKILN_BACKEND_HOST and this header included (through
- * kernels/arch/kd.h). Every GPU thread of a block becomes a cooperative fiber on
- * the launching OS thread; barriers and warp operations switch between
+ * kernels/arch/kd.h). Every GPU thread of a block becomes a cooperative fiber
+ * on the launching OS thread; barriers and warp operations switch between
  * fibers (launch.cc, fiber.cc). This header maps the HIP device vocabulary
  * onto that engine and provides only what kiln's kernels use: anything else
  * fails to compile, or aborts with a message naming the feature, rather
