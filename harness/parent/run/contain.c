@@ -416,8 +416,10 @@ int krun__contain_others(const krun__run *R, const krun__job *j, pid_t *out, int
   int k = 0;
   for (int i = 0; i < n && k < max; i++) {
     long pg, se;
-    if (pids[i] != j->pid && !krun__proc_ending(pids[i]) && stat_of(pids[i], &pg, &se) == 0 &&
-        !same_memory(j->pid, pids[i]))
+    /* kcmp first: a clone that drops the shared memory in its exit has
+     * marked itself exiting before, so asked after, it reads as ending. */
+    if (pids[i] != j->pid && !same_memory(j->pid, pids[i]) && !krun__proc_ending(pids[i]) &&
+        stat_of(pids[i], &pg, &se) == 0)
       out[k++] = pids[i];
   }
   return k;
