@@ -6,4 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
-meson test -C build --print-errorlogs --num-processes 2 "$@"
+# Twice the cores: many harness tests spend most of their time waiting
+# (timeouts, a Slurm cluster, workers that sleep), and at one per core
+# a third of the CPU sat idle.
+meson test -C build --print-errorlogs --num-processes $(( $(nproc) * 2 )) "$@"
