@@ -4,7 +4,7 @@
 # on a GPU backend, one process per test on the host), (c) the same with
 # `--isolation worker`; per way the
 # tests, pass/fail/skip counts, wall seconds, tests per second, and whether
-# each node id's verdict agrees with pytest's (docs/third-party.md,
+# each node id's verdict agrees with pytest's (docs/pytest.md,
 # "Measuring against pytest -n 8").
 #   scripts/bench-pytest.sh [-C DIR] [-o OUT] [-n N] [--ways W] [--cache cold|warm] [--] PATH...
 # -C DIR: run everything from DIR (a third-party project's root, where its

@@ -11,7 +11,7 @@ gave the device. Two counts:
 
     scripts/device-concurrency.py REPORT.yaml [REPORT.yaml ...]
 
-Used by scripts/gpu.sh multi on hosts with several GPUs (docs/harness.md,
+Used by scripts/gpu.sh multi on hosts with several GPUs (docs/devices.md,
 "Several GPUs"). Needs PyYAML."""
 import sys
 from datetime import datetime

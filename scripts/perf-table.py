@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Joins a kiln report's perf metrics with scripts/torch-compare.py output
-and prints a markdown table (docs/performance.md):
+and prints a markdown table (docs/measuring.md):
 
     scripts/perf-table.py REPORT.yaml|RUNDIR [TORCH.json] [-o FILE]
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch side of kiln's perf suite: the same kernels, shapes, dtypes and
-method as suites/perf (docs/performance.md), timed with torch.cuda.Event.
+method as suites/perf (docs/measuring.md), timed with torch.cuda.Event.
 The cases come from the suite's own table, suites/perf/cases.c, so a
 benchmark is added once; a new kind of benchmark also needs its sizing in
 size_case and its torch version in measure.
@@ -445,7 +445,7 @@ def attention_fn(case, nsets, randn, F):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
-        description="PyTorch side of kiln's perf suite (docs/performance.md)")
+        description="PyTorch side of kiln's perf suite (docs/measuring.md)")
     p.add_argument("--out", default="-", help="JSON output file (default stdout)")
     p.add_argument("--plan", action="store_true",
                    help="print the cases and shapes as JSON, measure nothing")

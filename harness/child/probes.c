@@ -3,7 +3,7 @@
  * process that only opens and closes a context costs (`kiln bench`'s
  * ceiling); --health-probe checks that a device still works after a test
  * on it crashed, timed out or met a device fault (kiln takes a device that
- * fails it out of the run: docs/harness.md, "Device health").
+ * fails it out of the run: docs/devices.md, "Device health").
  */
 #include <math.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
 # scripts/gpu.sh isolation: [PART...] the price of isolation: kiln suite, Liger-Kernel tests
 # The price of isolation on a lent GPU host, in one call or a few: kiln's own
 # cuda suite per process and in workers, and a third-party pytest suite
-# (Liger-Kernel's op tests, docs/third-party.md) three ways beside `pytest
+# (Liger-Kernel's op tests, docs/pytest.md) three ways beside `pytest
 # -n 8` (scripts/bench-pytest.sh). Parts, in the order given (default:
 # build suite liger-cold):
 #

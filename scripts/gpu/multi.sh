@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/gpu.sh multi: several GPUs: the suite on all, contexts per second, shared tokens
-# kiln on a lent host with several GPUs, in one call (docs/harness.md,
+# kiln on a lent host with several GPUs, in one call (docs/devices.md,
 # "Several GPUs"; needs .device/ from `scripts/gpu.sh stage`):
 #   1. the whole default cuda suite across every GPU (tag slow included),
 #      its wall time, counts and slowest tests, with the device of every

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/gpu.sh perf: the perf suite beside PyTorch, perf-table.md, roofs, attention sweep
-# kiln's perf suite next to PyTorch on a lent NVIDIA GPU (docs/performance.md):
+# kiln's perf suite next to PyTorch on a lent NVIDIA GPU (docs/measuring.md):
 # `kiln run --backend cuda -- @perf` from the staged build in .device/
 # (`scripts/gpu.sh stage` here first), then scripts/torch-compare.py on
 # the same device, then scripts/perf-table.py joining the two, then the

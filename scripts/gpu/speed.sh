@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/gpu.sh speed: kiln bench --backend cuda, then perf
 # kiln's own speed and the kernels' on a lent NVIDIA GPU, in one device call
-# (docs/performance.md): `kiln bench --backend cuda` (context ceiling, kiln
+# (docs/measuring.md): `kiln bench --backend cuda` (context ceiling, kiln
 # warm and cold, isolation none), then the perf suite next to PyTorch
 # (scripts/gpu.sh perf). Build here first with `scripts/gpu.sh stage`;
 # run there from the repository root with .device carried:

@@ -1,5 +1,5 @@
 /* The bench suite: the cheapest tests kiln can run, for measuring kiln
- * itself (`kiln bench`, docs/performance.md) rather than kernels. Tagged
+ * itself (`kiln bench`, docs/measuring.md) rather than kernels. Tagged
  * `bench`: held back from a default `kiln run` like the fault suite, and
  * run when named (`bench`, `@bench`, or an id).
  *

@@ -1,7 +1,7 @@
 /* The perf suite's method, shared by every benchmark: sizes from the
  * target, rotation sets that defeat the L2, the median of event-timed
  * launches, the metrics a case records, and the sampled check of its
- * output. docs/performance.md describes it; cases.c holds what it runs.
+ * output. docs/measuring.md describes it; cases.c holds what it runs.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  * twice the device's L2, records bandwidth (or FLOP/s) as report metrics,
  * and checks one output against the double reference on sampled rows, so a
  * fast wrong kernel fails. Figures are never asserted. Method, shapes and
- * which bytes count: docs/performance.md. On the host backend every size is
+ * which bytes count: docs/measuring.md. On the host backend every size is
  * scaled down so that CI runs the same code in seconds.
  */
 #include "perf/perf.h"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A session-scoped fixture under kiln, as docs/third-party.md says: each
+# A session-scoped fixture under kiln, as docs/pytest.md says: each
 # node id is a pytest session of its own, so the fixture runs once per
 # test (5 times for 5 tests, through the zygote and in fresh
 # interpreters), where pytest runs it once; `--isolation worker` runs it
@@ -46,10 +46,10 @@ for j in 1 2; do
   expect_out "5 runs in $j workers?" "-j $j: $j worker(s)"
   expect_eq "$(runs w$j)" $j "--isolation worker -j $j: once per worker"
 done
-doc=$KILN_SOURCE/docs/third-party.md
+doc=$KILN_SOURCE/docs/pytest.md
 tr '\n' ' ' <"$doc" | grep -q 'session-scoped fixture runs once per test' &&
-  ok "docs/third-party.md says a session-scoped fixture runs once per test" ||
-  fail "docs/third-party.md does not say that a session-scoped fixture runs once per test"
+  ok "docs/pytest.md says a session-scoped fixture runs once per test" ||
+  fail "docs/pytest.md does not say that a session-scoped fixture runs once per test"
 tr '\n' ' ' <"$doc" | tr -s ' ' | grep -q 'the fixture runs once per worker' &&
-  ok "...and that a worker runs it once" || fail "docs/third-party.md does not give the worker's count"
+  ok "...and that a worker runs it once" || fail "docs/pytest.md does not give the worker's count"
 finish

@@ -4,7 +4,7 @@
     yaml-check.py report|diff|bench FILE [KEY=STRING ...]
 
 Every scalar of the file is loaded with yaml.safe_load and held against
-the format's types (reports/README.md, docs/reports.md, docs/performance.md):
+the format's types (reports/README.md, docs/reports.md, docs/measuring.md):
 a string field must come back as a str equal to the scalar's text (not
 the int 62 for "1:2", not a date for "2001-12-14", not True for "yes"), a
 number as an int or float, a boolean as a bool; null only where the format

@@ -1,7 +1,7 @@
 /* `kiln bench` inside the command-line room (prefix kcli__bench): the
  * points it measures (bench.c) and how it shows them (bench-out.c: the
  * table, the summary with the targets, bench.yaml). What each number
- * means: docs/performance.md.
+ * means: docs/measuring.md.
  */
 #ifndef KILN_PARENT_CLI_BENCH_H
 #define KILN_PARENT_CLI_BENCH_H
@@ -15,7 +15,7 @@
  * the same test, kiln's tests/s at least twice what this harness did before
  * it was rebuilt (KCLI__BENCH_BEFORE_TESTS_S: 110-118 tests/s on the 2-core
  * CI machine, the old harness measured before the rebuild; wall-clock figures
- * move with the machine's load, docs/performance.md), and kiln's peak RSS
+ * move with the machine's load, docs/measuring.md), and kiln's peak RSS
  * flat (within 2 MiB) from the first RSS run to the second. */
 #define KCLI__BENCH_RATIO 0.9
 #define KCLI__BENCH_CPU_RATIO 1.3

@@ -27,7 +27,7 @@
 static const char exit_run[] =
   "Exit status: 0 all passed (skips and flaky allowed), 1 a test did not\n"
   "pass, 2 usage or config error, 3 infrastructure error, 130 interrupted.\n"
-  "Flags override the config. See docs/harness.md.\n";
+  "Flags override the config. See docs/harness.md and docs/cli.md.\n";
 static const char exit_tool[] =
   "Exit status: 0 done, 2 usage error or inputs that do not belong together,\n"
   "3 a file could not be written. See docs/reports.md.\n";
@@ -135,10 +135,10 @@ static const kcli__cmd kcli__cmds[] = {
    kcli__bench,
    "Targets (PASS/MISS in the summary): kiln's best >= 90% of the ceiling;\n"
    "host: kiln's CPU per test <= 1.3x the runner's alone, its tests/s with\n"
-   "2 jobs >= 2x the harness's before it was rebuilt (docs/performance.md);\n"
+   "2 jobs >= 2x the harness's before it was rebuilt (docs/measuring.md);\n"
    "kiln's peak RSS within 2 MiB from the first RSS run to the second.\n"
    "Exit status: 0 every point measured (a MISS is not an error), 2 usage\n"
-   "error, 3 a point could not be measured. See docs/performance.md.\n"},
+   "error, 3 a point could not be measured. See docs/measuring.md.\n"},
   {"bisect", "TEST [--] [SELECTOR...]", "the earlier tests that make TEST fail in a shared process",
    "For a test that passes alone but fails after other tests in one shared\n"
    "process (--isolation none): runs it after subsets of the tests that come\n"

@@ -21,7 +21,7 @@
  * spec names and lets the test make sense of them; kiln has to run the
  * test on a device, so any other id ("gpu_a", "32") names the lowest
  * device index no other id of the spec takes, in the spec's order, and
- * keeps its name in what kiln prints (docs/harness.md).
+ * keeps its name in what kiln prints (docs/devices.md, "Device tokens").
  */
 #include "cli-impl.h"
 

@@ -182,7 +182,7 @@ typedef struct krep_shard {
   const char *method, *source;
 } krep_shard;
 
-/* A device health probe (docs/harness.md, "Device health"): after a test
+/* A device health probe (docs/devices.md, "Device health"): after a test
  * on the device crashed, timed out or met a device fault, kiln checked the
  * device before giving it another test. A device whose probe failed was
  * taken out of the run. */

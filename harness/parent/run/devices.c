@@ -239,8 +239,8 @@ long long krun__context_bytes(int backend) {
   return backend == KRUN_BACKEND_HOST ? 0 : 512ll << 20;
 }
 
-/* The default slots of a GPU (docs/harness.md, "Slots"): as many tests as
- * the host has cores for (each test's references, conversions and
+/* The default slots of a GPU (docs/devices.md, "Device tokens"): as many
+ * tests as the host has cores for (each test's references, conversions and
  * checks run on the host: its cores shared by the devices), as many as
  * fit its memory (--slots auto's budget over a context plus
  * KRUN_DEFAULT_TEST_BYTES each, the most a default-suite test was measured

@@ -1,4 +1,4 @@
-/* Device health (docs/harness.md, "Device health"). After a test on a
+/* Device health (docs/devices.md, "Device health"). After a test on a
  * device crashes, times out or reports a device fault, the device gets no
  * new test until a probe (the runner's --health-probe: a fresh context, a
  * known kernel, its answer) says whether it still works. Tests that were

@@ -1,4 +1,4 @@
-/* pytest suites under kiln (docs/third-party.md): each node id a test of
+/* pytest suites under kiln (docs/pytest.md): each node id a test of
  * its own process (or of a worker's sequence), with the slots, narrowing,
  * timeouts and reports every test gets. Its flags and config keys (--pytest, --zygote) are its
  * table's; its zygotes live in its context. The Python side is kiln's
@@ -434,7 +434,7 @@ const krun__source_i krun__pytest_source = {
     .opts = opts,
     /* pytest itself has no deadline, and third-party GPU suites have tests
      * of minutes: Liger-Kernel's swiglu MixtralExperts cases took 110-114 s
-     * on an H200 and two more passed 120 s (docs/third-party.md). Fifteen
+     * on an H200 and two more passed 120 s (docs/pytest.md). Fifteen
      * minutes still end a hang within a nightly run. */
     .timeout_s = 900,
     .list = pytest_list,

@@ -3,7 +3,7 @@
 `kiln run --pytest PATH` lists a project's tests through this package
 (`python3 -m kiln_pytest collect`), runs each node id in a process of its
 own (`python3 -m kiln_pytest run`), directly or forked from a zygote that
-imported the test modules' heavy dependencies once. docs/third-party.md.
+imported the test modules' heavy dependencies once. docs/pytest.md.
 """
 
 __all__ = ["fork_unsafe"]

@@ -13,7 +13,7 @@ import pytest
 from . import records
 
 MARK_HELP = ("kiln(slots=N|'all', gpus=N, gpu=False, timeout=S): what the test "
-             "needs from kiln (docs/third-party.md)")
+             "needs from kiln (docs/pytest.md)")
 
 # Marks that say how pytest runs a test, not what it is about: not tags.
 _NOT_TAGS = frozenset(("parametrize", "skip", "skipif", "xfail", "usefixtures",
