@@ -3,6 +3,8 @@
  *   kh-probe flat FILE         YAML as path=value lines (tests.0.outcome=pass)
  *   kh-probe semval KEY DEV    "free capacity" of a device-token semaphore
  *   kh-probe semrm KEY         removes the token set of KEY
+ *   kh-probe semwaiters KEY DEV
+ *                              how many processes wait for that device's slots
  *   kh-probe overlap SLEEP_LOG...
  *                              most faults/sleeper sleeps at once across
  *                              the logs (KILN_FAULT_SLEEP_LOG)
@@ -87,6 +89,14 @@ static int cmd_semval(const char *keypath, int dev) {
   return 0;
 }
 
+static int cmd_semwaiters(const char *keypath, int dev) {
+  key_t key = krun_tokens_ipc_key(keypath);
+  int id = key == -1 ? -1 : semget(key, 0, 0);
+  if (id < 0) return perror(keypath), 2;
+  printf("%d\n", semctl(id, 1 + dev, GETNCNT));
+  return 0;
+}
+
 static int cmd_semrm(const char *keypath) {
   key_t key = krun_tokens_ipc_key(keypath);
   int id = key == -1 ? -1 : semget(key, 0, 0);
@@ -134,9 +144,11 @@ int main(int argc, char **argv) {
   if (argc == 3 && !strcmp(argv[1], "flat")) return cmd_flat(argv[2]);
   if (argc == 4 && !strcmp(argv[1], "semval"))
     return cmd_semval(argv[2], atoi(argv[3]));
+  if (argc == 4 && !strcmp(argv[1], "semwaiters"))
+    return cmd_semwaiters(argv[2], atoi(argv[3]));
   if (argc == 3 && !strcmp(argv[1], "semrm")) return cmd_semrm(argv[2]);
   if (argc >= 3 && !strcmp(argv[1], "overlap")) return cmd_overlap(argc - 2, argv + 2);
-  fprintf(stderr, "usage: kh-probe flat FILE | semval KEY DEV | "
-                  "overlap SLEEP_LOG...\n");
+  fprintf(stderr, "usage: kh-probe flat FILE | semval KEY DEV | semwaiters KEY DEV | "
+                  "semrm KEY | overlap SLEEP_LOG...\n");
   return 2;
 }

@@ -22,7 +22,7 @@ KEY2=$T/tokens2
 cat >"$T/m.yaml" <<'EOF'
 suite: m
 tests:
-  - {name: a, command: [sleep, "1"]}
+  - {name: a, command: [sleep, "3"]}
   - {name: b, command: [sleep, "0.1"]}
 EOF
 cat >"$T/w.yaml" <<'EOF'
@@ -39,7 +39,12 @@ held "$KEY" "0 2" && held "$KEY2" "0 1" && ok "both runs hold their slots" ||
 KILN_TOKEN_KEY=$KEY2 "$KILN" run --backend host --slots 1 -j 1 --manifest "$T/w.yaml" \
   -o "$T/w" >"$T/w.txt" 2>&1 &
 w=$!
-sleep 0.4
+# Removed only once w/a's child waits on the set (a fixed pause was too
+# short for a kiln starting under ASan beside three other tests: m/a had
+# ended, and w made a fresh set).
+for i in $(seq 200); do [ "$("$KH_PROBE" semwaiters "$KEY2" 0 2>/dev/null)" = 1 ] && break; sleep 0.05; done
+[ "$("$KH_PROBE" semwaiters "$KEY2" 0 2>/dev/null)" = 1 ] && ok "w/a waits for m/a's slot" ||
+  fail "w/a never waited for the slot"
 "$KH_PROBE" semrm "$KEY" && "$KH_PROBE" semrm "$KEY2" && ok "both sets removed" ||
   fail "could not remove the sets"
 

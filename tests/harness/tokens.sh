@@ -13,7 +13,8 @@ sleeps a "$KILN" run --backend host --slots 1 -j 2 --repeat 3 -o "$T/a" faults/s
 a=$!
 sleeps b "$KILN" run --backend host --slots 1 -j 2 --repeat 3 -o "$T/b" faults/sleeper >"$T/b.txt" 2>&1 &
 b=$!
-sleep 0.5
+# Until one of them holds the slot (a fixed pause raced a slow start).
+for i in $(seq 200); do [ "$("$KH_PROBE" semval "$KEY" 0 2>/dev/null)" = "0 1" ] && break; sleep 0.02; done
 k devices --backend host --slots 1
 expect_out 'slots 1 total, 0 free' "kiln devices: the slot is taken"
 expect_out 'held by pid [0-9]+: faults/sleeper slots=1' "kiln devices: who holds it"
