@@ -19,10 +19,12 @@ set -u
 . "$(dirname "$0")/env.sh"
 base=$(cd "${1:-.thirdparty/base}" && pwd) || { echo "compare: no base tree" >&2; exit 2; }
 budget=${KILN_COMPARE_BUDGET:-560}
+parts=" ${KILN_COMPARE_PARTS:-list suite perf} "   # which of list, suite, perf run
+on() { [[ $parts == *" $1 "* ]]; }
 start=$(date +%s)
 s=$out/summary.txt
-work=$out/compare
-mkdir -p "$work"
+work=/tmp/kiln-compare   # tarred into $OUT at the end: what comes back is a few files
+rm -rf "$work"; mkdir -p "$work"
 say() { echo "$*" | tee -a "$s"; }
 left() { echo $(( budget - ($(date +%s) - start) )); }
 { nvidia-smi -L; echo "host cores: $(nproc)"; echo "this tree: $KILN_GIT_REV; base: $base"; } >>"$s" 2>&1
@@ -49,25 +51,28 @@ say "== build: head exit $hrc, base exit $brc, $(( $(date +%s) - t )) s"
 ls -l build-gpu/suites/kiln-runner-cuda "$base/build-gpu/suites/kiln-runner-cuda" >>"$s"
 
 declare -A K=([head]=$PWD/build-gpu [base]=$base/build-gpu)
-for w in head base; do
+on list && for w in head base; do
   "${K[$w]}/harness/parent/kiln" list --backend cuda --runner-dir "${K[$w]}/suites" --format json \
     >"$work/list-$w.json" 2>"$work/list-$w.err"
 done
-python3 - "$work/list-head.json" "$work/list-base.json" >>"$s" 2>&1 <<'EOF'
+on list && python3 - "$work/list-head.json" "$work/list-base.json" >>"$s" 2>&1 <<'EOF'
 import json, sys
 def tests(p):
     d = json.load(open(p))
     d = d.get("tests", d) if isinstance(d, dict) else d
-    # Where a test is defined may move; what it is may not.
-    return {t["id"]: json.dumps({k: v for k, v in t.items() if k not in ("file", "line")},
-                                sort_keys=True) for t in d}
+    return {t["id"]: t for t in d}
 h, b = tests(sys.argv[1]), tests(sys.argv[2])
+# Where a test is defined may move, and a newer format may add fields:
+# the fields both give must agree.
+both = lambda k: sorted((set(h[k]) & set(b[k])) - {"file", "line"})
+new = sorted({f for k in h.keys() & b.keys() for f in set(h[k]) ^ set(b[k])})
 print(f"== kiln list --format json: head {len(h)} tests, base {len(b)}; "
       f"only head {sorted(set(h) - set(b))}, only base {sorted(set(b) - set(h))}, "
-      f"differing {sorted(k for k in h.keys() & b.keys() if h[k] != b[k])}")
+      f"fields in one only {new}, "
+      f"differing {sorted(k for k in h.keys() & b.keys() if any(h[k][f] != b[k][f] for f in both(k)))}")
 EOF
 
-for w in head base; do
+on suite && for w in head base; do
   [ "$(left)" -gt 90 ] || { say "== suite $w: skipped, $(left) s left"; continue; }
   t=$(date +%s.%N)
   "${K[$w]}/harness/parent/kiln" run --backend cuda --runner-dir "${K[$w]}/suites" \
@@ -83,14 +88,14 @@ if [ -f "$work/suite-head/report.yaml" ] && [ -f "$work/suite-base/report.yaml" 
     && say "none"
 fi
 
-for w in head base; do
+on perf && for w in head base; do
   [ "$(left)" -gt 120 ] || { say "== perf $w: skipped, $(left) s left"; continue; }
   t=$(date +%s)
   "${K[$w]}/harness/parent/kiln" run --backend cuda --runner-dir "${K[$w]}/suites" \
     --out "$work/perf-$w" -- @perf >"$work/perf-$w.log" 2>&1
   say "== perf suite, $w: exit $?, $(( $(date +%s) - t )) s"
 done
-if [ "$(left)" -gt 60 ]; then
+if on perf && [ "$(left)" -gt 60 ]; then
   t=$(date +%s)
   python3 scripts/torch-compare.py --out "$work/torch.json" >"$work/torch.log" 2>&1
   say "== torch-compare.py: exit $?, $(( $(date +%s) - t )) s"
@@ -102,10 +107,12 @@ for w in head base; do
   python3 scripts/perf-table.py "${args[@]}" -o "$work/perf-table-$w.md" >/dev/null 2>&1
   cp "$work/perf-table-$w.md" "$out/" 2>/dev/null
 done
-tar -czf "$out/compare.tgz" -C "$out" compare 2>/dev/null
+tar -czf "$out/compare.tgz" -C /tmp kiln-compare 2>/dev/null
 say "== $(( $(date +%s) - start )) s in all"
-# This tree's binaries, for a later call's `isolation unpack` (carried as .device/built.tgz).
-tar -czf "$out/built.tgz" build-gpu/harness/parent/kiln build-gpu/suites/kiln-runner-cuda 2>/dev/null
-tar -czf "$out/base-built.tgz" -C "$base" build-gpu/harness/parent/kiln build-gpu/suites/kiln-runner-cuda 2>/dev/null
-ls -l "$out"/*.tgz >>"$s"
+# This tree's binaries, for a later call's `isolation unpack`, in parts
+# under the 16 MiB a file that comes back may have: `cat built.tgz.*
+# >.device/built.tgz` here.
+tar -czf - build-gpu/harness/parent/kiln build-gpu/suites/kiln-runner-cuda 2>/dev/null |
+  split -b 15M - "$out/built.tgz."
+ls -l "$out"/built.tgz.* >>"$s"
 cat "$s"
