@@ -70,9 +70,11 @@ k run --backend host -j 1 --isolation none -o "$T/none" --durations "$T/earlier.
 expect_eq "$(order "$T/none/report.yaml")" "${E[*]}" "--isolation none keeps the selection's order"
 
 # ---- Workers: sequences cut by time ------------------------------------------------------------
-# One test ten times the others: a slot's share of the work (1700 ms over
-# 2 slots) is that test alone; each later sequence is cut from what is
-# left: 3, 2, 1 and 1 of the 100 ms tests (by count, 2 workers of 4).
+# One test ten times the others: a free lane's share of the work (1700 ms
+# over 2 free lanes) is that test alone; the next sequence is cut from what
+# is left over the one lane still free: the seven 100 ms tests together.
+# Cutting over every lane instead (guided self-scheduling) gave 3, 2, 1 and
+# 1 of them: 5 processes, each a start-up.
 cp "$T/r/report.yaml" "$T/w.yaml"
 times "$T/w.yaml" engine/timing_per_kernel=1000 engine/ledger_reports_call_site=100 \
   engine/cap_refuses_with_numbers=100 engine/cap_counts_live_bytes=100 engine/uniform_range=100 \
@@ -87,16 +89,16 @@ for t in "${E[@]}" $NEW; do
 done
 expect_eq "$shared" 0 "the long test had a worker to itself"
 expect_eq "$(order "$T/w/report.yaml" | cut -d' ' -f1)" engine/timing_per_kernel "and started first"
-expect_eq "$(pids "$T/w/report.yaml")" 5 "8 runs in 5 processes"
+expect_eq "$(pids "$T/w/report.yaml")" 2 "8 runs in 2 processes, one per lane"
 # The same with --jobs 8 on one device of 2 slots: 2 runs at once, so the
-# same cuts (a share over 8 would give every test a process of its own).
+# same cuts (a share over 8 lanes would give every test a process of its own).
 k run --backend host -j 8 --slots 2 --isolation worker --durations "$T/w.yaml" -o "$T/w8" \
   "${E[@]}" $NEW
 expect_rc 0 "workers ordered by time, --jobs 8 on 2 slots"
-expect_eq "$(pids "$T/w8/report.yaml")" 5 "the slots bound the share: 8 runs in 5 processes"
+expect_eq "$(pids "$T/w8/report.yaml")" 2 "the slots bound the lanes: 8 runs in 2 processes"
 
 # As many long tests as slots: each takes its part of the short ones from
-# the queue's tail (the room its slot's share leaves), instead of every
+# the queue's tail (the room its lane's share leaves), instead of every
 # slot running a long test alone and the short ones waiting for them in
 # new processes (2 slots: 1000 + 3 x 100 ms each; 4 processes before).
 cp "$T/r/report.yaml" "$T/l.yaml"
@@ -110,9 +112,10 @@ expect_eq "$(pids "$T/l/report.yaml")" 2 "8 runs in 2 processes"
 expect_eq "$([ "$(tfield engine/timing_per_kernel pid)" != "$(tfield engine/cap_refuses_with_numbers pid)" ] &&
   echo two)" two "the long tests in two workers"
 
-# Never cut below a process's start-up: every child here takes a second
-# to start (--wrap), the tests 100 ms each. By time alone 4, 2, 1 and 1
-# (4 processes); once a start-up is seen, the last 2 go together.
+# Equal tests on 4 lanes: a quarter each, started together, ending
+# together; slow start-ups (a second each, --wrap) change nothing, as
+# each lane pays one. Cut over every lane, with a floor of one start-up,
+# the same runs took 5 processes.
 cat >"$T/slow-start" <<'SH'
 #!/bin/sh
 sleep 1
@@ -123,10 +126,10 @@ cp "$T/r/report.yaml" "$T/s.yaml"
 times "$T/s.yaml" engine/timing_per_kernel=100 engine/ledger_reports_call_site=100 \
   engine/cap_refuses_with_numbers=100 engine/cap_counts_live_bytes=100 engine/uniform_range=100 \
   engine/device_query=100 engine/random_inputs=100 $NEW=100
-k run --backend host -j 2 --isolation worker --wrap "$T/slow-start" --durations "$T/s.yaml" \
+k run --backend host -j 4 --isolation worker --wrap "$T/slow-start" --durations "$T/s.yaml" \
   -o "$T/s" "${E[@]}" $NEW
 expect_rc 0 "workers that start slowly"
-expect_eq "$(pids "$T/s/report.yaml")" 3 "no sequence shorter than a start-up: 8 runs in 3 processes"
+expect_eq "$(pids "$T/s/report.yaml")" 4 "8 equal runs on 4 lanes: 4 processes of 2 runs"
 
 # ---- A GoogleTest worker given its tests out of the binary's order -----------------------------
 if [ -n "${KILN_GTEST:-}" ]; then

@@ -241,15 +241,12 @@ static void job_line(krun__run *R, krun__job *j, const char *line) {
     j->token_seen = 1;
     j->deadline = kh_now_ms() + krun__timeout_ms(R, j->defs[0]);
   }
-  if (!j->first_begun && strncmp(line, "phase name=token_wait", 21) == 0)
-    j->token_wait_ms = phase_ms(line);
   if (shared && strncmp(line, "test ", 5) == 0) route_test(R, j, line);
   krep_test *t = krun__job_test(j);
   if (!t) return;
   krun__stream *st = &j->st[j->cur];
   int was_ended = st->ended;
   krun__ingest(&R->rep, t, st, line);
-  if (!j->first_begun && st->started) krun__worker_started(R, j);
   if (j->warm && st->started) R->warm_deaths = 0;   /* the warm path works */
   if (!shared && !j->token_seen && strncmp(line, "phase name=token_wait", 21) == 0)
     token_taken(R, j, t, line);

@@ -183,10 +183,6 @@ typedef struct krun__job {
   /* Warm children: spawned with no test, which comes on fd_in. */
   int warm, assigned, ready, retiring, token_seen;
   double ready_ms, assign_ms;
-  /* Its start-up (worker.c): the wait for its slots, and whether its first
-   * test has begun. */
-  double token_wait_ms;
-  int first_begun;
   /* Containment: KILN_JOB=<kiln pid>.<serial> in its environment, and its
    * cgroup (cg, NULL when none; cg_procs its cgroup.procs, or -1). */
   int serial;
@@ -284,10 +280,6 @@ typedef struct krun__run {
     /* --isolation worker: runs queued to confirm a worker's non-pass alone. */
   struct krun__confirm *confirm;
   int nconfirm;
-  /* The start-ups of this run's processes, per registry source, sorted
-   * (worker.c): what one more process costs. */
-  double **startups;
-  int *nstartups;
   /* The sources: their view of the run, their contexts by kind, and where
    * a record a source makes for a child goes (the loop's router). */
   krun__srcrun srcrun;
@@ -364,9 +356,6 @@ void krun__worker_confirm(krun__run *R, krep_test *t, const krun_test *def, char
 /* A run that confirmed a worker's non-pass alone: passing, it becomes
  * `polluted`, naming the tests that ran before it in the worker. */
 void krun__worker_verdict(krun__run *R, krep_test *t, const krun_test *def);
-/* Job j's first test began: its process's start-up (from its spawn to that
- * test, less its wait for slots) joins its source's. */
-void krun__worker_started(krun__run *R, krun__job *j);
 
 /* warm.c: the warm pool */
 void krun__warm_fill(krun__run *R);

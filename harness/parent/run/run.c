@@ -475,8 +475,6 @@ static void cleanup(krun__run *R, const sigset_t *old) {
   free(R->sanitizer), free(R->est);
   for (int i = 0; i < R->nconfirm; i++) free(R->confirm[i].after);
   free(R->confirm);
-  for (int i = 0; R->startups && i < R->o->reg->nsources; i++) free(R->startups[i]);
-  free(R->startups), free(R->nstartups);
   if (R->lock_fd >= 0) close(R->lock_fd);
 }
 

@@ -11,7 +11,6 @@
  */
 #include "run-impl.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,30 +26,6 @@ static int at_once(const krun__run *R, const krun_test *t) {
   }
   fit /= per;
   return fit >= 1 && fit < n ? fit : n;
-}
-
-/* The median start-up of source's processes so far, NAN before the first. */
-static double startup_ms(const krun__run *R, int source) {
-  if (!R->nstartups || source < 0 || !R->nstartups[source]) return NAN;
-  return R->startups[source][R->nstartups[source] / 2];
-}
-
-void krun__worker_started(krun__run *R, krun__job *j) {
-  j->first_begun = 1;
-  /* A warm child started before its test was known, a probe runs none. */
-  if (j->warm || j->probe || !j->defs[0]) return;
-  int src = j->defs[0]->source, n = R->o->reg->nsources;
-  if (src < 0 || src >= n) return;
-  if (!R->startups) {
-    R->startups = kh_xcalloc((size_t)n, sizeof *R->startups);
-    R->nstartups = kh_xcalloc((size_t)n, sizeof *R->nstartups);
-  }
-  double ms = kh_now_ms() - j->spawn_ms - j->token_wait_ms;
-  int k = R->nstartups[src]++;
-  R->startups[src] = kh_xrealloc(R->startups[src], (size_t)(k + 1) * sizeof **R->startups);
-  double *v = R->startups[src];
-  while (k > 0 && v[k - 1] > ms) v[k] = v[k - 1], k--;   /* kept sorted */
-  v[k] = ms < 0 ? 0 : ms;
 }
 
 /* Without durations: the n runs shared out over the children that can
@@ -82,25 +57,28 @@ static int fill_from_tail(krun__run *R, int k, int n, double room) {
   return k;
 }
 
-/* With durations (order.c): as many of the n runs as fit in a slot's
- * share of the work still queued (its expected time over the runs that
- * can be at once), at least one. Each new sequence is cut from what is
- * left, so sequences shrink as the queue empties and the slots end
- * together (guided self-scheduling, by time rather than by count); but
- * never below what a new process of the source has cost in this run (its
- * median start-up): a sequence shorter than that spends more starting
- * than the ending together saves.
+/* With durations (order.c): as many of the n runs as fit in a share of
+ * the work still queued, at least one. The share is that work over the
+ * lanes free now, so that the sequences started together end together:
+ * at the start of a run every lane is free, and the queue is cut into as
+ * many sequences as lanes, one process each. Cutting finer (a share over
+ * every lane, guided self-scheduling) would only pay more start-ups: each
+ * later sequence a new process, which on a GPU is an interpreter or a
+ * context of 10-20 s, while the estimates come from the last report of
+ * the same tests. A lane that frees later (a worker ended early, its
+ * runs resumed) cuts from what is left over the lanes free then.
  * Where the next run does not fit, the room left is filled with the
  * block's shortest runs, and a head longer than the share takes its part
- * of them (the work left over the slots not yet running): else, with as
- * many long runs as slots, every slot runs one long test alone and the
- * short ones wait for them to end, then pay a start-up again. */
+ * of them (the work over the lanes not yet running): else, with as many
+ * long runs as slots, every slot runs one long test alone and the short
+ * ones wait for them to end, then pay a start-up again. */
 static int by_time(krun__run *R, const krun_test *t, int n) {
   double left = 0, sum = 0;
   for (int q = R->qhead; q < R->qlen; q++) left += krun__order_ms(R, R->queue[q].test);
   const int lanes = at_once(R, t);
-  double share = left / lanes, start = startup_ms(R, t->source);
-  if (start > share) share = start;
+  int idle = lanes - R->nrunning;
+  if (idle < 1) idle = 1;
+  const double share = left / idle;
   int k = 0;
   while (k < n) {
     double ms = krun__order_ms(R, R->queue[R->qhead + k].test);
@@ -108,11 +86,7 @@ static int by_time(krun__run *R, const krun_test *t, int n) {
     sum += ms;
     k++;
   }
-  if (k == n) return k;
-  if (sum <= share) return fill_from_tail(R, k, n, share - sum);
-  int idle = lanes - R->nrunning;
-  double level = left / (idle > 1 ? idle : 1);
-  return level > sum ? fill_from_tail(R, k, n, level - sum) : k;
+  return k < n && sum < share ? fill_from_tail(R, k, n, share - sum) : k;
 }
 
 /* Where a sequence of size runs from the head ends, of the n that could
