@@ -3,9 +3,9 @@
 # --durations), the queue runs its longest tests first and tests the
 # report does not know before them; --durations none keeps the selection's
 # order; --isolation worker keeps a binary's tests together, cuts its
-# sequences by time so that the slots end together (over the runs the
-# slots allow at once, none shorter than a start-up, long tests taking
-# short ones from the tail along), and a GoogleTest
+# sequences by time so that the lanes end together (the queue over the
+# lanes free now or freeing, long tests taking short ones from the tail
+# along), and a GoogleTest
 # worker given its tests out of the binary's order still runs each once.
 # The earlier reports are kiln's own, with their wall times rewritten.
 . "$(dirname "$0")/lib.sh"
@@ -166,5 +166,34 @@ if [ -n "${KILN_GTEST:-}" ]; then
   expect_eq "$(order "$T/gp/report.yaml" | cut -d' ' -f1-4)" \
     "Arith.Adds Zeros/0.DefaultIsZero Arith.FailsOnPurpose Zeros/1.DefaultIsZero" \
     "one process per test: each by its own time"
+
+  # A lane that frees while another still runs takes what brings it level
+  # with that one, not the whole queue (nor a share over every lane). Two
+  # lanes: the runner's X (3 s by the estimates; its process starts 6 s
+  # late, --wrap) alone, then its e (0.1 s) in the other lane, which then
+  # frees twice while X has not begun: the GoogleTest tests (1.3, 1.2 and
+  # 1.1 s, a suite each) go 2 and 1, level with X's 3 s (3.6 s queued, X's
+  # 3 s: 3.3 s each). All in the one free lane would be 3.6 s in one
+  # worker; a share over both lanes each time, 3 workers.
+  cat >"$T/late-x" <<'SH'
+#!/bin/sh
+case "$*" in *engine/timing_per_kernel*) sleep 6 ;; esac
+exec "$@"
+SH
+  chmod +x "$T/late-x"
+  M=(engine/timing_per_kernel engine/device_query Arith.Adds Zeros/0.DefaultIsZero
+    Pow2/Sizes.PowerOfTwo/0)
+  RUNNER=$(dirname "$KILN")/../../suites/kiln-runner-host
+  k run --backend host --runner "$RUNNER" --gtest "$G" -j 2 -o "$T/mx" "${M[@]}"
+  expect_rc 0 "the runner's tests and GoogleTest's in one run"
+  times "$T/mx/report.yaml" engine/timing_per_kernel=3000 engine/device_query=100 Arith.Adds=1300 \
+    Zeros/0.DefaultIsZero=1200 Pow2/Sizes.PowerOfTwo/0=1100
+  k run --backend host --runner "$RUNNER" --gtest "$G" -j 2 --isolation worker --wrap "$T/late-x" \
+    --durations "$T/mx/report.yaml" -o "$T/ml" "${M[@]}"
+  expect_rc 0 "two sources in workers, one lane late"
+  flat "$T/ml/report.yaml"
+  expect_eq "$([ "$(tfield Arith.Adds pid)" = "$(tfield Zeros/0.DefaultIsZero pid)" ] &&
+    [ "$(tfield Pow2/Sizes.PowerOfTwo/0 pid)" != "$(tfield Arith.Adds pid)" ] && echo level)" level \
+    "the freed lane took 2 of the 3 GoogleTest tests, then the third"
 fi
 finish

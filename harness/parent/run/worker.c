@@ -57,28 +57,67 @@ static int fill_from_tail(krun__run *R, int k, int n, double room) {
   return k;
 }
 
-/* With durations (order.c): as many of the n runs as fit in a share of
- * the work still queued, at least one. The share is that work over the
- * lanes free now, so that the sequences started together end together:
- * at the start of a run every lane is free, and the queue is cut into as
- * many sequences as lanes, one process each. Cutting finer (a share over
- * every lane, guided self-scheduling) would only pay more start-ups: each
- * later sequence a new process, which on a GPU is an interpreter or a
- * context of 10-20 s, while the estimates come from the last report of
- * the same tests. A lane that frees later (a worker ended early, its
- * runs resumed) cuts from what is left over the lanes free then.
+/* The work job j still has, by the estimates: its runs not begun, and
+ * what is left of the one it runs (none once past its estimate). */
+static double job_left_ms(const krun__run *R, const krun__job *j, double now) {
+  double left = 0;
+  for (int i = 0; i < j->ntests; i++) {
+    if (!j->defs[i] || j->st[i].ended) continue;
+    double ms = krun__order_ms(R, (int)(j->defs[i] - R->o->reg->tests));
+    if (j->st[i].started) ms -= now - j->test_ms;
+    if (ms > 0) left += ms;
+  }
+  return left;
+}
+
+static int by_ms(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The level at which the lanes end together: the time T at which the
+ * work queued, poured into the lanes (this one free now, each other free
+ * now or once its worker's estimated work is done), fills every lane
+ * that frees before T. It is what this lane takes. */
+static double level_ms(const krun__run *R, int lanes, double queued) {
+  double *busy = kh_xcalloc((size_t)lanes, sizeof *busy), now = kh_now_ms();
+  int n = 0;
+  for (int i = 0; i < R->maxjobs && n < lanes - 1; i++) {
+    const krun__job *j = &R->jobs[i];
+    if (j->active && !j->probe && !(j->warm && !j->assigned))
+      busy[n++] = job_left_ms(R, j, now);
+  }
+  /* The lanes without a worker (this one among them) free at 0. */
+  qsort(busy, (size_t)lanes, sizeof *busy, by_ms);
+  double sum = 0, level = queued;
+  for (int k = 1; k <= lanes; k++) {
+    sum += busy[k - 1];
+    level = (queued + sum) / k;
+    if (k == lanes || level <= busy[k]) break;
+  }
+  free(busy);
+  return level;
+}
+
+/* With durations (order.c): as many of the n runs as fit in this lane's
+ * share of the work still queued, at least one. The share is the level
+ * at which every lane would end together (level_ms): at the start of a
+ * run all lanes are free and the queue is cut into as many sequences as
+ * lanes, one process each; a lane that frees while others still run takes
+ * what brings it level with them, not the whole queue. Cutting finer (a
+ * share over every lane each time, guided self-scheduling) pays more
+ * start-ups, each later sequence a new process, which on a GPU is an
+ * interpreter or a context of 10-20 s, while the estimates come from the
+ * last report of the same tests.
  * Where the next run does not fit, the room left is filled with the
- * block's shortest runs, and a head longer than the share takes its part
- * of them (the work over the lanes not yet running): else, with as many
- * long runs as slots, every slot runs one long test alone and the short
- * ones wait for them to end, then pay a start-up again. */
+ * block's shortest runs, and a head longer than the share runs alone:
+ * else, with as many long runs as slots, every slot runs one long test
+ * alone and the short ones wait for them to end, then pay a start-up
+ * again. */
 static int by_time(krun__run *R, const krun_test *t, int n) {
   double left = 0, sum = 0;
   for (int q = R->qhead; q < R->qlen; q++) left += krun__order_ms(R, R->queue[q].test);
-  const int lanes = at_once(R, t);
-  int idle = lanes - R->nrunning;
-  if (idle < 1) idle = 1;
-  const double share = left / idle;
+  const double share = level_ms(R, at_once(R, t), left);
   int k = 0;
   while (k < n) {
     double ms = krun__order_ms(R, R->queue[R->qhead + k].test);
