@@ -1,5 +1,5 @@
 /* HIP-on-CPU internals shared by the emulation's own sources (fiber.cc,
- * launch.cc, runtime.cc, hiprand.cc) and its test. Kernels and the engine
+ * launch.cc, runtime.cc, attributes.cc, hiprand.cc) and its test. Kernels and the engine
  * never include this: they see hip-on-host.h and hip-on-host-api.h.
  */
 #ifndef KILN_HIP_ON_HOST_IMPL_H
@@ -107,14 +107,21 @@ hipError_t kemu__record_error(hipError_t error);
 bool kemu__stream_valid(hipStream_t stream);
 /* True when [ptr, ptr + bytes) lies inside one live hipMalloc block. */
 bool kemu__device_range(const void *ptr, size_t bytes);
-/* The most dynamic shared memory a launch of kernel `func` may ask for:
- * the emulated GPU's default, or what hipFuncSetAttribute raised it to. */
-size_t kemu__dyn_shared_limit(const void *func);
 /* Usable bytes per fiber stack (KILN_EMU_STACK_KB). */
 size_t kemu__stack_bytes(void);
 /* The registry of live hiprand generators (add or remove one). */
 bool kemu__generator_register(const void *gen, bool add);
 bool kemu__generator_live(const void *gen);
+
+/* ==== Kernel attributes (attributes.cc) ================================= */
+
+/* The emulated GPU's warp size (set in runtime.cc; warpSize in
+ * hip-on-host.h): the shared memory limits follow it. */
+extern "C" int kemu__warp_size_value;
+
+/* The most dynamic shared memory a launch of kernel `func` may ask for:
+ * the emulated GPU's default, or what hipFuncSetAttribute raised it to. */
+size_t kemu__dyn_shared_limit(const void *func);
 
 /* ==== Devices shared across processes (devices.cc) ======================= */
 
