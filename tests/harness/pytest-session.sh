@@ -3,7 +3,7 @@
 # node id is a pytest session of its own, so the fixture runs once per
 # test (5 times for 5 tests, through the zygote and in fresh
 # interpreters), where pytest runs it once; `--isolation worker` runs it
-# once per worker (once with -j 1, twice with two workers). And the page
+# once per worker (once with -j 1, once in each with more). And the page
 # says so.
 . "$(dirname "$0")/lib.sh"
 
@@ -40,11 +40,15 @@ for z in true false; do
   expect_rc 0 "kiln (zygote $z)"
   expect_eq "$(runs $z)" 5 "kiln, one process per test (zygote $z): once per test"
 done
+# How many workers -j 2 makes is the scheduler's (a worker that asks for
+# more takes 8 runs at least without times: here one); the fixture runs
+# once in each.
 for j in 1 2; do
   COUNT=$T/count-w$j k run --pytest "$P" --isolation worker -j $j -o "$T/worker-$j"
   expect_rc 0 "kiln --isolation worker -j $j"
-  expect_out "5 runs in $j workers?" "-j $j: $j worker(s)"
-  expect_eq "$(runs w$j)" $j "--isolation worker -j $j: once per worker"
+  n=$(sed -nE 's/^workers: 5 runs in ([0-9]+) workers?$/\1/p' "$T/out.txt")
+  [ "$j" = 1 ] && expect_eq "$n" 1 "-j 1: 1 worker"
+  expect_eq "$(runs w$j)" "${n:-?}" "--isolation worker -j $j: once per worker ($n)"
 done
 doc=$KILN_SOURCE/docs/pytest.md
 tr '\n' ' ' <"$doc" | grep -q 'session-scoped fixture runs once per test' &&

@@ -108,11 +108,14 @@ for zyg in true false; do
   expect_match "$(rec $L::test_process_left 0 message)" '^left 1 process running after it ended: pid [0-9]+ `sleep 600`' \
     "charged to the test whose check found it ($zyg)"
   expect_eq "$(note $L::test_process_left confirmed_alone)" true "and confirmed alone ($zyg)"
+  # The levels before depend on what the worker collected (its whole
+  # source: a module that touches CUDA at import makes the workspaces
+  # first); the bytes are the test's.
   expect_match "$(note $L::test_memory_freed worker_check)" \
-    '^cuda:0 memory_reserved 0\.0 MiB -> 1\.0 MiB \(torch.s caching allocator keeps 1048576 bytes more\)$' \
+    '^cuda:0 memory_reserved [0-9]+\.[0-9] MiB -> [0-9]+\.[0-9] MiB \(torch.s caching allocator keeps 1048576 bytes more\)$' \
     "memory freed but the cache grown: memory_reserved ($zyg)"
   expect_match "$(note $L::test_memory_left worker_check)" \
-    '^cuda:0 memory_allocated 0\.0 MiB -> 3\.0 MiB \(3145728 bytes still allocated\); cuda:0 memory_reserved' \
+    '^cuda:0 memory_allocated [0-9]+\.[0-9] MiB -> [0-9]+\.[0-9] MiB \(3145728 bytes still allocated\); cuda:0 memory_reserved' \
     "memory left allocated: memory_allocated ($zyg)"
   expect_eq "$(note $L::test_cuda_error_left worker_check)" \
     "a CUDA error after the test: torch.cuda.synchronize() raised RuntimeError: CUDA error: an illegal memory access was encountered" \
@@ -198,6 +201,41 @@ expect_eq "$(rec $C::test_plain 0 message)" "not run: its worker (--isolation wo
   "the rest: not run by that worker"
 expect_eq "$(finals $C::test_fills) $(finals $C::test_plain)" "timeout timeout" "each confirmed alone"
 expect_none_left "after the hung collection"
+
+# ---- Workers that ask for more -------------------------------------------------------------
+# Two lanes, one file of 24: a worker starts with its lane's share (12,
+# then 8 of the 12 left) and asks kiln for more before its last test; the
+# ids kiln adds come on its stdin, so the 24 run in the 2 processes and
+# some ran without being on their worker's command line. Without asking,
+# the share would have to be all a lane will run (the next file's tests
+# all to the one lane that frees first).
+Y=tests/test_many.py
+cat >"$T/argv" <<SH
+#!/bin/sh
+echo "\$*" >>"$T/argv.txt"
+exec "\$@"
+SH
+chmod +x "$T/argv"
+k run --pytest "$S" --isolation worker -j 2 --zygote false --wrap "$T/argv" -o "$T/more" "$Y"
+expect_rc 0 "workers that ask for more"
+flat "$T/more/report.yaml"
+expect_eq "$(pids "$T/more/report.yaml")" 2 "24 tests in 2 processes"
+given=$(grep -o "$Y::test_short\[[0-9]*\]" "$T/argv.txt" | wc -l | tr -d ' ')
+ran=$(for i in $(seq 0 23); do finals "$Y::test_short[$i]"; done | grep -c pass)
+expect_eq "$ran" 24 "each of the 24 passed, one result each"
+[ "$given" -lt 24 ] && ok "$given of them were on the workers' command lines, the rest asked for" ||
+  fail "all $given were on the command lines: no worker asked for more"
+expect_match "$(grep -c -- '--pull' "$T/argv.txt")" '^2$' "both workers were started to ask (--pull)"
+# A crash and a hang in a sequence that grows: every test one result, none twice.
+k run --pytest "$S" --isolation worker -j 2 --zygote false --grace 1 -o "$T/crash2" "$F" "$Y"
+expect_rc 1 "a crash and a hang on two lanes"
+flat "$T/crash2/report.yaml"
+expect_eq "$(finals $F::test_exits) $(finals $F::test_segfault) $(finals $F::test_hangs)" \
+  "crash crash timeout" "confirmed alone, on two lanes"
+for t in $F::test_first $F::test_second $F::test_third $F::test_last "$Y::test_short[0]" "$Y::test_short[23]"; do
+  expect_eq "$(finals "$t")/$(nrecs "$t")" pass/1 "$t: one result, run once (two lanes)"
+done
+expect_none_left "after the growing sequences"
 
 # ---- One test per process: pytest.exit() and KeyboardInterrupt say so -----------------
 k run --pytest "$S" -j 1 -o "$T/stops" "$P"

@@ -119,6 +119,7 @@ krun__child *krun__job_view(krun__run *R, krun__job *j) {
   c->cur = j->cur;
   c->warm = j->warm;
   c->worker = j->worker;
+  c->pull = j->pull;
   c->tmpdir = j->tmpdir;
   c->pid = j->pid;
   c->line = R->line;
@@ -297,13 +298,13 @@ static void environment(krun__run *R, const krun__job *j, const char **set,
 }
 
 /* Starts j's process from req: its result pipe on fd 3 (with records),
- * stdout and stderr on one pipe, stdin from a pipe for a warm child (else
- * /dev/null). 0 with the job active, or -1 with errno (nothing left open). */
+ * stdout and stderr on one pipe, stdin from a pipe for a warm child or a
+ * worker that asks for more (else /dev/null). 0 with the job active, or -1 with errno (nothing left open). */
 int krun__job_exec(krun__run *R, krun__job *j, krun_spawn_req *req, int records) {
   int res[2], out[2], in[2] = {-1, -1};
   if (pipe2(res, O_CLOEXEC) != 0) return -1;
   if (pipe2(out, O_CLOEXEC) != 0) return close(res[0]), close(res[1]), -1;
-  if (j->warm && pipe2(in, O_CLOEXEC) != 0) {
+  if ((j->warm || j->pull) && pipe2(in, O_CLOEXEC) != 0) {
     close(res[0]), close(res[1]), close(out[0]), close(out[1]);
     return -1;
   }

@@ -136,6 +136,7 @@ static int start_one(krun__run *R) {
     j->defs[i] = &R->o->reg->tests[x.test];
   }
   j->worker = take > 1;
+  j->pull = j->worker && krun__source(t->kind)->more;
   j->kind = t->kind;
   krun__job_devices(j, devs, ndevs);
   j->slots = ndevs ? krun__want(R, t, devs[0]) : 0;
@@ -229,6 +230,10 @@ static void job_line(krun__run *R, krun__job *j, const char *line) {
   int shared = j->ntests > 1;
   if (j->probe && krun__health_line(R, j, line)) return;
   if (j->warm && krun__warm_line(R, j, line)) return;
+  if (j->pull && strncmp(line, "more", 4) == 0 && (!line[4] || line[4] == ' ')) {
+    krun__worker_more(R, j);
+    return;
+  }
   /* `kiln __exec` could not exec the program (exec.c). */
   if (j->kind != KRUN_KIND_RUNNER && strncmp(line, "exec_error errno=", 17) == 0) {
     j->exec_errno = atoi(line + 17) > 0 ? atoi(line + 17) : EIO;

@@ -16,6 +16,9 @@
  *       with --worker (--isolation worker) every node id of the child in
  *       one session, each test's records as it ends, and between two a
  *       check of what the first left behind (a `worker_check` note);
+ *       with --pull SOURCE too, the whole source collected and, before
+ *       its last test, a `more` record, answered on stdin with more node
+ *       ids of it (none: the session ends);
  *   python3 -m kiln_pytest zygote --socket S --rootdir DIR PATH
  *       per source for the run (open, close): imports what the
  *       test files import from outside the project once, then forks a
@@ -375,8 +378,25 @@ static void pytest_argv(krun__child *c, char **argv, int *n) {
   argv[(*n)++] = kh_strdup("--rootdir");
   argv[(*n)++] = kh_strdup(c->src->dir);
   if (c->worker) argv[(*n)++] = kh_strdup("--worker");
+  if (c->pull) {
+    /* The whole source collected: any of its tests kiln adds is there. */
+    char *abs = realpath(c->src->path, NULL);
+    argv[(*n)++] = kh_strdup("--pull");
+    argv[(*n)++] = abs ? abs : kh_strdup(c->src->path);
+  }
   argv[(*n)++] = kh_strdup("--");
   for (int i = 0; i < (c->worker ? c->ntests : 1); i++) argv[(*n)++] = nodeid(c->defs[i]->id);
+}
+
+/* The node ids kiln added to a worker that asked for more, a line each,
+ * then an empty line (worker.py reads them). */
+static void pytest_more(krun__child *c, int first, kh_buf *out) {
+  for (int i = first; i < c->ntests; i++) {
+    char *id = nodeid(c->defs[i]->id);
+    kh_buf_addf(out, "%s\n", id);
+    free(id);
+  }
+  kh_buf_addf(out, "\n");
 }
 
 static const char *program(const krun__child *c) {
@@ -445,6 +465,7 @@ const krun__source_i krun__pytest_source = {
     .program = program,
     .records = 1,
     .workers = 1,
+    .more = pytest_more,
     .worker_stops = 1,
     .finish = pytest_finish,
 };

@@ -180,6 +180,9 @@ typedef struct krun__job {
   int keep_tmp;             /* a test failed: its TEST_TMPDIR stays */
   /* --isolation worker: a sequence of one source's tests (worker.c). */
   int worker;
+  /* A worker of a source that answers `more` (worker.c): stdin is a pipe
+   * that kiln writes the runs it adds to. */
+  int pull;
   /* Warm children: spawned with no test, which comes on fd_in. */
   int warm, assigned, ready, retiring, token_seen;
   double ready_ms, assign_ms;
@@ -356,6 +359,11 @@ void krun__worker_confirm(krun__run *R, krep_test *t, const krun_test *def, char
 /* A run that confirmed a worker's non-pass alone: passing, it becomes
  * `polluted`, naming the tests that ran before it in the worker. */
 void krun__worker_verdict(krun__run *R, krep_test *t, const krun_test *def);
+/* Worker j asked for more: the next runs of its source from the head of
+ * the queue (its share, as a new sequence would be cut), added to j and
+ * written to its stdin; none while stopping or once the head is another
+ * source's. */
+void krun__worker_more(krun__run *R, krun__job *j);
 
 /* warm.c: the warm pool */
 void krun__warm_fill(krun__run *R);

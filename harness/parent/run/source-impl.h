@@ -53,6 +53,7 @@ typedef struct krun__child {
   int cur;                  /* the test run records go to; -1: none yet */
   int warm;                 /* started before its test was known (--warm) */
   int worker;               /* runs its tests as a worker (--isolation worker) */
+  int pull;                 /* a worker that may ask for more (the source's more) */
   const char *tmpdir;       /* its private TEST_TMPDIR (NULL: warm) */
   pid_t pid;
   char *line;               /* KP_MAX_LINE scratch */
@@ -143,6 +144,13 @@ typedef struct krun__source_i {
    * that the first left nothing behind (--isolation worker; the child's
    * view says worker) (optional). */
   int workers;
+  /* A worker that may ask for more of its source's tests when its
+   * sequence runs out (a `more` record on fd 3), so that no sequence need
+   * hold all it will run: the runs [first, c->ntests) kiln added are
+   * written to out as the worker reads them on its stdin, ending with an
+   * empty line (none added: the empty line alone) (optional: workers
+   * that do not ask). */
+  void (*more)(krun__child *c, int first, kh_buf *out);
   /* 1: its worker stops after a test whose check found something left
    * behind (a `worker_check` note), so what the worker leaves running is
    * that test's (optional: 0, the run's). */

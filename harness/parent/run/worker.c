@@ -13,6 +13,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* How many runs like t can be at once: --jobs, and on devices as many as
  * their slots hold (a GPU's 8 slots bound a run of --jobs 16). */
@@ -57,14 +58,18 @@ static int fill_from_tail(krun__run *R, int k, int n, double room) {
   return k;
 }
 
+/* A run's work: its estimate (order.c), or one unit for each run where
+ * no report gave times. */
+static double work(const krun__run *R, int test) { return R->est ? R->est[test] : 1.0; }
+
 /* The work job j still has, by the estimates: its runs not begun, and
  * what is left of the one it runs (none once past its estimate). */
 static double job_left_ms(const krun__run *R, const krun__job *j, double now) {
   double left = 0;
   for (int i = 0; i < j->ntests; i++) {
     if (!j->defs[i] || j->st[i].ended) continue;
-    double ms = krun__order_ms(R, (int)(j->defs[i] - R->o->reg->tests));
-    if (j->st[i].started) ms -= now - j->test_ms;
+    double ms = work(R, (int)(j->defs[i] - R->o->reg->tests));
+    if (j->st[i].started && R->est) ms -= now - j->test_ms;
     if (ms > 0) left += ms;
   }
   return left;
@@ -152,15 +157,9 @@ static int file_end(const krun__run *R, int n, int size) {
   return fwd;
 }
 
-int krun__worker_take(krun__run *R) {
-  if (R->s->isolation != KRUN_ISO_WORKER || R->qhead == R->qlen) return 1;
-  /* Slots sized per test (--slots auto) and sanitizer findings, which are
-   * read per process, need a process per test. */
-  if (R->s->slots == KRUN_SLOTS_AUTO || R->s->sanitize) return 1;
-  const krun__item *head = &R->queue[R->qhead];
-  const krun_test *t = &R->o->reg->tests[head->test];
-  if (head->alone || !krun__source(t->kind)->workers) return 1;
-  /* The runs after it of the same source and needs, in queue order. */
+/* How many runs from the head of the queue are of t's source and needs,
+ * in queue order (none alone): what one worker may run. */
+static int block(const krun__run *R, const krun_test *t) {
   int n = 0;
   for (int q = R->qhead; q < R->qlen; q++) {
     const krun__item *it = &R->queue[q];
@@ -170,7 +169,52 @@ int krun__worker_take(krun__run *R) {
       break;
     n++;
   }
-  int size = R->est ? by_time(R, t, n) : by_count(R, t, n);
+  return n;
+}
+
+/* Without times, the fewest runs a worker that asks for more takes at
+ * once: a lane joins a source only for that many (each join is a
+ * start-up). */
+#define PULL_MIN_RUNS 8
+
+/* For a worker that asks for more when its sequence runs out (it
+ * collected its whole source, so any of its runs can be added). With
+ * times, half of what would bring its lane level with the others
+ * (level_ms); without, the block's runs over every lane, at least
+ * PULL_MIN_RUNS; at least two either way. Small, so that the rest stays
+ * queued for whichever lane asks or frees first: a file of heavy tests
+ * spreads over the lanes that free while it lasts, instead of running in
+ * the one lane that took it. A sequence costs its worker's start-up once;
+ * asking costs nothing. */
+static int pull_share(const krun__run *R, const krun_test *t, int n) {
+  const int lanes = at_once(R, t);
+  int k = (n + lanes - 1) / lanes;
+  if (k < PULL_MIN_RUNS) k = PULL_MIN_RUNS;
+  if (R->est) {
+    double left = 0, sum = 0;
+    for (int q = R->qhead; q < R->qlen; q++) left += work(R, R->queue[q].test);
+    const double share = level_ms(R, lanes, left) / 2;
+    for (k = 0; k < n; k++) {
+      double w = work(R, R->queue[R->qhead + k].test);
+      if (k > 0 && sum + w > share) break;
+      sum += w;
+    }
+  }
+  return n < 2 ? n : k < 2 ? 2 : k > n ? n : k;
+}
+
+int krun__worker_take(krun__run *R) {
+  if (R->s->isolation != KRUN_ISO_WORKER || R->qhead == R->qlen) return 1;
+  /* Slots sized per test (--slots auto) and sanitizer findings, which are
+   * read per process, need a process per test. */
+  if (R->s->slots == KRUN_SLOTS_AUTO || R->s->sanitize) return 1;
+  const krun__item *head = &R->queue[R->qhead];
+  const krun_test *t = &R->o->reg->tests[head->test];
+  if (head->alone || !krun__source(t->kind)->workers) return 1;
+  int n = block(R, t);
+  int size = krun__source(t->kind)->more ? pull_share(R, t, n)
+             : R->est                      ? by_time(R, t, n)
+                                           : by_count(R, t, n);
   size = size < 1 ? 1 : size > KRUN_WORKER_MAX ? KRUN_WORKER_MAX : size;
   /* A sequence names each test once (a program given a list of its tests
    * may run each once per process): a repeat of one waits for the next
@@ -178,7 +222,47 @@ int krun__worker_take(krun__run *R) {
   for (int q = R->qhead + 1; q < R->qhead + size; q++)
     for (int p = R->qhead; p < q; p++)
       if (R->queue[p].test == R->queue[q].test) return q - R->qhead;
-  return file_end(R, n, size);
+  return krun__source(t->kind)->more ? size : file_end(R, n, size);
+}
+
+void krun__worker_more(krun__run *R, krun__job *j) {
+  const krun_test *u = j->defs[0];
+  int take = 0;
+  if (!R->stopping && R->qhead < R->qlen && u) {
+    const krun__item *head = &R->queue[R->qhead];
+    const krun_test *t = &R->o->reg->tests[head->test];
+    int n = t->source == u->source ? block(R, u) : 0;
+    take = n ? pull_share(R, u, n) : 0;
+    if (take > KRUN_WORKER_MAX - j->ntests) take = KRUN_WORKER_MAX - j->ntests;
+    /* A sequence names each test once (as krun__worker_take). */
+    for (int q = 0; q < take; q++)
+      for (int i = 0; i < j->ntests; i++)
+        if (j->defs[i] == &R->o->reg->tests[R->queue[R->qhead + q].test]) take = q;
+  }
+  int first = j->ntests, all = first + (take > 0 ? take : 0);
+  if (take > 0) {
+    j->tests = kh_xrealloc(j->tests, (size_t)all * sizeof *j->tests);
+    j->st = kh_xrealloc(j->st, (size_t)all * sizeof *j->st);
+    j->defs = kh_xrealloc(j->defs, (size_t)all * sizeof *j->defs);
+    j->took_ms = kh_xrealloc(j->took_ms, (size_t)all * sizeof *j->took_ms);
+    for (int i = first; i < all; i++) {
+      krun__item x = krun__queue_take(R);
+      j->tests[i] = krun__new_test(R, &x);
+      j->defs[i] = &R->o->reg->tests[x.test];
+      memset(&j->st[i], 0, sizeof j->st[i]);
+      j->took_ms[i] = -1;
+    }
+    j->ntests = all;
+  }
+  kh_buf out = {0};
+  krun__source(j->kind)->more(krun__job_view(R, j), first, &out);
+  /* The worker reads it at once, and a pipe holds far more than a share
+   * of ids; a worker that died meanwhile is reaped as any. */
+  if (j->fd_in >= 0 && kh_write_all(j->fd_in, out.data, out.len) != 0) {
+    close(j->fd_in);
+    j->fd_in = -1;
+  }
+  free(out.data);
 }
 
 void krun__worker_resume(krun__run *R, krun__job *j) {

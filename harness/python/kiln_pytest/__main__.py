@@ -8,12 +8,14 @@
                                     then a `test` record per item; every
                                     path in this interpreter, each kept in
                                     (and taken from) the cache folder
-  run [--zygote SOCKET] --result-fd N [--rootdir DIR] [--worker] NODEID...
+  run [--zygote SOCKET] --result-fd N [--rootdir DIR] [--worker [--pull PATH]] NODEID...
                                     one test, its records on fd N; through
                                     the zygote at SOCKET when it is there
                                     and fit, else here; --worker: every
                                     node id in one session, checked
-                                    between two (worker.py)
+                                    between two (worker.py); --pull: PATH
+                                    (the source) collected, and more ids
+                                    asked of kiln on stdin
   zygote --socket PATH [--rootdir DIR] PATH...
                                     imports the tests' dependencies, then
                                     forks a child per `run` that asks
@@ -148,16 +150,19 @@ def run_here(opts, rest):
 def _run_worker(fd, opts, nodeids):
     import pytest
     from . import worker
-    w = worker.Worker(fd, nodeids)
+    # --pull SOURCE: the whole source is collected, so that any of its
+    # node ids kiln adds later is there.
+    pull = opts.get("--pull")
+    w = worker.Worker(fd, nodeids, pull is not None)
     args = _pytest_args(opts.get("--rootdir")) + ["--continue-on-collection-errors"]
-    code = pytest.main(args + worker.files(nodeids), plugins=[w])
+    code = pytest.main(args + ([pull] if pull else worker.files(nodeids)), plugins=[w])
     w.finish(code)
     sys.stdout.flush()
     sys.stderr.flush()
     return int(code)
 
 
-RUN_OPTS = ("--result-fd", "--rootdir", "--zygote")
+RUN_OPTS = ("--result-fd", "--rootdir", "--zygote", "--pull")
 
 
 def run(argv):

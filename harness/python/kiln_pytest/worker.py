@@ -14,6 +14,14 @@ its module did not import), as it is for a process of its own. When the
 session ends early (the check, `pytest -x`, a test that called
 pytest.exit or raised KeyboardInterrupt, a usage error before any test),
 the ids not begun get no record: kiln runs them elsewhere.
+
+With --pull SOURCE (kiln's `more`), pytest collects the whole source
+(its folder or file) and the sequence may grow: before its last test the
+worker writes a `more` record and reads node ids of the source from
+stdin, a line each up to an empty line (none: the session ends after
+that test). Every item was collected and the others deselected, so an id
+kiln adds runs without collecting again; one pytest did not collect is
+an error at its turn, as any.
 """
 import os
 
@@ -37,8 +45,13 @@ def files(nodeids):
 class Worker:
     """The plugin of a worker's session."""
 
-    def __init__(self, fd, nodeids):
+    def __init__(self, fd, nodeids, pull=False):
         self.fd = fd
+        # stdin as kiln gave it, before pytest's capture points fd 0 at
+        # /dev/null: kiln answers `more` on it.
+        self.asks = os.dup(0) if pull else -1
+        self.all = {}              # pull: every item collected, by node id
+        self.done_asking = not pull
         self.wanted = list(nodeids)
         self.pos = {}
         for i, nid in enumerate(self.wanted):
@@ -68,6 +81,9 @@ class Worker:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items):
         keep, drop = {}, []
+        if not self.done_asking:
+            for item in items:
+                self.all.setdefault(item.nodeid, item)
         for item in items:
             i = self.pos.get(item.nodeid)
             if i is None or i in keep:
@@ -104,6 +120,52 @@ class Worker:
             self.stopped = "the test left " + what
             self.session.shouldstop = "kiln_pytest worker: " + self.stopped
         cur._finish(notes)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session):
+        """pytest's loop over the items, asking kiln for more before the
+        last one (so that its teardown knows the next)."""
+        if self.done_asking or session.config.option.collectonly:
+            return None
+        items, i = session.items, 0
+        while True:
+            if i >= len(items) - 1 and not self.done_asking:
+                self._ask(items)
+            if i >= len(items):
+                return True
+            nextitem = items[i + 1] if i + 1 < len(items) else None
+            items[i].config.hook.pytest_runtest_protocol(item=items[i], nextitem=nextitem)
+            if session.shouldfail:
+                raise session.Failed(session.shouldfail)
+            if session.shouldstop:
+                raise session.Interrupted(session.shouldstop)
+            i += 1
+
+    def _ask(self, items):
+        """Asks kiln for more node ids; adds those pytest collected to
+        items, and every one to the sequence (an id not collected is an
+        error at its turn)."""
+        got = []
+        if not (self.stopped or self.session.shouldstop):
+            os.write(self.fd, b"more\n")
+            buf = b""
+            while b"\n\n" not in b"\n" + buf:
+                chunk = os.read(self.asks, 65536)
+                if not chunk:
+                    break
+                buf += chunk
+            got = [line for line in buf.decode().split("\n") if line]
+        for nid in got:
+            i = len(self.wanted)
+            self.wanted.append(nid)
+            if self.pos.setdefault(nid, i) != i:
+                continue           # twice in one sequence: kiln never does
+            item = self.all.get(nid)
+            if item is not None:
+                items.append(item)
+                self.have.add(i)
+        if not got:
+            self.done_asking = True
 
     def pytest_runtest_logstart(self, nodeid, location):
         if self.cur is not None:
