@@ -299,7 +299,8 @@ static void environment(krun__run *R, const krun__job *j, const char **set,
 
 /* Starts j's process from req: its result pipe on fd 3 (with records),
  * stdout and stderr on one pipe, stdin from a pipe for a warm child or a
- * worker that asks for more (else /dev/null). 0 with the job active, or -1 with errno (nothing left open). */
+ * worker that asks for more (else /dev/null). 0 with the job active, or
+ * -1 with errno (nothing left open). */
 int krun__job_exec(krun__run *R, krun__job *j, krun_spawn_req *req, int records) {
   int res[2], out[2], in[2] = {-1, -1};
   if (pipe2(res, O_CLOEXEC) != 0) return -1;

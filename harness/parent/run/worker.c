@@ -62,6 +62,13 @@ static int fill_from_tail(krun__run *R, int k, int n, double room) {
  * no report gave times. */
 static double work(const krun__run *R, int test) { return R->est ? R->est[test] : 1.0; }
 
+/* The work of every run still queued. */
+static double queued_work(const krun__run *R) {
+  double left = 0;
+  for (int q = R->qhead; q < R->qlen; q++) left += work(R, R->queue[q].test);
+  return left;
+}
+
 /* The work job j still has, by the estimates: its runs not begun, and
  * what is left of the one it runs (none once past its estimate). */
 static double job_left_ms(const krun__run *R, const krun__job *j, double now) {
@@ -120,9 +127,8 @@ static double level_ms(const krun__run *R, int lanes, double queued) {
  * alone and the short ones wait for them to end, then pay a start-up
  * again. */
 static int by_time(krun__run *R, const krun_test *t, int n) {
-  double left = 0, sum = 0;
-  for (int q = R->qhead; q < R->qlen; q++) left += krun__order_ms(R, R->queue[q].test);
-  const double share = level_ms(R, at_once(R, t), left);
+  double sum = 0;
+  const double share = level_ms(R, at_once(R, t), queued_work(R));
   int k = 0;
   while (k < n) {
     double ms = krun__order_ms(R, R->queue[R->qhead + k].test);
@@ -191,9 +197,8 @@ static int pull_share(const krun__run *R, const krun_test *t, int n) {
   int k = (n + lanes - 1) / lanes;
   if (k < PULL_MIN_RUNS) k = PULL_MIN_RUNS;
   if (R->est) {
-    double left = 0, sum = 0;
-    for (int q = R->qhead; q < R->qlen; q++) left += work(R, R->queue[q].test);
-    const double share = level_ms(R, lanes, left) / 2;
+    double sum = 0;
+    const double share = level_ms(R, lanes, queued_work(R)) / 2;
     for (k = 0; k < n; k++) {
       double w = work(R, R->queue[R->qhead + k].test);
       if (k > 0 && sum + w > share) break;
@@ -201,6 +206,21 @@ static int pull_share(const krun__run *R, const krun_test *t, int n) {
     }
   }
   return n < 2 ? n : k < 2 ? 2 : k > n ? n : k;
+}
+
+/* How many of the first take runs of the queue can join one sequence (j's,
+ * or a new one: j NULL): a sequence names each test once (a program
+ * given a list of its tests may run each once per process), so it ends
+ * before a test it already holds; a repeat waits for the next worker. */
+static int distinct(const krun__run *R, const krun__job *j, int take) {
+  const krun__item *q = &R->queue[R->qhead];
+  for (int i = 0; i < take; i++) {
+    for (int p = 0; p < i; p++)
+      if (q[p].test == q[i].test) return i;
+    for (int k = 0; j && k < j->ntests; k++)
+      if (j->defs[k] == &R->o->reg->tests[q[i].test]) return i;
+  }
+  return take;
 }
 
 int krun__worker_take(krun__run *R) {
@@ -216,12 +236,8 @@ int krun__worker_take(krun__run *R) {
              : R->est                      ? by_time(R, t, n)
                                            : by_count(R, t, n);
   size = size < 1 ? 1 : size > KRUN_WORKER_MAX ? KRUN_WORKER_MAX : size;
-  /* A sequence names each test once (a program given a list of its tests
-   * may run each once per process): a repeat of one waits for the next
-   * worker. */
-  for (int q = R->qhead + 1; q < R->qhead + size; q++)
-    for (int p = R->qhead; p < q; p++)
-      if (R->queue[p].test == R->queue[q].test) return q - R->qhead;
+  int once = distinct(R, NULL, size);
+  if (once < size) return once;
   return krun__source(t->kind)->more ? size : file_end(R, n, size);
 }
 
@@ -234,12 +250,9 @@ void krun__worker_more(krun__run *R, krun__job *j) {
     int n = t->source == u->source ? block(R, u) : 0;
     take = n ? pull_share(R, u, n) : 0;
     if (take > KRUN_WORKER_MAX - j->ntests) take = KRUN_WORKER_MAX - j->ntests;
-    /* A sequence names each test once (as krun__worker_take). */
-    for (int q = 0; q < take; q++)
-      for (int i = 0; i < j->ntests; i++)
-        if (j->defs[i] == &R->o->reg->tests[R->queue[R->qhead + q].test]) take = q;
+    take = take > 0 ? distinct(R, j, take) : 0;
   }
-  int first = j->ntests, all = first + (take > 0 ? take : 0);
+  int first = j->ntests, all = first + take;
   if (take > 0) {
     j->tests = kh_xrealloc(j->tests, (size_t)all * sizeof *j->tests);
     j->st = kh_xrealloc(j->st, (size_t)all * sizeof *j->st);
