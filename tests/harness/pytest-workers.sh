@@ -184,12 +184,18 @@ expect_eq "$(finals tests/test_broken.py)" error "confirmed alone"
 expect_eq "$(rec tests/test_host.py::test_host_only 0 pid)/$(finals tests/test_host.py::test_host_only)" \
   "$(rec tests/test_broken.py 0 pid)/pass" "the next test, in the same worker, passes"
 
-# ---- The tests of one file in one worker where the split would cost a collection ------
+# ---- The last runs of a queue spread over the free lanes -------------------------------
+# Five runs on two lanes: each worker starts with two and asks for the
+# fifth; a worker that took four (a file kept together) would leave the
+# other lane idle for them. Every worker collects the whole source, so a
+# file split over two costs no collection the second lane's start did not.
 k run --pytest "$S" --isolation worker -j 2 -o "$T/files" "$C" $P::test_before
 flat "$T/files/report.yaml"
+expect_eq "$(pids "$T/files/report.yaml")" 2 "-j 2: five runs in two workers"
 p=$(rec $C::test_fills 0 pid)
-expect_eq "$(rec $C::test_corrupts 0 pid) $(rec $C::test_reads 0 pid) $(rec $C::test_plain 0 pid)" \
-  "$p $p $p" "-j 2: test_cache.py's four tests in one worker, not split at three"
+q=$(rec $C::test_reads 0 pid)
+[ "$p" != "$q" ] && ok "test_cache.py's tests ran in both lanes" ||
+  fail "test_cache.py's four tests all in one worker: the other lane idled"
 
 # ---- A worker whose collection hangs is timed out ------------------------------------
 SAMPLE_COLLECT_HANG=1 k run --pytest "$S" --isolation worker -j 1 --timeout 3 --grace 1 \
@@ -203,12 +209,11 @@ expect_eq "$(finals $C::test_fills) $(finals $C::test_plain)" "timeout timeout" 
 expect_none_left "after the hung collection"
 
 # ---- Workers that ask for more -------------------------------------------------------------
-# Two lanes, one file of 24: a worker starts with its lane's share (12,
-# then 8 of the 12 left) and asks kiln for more before its last test; the
-# ids kiln adds come on its stdin, so the 24 run in the 2 processes and
-# some ran without being on their worker's command line. Without asking,
-# the share would have to be all a lane will run (the next file's tests
-# all to the one lane that frees first).
+# Two lanes, one file of 24: a worker starts with a quarter of its lane's
+# share (3) and asks kiln for more before its last test; the ids kiln adds come on its stdin, so the 24 run in the 2
+# processes and most ran without being on their worker's command line.
+# Without asking, the share would have to be all a lane will run (the
+# next file's tests all to the one lane that frees first).
 Y=tests/test_many.py
 cat >"$T/argv" <<SH
 #!/bin/sh
@@ -226,6 +231,21 @@ expect_eq "$ran" 24 "each of the 24 passed, one result each"
 [ "$given" -lt 24 ] && ok "$given of them were on the workers' command lines, the rest asked for" ||
   fail "all $given were on the command lines: no worker asked for more"
 expect_match "$(grep -c -- '--pull' "$T/argv.txt")" '^2$' "both workers were started to ask (--pull)"
+# Two sources of one rootdir: a worker collects both and serves both, as
+# a `pytest -n` worker does, so two lanes need two processes for the 32
+# tests (a worker per file would start a third when the first file ends).
+Z=tests/test_few.py
+: >"$T/argv.txt"
+k run --pytest "$S/$Y" --pytest "$S/$Z" --isolation worker -j 2 --zygote false --wrap "$T/argv" \
+  -o "$T/shared"
+expect_rc 0 "two sources, workers that serve both"
+flat "$T/shared/report.yaml"
+expect_eq "$(pids "$T/shared/report.yaml")" 2 "32 tests of two sources in 2 processes"
+ran=$( (for i in $(seq 0 23); do finals "$Y::test_short[$i]"; done
+        for i in $(seq 0 7); do finals "$Z::test_other[$i]"; done) | grep -c pass)
+expect_eq "$ran" 32 "each of the 32 passed, one result each"
+expect_eq "$(grep -c -- "--pull [^ ]*$Y --pull [^ ]*$Z" "$T/argv.txt")" 2 \
+  "each worker collected both sources (--pull twice)"
 # A crash and a hang in a sequence that grows: every test one result, none twice.
 k run --pytest "$S" --isolation worker -j 2 --zygote false --grace 1 -o "$T/crash2" "$F" "$Y"
 expect_rc 1 "a crash and a hang on two lanes"

@@ -62,12 +62,6 @@ double *krun_durations_load(const char *path, const krun_registry *reg, int *kno
 
 /* ---- Sorting the queue ------------------------------------------------------------- */
 
-/* Runs one worker could take together (worker.c's rule): their group. */
-static int shares_worker(const krun_test *a, const krun_test *b) {
-  return a->source == b->source && a->slots == b->slots && a->devices == b->devices &&
-         a->needs_gpu == b->needs_gpu;
-}
-
 static int grouped(const krun__run *R, const krun_test *t) {
   return R->s->isolation == KRUN_ISO_WORKER && R->s->slots != KRUN_SLOTS_AUTO &&
          !R->s->sanitize && krun__source(t->kind)->workers;
@@ -102,11 +96,12 @@ static void sort_round(krun__run *R, int from, int to) {
     const krun_test *t = &reg->tests[it.test];
     double ms = R->o->durations[it.test];
     s[i] = (slot){it, i, i, i, isnan(ms) ? INFINITY : ms, 0, 0};
-    /* Its group: the first run before it one worker could take with it;
-     * its suite: that of the nearest run before it in the group and its
-     * suite (a source lists a suite's tests together: found at once). */
+    /* Its group: the first run before it one worker could take with it
+     * (krun__source_joins); its suite: that of the nearest run before it
+     * in the group and its suite (a source lists a suite's tests
+     * together: found at once). */
     for (int k = 0; grouped(R, t) && k < i; k++)
-      if (shares_worker(&reg->tests[s[k].it.test], t)) {
+      if (krun__source_joins(reg, &reg->tests[s[k].it.test], t)) {
         s[i].group = s[k].group;
         break;
       }

@@ -362,6 +362,16 @@ static char *nodeid(const char *id) {
   return raw;
 }
 
+/* Sources a and b are collected by one pytest session: the same
+ * rootdir, and no option set for one alone (a manifest's zygote: false). */
+static int pytest_shares(const krun_registry *reg, int a, int b) {
+  const krun_source *x = &reg->sources[a], *y = &reg->sources[b];
+  if (!x->dir || !y->dir || strcmp(x->dir, y->dir) != 0 || x->nset != y->nset) return 0;
+  for (int i = 0; i < x->nset; i++)
+    if (strcmp(x->set[i], y->set[i]) != 0) return 0;
+  return 1;
+}
+
 /* One node id, or a worker's (--worker: every id in one session). */
 static void pytest_argv(krun__child *c, char **argv, int *n) {
   const pyctx *P = c->ctx;
@@ -378,11 +388,17 @@ static void pytest_argv(krun__child *c, char **argv, int *n) {
   argv[(*n)++] = kh_strdup("--rootdir");
   argv[(*n)++] = kh_strdup(c->src->dir);
   if (c->worker) argv[(*n)++] = kh_strdup("--worker");
-  if (c->pull) {
-    /* The whole source collected: any of its tests kiln adds is there. */
-    char *abs = realpath(c->src->path, NULL);
+  /* Its source collected whole, and every source it shares that has
+   * tests queued (as every `pytest -n` worker collects every path): any
+   * test kiln adds is there, and one worker serves them all. */
+  const krun_registry *reg = c->run->reg;
+  for (int s = 0; c->pull && s < reg->nsources; s++) {
+    if (s != c->source && !(reg->sources[s].kind == c->src->kind && c->run->queued[s] &&
+                            pytest_shares(reg, c->source, s)))
+      continue;
+    char *abs = realpath(reg->sources[s].path, NULL);
     argv[(*n)++] = kh_strdup("--pull");
-    argv[(*n)++] = abs ? abs : kh_strdup(c->src->path);
+    argv[(*n)++] = abs ? abs : kh_strdup(reg->sources[s].path);
   }
   argv[(*n)++] = kh_strdup("--");
   for (int i = 0; i < (c->worker ? c->ntests : 1); i++) argv[(*n)++] = nodeid(c->defs[i]->id);
@@ -466,6 +482,7 @@ const krun__source_i krun__pytest_source = {
     .records = 1,
     .workers = 1,
     .more = pytest_more,
+    .shares = pytest_shares,
     .worker_stops = 1,
     .finish = pytest_finish,
 };

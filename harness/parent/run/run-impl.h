@@ -359,10 +359,10 @@ void krun__worker_confirm(krun__run *R, krep_test *t, const krun_test *def, char
 /* A run that confirmed a worker's non-pass alone: passing, it becomes
  * `polluted`, naming the tests that ran before it in the worker. */
 void krun__worker_verdict(krun__run *R, krep_test *t, const krun_test *def);
-/* Worker j asked for more: the next runs of its source from the head of
- * the queue (its share, as a new sequence would be cut), added to j and
- * written to its stdin; none while stopping or once the head is another
- * source's. */
+/* Worker j asked for more: the next runs from the head of the queue of
+ * its source or one it shares (krun__source_joins), its share, added to
+ * j and written to its stdin; none while stopping or once the head is a
+ * run it cannot take. */
 void krun__worker_more(krun__run *R, krun__job *j);
 
 /* warm.c: the warm pool */

@@ -151,6 +151,11 @@ typedef struct krun__source_i {
    * empty line (none added: the empty line alone) (optional: workers
    * that do not ask). */
   void (*more)(krun__child *c, int first, kh_buf *out);
+  /* 1: a worker of source a (of this kind) runs source b's tests too, in
+   * the one process (b is collected with a: pytest paths of one rootdir),
+   * so one sequence, and what a worker asks for, may hold both's
+   * (optional: a worker runs its own source's tests alone). */
+  int (*shares)(const krun_registry *reg, int a, int b);
   /* 1: its worker stops after a test whose check found something left
    * behind (a `worker_check` note), so what the worker leaves running is
    * that test's (optional: 0, the run's). */
@@ -177,6 +182,10 @@ void krun__sources_close(void **ctx);
 /* A run a warm child can take: its source starts warm, a GPU test of one
  * slot on one device. */
 int krun__source_warm_fits(const krun_test *t);
+/* 1: one worker can run tests a and b in one sequence: the same needs
+ * (slots, devices, a GPU) and the same source, or sources whose table
+ * says a worker of one runs the other's (shares). */
+int krun__source_joins(const krun_registry *reg, const krun_test *a, const krun_test *b);
 /* For settings.c: the sources' option values freed, copied over, shown. */
 void krun__svals_free(krun_settings *s);
 void krun__svals_overlay(krun_settings *dst, const krun_settings *src);

@@ -34,6 +34,14 @@ int krun__source_warm_fits(const krun_test *t) {
          t->devices <= 1;
 }
 
+int krun__source_joins(const krun_registry *reg, const krun_test *a, const krun_test *b) {
+  if (a->slots != b->slots || a->devices != b->devices || a->needs_gpu != b->needs_gpu)
+    return 0;
+  if (a->source == b->source) return 1;
+  const krun__source_i *x = sources[a->kind];
+  return a->kind == b->kind && x->shares && x->shares(reg, a->source, b->source);
+}
+
 /* ---- Options ------------------------------------------------------------------------ */
 
 const krun_sopt *krun_sopt_at(int i, int *kind) {

@@ -163,49 +163,47 @@ static int file_end(const krun__run *R, int n, int size) {
   return fwd;
 }
 
-/* How many runs from the head of the queue are of t's source and needs,
- * in queue order (none alone): what one worker may run. */
+/* How many runs from the head of the queue one worker of t's could run
+ * with it (krun__source_joins: its source's, or a source it collects
+ * with its own, of its needs), in queue order, none alone. */
 static int block(const krun__run *R, const krun_test *t) {
   int n = 0;
   for (int q = R->qhead; q < R->qlen; q++) {
     const krun__item *it = &R->queue[q];
-    const krun_test *u = &R->o->reg->tests[it->test];
-    if (it->alone || u->source != t->source || u->slots != t->slots ||
-        u->devices != t->devices || u->needs_gpu != t->needs_gpu)
-      break;
+    if (it->alone || !krun__source_joins(R->o->reg, t, &R->o->reg->tests[it->test])) break;
     n++;
   }
   return n;
 }
 
-/* Without times, the fewest runs a worker that asks for more takes at
- * once: a lane joins a source only for that many (each join is a
- * start-up). */
-#define PULL_MIN_RUNS 8
+/* What a worker that asks for more takes at once: this part of its
+ * lane's level (xdist's load scheduling hands out a quarter up front,
+ * then refills as workers ask). */
+#define PULL_PARTS 4
 
 /* For a worker that asks for more when its sequence runs out (it
- * collected its whole source, so any of its runs can be added). With
- * times, half of what would bring its lane level with the others
- * (level_ms); without, the block's runs over every lane, at least
- * PULL_MIN_RUNS; at least two either way. Small, so that the rest stays
- * queued for whichever lane asks or frees first: a file of heavy tests
- * spreads over the lanes that free while it lasts, instead of running in
- * the one lane that took it. A sequence costs its worker's start-up once;
- * asking costs nothing. */
+ * collected its whole source, and the sources it shares, so any of their
+ * runs can be added): a PULL_PARTS-th of what would bring its lane level
+ * with the others (level_ms; in runs where no report gave times), at
+ * least two. Small, so that most stays queued for whichever worker asks
+ * first: a file of heavy tests spreads over the lanes while it lasts,
+ * instead of running in the one lane that took it. A worker costs its
+ * start-up once; asking costs a line while its last test runs. At the
+ * end of a run the shares are two: the last runs spread over the lanes
+ * that are free (a worker that took four for one lane ran the last of
+ * them after three start-ups where each ended its worker: Liger-Kernel's
+ * distributed cases leave a process behind). */
 static int pull_share(const krun__run *R, const krun_test *t, int n) {
-  const int lanes = at_once(R, t);
-  int k = (n + lanes - 1) / lanes;
-  if (k < PULL_MIN_RUNS) k = PULL_MIN_RUNS;
-  if (R->est) {
-    double sum = 0;
-    const double share = level_ms(R, lanes, queued_work(R)) / 2;
-    for (k = 0; k < n; k++) {
-      double w = work(R, R->queue[R->qhead + k].test);
-      if (k > 0 && sum + w > share) break;
-      sum += w;
-    }
+  const double share = level_ms(R, at_once(R, t), queued_work(R)) / PULL_PARTS;
+  const int least = 2;
+  double sum = 0;
+  int k = 0;
+  for (; k < n; k++) {
+    double w = work(R, R->queue[R->qhead + k].test);
+    if (k > 0 && sum + w > share) break;
+    sum += w;
   }
-  return n < 2 ? n : k < 2 ? 2 : k > n ? n : k;
+  return k < least ? (least < n ? least : n) : k;
 }
 
 /* How many of the first take runs of the queue can join one sequence (j's,
@@ -247,7 +245,7 @@ void krun__worker_more(krun__run *R, krun__job *j) {
   if (!R->stopping && R->qhead < R->qlen && u) {
     const krun__item *head = &R->queue[R->qhead];
     const krun_test *t = &R->o->reg->tests[head->test];
-    int n = t->source == u->source ? block(R, u) : 0;
+    int n = krun__source_joins(R->o->reg, u, t) ? block(R, u) : 0;
     take = n ? pull_share(R, u, n) : 0;
     if (take > KRUN_WORKER_MAX - j->ntests) take = KRUN_WORKER_MAX - j->ntests;
     take = take > 0 ? distinct(R, j, take) : 0;

@@ -8,13 +8,14 @@
                                     then a `test` record per item; every
                                     path in this interpreter, each kept in
                                     (and taken from) the cache folder
-  run [--zygote SOCKET] --result-fd N [--rootdir DIR] [--worker [--pull PATH]] NODEID...
+  run [--zygote SOCKET] --result-fd N [--rootdir DIR] [--worker [--pull PATH]...] NODEID...
                                     one test, its records on fd N; through
                                     the zygote at SOCKET when it is there
                                     and fit, else here; --worker: every
                                     node id in one session, checked
                                     between two (worker.py); --pull: PATH
-                                    (the source) collected, and more ids
+                                    (a source; repeated: each the worker
+                                    serves) collected, and more ids
                                     asked of kiln on stdin
   zygote --socket PATH [--rootdir DIR] PATH...
                                     imports the tests' dependencies, then
@@ -40,8 +41,10 @@ def _pytest_args(rootdir):
     return args
 
 
-def _opts(argv, known):
-    opts, rest = {}, []
+def _opts(argv, known, repeated=()):
+    """The options in known, by name (those in repeated: a list of every
+    value given), and the other words."""
+    opts, rest = {k: [] for k in repeated}, []
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -51,12 +54,18 @@ def _opts(argv, known):
         if a in known:
             if i + 1 >= len(argv):
                 sys.exit("kiln_pytest: %s needs a value" % a)
-            opts[a] = argv[i + 1]
+            if a in repeated:
+                opts[a].append(argv[i + 1])
+            else:
+                opts[a] = argv[i + 1]
             i += 2
             continue
         if a.startswith("--") and a.split("=", 1)[0] in known and "=" in a:
             k, v = a.split("=", 1)
-            opts[k] = v
+            if k in repeated:
+                opts[k].append(v)
+            else:
+                opts[k] = v
         else:
             rest.append(a)
         i += 1
@@ -150,12 +159,13 @@ def run_here(opts, rest):
 def _run_worker(fd, opts, nodeids):
     import pytest
     from . import worker
-    # --pull SOURCE: the whole source is collected, so that any of its
-    # node ids kiln adds later is there.
-    pull = opts.get("--pull")
-    w = worker.Worker(fd, nodeids, pull is not None)
+    # --pull SOURCE (repeated: the sources one worker serves): each is
+    # collected whole, so that any of their node ids kiln adds later is
+    # there.
+    pull = opts.get("--pull") or []
+    w = worker.Worker(fd, nodeids, bool(pull))
     args = _pytest_args(opts.get("--rootdir")) + ["--continue-on-collection-errors"]
-    code = pytest.main(args + ([pull] if pull else worker.files(nodeids)), plugins=[w])
+    code = pytest.main(args + (pull or worker.files(nodeids)), plugins=[w])
     w.finish(code)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -165,8 +175,13 @@ def _run_worker(fd, opts, nodeids):
 RUN_OPTS = ("--result-fd", "--rootdir", "--zygote", "--pull")
 
 
+def run_opts(argv):
+    """`run`'s options and node ids (here, or in a zygote's child)."""
+    return _opts(argv, RUN_OPTS, repeated=("--pull",))
+
+
 def run(argv):
-    opts, rest = _opts(argv, RUN_OPTS)
+    opts, rest = run_opts(argv)
     sock = opts.get("--zygote")
     if sock:
         from . import zygote

@@ -15,10 +15,10 @@ session ends early (the check, `pytest -x`, a test that called
 pytest.exit or raised KeyboardInterrupt, a usage error before any test),
 the ids not begun get no record: kiln runs them elsewhere.
 
-With --pull SOURCE (kiln's `more`), pytest collects the whole source
-(its folder or file) and the sequence may grow: before its last test the
-worker writes a `more` record and reads node ids of the source from
-stdin, a line each up to an empty line (none: the session ends after
+With --pull SOURCE (kiln's `more`; repeated for every source the worker
+serves), pytest collects each source whole (its folder or file) and the
+sequence may grow: before its last test the worker writes a `more` record
+and reads node ids of those sources from stdin, a line each up to an empty line (none: the session ends after
 that test). Every item was collected and the others deselected, so an id
 kiln adds runs without collecting again; one pytest did not collect is
 an error at its turn, as any.

@@ -312,7 +312,7 @@ def _child(req, fds, libc):
     code = 3
     try:
         from . import __main__ as m
-        opts, rest = m._opts(req["argv"], m.RUN_OPTS)
+        opts, rest = m.run_opts(req["argv"])
         code = m.run_here(opts, rest)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 1
