@@ -172,6 +172,20 @@ for zyg in true false; do
   done
 done
 
+# ---- multiprocessing's own helpers are no leak; a spawned process left running is ------
+W=tests/test_spawn.py
+k run --pytest "$S" --isolation worker -j 1 --zygote false -o "$T/spawn" \
+  $W::test_spawns_and_joins $W::test_after_the_spawn $W::test_spawn_left
+expect_rc 0 "tests that start processes with the spawn method"
+flat "$T/spawn/report.yaml"
+expect_eq "$(note $W::test_spawns_and_joins worker_check)" "" \
+  "a spawned process joined: multiprocessing's resource tracker is not blamed"
+expect_eq "$(rec $W::test_after_the_spawn 0 pid)" "$(rec $W::test_spawns_and_joins 0 pid)" \
+  "the next test ran in the same worker"
+expect_match "$(note $W::test_spawn_left worker_check)" '^1 child process still running: pid [0-9]+ ' \
+  "a spawned process left running is still found"
+expect_none_left "after the spawned processes"
+
 # ---- A module that does not import: an error at its turn, the rest runs ---------------
 k run --pytest "$S" --isolation worker -j 1 -o "$T/broken" tests/test_broken.py \
   tests/test_host.py::test_host_only

@@ -12,7 +12,13 @@ the moment that takes.
              OpenMP's or CUDA's, are not Python threads and not counted)
   processes  the interpreter's children (from /proc, zombies left out, and
              multiprocessing's active_children(), which also reaps its
-             ended ones) that were not there before the test
+             ended ones) that were not there before the test, but for
+             multiprocessing's own helpers: its resource tracker and its
+             fork server, which the first process started with the spawn
+             or forkserver method starts (torch.multiprocessing.spawn does)
+             and which serve every later one for the interpreter's life,
+             as torch's workspaces do (a distributed test of Liger-Kernel
+             ended its worker at every such test before)
   torch      only where torch is imported and has initialised CUDA: a
              sticky device error (torch.cuda.synchronize() raising), and
              per device, after gc.collect(), memory_allocated() and
@@ -70,9 +76,22 @@ def _threads_after(before, until):
 
 # ---- processes -----------------------------------------------------------------------
 
+def _helpers():
+    """The pids of multiprocessing's resource tracker and fork server where
+    this interpreter started them."""
+    pids = set()
+    for mod, obj, attr in (("multiprocessing.resource_tracker", "_resource_tracker", "_pid"),
+                           ("multiprocessing.forkserver", "_forkserver", "_forkserver_pid")):
+        pid = getattr(getattr(sys.modules.get(mod), obj, None), attr, None)
+        if isinstance(pid, int):
+            pids.add(pid)
+    return pids
+
+
 def _children():
-    """{pid: command} of this interpreter's live children."""
-    me, out = os.getpid(), {}
+    """{pid: command} of this interpreter's live children, multiprocessing's
+    helpers left out."""
+    me, out, helpers = os.getpid(), {}, _helpers()
     mp = sys.modules.get("multiprocessing")
     if mp is not None:
         try:
@@ -91,7 +110,7 @@ def _children():
             continue
         # pid (comm) state ppid ...: comm may hold spaces and parentheses.
         comm, rest = stat[stat.find("(") + 1:stat.rfind(")")], stat[stat.rfind(")") + 2:].split()
-        if len(rest) < 2 or rest[0] == "Z" or int(rest[1]) != me:
+        if len(rest) < 2 or rest[0] == "Z" or int(rest[1]) != me or int(p) in helpers:
             continue
         out[int(p)] = comm
     return out
