@@ -230,8 +230,8 @@ static char **child_argv(krun__run *R, krun__job *j, int takes) {
   const krun__source_i *src = krun__source(j->kind);
   int nargs = 0;
   for (char **a = j->defs[0] ? j->defs[0]->argv : NULL; a && *a; a++) nargs++;
-  /* Two words per test run and per source at most (a pytest worker's
-   * --pull of each source it shares). */
+  /* Two words per test run and per source at most (a worker that names
+   * every source it shares). */
   char **argv = kh_xcalloc((size_t)(R->nwrap + 24 + s->ntol + 2 * j->ntests + nargs +
                                     2 * R->o->reg->nsources),
                            sizeof *argv);

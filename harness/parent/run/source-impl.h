@@ -152,7 +152,7 @@ typedef struct krun__source_i {
    * that do not ask). */
   void (*more)(krun__child *c, int first, kh_buf *out);
   /* 1: a worker of source a (of this kind) runs source b's tests too, in
-   * the one process (b is collected with a: pytest paths of one rootdir),
+   * the one process (b is collected with a: paths of one project),
    * so one sequence, and what a worker asks for, may hold both's
    * (optional: a worker runs its own source's tests alone). */
   int (*shares)(const krun_registry *reg, int a, int b);
